@@ -1,0 +1,131 @@
+/* autopar: the public API.
+ *
+ * autopar turns a model and a cluster into ranked hybrid-parallel training plans, each with a predicted
+ * iteration time and peak memory per device. This header is the whole public surface of libautopar; the
+ * CLI (src/cli/) is its first client and uses nothing else.
+ *
+ * Conventions:
+ *  - Every fallible function returns an ap_status. AP_OK is 0. The human-readable detail of the last
+ *    failure ("cfg.json:3:14: hidden_size must be > 0, got -5") is kept in the context and read with
+ *    ap_ctx_error(); there is no global state.
+ *  - Handles are opaque, created by *_new / *_load and released by the matching *_free; *_free(NULL) is a
+ *    no-op. Strings returned through char ** are heap-allocated and freed by the caller with ap_free().
+ *  - Units are in the names: _bytes, _s, _flop, _flop_per_s, _Bps.
+ *  - The library never prints, aborts or exits on bad input; logging goes through ap_log_fn.
+ *  - Distinct contexts may be used from distinct threads at once; one context is not thread-safe.
+ */
+#ifndef AUTOPAR_H
+#define AUTOPAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define AP_API __attribute__((visibility("default")))
+#else
+#define AP_API
+#endif
+
+#define AP_VERSION_STRING "0.1.0"
+
+/* Status codes: one table, so the enum, the names and the messages never drift apart. The CLI maps
+ * AP_INFEASIBLE to exit status 1, every input error to 2. */
+#define AP_STATUS_MAP(X)                                                   \
+  X(OK, 0, "ok")                                                           \
+  X(NOMEM, 1, "out of memory")                                             \
+  X(IO, 2, "cannot read or write a file")                                  \
+  X(PARSE, 3, "malformed input")                                           \
+  X(INVALID, 4, "invalid value")                                           \
+  X(NOTFOUND, 5, "not found")                                              \
+  X(UNSUPPORTED, 6, "unsupported")                                         \
+  X(INFEASIBLE, 7, "no feasible plan")                                     \
+  X(CANCELLED, 8, "cancelled")                                             \
+  X(INTERNAL, 9, "internal error")
+
+typedef enum {
+#define AP_X_(name, value, msg) AP_##name = value,
+  AP_STATUS_MAP(AP_X_)
+#undef AP_X_
+  AP_STATUS_COUNT_
+} ap_status;
+
+/* Returns a static string naming the status, never NULL. */
+AP_API const char *ap_status_str(ap_status status);
+
+/* Frees memory the library handed to the caller (strings from *_json functions and the like). */
+AP_API void ap_free(void *p);
+
+/* ---- Context ---------------------------------------------------------------------------------- */
+
+typedef struct ap_ctx ap_ctx;
+
+typedef enum { AP_LOG_ERROR = 0, AP_LOG_WARN = 1, AP_LOG_INFO = 2, AP_LOG_DEBUG = 3 } ap_log_level;
+
+/* A log sink. msg has no trailing newline. */
+typedef void (*ap_log_fn)(void *user, ap_log_level level, const char *msg);
+
+/* A progress sink for long runs: fraction in [0, 1]. Returning non-zero asks the run to stop; it then
+ * returns AP_CANCELLED (a search returns what it has found so far where it can). */
+typedef int (*ap_progress_fn)(void *user, double fraction, const char *what);
+
+/* Creates a context. Returns NULL only when out of memory. The caller frees it with ap_ctx_free. */
+AP_API ap_ctx *ap_ctx_new(void);
+AP_API void ap_ctx_free(ap_ctx *ctx);
+
+/* The detail of the most recent failure in this context ("" when none). Owned by the context; valid until
+ * the next call that fails or ap_ctx_free. */
+AP_API const char *ap_ctx_error(const ap_ctx *ctx);
+/* The status of the most recent failure (AP_OK when none). */
+AP_API ap_status ap_ctx_status(const ap_ctx *ctx);
+
+AP_API void ap_ctx_set_log(ap_ctx *ctx, ap_log_fn fn, void *user, ap_log_level max_level);
+AP_API void ap_ctx_set_progress(ap_ctx *ctx, ap_progress_fn fn, void *user);
+
+/* ---- Models ----------------------------------------------------------------------------------- */
+
+typedef struct ap_model ap_model;
+
+/* Loads a model by preset name ("llama-3-70b"), by path to a Hugging Face config.json, or by path to an
+ * autopar op-graph JSON file (docs/formats.md). The caller frees *out with ap_model_free. On an unknown
+ * preset the error detail suggests the closest names. */
+AP_API ap_status ap_model_load(ap_ctx *ctx, const char *name_or_path, ap_model **out);
+AP_API void ap_model_free(ap_model *model);
+
+/* Exact weight counts of the model (embeddings counted once when tied). For MoE, params_active counts
+ * the top-k routed experts and the shared experts of each MoE layer. */
+AP_API int64_t ap_model_params_total(const ap_model *model);
+AP_API int64_t ap_model_params_active(const ap_model *model);
+AP_API const char *ap_model_name(const ap_model *model);
+
+/* Describes the model at sequence length seq as JSON (keys documented in docs/formats.md, among them
+ * params_total, params_active, blocks[], flop_per_token). seq <= 0 uses the model's default. The caller
+ * frees *json_out with ap_free. */
+AP_API ap_status ap_model_describe_json(ap_ctx *ctx, const ap_model *model, int64_t seq, char **json_out);
+/* The same description as plain text for a terminal. */
+AP_API ap_status ap_model_describe_text(ap_ctx *ctx, const ap_model *model, int64_t seq, char **text_out);
+
+/* Lists the built-in model presets as JSON: [{"name":…,"model_type":…,"params_total":…,"source":…}]. */
+AP_API ap_status ap_models_list_json(ap_ctx *ctx, char **json_out);
+AP_API ap_status ap_models_list_text(ap_ctx *ctx, char **text_out);
+
+/* ---- Clusters --------------------------------------------------------------------------------- */
+
+typedef struct ap_cluster ap_cluster;
+
+/* Loads a cluster from a preset name ("dgx-h100"), a shorthand ("h100:64", "dgx-h100:8x8" = 8 nodes of
+ * 8) or a path to a cluster JSON file (docs/formats.md). The caller frees *out with ap_cluster_free. */
+AP_API ap_status ap_cluster_load(ap_ctx *ctx, const char *spec, ap_cluster **out);
+AP_API void ap_cluster_free(ap_cluster *cluster);
+AP_API int64_t ap_cluster_n_devices(const ap_cluster *cluster);
+AP_API ap_status ap_cluster_describe_json(ap_ctx *ctx, const ap_cluster *cluster, char **json_out);
+AP_API ap_status ap_clusters_list_json(ap_ctx *ctx, char **json_out);
+AP_API ap_status ap_clusters_list_text(ap_ctx *ctx, char **text_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AUTOPAR_H */

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Installs the Debian packages that autopar's build and tests need, and only those that are missing.
+# Called by every Makefile target through build/.deps, so a fresh Debian 12 machine needs no manual step.
+set -e
+need=""
+for p in libjansson-dev libcmocka-dev pkg-config clang libclang-rt-14-dev; do
+  dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
+done
+[ -z "$need" ] && exit 0
+echo "deps: installing$need" >&2
+if [ "$(id -u)" != 0 ]; then
+  echo "deps: missing Debian packages:$need (run as root or install them)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq $need >/dev/null

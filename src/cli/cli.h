@@ -1,0 +1,38 @@
+/* The command-line client's shared pieces (cli layer): option parsing and output helpers. The CLI holds no
+ * planning logic: each subcommand parses its options, calls ap_* functions and prints. */
+#ifndef AP_CLI_H
+#define AP_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "autopar.h"
+
+/* Exit statuses (DESIGN.md "Interfaces"): 0 success, 1 no feasible plan, 2 bad input. */
+enum { EXIT_OK_ = 0, EXIT_INFEASIBLE = 1, EXIT_BAD_INPUT = 2, EXIT_INTERNAL = 3 };
+
+typedef enum { OPT_FLAG, OPT_STRING, OPT_INT } cli_opt_kind;
+
+/* One option of a subcommand: "--name VALUE" or "--name" for flags. */
+typedef struct {
+  const char *name;
+  cli_opt_kind kind;
+  const char *help;
+  void *target; /* bool *, const char **, or int64_t * */
+} cli_opt;
+
+/* Parses argv against opts; positional arguments go to positional[] (up to n_pos_max). Prints a one-line
+ * error and returns false on an unknown option or a bad value. */
+bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n_opts, const char **positional,
+               int n_pos_max, int *n_pos);
+void cli_usage(const char *cmd, const char *synopsis, const cli_opt *opts, int n_opts);
+/* Prints the context's error as "autopar: MESSAGE" and maps the status to an exit code. */
+int cli_fail(ap_ctx *ctx, ap_status st);
+/* Prints s to stdout and frees it. */
+void cli_print_free(char *s);
+
+int cmd_models(ap_ctx *ctx, int argc, char **argv);
+int cmd_clusters(ap_ctx *ctx, int argc, char **argv);
+int cmd_describe(ap_ctx *ctx, int argc, char **argv);
+
+#endif

@@ -1,0 +1,80 @@
+/* Subcommands about models and clusters: `models`, `clusters`, `describe` (cli layer). */
+#include <stdio.h>
+
+#include "cli/cli.h"
+
+int cmd_models(ap_ctx *ctx, int argc, char **argv) {
+  bool json = false, help = false;
+  cli_opt opts[] = {{"json", OPT_FLAG, "print JSON", &json}, {"help", OPT_FLAG, "show this help", &help}};
+  const char *pos[1];
+  int n_pos;
+  if (!cli_parse("models", argc, argv, opts, 2, pos, 0, &n_pos)) return EXIT_BAD_INPUT;
+  if (help) {
+    cli_usage("models", "[--json]\n\nLists the built-in model presets with their parameter counts.", opts, 2);
+    return 0;
+  }
+  char *out = NULL;
+  ap_status st = json ? ap_models_list_json(ctx, &out) : ap_models_list_text(ctx, &out);
+  if (st) return cli_fail(ctx, st);
+  cli_print_free(out);
+  return 0;
+}
+
+int cmd_clusters(ap_ctx *ctx, int argc, char **argv) {
+  bool json = false, help = false;
+  const char *show = NULL;
+  cli_opt opts[] = {{"json", OPT_FLAG, "print JSON", &json},
+                    {"show", OPT_STRING, "describe one cluster (preset, shorthand such as h100:64, or file)", &show},
+                    {"help", OPT_FLAG, "show this help", &help}};
+  const char *pos[1];
+  int n_pos;
+  if (!cli_parse("clusters", argc, argv, opts, 3, pos, 0, &n_pos)) return EXIT_BAD_INPUT;
+  if (help) {
+    cli_usage("clusters", "[--json] [--show SPEC]\n\nLists the built-in cluster presets, or describes one.", opts, 3);
+    return 0;
+  }
+  char *out = NULL;
+  ap_status st;
+  if (show) {
+    ap_cluster *c = NULL;
+    st = ap_cluster_load(ctx, show, &c);
+    if (!st) st = ap_cluster_describe_json(ctx, c, &out);
+    ap_cluster_free(c);
+  } else {
+    st = json ? ap_clusters_list_json(ctx, &out) : ap_clusters_list_text(ctx, &out);
+  }
+  if (st) return cli_fail(ctx, st);
+  cli_print_free(out);
+  return 0;
+}
+
+int cmd_describe(ap_ctx *ctx, int argc, char **argv) {
+  bool json = false, help = false;
+  const char *model = NULL;
+  int64_t seq = 0;
+  cli_opt opts[] = {{"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model},
+                    {"seq", OPT_INT, "sequence length in tokens (default: the model's, at most 4096)", &seq},
+                    {"json", OPT_FLAG, "print JSON", &json},
+                    {"help", OPT_FLAG, "show this help", &help}};
+  const char *pos[1];
+  int n_pos;
+  if (!cli_parse("describe", argc, argv, opts, 4, pos, 1, &n_pos)) return EXIT_BAD_INPUT;
+  if (help) {
+    cli_usage("describe", "--model M [--seq S] [--json]\n\nParameters (total and active), a per-block breakdown "
+                          "and FLOP per token.", opts, 4);
+    return 0;
+  }
+  if (!model && n_pos == 1) model = pos[0];
+  if (!model) {
+    fprintf(stderr, "autopar describe: --model is required (a preset name or a path; see autopar models)\n");
+    return EXIT_BAD_INPUT;
+  }
+  ap_model *m = NULL;
+  ap_status st = ap_model_load(ctx, model, &m);
+  char *out = NULL;
+  if (!st) st = json ? ap_model_describe_json(ctx, m, seq, &out) : ap_model_describe_text(ctx, m, seq, &out);
+  ap_model_free(m);
+  if (st) return cli_fail(ctx, st);
+  cli_print_free(out);
+  return 0;
+}

@@ -1,0 +1,68 @@
+/* autopar's command-line entry point (cli layer): dispatches to one function per subcommand through a table,
+ * installs the log callback, and maps statuses to exit codes. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct {
+  const char *name;
+  int (*run)(ap_ctx *ctx, int argc, char **argv);
+  const char *summary;
+} subcommand;
+
+static const subcommand subcommands[] = {
+    {"describe", cmd_describe, "parameters, per-block breakdown and FLOP per token of a model"},
+    {"models", cmd_models, "list the built-in model presets"},
+    {"clusters", cmd_clusters, "list the built-in cluster presets, or describe one"},
+};
+
+static void log_to_stderr(void *user, ap_log_level level, const char *msg) {
+  (void)user;
+  static const char *const names[] = {"error", "warning", "info", "debug"};
+  fprintf(stderr, "autopar: %s: %s\n", names[level], msg);
+}
+
+static void usage(FILE *f) {
+  fprintf(f, "autopar %s: finds the fastest way to train a model on a cluster\n\nusage: autopar COMMAND [OPTIONS]\n\n",
+          AP_VERSION_STRING);
+  fprintf(f, "commands:\n");
+  for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+    fprintf(f, "  %-12s %s\n", subcommands[i].name, subcommands[i].summary);
+  fprintf(f, "\nRun `autopar COMMAND --help` for a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return EXIT_BAD_INPUT;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("autopar %s\n", AP_VERSION_STRING);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++) {
+    if (strcmp(argv[1], subcommands[i].name) != 0) continue;
+    ap_ctx *ctx = ap_ctx_new();
+    if (!ctx) {
+      fprintf(stderr, "autopar: out of memory\n");
+      return EXIT_INTERNAL;
+    }
+    ap_ctx_set_log(ctx, log_to_stderr, NULL, AP_LOG_WARN);
+    int rc = subcommands[i].run(ctx, argc - 2, argv + 2);
+    ap_ctx_free(ctx);
+    fflush(stdout);
+    if (ferror(stdout)) {
+      fprintf(stderr, "autopar: error writing output\n");
+      return EXIT_INTERNAL;
+    }
+    return rc;
+  }
+  fprintf(stderr, "autopar: unknown command \"%s\"\n\n", argv[1]);
+  usage(stderr);
+  return EXIT_BAD_INPUT;
+}

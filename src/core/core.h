@@ -1,0 +1,91 @@
+/* Core services shared by every module: the context, error reporting, the arena, growable strings,
+ * embedded data files and small utilities. Everything here knows nothing of models, clusters or plans.
+ * Internal header: not installed, not part of the public API. */
+#ifndef AP_CORE_H
+#define AP_CORE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "autopar.h"
+
+#define AP_HIDDEN __attribute__((visibility("hidden")))
+#define AP_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define AP_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The context: holds the last error and the callbacks. One per thread of use. */
+struct ap_ctx {
+  ap_status status;
+  char error[1024];
+  ap_log_fn log_fn;
+  void *log_user;
+  ap_log_level log_max;
+  ap_progress_fn progress_fn;
+  void *progress_user;
+};
+
+/* Records a failure in ctx and returns status, so that callers write `return ctx_fail(ctx, AP_INVALID,
+ * "%s: field must be > 0", file)`. The message is one line; a later failure replaces it. ctx may be NULL. */
+AP_HIDDEN ap_status ctx_fail(ap_ctx *ctx, ap_status status, const char *fmt, ...) AP_PRINTF(3, 4);
+/* Clears the recorded failure. */
+AP_HIDDEN void ctx_clear(ap_ctx *ctx);
+AP_HIDDEN void ctx_log(ap_ctx *ctx, ap_log_level level, const char *fmt, ...) AP_PRINTF(3, 4);
+/* Reports progress; returns true when the caller asked to stop. */
+AP_HIDDEN bool ctx_progress(ap_ctx *ctx, double fraction, const char *what);
+
+/* ---- Arena: one per planning run or loaded object; everything in it is freed in one go. ---- */
+typedef struct arena arena;
+/* Returns NULL when out of memory. The caller frees it with arena_free. */
+AP_HIDDEN arena *arena_new(void);
+AP_HIDDEN void arena_free(arena *a);
+/* Zeroed, 16-byte aligned memory owned by the arena; NULL when out of memory. */
+AP_HIDDEN void *arena_alloc(arena *a, size_t n_bytes);
+AP_HIDDEN char *arena_strdup(arena *a, const char *s);
+AP_HIDDEN char *arena_printf(arena *a, const char *fmt, ...) AP_PRINTF(2, 3);
+/* Bytes handed out so far (the arena's high-water mark, since it never frees piecemeal). */
+AP_HIDDEN size_t arena_used_bytes(const arena *a);
+
+/* ---- Growable string (heap). sb_take hands the buffer to the caller, who frees it with free(). ---- */
+typedef struct {
+  char *buf;
+  size_t len, cap;
+  bool oom;
+} strbuf;
+AP_HIDDEN void sb_printf(strbuf *sb, const char *fmt, ...) AP_PRINTF(2, 3);
+AP_HIDDEN void sb_vprintf(strbuf *sb, const char *fmt, va_list ap);
+AP_HIDDEN void sb_puts(strbuf *sb, const char *s);
+/* Returns the string (never NULL unless out of memory) and resets sb. */
+AP_HIDDEN char *sb_take(strbuf *sb);
+AP_HIDDEN void sb_free(strbuf *sb);
+
+/* ---- Embedded data files (data/ compiled into the library by tools/embed.c). ---- */
+typedef struct {
+  const char *path; /* relative to the repository, e.g. "data/models/llama-3-70b.json" */
+  const char *text; /* NUL-terminated contents */
+  size_t n_bytes;
+} embedded_file;
+AP_HIDDEN const embedded_file *embedded_files(size_t *n_out);
+/* The embedded file at exactly this path, or NULL. */
+AP_HIDDEN const embedded_file *embedded_find(const char *path);
+
+/* ---- Utilities ---- */
+/* Levenshtein distance between two short strings (case-insensitive). */
+AP_HIDDEN size_t util_edit_distance(const char *a, const char *b);
+/* Writes the names of up to 3 candidates closest to `name` into out as "a, b, c" ("" when none is close). */
+AP_HIDDEN void util_suggest(const char *name, const char *const *candidates, size_t n, char *out, size_t out_n);
+/* Reads a whole file into a NUL-terminated heap buffer; the caller frees it. */
+AP_HIDDEN ap_status util_read_file(ap_ctx *ctx, const char *path, char **text_out, size_t *n_out);
+/* Writes text to path atomically: a temporary file in the same folder, then rename, so that a failure
+ * never leaves a partial file. */
+AP_HIDDEN ap_status util_write_file_atomic(ap_ctx *ctx, const char *path, const char *text);
+/* The base name of a path without folders ("a/b/c.json" -> "c.json"). */
+AP_HIDDEN const char *util_basename(const char *path);
+/* True when s ends with suffix. */
+AP_HIDDEN bool util_ends_with(const char *s, const char *suffix);
+/* Parses a strictly positive decimal integer (with optional k/M/G suffixes meaning 10^3/10^6/10^9);
+ * returns false on anything else. */
+AP_HIDDEN bool util_parse_i64(const char *s, int64_t *out);
+
+#endif

@@ -1,0 +1,76 @@
+/* The context and the status table: where errors are recorded and callbacks live (core layer). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+static const char *const status_names[] = {
+#define X(name, value, msg) [value] = msg,
+    AP_STATUS_MAP(X)
+#undef X
+};
+_Static_assert(AP_COUNT(status_names) == AP_STATUS_COUNT_, "status table and enum disagree");
+
+const char *ap_status_str(ap_status status) {
+  if ((int)status < 0 || (size_t)status >= AP_COUNT(status_names)) return "unknown status";
+  return status_names[status];
+}
+
+void ap_free(void *p) { free(p); }
+
+ap_ctx *ap_ctx_new(void) {
+  ap_ctx *ctx = calloc(1, sizeof *ctx);
+  if (ctx) ctx->log_max = AP_LOG_WARN;
+  return ctx;
+}
+
+void ap_ctx_free(ap_ctx *ctx) { free(ctx); }
+
+const char *ap_ctx_error(const ap_ctx *ctx) { return ctx ? ctx->error : ""; }
+ap_status ap_ctx_status(const ap_ctx *ctx) { return ctx ? ctx->status : AP_OK; }
+
+void ap_ctx_set_log(ap_ctx *ctx, ap_log_fn fn, void *user, ap_log_level max_level) {
+  ctx->log_fn = fn;
+  ctx->log_user = user;
+  ctx->log_max = max_level;
+}
+
+void ap_ctx_set_progress(ap_ctx *ctx, ap_progress_fn fn, void *user) {
+  ctx->progress_fn = fn;
+  ctx->progress_user = user;
+}
+
+ap_status ctx_fail(ap_ctx *ctx, ap_status status, const char *fmt, ...) {
+  if (!ctx) return status;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+  va_end(ap);
+  /* One line: a message must never carry a newline into a log or a terminal. */
+  for (char *p = ctx->error; *p; p++)
+    if (*p == '\n' || *p == '\r') *p = ' ';
+  ctx->status = status;
+  return status;
+}
+
+void ctx_clear(ap_ctx *ctx) {
+  if (!ctx) return;
+  ctx->status = AP_OK;
+  ctx->error[0] = '\0';
+}
+
+void ctx_log(ap_ctx *ctx, ap_log_level level, const char *fmt, ...) {
+  if (!ctx || !ctx->log_fn || level > ctx->log_max) return;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  ctx->log_fn(ctx->log_user, level, msg);
+}
+
+bool ctx_progress(ap_ctx *ctx, double fraction, const char *what) {
+  if (!ctx || !ctx->progress_fn) return false;
+  return ctx->progress_fn(ctx->progress_user, fraction, what) != 0;
+}

@@ -1,0 +1,145 @@
+/* JSON reading helpers (core layer); see jsonx.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/jsonx.h"
+
+ap_status jx_parse(ap_ctx *ctx, const char *file, const char *text, size_t n, json_t **out) {
+  json_error_t err;
+  *out = json_loadb(text, n, JSON_REJECT_DUPLICATES, &err);
+  if (!*out) return ctx_fail(ctx, AP_PARSE, "%s:%d:%d: invalid JSON: %s", file, err.line, err.column, err.text);
+  return AP_OK;
+}
+
+ap_status jx_load_file(ap_ctx *ctx, const char *path, json_t **out) {
+  char *text = NULL;
+  size_t n = 0;
+  *out = NULL;
+  ap_status st = util_read_file(ctx, path, &text, &n);
+  if (st) return st;
+  st = jx_parse(ctx, path, text, n, out);
+  free(text);
+  return st;
+}
+
+json_t *jx_lookup(json_t *obj, const char *keys, const char **key_used) {
+  if (!json_is_object(obj)) return NULL;
+  char name[128];
+  for (const char *p = keys; *p;) {
+    const char *bar = strchr(p, '|');
+    size_t len = bar ? (size_t)(bar - p) : strlen(p);
+    if (len >= sizeof name) len = sizeof name - 1;
+    memcpy(name, p, len);
+    name[len] = '\0';
+    json_t *v = json_object_get(obj, name);
+    if (v && !json_is_null(v)) {
+      if (key_used) *key_used = json_object_iter_key(json_object_iter_at(obj, name));
+      return v;
+    }
+    p += len + (bar ? 1 : 0);
+    if (!bar) break;
+  }
+  return NULL;
+}
+
+/* The display name of a key list: the first alias. */
+static void first_alias(const char *keys, char *out, size_t n) {
+  size_t len = strcspn(keys, "|");
+  if (len >= n) len = n - 1;
+  memcpy(out, keys, len);
+  out[len] = '\0';
+}
+
+ap_status jx_fail(const jx_src *s, const char *key, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  char k[128];
+  first_alias(key, k, sizeof k);
+  return ctx_fail(s->ctx, AP_INVALID, "%s: %s%s%s: %s", s->file, s->where ? s->where : "",
+                  (s->where && *s->where && *k) ? "." : "", k, msg);
+}
+
+static ap_status missing(const jx_src *s, const char *keys) {
+  if (strchr(keys, '|')) {
+    char list[256];
+    snprintf(list, sizeof list, "%s", keys);
+    for (char *p = list; *p; p++)
+      if (*p == '|') *p = '/';
+    return jx_fail(s, keys, "required field missing (accepted names: %s)", list);
+  }
+  return jx_fail(s, keys, "required field missing");
+}
+
+ap_status jx_i64(const jx_src *s, json_t *obj, const char *keys, bool required, int64_t min, int64_t max,
+                 int64_t *out, bool *found) {
+  const char *used = NULL;
+  json_t *v = jx_lookup(obj, keys, &used);
+  if (found) *found = v != NULL;
+  if (!v) return required ? missing(s, keys) : AP_OK;
+  int64_t x;
+  if (json_is_integer(v)) {
+    x = (int64_t)json_integer_value(v);
+  } else if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)) &&
+             fabs(json_real_value(v)) < 9e15) {
+    x = (int64_t)json_real_value(v);
+  } else {
+    return jx_fail(s, keys, "expected an integer, got %s",
+                   json_is_string(v) ? "a string" : json_is_real(v) ? "a fraction" : "another type");
+  }
+  if (x < min || x > max) {
+    if (max == INT64_MAX)
+      return jx_fail(s, keys, "expected an integer >= %lld, got %lld", (long long)min, (long long)x);
+    return jx_fail(s, keys, "expected an integer in [%lld, %lld], got %lld", (long long)min, (long long)max,
+                   (long long)x);
+  }
+  *out = x;
+  return AP_OK;
+}
+
+ap_status jx_f64(const jx_src *s, json_t *obj, const char *keys, bool required, double min, double max,
+                 double *out, bool *found) {
+  json_t *v = jx_lookup(obj, keys, NULL);
+  if (found) *found = v != NULL;
+  if (!v) return required ? missing(s, keys) : AP_OK;
+  if (!json_is_number(v)) return jx_fail(s, keys, "expected a number");
+  double x = json_number_value(v);
+  if (!isfinite(x) || x < min || x > max) return jx_fail(s, keys, "expected a number in [%g, %g], got %g", min, max, x);
+  *out = x;
+  return AP_OK;
+}
+
+ap_status jx_str(const jx_src *s, json_t *obj, const char *keys, bool required, const char **out, bool *found) {
+  json_t *v = jx_lookup(obj, keys, NULL);
+  if (found) *found = v != NULL;
+  if (!v) return required ? missing(s, keys) : AP_OK;
+  if (!json_is_string(v)) return jx_fail(s, keys, "expected a string");
+  *out = json_string_value(v);
+  return AP_OK;
+}
+
+ap_status jx_bool(const jx_src *s, json_t *obj, const char *keys, bool required, bool *out, bool *found) {
+  json_t *v = jx_lookup(obj, keys, NULL);
+  if (found) *found = v != NULL;
+  if (!v) return required ? missing(s, keys) : AP_OK;
+  if (!json_is_boolean(v)) return jx_fail(s, keys, "expected true or false");
+  *out = json_is_true(v);
+  return AP_OK;
+}
+
+void jx_sb_str(strbuf *sb, const char *str) {
+  sb_puts(sb, "\"");
+  for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
+    if (*p == '"' || *p == '\\') sb_printf(sb, "\\%c", *p);
+    else if (*p < 0x20) sb_printf(sb, "\\u%04x", *p);
+    else {
+      char c[2] = {(char)*p, 0};
+      sb_puts(sb, c);
+    }
+  }
+  sb_puts(sb, "\"");
+}

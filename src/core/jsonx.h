@@ -1,0 +1,40 @@
+/* JSON reading helpers over jansson (core layer). Every getter names the file and the field in its error,
+ * and parse errors carry jansson's line and column, so that bad input always yields a one-line message
+ * like "cluster.json: links[1].bw_GBps: expected a number > 0, got -5". */
+#ifndef AP_JSONX_H
+#define AP_JSONX_H
+
+#include <jansson.h>
+
+#include "core/core.h"
+
+/* Where a value lives, for error messages: the file and the dotted path of the enclosing object. */
+typedef struct {
+  ap_ctx *ctx;
+  const char *file;
+  const char *where; /* "" at the top level, else e.g. "links[1]" */
+} jx_src;
+
+/* Parses text; on failure records "file:line:col: message". The caller frees *out with json_decref. */
+AP_HIDDEN ap_status jx_parse(ap_ctx *ctx, const char *file, const char *text, size_t n, json_t **out);
+/* Reads and parses a file. */
+AP_HIDDEN ap_status jx_load_file(ap_ctx *ctx, const char *path, json_t **out);
+
+/* Keys may list aliases separated by '|' ("hidden_size|n_embd"); the first one present (and not null)
+ * wins. *found (may be NULL) says whether any was present. Absent optional keys leave *out untouched. */
+AP_HIDDEN json_t *jx_lookup(json_t *obj, const char *keys, const char **key_used);
+AP_HIDDEN ap_status jx_i64(const jx_src *s, json_t *obj, const char *keys, bool required, int64_t min,
+                           int64_t max, int64_t *out, bool *found);
+AP_HIDDEN ap_status jx_f64(const jx_src *s, json_t *obj, const char *keys, bool required, double min,
+                           double max, double *out, bool *found);
+AP_HIDDEN ap_status jx_str(const jx_src *s, json_t *obj, const char *keys, bool required, const char **out,
+                           bool *found);
+AP_HIDDEN ap_status jx_bool(const jx_src *s, json_t *obj, const char *keys, bool required, bool *out,
+                            bool *found);
+/* Records "file: where.key: expected WHAT" and returns AP_INVALID. */
+AP_HIDDEN ap_status jx_fail(const jx_src *s, const char *key, const char *fmt, ...) AP_PRINTF(3, 4);
+
+/* Appends a JSON-escaped string literal (with quotes) to sb. */
+AP_HIDDEN void jx_sb_str(strbuf *sb, const char *s);
+
+#endif

@@ -1,0 +1,203 @@
+/* The model graph: the first of autopar's four nouns (DESIGN.md "The four nouns").
+ *
+ * A graph is a list of blocks (an embedding, a transformer layer, a head …), each with a repeat count, so a
+ * 96-layer model is one layer block repeated 96 times. A block holds tensors and the ops between them. Shapes
+ * are symbolic in the micro-batch size B and the sequence length S (negative dimension codes below), so one
+ * graph serves every plan: the cost model evaluates an op at concrete (b, s) in a few multiplications.
+ *
+ * What an op knows (DESIGN.md): kind, input/output tensors (shapes, dtypes), parameter count, forward FLOP,
+ * backward FLOP split into input-gradient (dgrad) and weight-gradient (wgrad), bytes read and written, and the
+ * tensors it saves for backward. Saved tensors are recorded per block as a set, so a tensor saved by two ops
+ * (a LayerNorm output feeding Q, K and V projections) is counted once, as in Korthikanti et al. 2022 §4.1.
+ *
+ * Tensor-parallel annotation: each tensor says which of its dimensions Megatron-style tensor parallelism
+ * splits (heads or FFN columns), or none; sequence parallelism then splits the S dimension of the tensors
+ * that tensor parallelism leaves whole (Korthikanti et al. 2022 §4.2.2). Each weight says whether it is split.
+ * These are facts about the layer's structure that the cost model uses; the plan decides the degrees.
+ */
+#ifndef AP_MODEL_GRAPH_H
+#define AP_MODEL_GRAPH_H
+
+#include "core/core.h"
+
+/* Symbolic dimensions: a dimension value > 0 is literal; these negative codes stand for plan variables. */
+enum { DIM_B = -1, /* micro-batch size, sequences */ DIM_S = -2 /* sequence length, tokens */ };
+enum { GRAPH_MAX_DIMS = 6 };
+
+#define DTYPE_MAP(X)  \
+  X(FP32, "fp32", 4)  \
+  X(TF32, "tf32", 4)  \
+  X(BF16, "bf16", 2)  \
+  X(FP16, "fp16", 2)  \
+  X(FP8, "fp8", 1)    \
+  X(FP4, "fp4", 1)    \
+  X(INT64, "int64", 8) \
+  X(INT32, "int32", 4) \
+  X(U8, "u8", 1)
+
+typedef enum {
+#define X(e, s, n) DT_##e,
+  DTYPE_MAP(X)
+#undef X
+  DT_COUNT_
+} dtype;
+
+AP_HIDDEN const char *dtype_name(dtype dt);
+AP_HIDDEN size_t dtype_bytes(dtype dt);
+/* Returns false when the name is unknown. */
+AP_HIDDEN bool dtype_parse(const char *name, dtype *out);
+
+/* Op kinds. FLOP rules per kind live in graph.c (graph_op_eval); each cites its source. */
+#define OP_KIND_MAP(X)                                                                       \
+  X(MATMUL, "matmul")             /* X[..., K] · W[K, N]; optional expert copies */          \
+  X(ATTENTION, "attention")       /* core attention: softmax(Q Kᵀ) V, no projections */      \
+  X(NORM, "norm")                 /* LayerNorm / RMSNorm over the last dimension */          \
+  X(ELEMENTWISE, "elementwise")   /* activation, add, dropout, rotary, gating */             \
+  X(EMBEDDING, "embedding")       /* table lookup [rows, dim] */                             \
+  X(ROUTER, "router")             /* MoE router: X · W[h, E], softmax, top-k */              \
+  X(DISPATCH, "dispatch")         /* MoE token permutation (all-to-all under EP) */          \
+  X(COMBINE, "combine")           /* MoE weighted un-permutation */                          \
+  X(LOSS, "loss")                 /* softmax cross-entropy over the last dimension */        \
+  X(CONV2D, "conv2d")             /* NCHW convolution, for general graphs */                 \
+  X(POOL, "pool")                 /* pooling, for general graphs */
+
+typedef enum {
+#define X(e, s) OP_##e,
+  OP_KIND_MAP(X)
+#undef X
+  OP_KIND_COUNT_
+} op_kind;
+
+AP_HIDDEN const char *op_kind_name(op_kind k);
+AP_HIDDEN bool op_kind_parse(const char *name, op_kind *out);
+
+typedef struct {
+  const char *name;
+  int n_dims;
+  int64_t dims[GRAPH_MAX_DIMS]; /* > 0 literal, or DIM_B / DIM_S */
+  dtype dt;
+  int tp_dim; /* dimension split by tensor parallelism, or -1 when TP leaves the tensor whole */
+  bool seq_parallel; /* true when sequence parallelism may split its S dimension (TP leaves it whole) */
+} graph_tensor;
+
+enum { OP_MAX_IN = 4, OP_MAX_SAVED = 6 };
+
+typedef struct {
+  const char *name;
+  op_kind kind;
+  int n_in;
+  int in[OP_MAX_IN]; /* tensor indices within the block */
+  int out;           /* output tensor index */
+  /* Tensors this op keeps for its backward pass (indices), and bytes of masks it keeps (e.g. dropout
+   * masks, 1 byte per element of the tensor named by mask_of, or -1 for none). */
+  int n_saved;
+  int saved[OP_MAX_SAVED];
+  int mask_of;
+  /* Weights. For MATMUL/ROUTER: the weight is [k, n] with optional bias [n]; n_experts copies for routed
+   * experts, of which each token uses top_k (the input then has a literal top_k dimension). */
+  int64_t weight_k, weight_n;
+  bool has_bias;
+  int64_t n_experts; /* 1 for a dense op */
+  int64_t top_k;     /* experts each token uses; 1 for a dense op */
+  int64_t extra_params; /* other parameters of the op (norm scales, embedding tables, attention sinks) */
+  bool tp_split;        /* its parameters are split by tensor parallelism */
+  bool tied;            /* shares its weight with an earlier op (tied LM head): params not counted again */
+  /* ATTENTION: heads, KV heads, head dims of Q/K and V, whether causal (the FLOP count does not discount
+   * the mask; the flag is for conventions that do), sliding window (0 = none). */
+  int64_t heads, kv_heads, head_dim_qk, head_dim_v, window;
+  bool causal;
+  /* CONV2D/POOL: kernel size; FLOP follow from the output shape. */
+  int64_t kernel_h, kernel_w;
+  /* ELEMENTWISE/NORM: FLOP per output element in the forward pass (documented per builder). */
+  double flop_per_elem;
+} graph_op;
+
+typedef enum { BLOCK_EMBED, BLOCK_LAYER, BLOCK_HEAD, BLOCK_OTHER } block_role;
+
+typedef struct {
+  const char *name;
+  block_role role;
+  int64_t repeat;
+  int n_tensors, n_ops;
+  graph_tensor *tensors;
+  graph_op *ops;
+  int input, output; /* tensor indices of the block's input and output activations (-1 if none) */
+  bool is_moe;
+} graph_block;
+
+/* The whole model. Owned by an arena; freed with it. */
+typedef struct {
+  const char *name;
+  const char *model_type; /* "llama", "deepseek_v3", "graph" … */
+  const char *source;     /* where the architecture came from */
+  int n_blocks;
+  graph_block *blocks;
+  int64_t default_seq; /* a sensible default sequence length (max positions capped), tokens */
+  int64_t vocab_size, hidden_size, n_layers; /* summary facts; 0 where they do not apply */
+  bool causal_lm;
+} graph;
+
+/* Costs of one op, or one block, at concrete micro-batch b and sequence s (one pass of the layer). FLOP
+ * are multiply-adds × 2. "gemm" FLOP count matmul-like work (matmuls, attention core); "vector" FLOP the
+ * rest (norms, activations, softmax). Bytes are the op's minimum traffic to device memory. */
+typedef struct {
+  double fwd_gemm_flop, fwd_vector_flop;
+  double dgrad_flop; /* backward, gradient with respect to inputs (gemm + vector) */
+  double wgrad_flop; /* backward, gradient with respect to weights */
+  double bwd_gemm_flop; /* the gemm part of dgrad + wgrad */
+  double read_bytes, write_bytes;
+  double attn_quadratic_flop; /* the part of fwd_gemm_flop that scales with S² (causal-discount conventions) */
+} op_cost;
+
+/* Resolves a symbolic dimension. */
+static inline double graph_dim(int64_t d, double b, double s) {
+  return d == DIM_B ? b : d == DIM_S ? s : (double)d;
+}
+AP_HIDDEN double graph_tensor_numel(const graph_tensor *t, double b, double s);
+AP_HIDDEN double graph_tensor_bytes(const graph_tensor *t, double b, double s);
+
+/* FLOP and bytes of one op at (b, s). */
+AP_HIDDEN op_cost graph_op_eval(const graph_block *blk, const graph_op *op, double b, double s);
+/* Sum over the block's ops (one repeat). */
+AP_HIDDEN op_cost graph_block_eval(const graph_block *blk, double b, double s);
+/* Bytes of activations the block saves for backward per micro-batch at (b, s), each saved tensor once. */
+AP_HIDDEN double graph_block_saved_bytes(const graph_block *blk, double b, double s);
+
+/* Parameter counts of one op / one block repeat / the whole graph. "active" counts top_k of n_experts. */
+AP_HIDDEN int64_t graph_op_params(const graph_op *op);
+AP_HIDDEN int64_t graph_op_params_active(const graph_op *op);
+AP_HIDDEN int64_t graph_block_params(const graph_block *blk);
+AP_HIDDEN int64_t graph_block_params_active(const graph_block *blk);
+AP_HIDDEN int64_t graph_params_total(const graph *g);
+AP_HIDDEN int64_t graph_params_active(const graph *g);
+
+/* Training FLOP of one sequence at length s summed over the graph (forward + dgrad + wgrad), gemm only or
+ * all; per token divide by s. */
+AP_HIDDEN double graph_train_flop_per_seq(const graph *g, double s, bool gemm_only);
+
+/* ---- Building graphs (used by the transformer builder and the JSON graph reader) ---- */
+typedef struct {
+  arena *a;
+  ap_ctx *ctx;
+  graph_block *blk;
+  int cap_tensors, cap_ops;
+  bool oom;
+} graph_builder;
+
+/* Starts a block in g (grows g->blocks). Returns NULL when out of memory. */
+AP_HIDDEN graph_block *graph_block_begin(graph_builder *gb, graph *g, const char *name, block_role role,
+                                         int64_t repeat);
+/* Adds a tensor to the current block; returns its index (or -1 when out of memory). dims ends at the first
+ * 0 entry. */
+AP_HIDDEN int graph_tensor_add(graph_builder *gb, const char *name, dtype dt, int tp_dim, bool seq_parallel,
+                               const int64_t *dims, int n_dims);
+/* Adds an op (copied) to the current block; returns its index or -1. */
+AP_HIDDEN int graph_op_add(graph_builder *gb, const graph_op *op);
+/* A blank op of a kind with neutral defaults (one expert, top_k 1, no saved tensors, mask_of -1). */
+AP_HIDDEN graph_op graph_op_init(op_kind kind, const char *name);
+
+/* Checks structural invariants (indices in range, shapes consistent for matmuls); returns AP_INTERNAL or
+ * AP_INVALID with a message naming the block and op. */
+AP_HIDDEN ap_status graph_validate(ap_ctx *ctx, const graph *g, const char *file);
+
+#endif

@@ -1,0 +1,255 @@
+/* The Hugging Face config.json reader (model layer): maps a config's fields, under their canonical names and
+ * their aliases (transformers' attribute_map: n_embd/hidden_size, num_local_experts/num_experts/
+ * n_routed_experts …), onto a tf_config. Each supported model_type is one row of the family table below;
+ * what differs between families (norm, MLP, biases, MoE layout, attention variant) is data, not code paths.
+ * Field names follow the transformers configuration classes (COSTMODEL.md §6.1). */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/jsonx.h"
+#include "model/hfconfig.h"
+#include "model/transformer.h"
+
+typedef enum { MOE_NONE, MOE_MIXTRAL, MOE_QWEN, MOE_DEEPSEEK, MOE_GPT_OSS } moe_family;
+
+/* One row per model_type: the architecture facts that its config.json does not spell out. */
+typedef struct {
+  const char *model_type;
+  tf_norm norm;
+  bool norm_bias;
+  tf_mlp mlp;
+  tf_block_style style;
+  bool learned_pos, rope, tied_default, qkv_bias, o_bias, mlp_bias;
+  bool qk_norm_per_head, qk_norm_full, pre_norms, post_norms, attn_sinks, embed_norm, mla;
+  moe_family moe;
+} family;
+
+/* clang-format off */
+static const family families[] = {
+  /* type         norm            nbias mlp         style             lpos  rope  tied  qkvb  ob    mlpb  qkh   qkf   pre   post  sink  enorm mla    moe */
+  {"llama",       NORM_RMSNORM,   false, MLP_GATED, BLOCK_SEQUENTIAL, false, true, false, false, false, false, false, false, true, false, false, false, false, MOE_NONE},
+  {"mistral",     NORM_RMSNORM,   false, MLP_GATED, BLOCK_SEQUENTIAL, false, true, false, false, false, false, false, false, true, false, false, false, false, MOE_NONE},
+  {"mixtral",     NORM_RMSNORM,   false, MLP_GATED, BLOCK_SEQUENTIAL, false, true, false, false, false, false, false, false, true, false, false, false, false, MOE_MIXTRAL},
+  {"qwen2",       NORM_RMSNORM,   false, MLP_GATED, BLOCK_SEQUENTIAL, false, true, false, true,  false, false, false, false, true, false, false, false, false, MOE_NONE},
+  {"qwen2_moe",   NORM_RMSNORM,   false, MLP_GATED, BLOCK_SEQUENTIAL, false, true, false, true,  false, false, false, false, true, false, false, false, false, MOE_QWEN},
+  {"qwen3",       NORM_RMSNORM,   false, MLP_GATED, BLOCK_SEQUENTIAL, false, true, false, false, false, false, true,  false, true, false, false, false, false, MOE_NONE},
+  {"qwen3_moe",   NORM_RMSNORM,   false, MLP_GATED, BLOCK_SEQUENTIAL, false, true, false, false, false, false, true,  false, true, false, false, false, false, MOE_QWEN},
+  {"deepseek_v2", NORM_RMSNORM,   false, MLP_GATED, BLOCK_SEQUENTIAL, false, true, false, false, false, false, false, false, true, false, false, false, true,  MOE_DEEPSEEK},
+  {"deepseek_v3", NORM_RMSNORM,   false, MLP_GATED, BLOCK_SEQUENTIAL, false, true, false, false, false, false, false, false, true, false, false, false, true,  MOE_DEEPSEEK},
+  {"gpt2",        NORM_LAYERNORM, true,  MLP_PLAIN, BLOCK_SEQUENTIAL, true,  false, true, true,  true,  true,  false, false, true, false, false, false, false, MOE_NONE},
+  {"gpt_neox",    NORM_LAYERNORM, true,  MLP_PLAIN, BLOCK_PARALLEL,   false, true, false, true,  true,  true,  false, false, true, false, false, false, false, MOE_NONE},
+  {"falcon",      NORM_LAYERNORM, true,  MLP_PLAIN, BLOCK_PARALLEL,   false, true, true,  false, false, false, false, false, true, false, false, false, false, MOE_NONE},
+  {"phi3",        NORM_RMSNORM,   false, MLP_GATED, BLOCK_SEQUENTIAL, false, true, false, false, false, false, false, false, true, false, false, false, false, MOE_NONE},
+  {"gemma",       NORM_RMSNORM,   false, MLP_GATED, BLOCK_SEQUENTIAL, false, true, true,  false, false, false, false, false, true, false, false, false, false, MOE_NONE},
+  {"gemma2",      NORM_RMSNORM,   false, MLP_GATED, BLOCK_SEQUENTIAL, false, true, true,  false, false, false, false, false, true, true,  false, false, false, MOE_NONE},
+  {"olmo2",       NORM_RMSNORM,   false, MLP_GATED, BLOCK_SEQUENTIAL, false, true, false, false, false, false, false, true,  false, true, false, false, false, MOE_NONE},
+  {"gpt_oss",     NORM_RMSNORM,   false, MLP_GATED, BLOCK_SEQUENTIAL, false, true, false, true,  true,  false, false, false, true, false, true,  false, false, MOE_GPT_OSS},
+  {"starcoder2",  NORM_LAYERNORM, true,  MLP_PLAIN, BLOCK_SEQUENTIAL, false, true, true,  true,  true,  true,  false, false, true, false, false, false, false, MOE_NONE},
+  {"bloom",       NORM_LAYERNORM, true,  MLP_PLAIN, BLOCK_SEQUENTIAL, false, false, true, true,  true,  true,  false, false, true, false, false, true,  false, MOE_NONE},
+};
+/* clang-format on */
+
+static const family *family_find(const char *type) {
+  for (size_t i = 0; i < AP_COUNT(families); i++)
+    if (strcmp(families[i].model_type, type) == 0) return &families[i];
+  return NULL;
+}
+
+size_t hf_model_types(const char **out, size_t cap) {
+  size_t n = 0;
+  for (; n < AP_COUNT(families) && n < cap; n++) out[n] = families[n].model_type;
+  return n;
+}
+
+/* Reads an optional boolean field into *out when present. */
+#define OPT_BOOL(keys, out) \
+  do { if ((st = jx_bool(&src, root, keys, false, out, NULL))) return st; } while (0)
+#define OPT_I64(keys, min, out) \
+  do { if ((st = jx_i64(&src, root, keys, false, min, INT64_MAX, out, NULL))) return st; } while (0)
+#define REQ_I64(keys, out) \
+  do { if ((st = jx_i64(&src, root, keys, true, 1, INT64_MAX, out, NULL))) return st; } while (0)
+
+ap_status hf_config_read(ap_ctx *ctx, const char *file, json_t *root, tf_config *c) {
+  jx_src src = {ctx, file, ""};
+  ap_status st;
+  if (!json_is_object(root)) return ctx_fail(ctx, AP_INVALID, "%s: expected a JSON object at the top level", file);
+  tf_config_defaults(c);
+  const char *type = NULL;
+  if ((st = jx_str(&src, root, "model_type", true, &type, NULL))) return st;
+  const family *fam = family_find(type);
+  if (!fam) {
+    const char *names[AP_COUNT(families)];
+    size_t n = hf_model_types(names, AP_COUNT(names));
+    char sugg[256];
+    util_suggest(type, names, n, sugg, sizeof sugg);
+    return ctx_fail(ctx, AP_UNSUPPORTED, "%s: model_type: unknown model type \"%s\"%s%s (supported: see `autopar models --types`)",
+                    file, type, *sugg ? "; did you mean " : "", sugg);
+  }
+  c->model_type = type;
+  c->norm = fam->norm;
+  c->norm_bias = fam->norm_bias;
+  c->mlp = fam->mlp;
+  c->style = fam->style;
+  c->learned_pos = fam->learned_pos;
+  c->rope = fam->rope;
+  c->tied = fam->tied_default;
+  c->qkv_bias = fam->qkv_bias;
+  c->o_bias = fam->o_bias;
+  c->mlp_bias = fam->mlp_bias;
+  c->qk_norm_per_head = fam->qk_norm_per_head;
+  c->qk_norm_full = fam->qk_norm_full;
+  c->pre_norms = fam->pre_norms;
+  c->post_norms = fam->post_norms;
+  c->attn_sinks = fam->attn_sinks;
+  c->embed_norm = fam->embed_norm;
+  c->mla = fam->mla;
+  c->n_parallel_norms = 2;
+
+  REQ_I64("num_hidden_layers|n_layer|num_layers|n_layers", &c->n_layers);
+  REQ_I64("hidden_size|n_embd|d_model", &c->hidden);
+  REQ_I64("num_attention_heads|n_head|num_heads|n_heads", &c->heads);
+  REQ_I64("vocab_size|padded_vocab_size|n_vocab", &c->vocab);
+  if (c->n_layers > TF_MAX_LAYERS)
+    return ctx_fail(ctx, AP_INVALID, "%s: num_hidden_layers: expected at most %d, got %lld", file, TF_MAX_LAYERS,
+                    (long long)c->n_layers);
+  c->kv_heads = c->heads;
+  OPT_I64("num_key_value_heads|num_kv_heads|n_head_kv|num_query_groups|n_kv_heads", 1, &c->kv_heads);
+  c->ffn = 4 * c->hidden;
+  OPT_I64("intermediate_size|n_inner|ffn_hidden_size|ffn_dim", 1, &c->ffn);
+  c->max_pos = 2048;
+  OPT_I64("max_position_embeddings|n_positions|n_ctx|max_seq_len|seq_length", 1, &c->max_pos);
+  if (c->heads <= 0) return ctx_fail(ctx, AP_INVALID, "%s: num_attention_heads: expected > 0", file);
+  c->head_dim = c->hidden / c->heads;
+  OPT_I64("head_dim|kv_channels", 1, &c->head_dim);
+  c->head_dim_v = c->head_dim;
+  OPT_BOOL("tie_word_embeddings", &c->tied);
+
+  /* "attention_bias" (Llama family) covers the attention projections only; "bias"/"use_bias" (Falcon,
+   * StarCoder2) covers every linear layer. */
+  bool b, found;
+  if ((st = jx_bool(&src, root, "attention_bias", false, &b, &found))) return st;
+  if (found) c->qkv_bias = c->o_bias = b;
+  if ((st = jx_bool(&src, root, "bias|use_bias", false, &b, &found))) return st;
+  if (found) c->qkv_bias = c->o_bias = c->mlp_bias = b;
+  if ((st = jx_bool(&src, root, "mlp_bias", false, &b, &found))) return st;
+  if (found) c->mlp_bias = b;
+  if (strcmp(type, "qwen2") == 0 || strcmp(type, "qwen2_moe") == 0) c->o_bias = false;
+
+  /* Family-specific fields. */
+  if (strcmp(type, "gpt_neox") == 0) {
+    bool par = true;
+    OPT_BOOL("use_parallel_residual", &par);
+    c->style = par ? BLOCK_PARALLEL : BLOCK_SEQUENTIAL;
+  } else if (strcmp(type, "falcon") == 0) {
+    /* Falcon-7B: multi-query, one shared norm; Falcon-40B/180B (new_decoder_architecture): grouped KV heads and
+     * two norms (transformers FalconConfig). */
+    bool new_arch = false, mq = true, par = true;
+    OPT_BOOL("new_decoder_architecture", &new_arch);
+    OPT_BOOL("multi_query", &mq);
+    OPT_BOOL("parallel_attn", &par);
+    c->style = par ? BLOCK_PARALLEL : BLOCK_SEQUENTIAL;
+    c->n_parallel_norms = new_arch ? 2 : 1;
+    int64_t nkv = new_arch ? c->heads : (mq ? 1 : c->heads);
+    OPT_I64("num_kv_heads|n_head_kv", 1, &nkv);
+    if (!new_arch && mq) nkv = 1;
+    c->kv_heads = nkv;
+    bool alibi = false;
+    OPT_BOOL("alibi", &alibi);
+    c->rope = !alibi;
+  } else if (strcmp(type, "gpt2") == 0 || strcmp(type, "bloom") == 0) {
+    c->kv_heads = c->heads;
+    c->ffn = 4 * c->hidden;
+    OPT_I64("n_inner|intermediate_size", 1, &c->ffn);
+  }
+  const char *act = NULL;
+  if ((st = jx_str(&src, root, "hidden_act|activation_function|hidden_activation", false, &act, NULL))) return st;
+
+  /* Attention windows: Mistral-style sliding_window on every layer; Gemma 2 and GPT-OSS alternate sliding
+   * and full layers (layer_types where given, else sliding on even layers). */
+  int64_t window = 0;
+  bool use_sw = true;
+  OPT_BOOL("use_sliding_window", &use_sw);
+  if (use_sw) OPT_I64("sliding_window", 1, &window);
+  json_t *types = json_object_get(root, "layer_types");
+  for (int64_t i = 0; i < c->n_layers; i++) {
+    int64_t w = 0;
+    if (strcmp(type, "mistral") == 0 || strcmp(type, "mixtral") == 0 || strcmp(type, "qwen2") == 0 ||
+        strcmp(type, "starcoder2") == 0)
+      w = window;
+    else if (strcmp(type, "gemma2") == 0 || strcmp(type, "gpt_oss") == 0) {
+      json_t *lt = json_is_array(types) ? json_array_get(types, (size_t)i) : NULL;
+      bool sliding = lt && json_is_string(lt) ? strstr(json_string_value(lt), "sliding") != NULL : (i % 2 == 0);
+      w = sliding ? window : 0;
+    }
+    c->window_of_layer[i] = w;
+  }
+
+  if (c->mla) {
+    c->q_lora_rank = 0;
+    OPT_I64("q_lora_rank", 0, &c->q_lora_rank);
+    if ((st = jx_i64(&src, root, "kv_lora_rank", true, 1, INT64_MAX, &c->kv_lora_rank, NULL))) return st;
+    if ((st = jx_i64(&src, root, "qk_nope_head_dim", true, 0, INT64_MAX, &c->qk_nope_dim, NULL))) return st;
+    if ((st = jx_i64(&src, root, "qk_rope_head_dim", true, 0, INT64_MAX, &c->qk_rope_dim, NULL))) return st;
+    if ((st = jx_i64(&src, root, "v_head_dim", true, 1, INT64_MAX, &c->v_head_dim, NULL))) return st;
+    c->head_dim = c->qk_nope_dim + c->qk_rope_dim;
+    c->head_dim_v = c->v_head_dim;
+    c->kv_heads = c->heads;
+  }
+
+  switch (fam->moe) {
+  case MOE_NONE:
+    break;
+  case MOE_MIXTRAL:
+    REQ_I64("num_local_experts|num_experts|n_routed_experts", &c->n_experts);
+    REQ_I64("num_experts_per_tok|top_k|experts_per_token", &c->top_k);
+    c->moe_ffn = c->ffn;
+    for (int64_t i = 0; i < c->n_layers; i++) c->is_moe_layer[i] = true;
+    break;
+  case MOE_GPT_OSS:
+    REQ_I64("num_local_experts|num_experts", &c->n_experts);
+    REQ_I64("num_experts_per_tok|experts_per_token|top_k", &c->top_k);
+    c->moe_ffn = c->ffn;
+    c->expert_bias = c->router_bias = true;
+    for (int64_t i = 0; i < c->n_layers; i++) c->is_moe_layer[i] = true;
+    break;
+  case MOE_QWEN: {
+    /* Qwen2-MoE / Qwen3-MoE: every decoder_sparse_step-th layer is MoE unless listed in mlp_only_layers. */
+    REQ_I64("num_experts|num_local_experts", &c->n_experts);
+    REQ_I64("num_experts_per_tok|top_k", &c->top_k);
+    REQ_I64("moe_intermediate_size", &c->moe_ffn);
+    OPT_I64("shared_expert_intermediate_size", 0, &c->shared_ffn);
+    c->shared_expert_gate = c->shared_ffn > 0;
+    int64_t step = 1;
+    OPT_I64("decoder_sparse_step", 1, &step);
+    json_t *only = json_object_get(root, "mlp_only_layers");
+    for (int64_t i = 0; i < c->n_layers; i++) {
+      bool dense_only = false;
+      size_t k;
+      json_t *v;
+      if (json_is_array(only)) json_array_foreach(only, k, v) if (json_is_integer(v) && json_integer_value(v) == i) dense_only = true;
+      c->is_moe_layer[i] = !dense_only && (i + 1) % step == 0;
+    }
+    break;
+  }
+  case MOE_DEEPSEEK: {
+    /* DeepSeek-V2/V3: the first first_k_dense_replace layers are dense, then every moe_layer_freq-th layer is
+     * MoE; n_shared_experts shared experts of moe_intermediate_size each (transformers DeepseekV3Config). */
+    REQ_I64("n_routed_experts|num_local_experts|num_experts", &c->n_experts);
+    REQ_I64("num_experts_per_tok", &c->top_k);
+    REQ_I64("moe_intermediate_size", &c->moe_ffn);
+    int64_t n_shared = 0, first_dense = 0, freq = 1;
+    OPT_I64("n_shared_experts", 0, &n_shared);
+    OPT_I64("first_k_dense_replace", 0, &first_dense);
+    OPT_I64("moe_layer_freq", 1, &freq);
+    c->shared_ffn = n_shared * c->moe_ffn;
+    const char *method = NULL;
+    if ((st = jx_str(&src, root, "topk_method", false, &method, NULL))) return st;
+    c->router_score_bias = method && strcmp(method, "noaux_tc") == 0;
+    for (int64_t i = 0; i < c->n_layers; i++) c->is_moe_layer[i] = i >= first_dense && i % freq == 0;
+    break;
+  }
+  }
+  if (c->n_experts > 0 && c->shared_ffn == 0 && fam->moe == MOE_QWEN) c->shared_expert_gate = false;
+  (void)act;
+  return tf_config_check(ctx, c, file);
+}

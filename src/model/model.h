@@ -1,0 +1,23 @@
+/* The public model handle (model layer): a graph plus where it came from. Other modules reach the graph
+ * through model_graph(). */
+#ifndef AP_MODEL_MODEL_H
+#define AP_MODEL_MODEL_H
+
+#include "model/graph.h"
+#include "model/transformer.h"
+
+struct ap_model {
+  arena *a;
+  graph g;
+  int64_t published_params_total; /* from a preset's metadata; 0 when unknown */
+  int64_t published_params_active;
+};
+
+AP_HIDDEN const graph *model_graph(const ap_model *m);
+/* Builds a model from a transformer config (used by tests and by validate's inline architectures). The
+ * caller frees *out with ap_model_free. */
+AP_HIDDEN ap_status model_from_tf_config(ap_ctx *ctx, const tf_config *c, ap_model **out);
+/* Parses a model from memory (HF config or op graph); file names the source in messages. */
+AP_HIDDEN ap_status model_parse(ap_ctx *ctx, const char *file, const char *text, size_t n, ap_model **out);
+
+#endif
