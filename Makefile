@@ -76,7 +76,7 @@ $(BUILD)/tests/%: tests/%.c tests/testutil.h $(LIB_A)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS) -lcmocka
 
 test: $(TEST_BIN) $(BIN)
-	@sh tests/run.sh $(BUILD) $(TEST_BIN)
+	@AUTOPAR_BIN=$(BIN) sh tests/run.sh $(BUILD) $(TEST_BIN)
 
 asan:
 	$(MAKE) BUILD=build/asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \

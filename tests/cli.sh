@@ -1,0 +1,68 @@
+#!/bin/sh
+# CLI tests: one case per line of the table below, "EXIT|ARGS|TEXT": run `autopar ARGS`, expect exit status
+# EXIT and TEXT somewhere in its stdout or stderr. Errors must be one line. Prints "ok"/"not ok" per case.
+bin=${1:-bin/autopar}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+printf '{"model_type": "llama",\n  "hidden_size": 64,\n  "num_hidden_layers": 2,, }\n' >"$tmp/malformed.json"
+printf '{"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":6,"num_key_value_heads":4,"vocab_size":100}' >"$tmp/kv.json"
+printf '{"model_type":"llama","hidden_size":-64,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100}' >"$tmp/neg.json"
+printf '{"model_type":"rwkv","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100}' >"$tmp/type.json"
+n=0
+run_case() {
+  want_rc=$1
+  args=$2
+  text=$3
+  n=$((n + 1))
+  # shellcheck disable=SC2086
+  out=$(eval "\"$bin\" $args" 2>"$tmp/err")
+  rc=$?
+  err=$(cat "$tmp/err")
+  if [ "$rc" -ne "$want_rc" ]; then
+    printf 'not ok %d - autopar %s: exit %d, want %d\n  stdout: %.300s\n  stderr: %.300s\n' "$n" "$args" "$rc" "$want_rc" "$out" "$err"
+    return
+  fi
+  case "$out$err" in
+  *"$text"*) ;;
+  *)
+    printf 'not ok %d - autopar %s: output lacks "%s"\n  stdout: %.300s\n  stderr: %.300s\n' "$n" "$args" "$text" "$out" "$err"
+    return
+    ;;
+  esac
+  if [ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$err" | grep -c .)" -ne 1 ]; then
+    printf 'not ok %d - autopar %s: error is not one line: %s\n' "$n" "$args" "$err"
+    return
+  fi
+  printf 'ok %d - autopar %s\n' "$n" "$args"
+}
+while IFS='|' read -r rc args text; do
+  case "$rc" in '' | '#'*) continue ;; esac
+  run_case "$rc" "$args" "$text"
+done <<CASES
+0|--help|usage: autopar COMMAND
+0|--version|autopar 0.1
+2||usage: autopar COMMAND
+2|frobnicate|unknown command "frobnicate"
+0|models|llama-3-70b
+0|models --json|"params_total":70553706496
+0|describe --model llama-3-70b|70.55B total
+0|describe --model llama-3-70b --json|"params_total":70553706496
+0|describe --model deepseek-v3 --json|"params_active":37552297472
+0|describe --model qwen3-30b-a3b --seq 8192 --json|"seq":8192
+0|describe --model ../shared/reference/models/mistralai-Mixtral-8x7B-v0.1.json --json|"params_total":46702792704
+0|describe --model tests/data/hf/gpt-neox-20b.json|20554567680
+0|describe --help|--seq N
+2|describe|--model is required
+2|describe --model llama-3-7b|did you mean
+2|describe --model $tmp/malformed.json|malformed.json:3:
+2|describe --model $tmp/kv.json|num_key_value_heads: must divide num_attention_heads (6), got 4
+2|describe --model $tmp/neg.json|hidden_size: expected an integer >= 1, got -64
+2|describe --model $tmp/type.json|model_type: unknown model type "rwkv"
+2|describe --model /nonexistent.json|cannot open
+2|describe --model llama-3-70b --seq 0|--seq: expected a positive integer
+2|describe --model llama-3-70b --bogus|unknown option --bogus
+0|clusters|dgx-h100
+0|clusters --show dgx-h100:8x8|"n_devices":64
+0|clusters --show h100:64|"n_devices":64
+2|clusters --show dgx-h1000|did you mean
+CASES
