@@ -41,7 +41,7 @@ while IFS='|' read -r rc args text; do
 done <<CASES
 0|--help|usage: autopar COMMAND
 0|--version|autopar 0.1
-2||usage: autopar COMMAND
+2||missing command
 2|frobnicate|unknown command "frobnicate"
 0|models|llama-3-70b
 0|models --json|"params_total":70553706496

@@ -34,7 +34,7 @@ static void usage(FILE *f) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    usage(stderr);
+    fprintf(stderr, "autopar: missing command (usage: autopar COMMAND [OPTIONS]; see autopar --help)\n");
     return EXIT_BAD_INPUT;
   }
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
@@ -62,7 +62,6 @@ int main(int argc, char **argv) {
     }
     return rc;
   }
-  fprintf(stderr, "autopar: unknown command \"%s\"\n\n", argv[1]);
-  usage(stderr);
+  fprintf(stderr, "autopar: unknown command \"%s\" (see autopar --help)\n", argv[1]);
   return EXIT_BAD_INPUT;
 }

@@ -1,0 +1,219 @@
+/* The compute part of the cost model (cost layer); see compute.h. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/jsonx.h"
+#include "cost/compute.h"
+
+compute_tuning compute_tuning_defaults(void) {
+  return (compute_tuning){
+      /* TUNING: cuBLASLt bf16 GEMMs of transformer shapes on an H200 reach 0.66-0.82 of dense peak, median 0.68
+       * (data/profiles/h200.json, measured by tools/gpuprof); 0.75 is the large-shape level. */
+      .gemm_eff_max = 0.75,
+      /* TUNING: in the same profile a GEMM with one dimension of 1024 runs at about 0.55-0.6 of the large-shape
+       * rate; a shape factor d/(d + 256) per dimension gives 0.8 at 1024 and 0.94 at 4096. */
+      .gemm_dim_half = 256,
+      /* TUNING: FlashAttention-2 reaches 50-73% of A100 peak forward and 40-63% backward (Dao 2023, §4.1,
+       * Fig. 4); FlashAttention-3 on H100 bf16 0.6-0.75 forward (Shah et al. 2024, §4.1). */
+      .attn_fwd_eff = 0.6,
+      .attn_bwd_eff = 0.45,
+      /* TUNING: elementwise and RMSNorm kernels over large buffers reach 0.86-0.87 of HBM bandwidth on an
+       * H200 (data/profiles/h200.json "memory"); fused framework kernels are less regular, so 0.7. */
+      .mem_eff = 0.7,
+      /* TUNING: the H200 profile measures fp8 GEMMs at a median 0.663 of the fp8 peak against 0.685 of the
+       * bf16 peak for bf16, i.e. 1.94x; scaling and casts in training (Transformer Engine delayed scaling) cost
+       * more, so 1.6. */
+      .fp8_gemm_speedup = 1.6,
+  };
+}
+
+ap_status compute_profile_parse(ap_ctx *ctx, arena *a, const char *file, const char *text, size_t n,
+                                compute_model *cm) {
+  json_t *root = NULL;
+  ap_status st = jx_parse(ctx, file, text, n, &root);
+  if (st) return st;
+  jx_src src = {ctx, file, ""};
+  const char *fmt = NULL;
+  if ((st = jx_str(&src, root, "format", true, &fmt, NULL))) goto out;
+  if (strcmp(fmt, "autopar-profile/1") != 0) {
+    st = jx_fail(&src, "format", "expected \"autopar-profile/1\", got \"%s\"", fmt);
+    goto out;
+  }
+  json_t *gemm = json_object_get(root, "gemm");
+  if (!json_is_array(gemm)) {
+    st = jx_fail(&src, "gemm", "expected an array of measured GEMMs");
+    goto out;
+  }
+  size_t count[HW_DTYPE_COUNT] = {0};
+  size_t i;
+  json_t *e;
+  /* Two passes: count per dtype, then fill. */
+  for (int pass = 0; pass < 2; pass++) {
+    json_array_foreach(gemm, i, e) {
+      char where[64];
+      snprintf(where, sizeof where, "gemm[%zu]", i);
+      jx_src es = {ctx, file, where};
+      const char *dts = NULL;
+      int64_t m = 0, nn = 0, k = 0;
+      double eff = 0;
+      if ((st = jx_str(&es, e, "dtype", true, &dts, NULL)) || (st = jx_i64(&es, e, "m", true, 1, INT64_MAX, &m, NULL)) ||
+          (st = jx_i64(&es, e, "n", true, 1, INT64_MAX, &nn, NULL)) ||
+          (st = jx_i64(&es, e, "k", true, 1, INT64_MAX, &k, NULL)) ||
+          (st = jx_f64(&es, e, "efficiency", true, 1e-6, 1.0, &eff, NULL)))
+        goto out;
+      hw_dtype dt;
+      if (!hw_dtype_from_name(dts, &dt)) {
+        st = jx_fail(&es, "dtype", "unknown dtype \"%s\"", dts);
+        goto out;
+      }
+      if (pass == 0) {
+        count[dt]++;
+      } else {
+        cm->points[dt][cm->n_points[dt]++] =
+            (compute_gemm_point){log((double)m), log((double)nn), log((double)k), eff};
+      }
+    }
+    if (pass == 0)
+      for (int d = 0; d < HW_DTYPE_COUNT; d++) {
+        cm->n_points[d] = 0;
+        cm->points[d] = count[d] ? arena_alloc(a, sizeof(compute_gemm_point) * count[d]) : NULL;
+        if (count[d] && !cm->points[d]) {
+          st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+          goto out;
+        }
+      }
+  }
+  const char *source = "";
+  if ((st = jx_str(&src, root, "source", false, &source, NULL))) goto out;
+  cm->profile_source = arena_strdup(a, source);
+out:
+  json_decref(root);
+  return st;
+}
+
+ap_status compute_model_init(ap_ctx *ctx, arena *a, const hw_device *dev, const compute_tuning *t, compute_model *out) {
+  memset(out, 0, sizeof *out);
+  out->device = *dev;
+  out->tuning = t ? *t : compute_tuning_defaults();
+  out->profile_source = "";
+  char path[128];
+  snprintf(path, sizeof path, "data/profiles/%s.json", dev->name);
+  const embedded_file *f = embedded_find(path);
+  if (!f) return AP_OK;
+  return compute_profile_parse(ctx, a, f->path, f->text, f->n_bytes, out);
+}
+
+/* The shape curve: each dimension d scales efficiency by d/(d + d_half). */
+static double shape_factor(double d, double d_half) { return d / (d + d_half); }
+
+double compute_gemm_eff(const compute_model *cm, hw_dtype dt, double m, double n, double k) {
+  const compute_tuning *t = &cm->tuning;
+  double curve = t->gemm_eff_max * shape_factor(m, t->gemm_dim_half) * shape_factor(n, t->gemm_dim_half) *
+                 shape_factor(k, t->gemm_dim_half) /
+                 (shape_factor(8192, t->gemm_dim_half) * shape_factor(8192, t->gemm_dim_half) *
+                  shape_factor(8192, t->gemm_dim_half));
+  if (curve > t->gemm_eff_max) curve = t->gemm_eff_max;
+  hw_dtype table = cm->n_points[dt] ? dt : HW_DTYPE_BF16;
+  int np = cm->n_points[table];
+  if (np == 0) return curve;
+  /* Inverse-distance weighting of the 4 nearest measured shapes in (log m, log n, log k), then the shape curve's
+   * ratio between the query and that neighbourhood carries the estimate to shapes outside the table. */
+  double lm = log(m), ln = log(n), lk = log(k);
+  double best_d[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
+  int best_i[4] = {-1, -1, -1, -1};
+  for (int i = 0; i < np; i++) {
+    const compute_gemm_point *p = &cm->points[table][i];
+    double d = (p->log_m - lm) * (p->log_m - lm) + (p->log_n - ln) * (p->log_n - ln) + (p->log_k - lk) * (p->log_k - lk);
+    for (int j = 0; j < 4; j++)
+      if (d < best_d[j]) {
+        for (int q = 3; q > j; q--) {
+          best_d[q] = best_d[q - 1];
+          best_i[q] = best_i[q - 1];
+        }
+        best_d[j] = d;
+        best_i[j] = i;
+        break;
+      }
+  }
+  double wsum = 0, eff = 0, curve_nb = 0;
+  for (int j = 0; j < 4 && best_i[j] >= 0; j++) {
+    const compute_gemm_point *p = &cm->points[table][best_i[j]];
+    double w = 1.0 / (best_d[j] + 1e-3);
+    wsum += w;
+    eff += w * p->eff;
+    curve_nb += w * shape_factor(exp(p->log_m), t->gemm_dim_half) * shape_factor(exp(p->log_n), t->gemm_dim_half) *
+                shape_factor(exp(p->log_k), t->gemm_dim_half);
+  }
+  eff /= wsum;
+  curve_nb /= wsum;
+  double here = shape_factor(m, t->gemm_dim_half) * shape_factor(n, t->gemm_dim_half) * shape_factor(k, t->gemm_dim_half);
+  eff *= here / curve_nb;
+  /* The profile's level is that of a well-tuned library call; the framework's level is the fitted maximum. */
+  eff *= t->gemm_eff_max / 0.75;
+  if (table != dt && dt == HW_DTYPE_FP8) eff *= t->fp8_gemm_speedup / 2.0;
+  return eff > 1.0 ? 1.0 : eff;
+}
+
+double compute_op_divisor(const graph_block *blk, const graph_op *op, const compute_shard *sh) {
+  const graph_tensor *out = &blk->tensors[op->out];
+  bool tp_split = op->tp_split || out->tp_dim >= 0 || (sh->sequence_parallel && out->seq_parallel);
+  return (double)sh->cp * (tp_split ? (double)sh->tp : 1.0);
+}
+
+/* Memory-bound time of moving bytes. */
+static double mem_time_s(const compute_model *cm, double bytes) {
+  return bytes / (cm->device.mem_bw_Bps * cm->tuning.mem_eff);
+}
+
+compute_op_time compute_op(const compute_model *cm, const graph_block *blk, const graph_op *op, double b, double s,
+                           const compute_shard *sh) {
+  compute_op_time r = {0};
+  op_cost c = graph_op_eval(blk, op, b, s);
+  double div = compute_op_divisor(blk, op, sh);
+  double fwd_gemm = c.fwd_gemm_flop / div, bwd_gemm = c.bwd_gemm_flop / div;
+  double fwd_vec = c.fwd_vector_flop / div;
+  double bwd_vec = (c.dgrad_flop + c.wgrad_flop - c.bwd_gemm_flop) / div;
+  r.fwd_flop = fwd_gemm + fwd_vec;
+  r.bwd_flop = bwd_gemm + bwd_vec;
+  r.fwd_bytes = (c.read_bytes + c.write_bytes) / div;
+  r.bwd_bytes = 2 * r.fwd_bytes;
+  double mem_fwd = mem_time_s(cm, r.fwd_bytes), mem_bwd = mem_time_s(cm, r.bwd_bytes);
+  const hw_device *d = &cm->device;
+  if (op->kind == OP_MATMUL || op->kind == OP_ROUTER || op->kind == OP_CONV2D) {
+    /* The per-device GEMM shape: rows over cp (and, for routed experts, spread over the local experts);
+     * columns or the reduction dimension over tp. */
+    const graph_tensor *x = &blk->tensors[op->in[0]];
+    double rows = graph_tensor_numel(x, b, s) / (double)op->weight_k / (double)sh->cp;
+    double n = (double)op->weight_n, k = (double)op->weight_k;
+    if (op->kind == OP_CONV2D) rows = graph_tensor_numel(&blk->tensors[op->out], b, s) / n / (double)sh->cp;
+    double tpd = div / (double)sh->cp;
+    if (op->n_experts > 1) {
+      int64_t etp = sh->etp > 0 ? sh->etp : sh->tp;
+      rows = rows * (double)(sh->ep > 0 ? sh->ep : 1) / (double)op->n_experts;
+      n /= (double)etp;
+    } else if (tpd > 1) {
+      if (blk->tensors[op->out].tp_dim >= 0) n /= tpd;
+      else k /= tpd;
+    }
+    if (rows < 1) rows = 1;
+    hw_dtype dt = op->kind == OP_ROUTER ? HW_DTYPE_BF16 : sh->gemm_dtype;
+    double peak = d->peak_flop_per_s[dt] > 0 ? d->peak_flop_per_s[dt] : d->peak_flop_per_s[HW_DTYPE_BF16];
+    double eff_fwd = compute_gemm_eff(cm, dt, rows, n, k);
+    /* dgrad is rows×k by k… the transposed shapes; wgrad reduces over rows. Each is costed on its own shape. */
+    double eff_dgrad = compute_gemm_eff(cm, dt, rows, k, n), eff_wgrad = compute_gemm_eff(cm, dt, k, n, rows);
+    double t_fwd = fwd_gemm / (peak * eff_fwd);
+    double t_bwd = 0.5 * bwd_gemm / (peak * eff_dgrad) + 0.5 * bwd_gemm / (peak * eff_wgrad);
+    r.fwd_s = fmax(t_fwd, mem_fwd) + fwd_vec / (d->peak_flop_per_s[HW_DTYPE_FP32] + 1);
+    r.bwd_s = fmax(t_bwd, mem_bwd) + bwd_vec / (d->peak_flop_per_s[HW_DTYPE_FP32] + 1);
+  } else if (op->kind == OP_ATTENTION) {
+    double peak = d->peak_flop_per_s[HW_DTYPE_BF16];
+    r.fwd_s = fmax(fwd_gemm / (peak * cm->tuning.attn_fwd_eff), mem_fwd);
+    r.bwd_s = fmax(bwd_gemm / (peak * cm->tuning.attn_bwd_eff), mem_bwd);
+  } else {
+    /* Norms, activations, embedding lookups, permutations, the loss: memory-bound kernels. */
+    r.fwd_s = fmax(mem_fwd, fwd_vec / (d->peak_flop_per_s[HW_DTYPE_FP32] + 1));
+    r.bwd_s = fmax(mem_bwd, bwd_vec / (d->peak_flop_per_s[HW_DTYPE_FP32] + 1));
+  }
+  return r;
+}

@@ -1,0 +1,72 @@
+/* The compute part of the cost model (cost layer): how long one op takes on one device, given how the plan
+ * shards it. DESIGN.md "Cost model": time = FLOP / (peak × efficiency(op kind, shape)), bounded below by
+ * bytes / memory bandwidth (the roofline of Williams, Waterman & Patterson 2009). GEMM efficiency comes from a
+ * measured profile of the device (data/profiles/<device>.json, docs/profile-format.md) when there is one, and
+ * otherwise from a documented shape curve; each tunable constant sits in compute_tuning with its reason. */
+#ifndef AP_COST_COMPUTE_H
+#define AP_COST_COMPUTE_H
+
+#include "hw/hw.h"
+#include "model/graph.h"
+
+/* Tunable constants of one device type. Every field is dimensionless or carries its unit in its name. */
+typedef struct {
+  double gemm_eff_max;     /* fraction of dense peak that large, well-shaped GEMMs reach */
+  double gemm_dim_half;    /* GEMM dimension (elements) at which the shape factor of that dimension is 1/2 */
+  double attn_fwd_eff;     /* fraction of peak that fused (flash) attention reaches in the forward pass */
+  double attn_bwd_eff;     /* the same for its backward pass */
+  double mem_eff;          /* fraction of memory bandwidth that memory-bound kernels reach */
+  double fp8_gemm_speedup; /* GEMM speed in fp8 relative to bf16 at the same shape (scaling overheads included) */
+} compute_tuning;
+
+/* Defaults for a device with no fitted constants; see compute.c for sources. */
+AP_HIDDEN compute_tuning compute_tuning_defaults(void);
+
+/* One measured GEMM of a profile. */
+typedef struct {
+  double log_m, log_n, log_k; /* natural logarithms of the dimensions */
+  double eff;                 /* measured fraction of the dtype's dense peak */
+} compute_gemm_point;
+
+/* The compute model of one device type: its peaks, its constants, and its measured GEMM table if any. */
+typedef struct {
+  hw_device device;
+  compute_tuning tuning;
+  int n_points[HW_DTYPE_COUNT];
+  compute_gemm_point *points[HW_DTYPE_COUNT]; /* arena-owned; NULL when no profile */
+  const char *profile_source;                 /* "" when no profile */
+} compute_model;
+
+/* Builds the compute model of a device; loads data/profiles/<device name>.json from the embedded data when it
+ * exists. Memory comes from arena a. */
+AP_HIDDEN ap_status compute_model_init(ap_ctx *ctx, arena *a, const hw_device *dev, const compute_tuning *t,
+                                       compute_model *out);
+
+/* Reads a profile (docs/profile-format.md) into cm's GEMM tables; file names the text in errors. */
+AP_HIDDEN ap_status compute_profile_parse(ap_ctx *ctx, arena *a, const char *file, const char *text, size_t n,
+                                          compute_model *cm);
+
+/* Fraction of the dtype's dense peak that an m×k by k×n GEMM reaches on this device. */
+AP_HIDDEN double compute_gemm_eff(const compute_model *cm, hw_dtype dt, double m, double n, double k);
+
+/* How a plan splits one op over devices. */
+typedef struct {
+  int64_t tp, cp;       /* tensor- and context-parallel degrees */
+  int64_t ep, etp;      /* expert-parallel degree and expert tensor-parallel degree (0 = tp) */
+  bool sequence_parallel;
+  hw_dtype gemm_dtype;  /* bf16, fp16 or fp8 matmuls */
+} compute_shard;
+
+/* The per-device work and time of one op for one micro-batch of b sequences of s tokens. */
+typedef struct {
+  double fwd_flop, bwd_flop;   /* per device */
+  double fwd_s, bwd_s;         /* dgrad + wgrad */
+  double fwd_bytes, bwd_bytes; /* device-memory traffic per device */
+} compute_op_time;
+
+AP_HIDDEN compute_op_time compute_op(const compute_model *cm, const graph_block *blk, const graph_op *op, double b,
+                                     double s, const compute_shard *sh);
+/* The sharding divisor of an op's work under a plan (tp for split ops, ×cp always). */
+AP_HIDDEN double compute_op_divisor(const graph_block *blk, const graph_op *op, const compute_shard *sh);
+
+#endif

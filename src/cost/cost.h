@@ -1,0 +1,98 @@
+/* The cost model's face to the rest of autopar (cost layer): evaluate one plan of one model on one cluster.
+ * DESIGN.md "Cost": iteration time with its breakdown, peak memory per pipeline stage with its breakdown, MFU,
+ * tokens per second, and whether it fits. Searches and the CLI use only this header (and plan.h).
+ *
+ * Reading order: compute.h (one op on one device), comm.h (one collective on one group), memory.c (bytes per
+ * pipeline rank), schedule.c (closed-form pipeline time), estimate.c (the whole plan), sim.c (the event-driven
+ * simulator of the pipeline schedule). */
+#ifndef AP_COST_H
+#define AP_COST_H
+
+#include "cost/comm.h"
+#include "cost/compute.h"
+#include "plan/plan.h"
+
+/* Constants of the memory model, per software stack; see memory.c for sources. */
+typedef struct {
+  double overhead_bytes;     /* CUDA context, library workspaces, NCCL buffers: fixed per device */
+  double fragmentation;      /* allocator reserve over live bytes (PyTorch caching allocator) */
+  double grad_bytes_per_param; /* 4: Megatron keeps fp32 main grads; 2: bf16 grads */
+} memory_tuning;
+
+AP_HIDDEN memory_tuning memory_tuning_defaults(void);
+
+/* Overlap constants: what fraction of each kind of communication hides behind compute when overlap is on. */
+typedef struct {
+  double tp_overlap;   /* with --tp-comm-overlap (userbuffers), fraction of TP traffic hidden */
+  double dp_overlap;   /* fraction of the data-parallel reduce/gather that can hide behind backward/forward */
+  double cp_overlap;   /* ring attention's KV exchange hidden behind attention compute */
+  double ep_overlap;   /* MoE all-to-all hidden (1F1B A2A overlap); 0 without it */
+  double pp_overlap;   /* pipeline send/recv hidden in the steady state */
+} overlap_tuning;
+
+AP_HIDDEN overlap_tuning overlap_tuning_defaults(void);
+
+/* All tunable constants together: what calibration fits and --calibration files replace. */
+typedef struct {
+  compute_tuning compute;
+  comm_tuning comm;
+  memory_tuning memory;
+  overlap_tuning overlap;
+} cost_tuning;
+
+AP_HIDDEN cost_tuning cost_tuning_defaults(void);
+
+/* The environment of one evaluation: the model, the cluster and their derived tables. Built once per
+ * (model, cluster, tuning) and shared by every plan evaluated against them. */
+typedef struct cost_env cost_env;
+
+/* Builds the environment; the model and cluster must outlive it. The caller frees *out with cost_env_free. */
+AP_HIDDEN ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, const cost_tuning *t,
+                                 cost_env **out);
+AP_HIDDEN void cost_env_free(cost_env *env);
+AP_HIDDEN const graph *cost_env_graph(const cost_env *env);
+AP_HIDDEN const hw_cluster *cost_env_cluster(const cost_env *env);
+
+/* Time breakdown of one iteration, seconds, on the critical path. */
+typedef struct {
+  double forward, backward, recompute; /* compute of the slowest pipeline rank, all micro-batches */
+  double bubble;                       /* pipeline fill and drain */
+  double tp_comm, cp_comm, ep_comm, pp_comm, dp_comm; /* exposed communication */
+  double optimizer;                    /* optimizer step */
+} cost_time;
+
+/* Memory of one pipeline rank, bytes per device. */
+typedef struct {
+  double params, grads, optimizer, activations, logits, buffers, overhead, total;
+} cost_mem;
+
+enum { COST_MAX_RANKS = PLAN_MAX_CHUNKS };
+
+typedef struct {
+  double iter_s;
+  cost_time time;
+  int n_ranks; /* pipeline ranks (pp) */
+  cost_mem mem[COST_MAX_RANKS];
+  double peak_mem_bytes;
+  int peak_rank;
+  double capacity_bytes; /* device memory */
+  bool fits;
+  double tokens_per_iter, tokens_per_s, tokens_per_s_per_device;
+  /* FLOP per iteration under three conventions (DESIGN.md; COSTMODEL.md §1.3-1.5): PaLM model FLOP (6N + 12LHQT
+   * per token, no causal discount); Megatron's num_floating_point_operations (causal /2 on attention); hardware
+   * FLOP (what the devices execute, recompute included). */
+  double flop_palm, flop_megatron, flop_hardware;
+  double mfu_palm, mfu_megatron, hfu;
+  double tflops_per_device_palm, tflops_per_device_megatron;
+  const char *bound; /* "compute", "bubble", "communication" or "memory" */
+} cost_result;
+
+/* Evaluates plan p (validated against the model and cluster first). AP_INVALID names the violated constraint;
+ * a plan that does not fit still evaluates (fits = false). */
+AP_HIDDEN ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_result *out);
+
+/* The result as JSON / text (the caller frees with free()). */
+AP_HIDDEN char *cost_result_json(const cost_env *env, const plan *p, const cost_result *r);
+AP_HIDDEN char *cost_result_text(const cost_env *env, const plan *p, const cost_result *r);
+
+#endif

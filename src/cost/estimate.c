@@ -1,0 +1,468 @@
+/* Evaluating one plan (cost layer): per-layer compute, communication and activation costs from the model
+ * graph, aggregated per pipeline rank, then the schedule, the data-parallel synchronisation and the optimizer
+ * step on top. Each block (a run of identical layers) is costed once per plan and reused for its repeats. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost/internal.h"
+
+memory_tuning memory_tuning_defaults(void) {
+  return (memory_tuning){
+      /* TUNING: CUDA context (~0.5 GiB on Hopper), cuBLAS/cuDNN workspaces and NCCL channel buffers; PyTorch
+       * users see 1-3 GiB used before the first tensor (NVIDIA NCCL docs, NCCL_BUFFSIZE 4 MiB × channels × peers). */
+      .overhead_bytes = 2.5 * 1073741824.0,
+      /* TUNING: the PyTorch caching allocator reserves above live bytes; torchtitan reports reserved ≈ 1.05-1.15 ×
+       * allocated in its benchmarks (docs/performance.md). */
+      .fragmentation = 1.10,
+      /* Megatron accumulates gradients in fp32 main_grad buffers (COSTMODEL.md §2.3: 18 = 2 + 4 + 12 bytes). */
+      .grad_bytes_per_param = 4,
+  };
+}
+
+overlap_tuning overlap_tuning_defaults(void) {
+  return (overlap_tuning){
+      /* TUNING: Megatron's userbuffers TP overlap hides most of the all-gather/reduce-scatter behind the GEMMs
+       * (Wang et al. 2023, "Overlap communication with dependent computation", ~80%). */
+      .tp_overlap = 0.8,
+      /* TUNING: bucketed gradient reduce-scatter overlaps the backward of the last micro-batch except its
+       * last bucket (Megatron --overlap-grad-reduce, ddp bucket 40M parameters). */
+      .dp_overlap = 0.9,
+      /* TUNING: ring attention sends the next KV block while computing on the current one (Liu et al. 2023,
+       * Ring Attention §3); hidden when attention compute per step exceeds the transfer. */
+      .cp_overlap = 0.9,
+      /* TUNING: without dedicated A2A overlap the dispatch/combine all-to-alls are exposed. */
+      .ep_overlap = 0.0,
+      /* TUNING: Megatron overlaps pipeline send/recv with compute in the steady state (--overlap-p2p-comm). */
+      .pp_overlap = 0.8,
+  };
+}
+
+cost_tuning cost_tuning_defaults(void) {
+  return (cost_tuning){compute_tuning_defaults(), comm_tuning_defaults(), memory_tuning_defaults(),
+                       overlap_tuning_defaults()};
+}
+
+ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, const cost_tuning *t, cost_env **out) {
+  *out = NULL;
+  cost_env *env = calloc(1, sizeof *env);
+  if (!env || !(env->a = arena_new())) {
+    free(env);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  env->model = m;
+  env->g = model_graph(m);
+  env->cluster = c;
+  env->hc = hw_cluster_of(c);
+  env->tuning = t ? *t : cost_tuning_defaults();
+  plan_model_facts_of(env->g, &env->facts);
+  ap_status st = compute_model_init(ctx, env->a, &env->hc->groups[0].device, &env->tuning.compute, &env->cm);
+  if (st) {
+    cost_env_free(env);
+    return st;
+  }
+  /* Pipeline units: the repeats of layer blocks (or of every block for graphs without layers). */
+  env->n_layers = env->facts.n_layers;
+  env->unit_block = arena_alloc(env->a, sizeof(int) * (size_t)(env->n_layers > 0 ? env->n_layers : 1));
+  if (!env->unit_block) {
+    cost_env_free(env);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  int64_t u = 0;
+  for (int i = 0; i < env->g->n_blocks; i++) {
+    const graph_block *blk = &env->g->blocks[i];
+    if (env->facts.has_layers && blk->role != BLOCK_LAYER) continue;
+    for (int64_t r = 0; r < blk->repeat && u < env->n_layers; r++) env->unit_block[u++] = i;
+  }
+  *out = env;
+  return AP_OK;
+}
+
+void cost_env_free(cost_env *env) {
+  if (!env) return;
+  arena_free(env->a);
+  free(env);
+}
+
+const graph *cost_env_graph(const cost_env *env) { return env->g; }
+const hw_cluster *cost_env_cluster(const cost_env *env) { return env->hc; }
+
+static ap_status axis_group(ap_ctx *ctx, const cost_env *env, const plan *p, unsigned axes, comm_group *out) {
+  int64_t stride = 1, size = 1;
+  if (!plan_axes_group(p, axes, &stride, &size)) {
+    /* Axes that are not adjacent: cost the group as its largest member axis (a lower bound), noted in docs. */
+    stride = 1;
+    size = 1;
+  }
+  if (size <= 1) {
+    *out = comm_group_flat(1, 1, 0, COMM_LINK_SCALE_UP);
+    return AP_OK;
+  }
+  return comm_group_from_cluster(ctx, env->hc, stride, size, 0, out);
+}
+
+ap_status cost_plan_groups(ap_ctx *ctx, const cost_env *env, const plan *p, plan_groups *out) {
+  ap_status st;
+  const unsigned TP = 1u << PLAN_AXIS_TP, CP = 1u << PLAN_AXIS_CP, EP = 1u << PLAN_AXIS_EP, DP = 1u << PLAN_AXIS_DP,
+                 EDP = 1u << PLAN_AXIS_EDP;
+  if ((st = axis_group(ctx, env, p, TP, &out->tp)) || (st = axis_group(ctx, env, p, CP, &out->cp)) ||
+      (st = axis_group(ctx, env, p, EP, &out->ep)) || (st = axis_group(ctx, env, p, DP | CP, &out->dp)) ||
+      (st = axis_group(ctx, env, p, EDP, &out->edp)))
+    return st;
+  if (out->dp.n_ranks != p->dp * p->cp && p->dp * p->cp > 1) {
+    if ((st = axis_group(ctx, env, p, DP, &out->dp))) return st;
+  }
+  /* Pipeline neighbours: two ranks one pipeline stride apart. */
+  out->pp = comm_group_flat(1, 1, 0, COMM_LINK_SCALE_UP);
+  if (p->pp > 1) {
+    int64_t stride = plan_axis_stride(p, PLAN_AXIS_PP);
+    if ((st = comm_group_from_cluster(ctx, env->hc, stride, 2, 0, &out->pp))) return st;
+  }
+  return AP_OK;
+}
+
+/* Sharding divisor of a saved tensor: cp for the sequence, tp when TP splits it or SP splits its sequence. */
+static double tensor_divisor(const graph_tensor *t, const compute_shard *sh) {
+  bool has_s = false;
+  for (int i = 0; i < t->n_dims; i++) has_s |= t->dims[i] == DIM_S;
+  double d = has_s ? (double)sh->cp : 1.0;
+  if (t->tp_dim >= 0 || (sh->sequence_parallel && t->seq_parallel)) d *= (double)sh->tp;
+  return d;
+}
+
+/* Saved activation bytes of a block per micro-batch under a recompute policy (see plan.h). Selective recompute
+ * drops what the core attention keeps for itself beyond its inputs q, k, v (the s×s scores and their masks,
+ * or flash attention's statistics), as Megatron's core_attn recompute does (Korthikanti et al. 2022 §5). */
+static double saved_bytes(const graph_block *blk, const compute_shard *sh, double b, double s, plan_recompute rc) {
+  if (rc == PLAN_RECOMPUTE_FULL) {
+    if (blk->input < 0) return 0;
+    const graph_tensor *t = &blk->tensors[blk->input];
+    return graph_tensor_bytes(t, b, s) / tensor_divisor(t, sh);
+  }
+  unsigned char mark_small[512];
+  unsigned char *mark = blk->n_tensors <= 512 ? mark_small : calloc((size_t)blk->n_tensors, 1);
+  if (!mark) return NAN;
+  memset(mark, 0, blk->n_tensors <= 512 ? (size_t)blk->n_tensors : 0);
+  double total = 0;
+  for (int i = 0; i < blk->n_ops; i++) {
+    const graph_op *op = &blk->ops[i];
+    bool sel = rc == PLAN_RECOMPUTE_SELECTIVE && op->kind == OP_ATTENTION;
+    for (int k = 0; k < op->n_saved; k++) {
+      int t = op->saved[k];
+      if (sel && t != op->in[0] && t != op->in[1] && t != op->in[2]) continue;
+      if (mark[t]) continue;
+      mark[t] = 1;
+      total += graph_tensor_bytes(&blk->tensors[t], b, s) / tensor_divisor(&blk->tensors[t], sh);
+    }
+    if (op->mask_of >= 0 && !sel)
+      total += graph_tensor_numel(&blk->tensors[op->mask_of], b, s) / tensor_divisor(&blk->tensors[op->mask_of], sh);
+  }
+  if (mark != mark_small) free(mark);
+  return total;
+}
+
+static compute_shard shard_of(const plan *p) {
+  compute_shard sh = {.tp = p->tp, .cp = p->cp, .ep = p->ep, .etp = plan_etp(p),
+                      .sequence_parallel = p->sequence_parallel && p->tp > 1, .gemm_dtype = HW_DTYPE_BF16};
+  if (p->precision == PLAN_PREC_FP8) sh.gemm_dtype = HW_DTYPE_FP8;
+  if (p->precision == PLAN_PREC_FP16) sh.gemm_dtype = HW_DTYPE_FP16;
+  return sh;
+}
+
+layer_cost cost_block(const cost_env *env, const plan *p, const plan_groups *pg, int bi, double b, double s) {
+  const graph_block *blk = &env->g->blocks[bi];
+  const comm_tuning *ct = &env->tuning.comm;
+  compute_shard sh = shard_of(p);
+  layer_cost lc = {0};
+  /* TP collectives (Shoeybi et al. 2019 §3): an all-reduce after each row-parallel matmul in the forward pass,
+   * and one on the gradient of each distinct unsplit input of column-parallel matmuls in the backward pass
+   * (q, k and v share one); with sequence parallelism each becomes a reduce-scatter plus an all-gather of the
+   * same total volume (Korthikanti et al. 2022 §4.2.2), which a ring costs the same. */
+  int n_fwd_ar = 0, n_bwd_ar = 0;
+  int seen_in[64];
+  int n_seen = 0;
+  double ar_bytes = 0;
+  for (int i = 0; i < blk->n_ops; i++) {
+    const graph_op *op = &blk->ops[i];
+    compute_op_time t = compute_op(&env->cm, blk, op, b, s, &sh);
+    lc.fwd_s += t.fwd_s;
+    lc.bwd_s += t.bwd_s;
+    lc.fwd_flop += t.fwd_flop;
+    lc.bwd_flop += t.bwd_flop;
+    op_cost c = graph_op_eval(blk, op, b, s);
+    if (c.dgrad_flop + c.wgrad_flop > 0) lc.wgrad_s += t.bwd_s * c.wgrad_flop / (c.dgrad_flop + c.wgrad_flop);
+    if (op->kind == OP_ATTENTION) {
+      lc.attn_fwd_s += t.fwd_s;
+      lc.recompute_sel_s += t.fwd_s;
+    }
+    int64_t params = graph_op_params(op);
+    if (op->n_experts > 1) lc.params_expert += (double)params / (double)(p->ep * plan_etp(p));
+    else lc.params_dense += op->tp_split ? (double)params / (double)p->tp : (double)params;
+    if (p->tp > 1 && op->tp_split && op->n_experts == 1 &&
+        (op->kind == OP_MATMUL || op->kind == OP_EMBEDDING)) {
+      const graph_tensor *out = &blk->tensors[op->out];
+      if (out->tp_dim < 0) {
+        n_fwd_ar++;
+        ar_bytes = fmax(ar_bytes, graph_tensor_bytes(out, b, s) / (double)p->cp);
+      } else if (op->n_in > 0 && blk->tensors[op->in[0]].tp_dim < 0) {
+        bool dup = false;
+        for (int k = 0; k < n_seen; k++) dup |= seen_in[k] == op->in[0];
+        if (!dup && n_seen < 64) {
+          seen_in[n_seen++] = op->in[0];
+          n_bwd_ar++;
+          ar_bytes = fmax(ar_bytes, graph_tensor_bytes(&blk->tensors[op->in[0]], b, s) / (double)p->cp);
+        }
+      }
+    }
+    /* Context parallelism: ring attention passes each rank's K and V blocks around the ring, cp-1 steps forward
+     * and the K, V and their gradients backward (Liu et al. 2023 §3; Megatron's p2p cp_comm_type). */
+    if (op->kind == OP_ATTENTION && p->cp > 1) {
+      double kv = (graph_tensor_bytes(&blk->tensors[op->in[1]], b, s) + graph_tensor_bytes(&blk->tensors[op->in[2]], b, s)) /
+                  ((double)p->cp * (double)p->tp);
+      lc.cp_comm_s += 3.0 * (double)(p->cp - 1) * comm_time_s(&pg->cp, COMM_SENDRECV, COMM_AUTO, kv, ct);
+    }
+    /* Expert parallelism: dispatch and combine are all-to-alls of the routed token copies, forward and backward
+     * (Lepikhin et al. 2020, GShard §2.2). */
+    if (op->kind == OP_DISPATCH && p->ep > 1) {
+      double bytes = graph_tensor_bytes(&blk->tensors[op->out], b, s) / ((double)p->cp * (double)p->tp);
+      lc.ep_comm_s += 4.0 * comm_time_s(&pg->ep, COMM_ALLTOALL, COMM_AUTO, bytes, ct);
+    }
+  }
+  if (p->tp > 1 && ar_bytes > 0) {
+    double one = comm_time_s(&pg->tp, COMM_ALLREDUCE, COMM_AUTO, ar_bytes, ct);
+    lc.tp_comm_s = (double)(n_fwd_ar + n_bwd_ar) * one;
+    /* Full recompute repeats the forward collectives (Calculon's needs_recomm, COSTMODEL.md §1.6). */
+    if (p->recompute == PLAN_RECOMPUTE_FULL) lc.tp_comm_s += (double)n_fwd_ar * one;
+  }
+  lc.recompute_full_s = lc.fwd_s;
+  for (int rc = 0; rc < PLAN_RECOMPUTE_COUNT_; rc++) lc.act_bytes[rc] = saved_bytes(blk, &sh, b, s, (plan_recompute)rc);
+  lc.act_full_working_bytes = lc.act_bytes[PLAN_RECOMPUTE_NONE];
+  return lc;
+}
+
+/* The layers of a chunk that pay full recompute (plan.h: the first recompute_layers of each chunk, all if 0). */
+static bool layer_recomputes(const plan *p, int64_t index_in_chunk) {
+  return p->recompute == PLAN_RECOMPUTE_FULL && (p->recompute_layers == 0 || index_in_chunk < p->recompute_layers);
+}
+
+static double exposed(double comm_s, double hide_s, double fraction) {
+  double hidden = fmin(comm_s * fraction, hide_s);
+  return comm_s - hidden;
+}
+
+ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_result *out) {
+  memset(out, 0, sizeof *out);
+  ap_status st = plan_validate(ctx, p, env->g, env->hc->n_devices, "plan");
+  if (st) return st;
+  const graph *g = env->g;
+  double b = (double)p->micro_batch_size;
+  double s = (double)(p->seq_length > 0 ? p->seq_length : g->default_seq);
+  plan_groups pg;
+  if ((st = cost_plan_groups(ctx, env, p, &pg))) return st;
+  const overlap_tuning *ov = &env->tuning.overlap;
+  const comm_tuning *ct = &env->tuning.comm;
+
+  int32_t chunk_layers[PLAN_MAX_CHUNKS];
+  if (!plan_chunk_layers(p, env->n_layers, chunk_layers))
+    return ctx_fail(ctx, AP_INVALID, "plan: cannot split %lld layers into %lld chunks", (long long)env->n_layers,
+                    (long long)plan_n_chunks(p));
+  layer_cost cache[256];
+  bool have[256] = {0};
+  if (g->n_blocks > 256) return ctx_fail(ctx, AP_UNSUPPORTED, "model: more than 256 distinct blocks");
+
+  int n_ranks = (int)p->pp;
+  rank_cost rc[COST_MAX_RANKS];
+  memset(rc, 0, sizeof(rank_cost) * (size_t)n_ranks);
+  double rank_tp[COST_MAX_RANKS] = {0}, rank_cp[COST_MAX_RANKS] = {0}, rank_ep[COST_MAX_RANKS] = {0};
+  double rank_fwd[COST_MAX_RANKS] = {0}, rank_bwd[COST_MAX_RANKS] = {0}, rank_rec[COST_MAX_RANKS] = {0};
+  double hw_flop_mb = 0; /* hardware FLOP of one micro-batch over all ranks, per device of each rank */
+  int64_t unit = 0;
+  int64_t n_chunks = plan_n_chunks(p);
+  for (int64_t c = 0; c < n_chunks; c++) {
+    int r = (int)plan_chunk_rank(p, c);
+    rank_cost *R = &rc[r];
+    double chunk_act = 0;
+    for (int64_t i = 0; i < chunk_layers[c]; i++, unit++) {
+      int bi = env->unit_block[unit];
+      if (!have[bi]) {
+        cache[bi] = cost_block(env, p, &pg, bi, b, s);
+        have[bi] = true;
+      }
+      const layer_cost *L = &cache[bi];
+      bool full = layer_recomputes(p, i);
+      double rec = full ? L->recompute_full_s : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? L->recompute_sel_s : 0;
+      plan_recompute pol = full ? PLAN_RECOMPUTE_FULL
+                                : (p->recompute == PLAN_RECOMPUTE_SELECTIVE ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE);
+      double tp_exp = p->tp_comm_overlap ? exposed(L->tp_comm_s, L->fwd_s + L->bwd_s, ov->tp_overlap) : L->tp_comm_s;
+      double cp_exp = exposed(L->cp_comm_s, 3 * L->attn_fwd_s, ov->cp_overlap);
+      double ep_exp = exposed(L->ep_comm_s, L->fwd_s + L->bwd_s, ov->ep_overlap);
+      R->tf += L->fwd_s + (tp_exp + cp_exp + ep_exp) / 3.0;
+      R->tb += L->bwd_s + rec + 2.0 * (tp_exp + cp_exp + ep_exp) / 3.0;
+      R->tw += L->wgrad_s;
+      rank_fwd[r] += L->fwd_s;
+      rank_bwd[r] += L->bwd_s;
+      rank_rec[r] += rec;
+      rank_tp[r] += tp_exp;
+      rank_cp[r] += cp_exp;
+      rank_ep[r] += ep_exp;
+      chunk_act += L->act_bytes[pol];
+      if (full) R->working_bytes = fmax(R->working_bytes, L->act_full_working_bytes);
+      R->params_dense += L->params_dense;
+      R->params_expert += L->params_expert;
+      hw_flop_mb += (L->fwd_flop * (full ? 2 : 1) + L->bwd_flop) * (double)(p->tp * p->cp);
+    }
+    R->act_bytes += chunk_act;
+    R->act_chunk_bytes_max = fmax(R->act_chunk_bytes_max, chunk_act);
+  }
+  /* Non-layer blocks: the embedding with the first chunk's rank, the head with the last chunk's. */
+  for (int bi = 0; bi < g->n_blocks; bi++) {
+    const graph_block *blk = &g->blocks[bi];
+    if (!env->facts.has_layers || blk->role == BLOCK_LAYER) continue;
+    int r = (int)plan_chunk_rank(p, blk->role == BLOCK_HEAD ? n_chunks - 1 : 0);
+    layer_cost L = cost_block(env, p, &pg, bi, b, s);
+    double tp_exp = L.tp_comm_s;
+    rc[r].tf += L.fwd_s + tp_exp / 2;
+    rc[r].tb += L.bwd_s + tp_exp / 2;
+    rc[r].tw += L.wgrad_s;
+    rank_fwd[r] += L.fwd_s;
+    rank_bwd[r] += L.bwd_s;
+    rank_tp[r] += tp_exp;
+    rc[r].act_bytes += L.act_bytes[PLAN_RECOMPUTE_NONE];
+    rc[r].params_dense += L.params_dense * (double)blk->repeat;
+    rc[r].has_embed |= blk->role == BLOCK_EMBED;
+    rc[r].has_head |= blk->role == BLOCK_HEAD;
+    hw_flop_mb += (L.fwd_flop + L.bwd_flop) * (double)(p->tp * p->cp);
+  }
+  /* Tied embeddings: with pp > 1 the last stage keeps its own copy of the table for the LM head (Megatron's
+   * embedding group synchronises the two). */
+  if (p->pp > 1)
+    for (int bi = 0; bi < g->n_blocks; bi++)
+      for (int k = 0; k < g->blocks[bi].n_ops; k++)
+        if (g->blocks[bi].ops[k].tied) rc[(int)plan_chunk_rank(p, n_chunks - 1)].params_dense +=
+              (double)(g->vocab_size * g->hidden_size) / (double)p->tp;
+
+  /* Pipeline send/recv of one boundary activation [b, s/cp, h] (/tp with sequence parallelism). */
+  double p2p_s = 0;
+  if (p->pp > 1) {
+    double bytes = b * s / (double)p->cp * (double)g->hidden_size * 2.0 /
+                   ((p->sequence_parallel && p->tp > 1) ? (double)p->tp : 1.0);
+    p2p_s = comm_time_s(&pg.pp, COMM_SENDRECV, COMM_AUTO, bytes, ct);
+  }
+  for (int r = 0; r < n_ranks; r++) {
+    rc[r].p2p_s = p2p_s;
+    double exp_p2p = p2p_s * (1.0 - ov->pp_overlap) * (r > 0 ? 1 : 0);
+    rc[r].tf += exp_p2p;
+    rc[r].tb += p2p_s * (1.0 - ov->pp_overlap) * (r < n_ranks - 1 ? 1 : 0);
+  }
+  double pipe_s = schedule_time_s(p, rc, n_ranks, &out->time);
+  /* The critical rank's breakdown: the slowest rank's share of compute and communication over m micro-batches;
+   * the bubble is the rest of the pipeline time. */
+  int crit = 0;
+  for (int r = 1; r < n_ranks; r++)
+    if (rc[r].tf + rc[r].tb > rc[crit].tf + rc[crit].tb) crit = r;
+  double m = (double)p->n_micro_batches;
+  out->time.forward = rank_fwd[crit] * m;
+  out->time.backward = rank_bwd[crit] * m;
+  out->time.recompute = rank_rec[crit] * m;
+  out->time.tp_comm = rank_tp[crit] * m;
+  out->time.cp_comm = rank_cp[crit] * m;
+  out->time.ep_comm = rank_ep[crit] * m;
+  out->time.pp_comm = p2p_s * (1.0 - ov->pp_overlap) * m * (n_ranks > 1 ? 2 : 0);
+  double busy = out->time.forward + out->time.backward + out->time.recompute + out->time.tp_comm +
+                out->time.cp_comm + out->time.ep_comm + out->time.pp_comm;
+  out->time.bubble = fmax(0, pipe_s - busy);
+
+  /* Data-parallel synchronisation of the critical rank: gradients reduce-scattered (all-reduced without a
+   * sharded optimizer) over dp·cp for dense and edp for expert parameters, parameters all-gathered after the
+   * step (ZeRO §5; Megatron's distributed optimizer). ZeRO-3 gathers parameters for every micro-batch's forward
+   * and backward and reduce-scatters gradients per micro-batch (FSDP). */
+  double dp_exposed = 0, opt_params = 0;
+  {
+    const rank_cost *R = &rc[crit];
+    double gb = env->tuning.memory.grad_bytes_per_param;
+    double n_dp = (double)(p->dp * p->cp), n_edp = (double)plan_edp(p);
+    double t_grad = 0, t_param = 0;
+    comm_coll gcoll = p->zero_stage >= 1 ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
+    if (n_dp > 1) {
+      t_grad += comm_time_s(&pg.dp, gcoll, COMM_AUTO, R->params_dense * gb, ct);
+      if (p->zero_stage >= 1) t_param += comm_time_s(&pg.dp, COMM_ALLGATHER, COMM_AUTO, R->params_dense * 2.0, ct);
+    }
+    if (n_edp > 1 && R->params_expert > 0) {
+      t_grad += comm_time_s(&pg.edp, gcoll, COMM_AUTO, R->params_expert * gb, ct);
+      if (p->zero_stage >= 1) t_param += comm_time_s(&pg.edp, COMM_ALLGATHER, COMM_AUTO, R->params_expert * 2.0, ct);
+    }
+    if (p->zero_stage == 3) {
+      /* Per micro-batch: gather for forward and for backward, reduce-scatter of gradients. */
+      double per_mb = 2 * t_param + t_grad;
+      dp_exposed = exposed(per_mb * m, (R->tf + R->tb) * m, ov->dp_overlap);
+    } else {
+      dp_exposed = p->overlap_grad_reduce ? exposed(t_grad, R->tb, ov->dp_overlap) : t_grad;
+      dp_exposed += p->overlap_param_gather ? exposed(t_param, R->tf, ov->dp_overlap) : t_param;
+    }
+    double shard = p->zero_stage >= 1 ? 1.0 : 0.0;
+    opt_params = R->params_dense / (shard ? n_dp : 1) + R->params_expert / (shard && n_edp > 0 ? n_edp : 1);
+  }
+  out->time.dp_comm = dp_exposed;
+  /* Adam step: read fp32 parameter, gradient, two moments; write parameter, moments and the 16-bit copy: about
+   * 30 bytes per parameter of the local optimizer shard, memory-bound (Kingma & Ba 2015; ZeRO §3.1 layout). */
+  out->time.optimizer = opt_params * 30.0 / (env->cm.device.mem_bw_Bps * env->tuning.compute.mem_eff);
+  out->iter_s = pipe_s + out->time.dp_comm + out->time.optimizer;
+
+  /* Memory per pipeline rank. */
+  out->n_ranks = n_ranks;
+  out->capacity_bytes = (double)env->cm.device.mem_bytes;
+  out->peak_mem_bytes = 0;
+  for (int r = 0; r < n_ranks; r++) {
+    out->mem[r] = memory_rank(env, p, rc, r, b, s);
+    if (out->mem[r].total > out->peak_mem_bytes) {
+      out->peak_mem_bytes = out->mem[r].total;
+      out->peak_rank = r;
+    }
+  }
+  out->fits = out->peak_mem_bytes <= out->capacity_bytes;
+
+  /* Throughput and FLOP conventions. */
+  double n_dev = (double)plan_n_devices(p);
+  out->tokens_per_iter = (double)p->global_batch_size * s;
+  out->tokens_per_s = out->tokens_per_iter / out->iter_s;
+  out->tokens_per_s_per_device = out->tokens_per_s / n_dev;
+  double gemm_tok = graph_train_flop_per_seq(g, s, true) / s;
+  double quad_tok = 0, embed_params = 0;
+  for (int bi = 0; bi < g->n_blocks; bi++) {
+    op_cost c = graph_block_eval(&g->blocks[bi], 1, s);
+    quad_tok += 3.0 * c.attn_quadratic_flop / s * (double)g->blocks[bi].repeat;
+    for (int k = 0; k < g->blocks[bi].n_ops; k++) {
+      const graph_op *op = &g->blocks[bi].ops[k];
+      if (op->kind == OP_EMBEDDING) {
+        bool tied_table = false;
+        for (int j = 0; j < g->n_blocks; j++)
+          for (int q = 0; q < g->blocks[j].n_ops; q++) tied_table |= g->blocks[j].ops[q].tied;
+        if (!(tied_table && strcmp(op->name, "token_embedding") == 0)) embed_params += (double)graph_op_params(op);
+      }
+    }
+  }
+  double attn_tok = 0;
+  for (int bi = 0; bi < g->n_blocks; bi++)
+    for (int k = 0; k < g->blocks[bi].n_ops; k++)
+      if (g->blocks[bi].ops[k].kind == OP_ATTENTION) {
+        op_cost c = graph_op_eval(&g->blocks[bi], &g->blocks[bi].ops[k], 1, s);
+        attn_tok += 3.0 * c.fwd_gemm_flop / s * (double)g->blocks[bi].repeat;
+      }
+  /* PaLM Appendix B: 6·N (matmul parameters, active for MoE) + the attention term, no causal discount. */
+  double palm_tok = 6.0 * ((double)graph_params_active(g) - embed_params) + attn_tok;
+  out->flop_palm = palm_tok * out->tokens_per_iter;
+  out->flop_megatron = (gemm_tok - 0.5 * quad_tok) * out->tokens_per_iter;
+  out->flop_hardware = hw_flop_mb * m * (double)(p->dp);
+  double peak = env->cm.device.peak_flop_per_s[HW_DTYPE_BF16];
+  out->mfu_palm = out->flop_palm / (out->iter_s * n_dev * peak);
+  out->mfu_megatron = out->flop_megatron / (out->iter_s * n_dev * peak);
+  out->hfu = out->flop_hardware / (out->iter_s * n_dev * peak);
+  out->tflops_per_device_palm = out->flop_palm / (out->iter_s * n_dev) / 1e12;
+  out->tflops_per_device_megatron = out->flop_megatron / (out->iter_s * n_dev) / 1e12;
+  double comm = out->time.tp_comm + out->time.cp_comm + out->time.ep_comm + out->time.pp_comm + out->time.dp_comm;
+  out->bound = !out->fits ? "memory"
+               : out->time.bubble > comm && out->time.bubble > 0.15 * out->iter_s ? "bubble"
+               : comm > 0.25 * out->iter_s ? "communication"
+                                          : "compute";
+  return AP_OK;
+}

@@ -1,0 +1,65 @@
+/* Memory per pipeline rank (cost layer): model states by sharding choice, activations saved for backward
+ * times the micro-batches in flight for the schedule and the rank's position, the loss's logits, buffers and
+ * fixed overhead. Activation bytes come from the graph's saved tensors (estimate.c), not from a formula; the
+ * published closed forms are tests (tests/test_cost.c). */
+#include <math.h>
+
+#include "cost/internal.h"
+
+/* Micro-batches whose activations rank r holds at its peak, in units of "all of the rank's chunks for one
+ * micro-batch" (COSTMODEL.md §2.2). */
+static double in_flight(const plan *p, int r) {
+  double m = (double)p->n_micro_batches, pp = (double)p->pp, v = (double)p->vpp;
+  switch (p->schedule) {
+  case PLAN_SCHED_GPIPE:
+    return m; /* all forwards run before any backward (Huang et al. 2019) */
+  case PLAN_SCHED_1F1B:
+  case PLAN_SCHED_ZB_H1:
+    /* Megatron's warm-up: p - r - 1 forwards, then one more before the first backward (schedules.py); ZB-H1
+     * keeps 1F1B's memory (Qi et al. 2024 §2.1). */
+    return fmin(pp - (double)r, m);
+  case PLAN_SCHED_INTERLEAVED_1F1B: {
+    /* Warm-up of (p - r - 1)·2 + (v - 1)·p chunk-forwards plus one (Megatron schedules.py, microbatch group
+     * size p), each holding one chunk's activations, i.e. 1/v of the rank's. */
+    double chunks = fmin(m * v, (pp - (double)r - 1) * 2 + (v - 1) * pp + 1);
+    return chunks / v;
+  }
+  case PLAN_SCHED_ZB_V:
+    return fmin(pp, m); /* p·M_B on every rank (Qi et al. 2024 §6) */
+  case PLAN_SCHED_COUNT_:
+    break;
+  }
+  return m;
+}
+
+cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s) {
+  const rank_cost *R = &rc[r];
+  const memory_tuning *mt = &env->tuning.memory;
+  const graph *g = env->g;
+  cost_mem mem = {0};
+  double n_dp = (double)(p->dp * p->cp), n_edp = (double)plan_edp(p);
+  if (n_edp < 1) n_edp = 1;
+  double dense = R->params_dense, expert = R->params_expert;
+  /* Model states (ZeRO, Rajbhandari et al. 2020 §5.1, with Megatron's fp32 gradient buffer: 2 + 4 + 12 bytes per
+   * parameter unsharded; COSTMODEL.md §2.3). */
+  double w_shard = p->zero_stage >= 3 ? 1.0 : 0.0, g_shard = p->zero_stage >= 2 ? 1.0 : 0.0,
+         o_shard = p->zero_stage >= 1 ? 1.0 : 0.0;
+  double dense_w = w_shard ? dense / n_dp : dense, exp_w = w_shard ? expert / n_edp : expert;
+  mem.params = 2.0 * (dense_w + exp_w);
+  mem.grads = mt->grad_bytes_per_param * (g_shard ? dense / n_dp + expert / n_edp : dense + expert);
+  mem.optimizer = 12.0 * (o_shard ? dense / n_dp + expert / n_edp : dense + expert);
+  mem.activations = R->act_bytes * in_flight(p, r) + R->working_bytes;
+  if (R->has_head) {
+    /* The loss upcasts the vocabulary-parallel logits to fp32 (Megatron's vocab-parallel cross entropy). */
+    mem.logits = b * s / (double)p->cp * (double)g->vocab_size / (double)p->tp * 4.0;
+  }
+  /* Buffers: sequence-parallel all-gather of one layer input and output; with ZeRO-3, the gathered parameters
+   * of the layer in use and the one prefetched. */
+  double h = (double)g->hidden_size;
+  mem.buffers = (p->tp > 1 ? 2.0 * b * s / (double)p->cp * h * 2.0 : 0);
+  if (p->zero_stage >= 3 && env->n_layers > 0) mem.buffers += 2.0 * 2.0 * (dense + expert) / (double)env->n_layers;
+  mem.overhead = mt->overhead_bytes;
+  mem.total = mem.params + mem.grads + mem.optimizer + (mem.activations + mem.logits + mem.buffers) * mt->fragmentation +
+              mem.overhead;
+  return mem;
+}

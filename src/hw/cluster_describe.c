@@ -1,0 +1,278 @@
+/* Clusters and presets as output: the JSON description of a loaded cluster, which is itself a valid cluster
+ * file (loading it gives the same cluster back), and the lists of built-in presets as JSON and as text for
+ * `autopar clusters`. Numbers are written in the shortest form that reads back to the same double. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw/hw_json.h"
+
+/* Appends x in the shortest %g form that reads back exactly. */
+static void put_num(strbuf *sb, double x) {
+  char buf[40];
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(buf, sizeof buf, "%.*g", prec, x);
+    if (strtod(buf, NULL) == x) break;
+  }
+  sb_puts(sb, buf);
+}
+
+static void put_key(strbuf *sb, bool *first, const char *key) {
+  if (!*first) sb_puts(sb, ",");
+  *first = false;
+  jx_sb_str(sb, key);
+  sb_puts(sb, ":");
+}
+
+static void put_device(strbuf *sb, const hw_device *d) {
+  bool first = true;
+  sb_puts(sb, "{");
+  put_key(sb, &first, "name");
+  jx_sb_str(sb, d->name);
+  if (d->vendor[0]) {
+    put_key(sb, &first, "vendor");
+    jx_sb_str(sb, d->vendor);
+  }
+  if (d->description[0]) {
+    put_key(sb, &first, "description");
+    jx_sb_str(sb, d->description);
+  }
+  if (d->default_node[0]) {
+    put_key(sb, &first, "node");
+    jx_sb_str(sb, d->default_node);
+  }
+  put_key(sb, &first, "peak_flop_per_s");
+  sb_puts(sb, "{");
+  bool first_dtype = true;
+  for (int t = 0; t < HW_DTYPE_COUNT; t++) {
+    if (!(d->peak_flop_per_s[t] > 0)) continue;
+    put_key(sb, &first_dtype, hw_dtype_name((hw_dtype)t));
+    put_num(sb, d->peak_flop_per_s[t]);
+  }
+  sb_puts(sb, "}");
+  put_key(sb, &first, "mem_bytes");
+  sb_printf(sb, "%lld", (long long)d->mem_bytes);
+  put_key(sb, &first, "mem_bw_Bps");
+  put_num(sb, d->mem_bw_Bps);
+  if (d->tdp_w > 0) {
+    put_key(sb, &first, "tdp_w");
+    put_num(sb, d->tdp_w);
+  }
+  sb_puts(sb, "}");
+}
+
+static void put_level(strbuf *sb, const hw_link_level *lv, bool outermost) {
+  bool first = true;
+  sb_puts(sb, "{");
+  put_key(sb, &first, "name");
+  jx_sb_str(sb, lv->name);
+  put_key(sb, &first, "topology");
+  jx_sb_str(sb, hw_topology_name(lv->topology));
+  if (!outermost) {
+    put_key(sb, &first, "domain_devices");
+    sb_printf(sb, "%lld", (long long)lv->domain_devices);
+  }
+  put_key(sb, &first, "bw_Bps");
+  put_num(sb, lv->bw_Bps);
+  put_key(sb, &first, "latency_s");
+  put_num(sb, lv->latency_s);
+  put_key(sb, &first, "oversubscription");
+  put_num(sb, lv->oversubscription);
+  if (outermost) {
+    if (lv->nics_per_node > 0) {
+      put_key(sb, &first, "nics_per_node");
+      sb_printf(sb, "%lld", (long long)lv->nics_per_node);
+    }
+    if (lv->nic_bw_Bps > 0) {
+      put_key(sb, &first, "nic_bw_Bps");
+      put_num(sb, lv->nic_bw_Bps);
+    }
+    put_key(sb, &first, "devices_per_nic");
+    put_num(sb, lv->devices_per_nic);
+  }
+  sb_puts(sb, "}");
+}
+
+static void put_cluster(strbuf *sb, const hw_cluster *c) {
+  sb_puts(sb, "{\"name\":");
+  jx_sb_str(sb, c->name);
+  if (c->description[0]) {
+    sb_puts(sb, ",\"description\":");
+    jx_sb_str(sb, c->description);
+  }
+  sb_puts(sb, ",\"origin\":");
+  jx_sb_str(sb, c->origin);
+  sb_printf(sb, ",\"n_devices\":%lld,\"node_groups\":[", (long long)c->n_devices);
+  for (int i = 0; i < c->n_groups; i++) {
+    const hw_node_group *g = &c->groups[i];
+    sb_puts(sb, i ? ",{" : "{");
+    if (g->node_name[0]) {
+      sb_puts(sb, "\"node\":");
+      jx_sb_str(sb, g->node_name);
+      sb_puts(sb, ",");
+    }
+    sb_printf(sb, "\"n_nodes\":%lld,\"devices_per_node\":%lld,\"device\":", (long long)g->n_nodes,
+              (long long)g->devices_per_node);
+    put_device(sb, &g->device);
+    sb_puts(sb, ",\"levels\":[");
+    for (int l = 0; l < g->n_levels; l++) {
+      if (l) sb_puts(sb, ",");
+      put_level(sb, &g->levels[l], l == g->n_levels - 1);
+    }
+    sb_puts(sb, "]}");
+  }
+  sb_puts(sb, "]}");
+}
+
+static ap_status take(ap_ctx *ctx, strbuf *sb, char **out) {
+  *out = sb_take(sb);
+  if (!*out) {
+    sb_free(sb);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory writing the cluster description");
+  }
+  return AP_OK;
+}
+
+ap_status ap_cluster_describe_json(ap_ctx *ctx, const ap_cluster *cluster, char **json_out) {
+  if (!json_out) return ctx_fail(ctx, AP_INVALID, "ap_cluster_describe_json: json_out must not be NULL");
+  *json_out = NULL;
+  if (!cluster) return ctx_fail(ctx, AP_INVALID, "ap_cluster_describe_json: no cluster");
+  strbuf sb = {0};
+  put_cluster(&sb, &cluster->c);
+  return take(ctx, &sb, json_out);
+}
+
+/* ---- Preset lists -------------------------------------------------------------------------------------------- */
+
+static void put_aliases(strbuf *sb, const embedded_file *f) {
+  json_t *root = json_loadb(f->text, f->n_bytes, 0, NULL);
+  sb_puts(sb, "[");
+  size_t i;
+  json_t *a;
+  json_array_foreach(json_object_get(root, "aliases"), i, a) {
+    if (i) sb_puts(sb, ",");
+    jx_sb_str(sb, json_string_value(a) ? json_string_value(a) : "");
+  }
+  sb_puts(sb, "]");
+  json_decref(root);
+}
+
+/* Calls one of the writers below for every preset of a kind, in file order; stops at the first failure. */
+typedef void (*preset_writer)(strbuf *sb, const embedded_file *f, const void *obj, bool first);
+
+static void write_cluster_entry(strbuf *sb, const embedded_file *f, const void *obj, bool first) {
+  const hw_cluster *c = obj;
+  const hw_node_group *g = &c->groups[0];
+  sb_puts(sb, first ? "{\"name\":" : ",{\"name\":");
+  jx_sb_str(sb, c->name);
+  sb_puts(sb, ",\"aliases\":");
+  put_aliases(sb, f);
+  sb_puts(sb, ",\"description\":");
+  jx_sb_str(sb, c->description);
+  sb_puts(sb, ",\"device\":");
+  jx_sb_str(sb, g->device.name);
+  sb_printf(sb, ",\"devices_per_node\":%lld,\"n_nodes\":%lld,\"levels\":[", (long long)g->devices_per_node,
+            (long long)g->n_nodes);
+  for (int l = 0; l < g->n_levels; l++) {
+    if (l) sb_puts(sb, ",");
+    put_level(sb, &g->levels[l], l == g->n_levels - 1);
+  }
+  sb_puts(sb, "],\"file\":");
+  jx_sb_str(sb, f->path);
+  sb_puts(sb, "}");
+}
+
+static void write_device_entry(strbuf *sb, const embedded_file *f, const void *obj, bool first) {
+  const hw_device *d = obj;
+  sb_puts(sb, first ? "{\"name\":" : ",{\"name\":");
+  jx_sb_str(sb, d->name);
+  sb_puts(sb, ",\"aliases\":");
+  put_aliases(sb, f);
+  sb_puts(sb, ",\"device\":");
+  put_device(sb, d);
+  sb_puts(sb, ",\"file\":");
+  jx_sb_str(sb, f->path);
+  sb_puts(sb, "}");
+}
+
+static ap_status for_each_preset(ap_ctx *ctx, hw_preset_kind kind, strbuf *sb, preset_writer write) {
+  size_t n = 0;
+  const embedded_file *files = embedded_files(&n);
+  bool first = true;
+  for (size_t i = 0; i < n; i++) {
+    if (!hw_preset_is(&files[i], kind)) continue;
+    ap_status st;
+    if (kind == HW_PRESET_CLUSTER) {
+      ap_cluster *cl = NULL;
+      st = hw_cluster_parse(ctx, files[i].path, files[i].text, files[i].n_bytes, &cl);
+      if (!st) write(sb, &files[i], &cl->c, first);
+      ap_cluster_free(cl);
+    } else {
+      hw_device d;
+      st = hw_device_parse(ctx, files[i].path, files[i].text, files[i].n_bytes, &d);
+      if (!st) write(sb, &files[i], &d, first);
+    }
+    if (st) return st;
+    first = false;
+  }
+  return AP_OK;
+}
+
+ap_status ap_clusters_list_json(ap_ctx *ctx, char **json_out) {
+  if (!json_out) return ctx_fail(ctx, AP_INVALID, "ap_clusters_list_json: json_out must not be NULL");
+  *json_out = NULL;
+  strbuf sb = {0};
+  sb_puts(&sb, "{\"clusters\":[");
+  ap_status st = for_each_preset(ctx, HW_PRESET_CLUSTER, &sb, write_cluster_entry);
+  sb_puts(&sb, "],\"devices\":[");
+  if (!st) st = for_each_preset(ctx, HW_PRESET_DEVICE, &sb, write_device_entry);
+  sb_puts(&sb, "]}");
+  if (st) {
+    sb_free(&sb);
+    return st;
+  }
+  return take(ctx, &sb, json_out);
+}
+
+/* ---- Text -------------------------------------------------------------------------------------------------------- */
+
+static void text_cluster_entry(strbuf *sb, const embedded_file *f, const void *obj, bool first) {
+  (void)f;
+  const hw_cluster *c = obj;
+  const hw_node_group *g = &c->groups[0];
+  if (first)
+    sb_puts(sb, "Cluster presets (--cluster NAME, NAME:DEVICES or NAME:NODESxDEVICES):\n"
+                "  name              device      per node  links (per device, each direction)\n");
+  sb_printf(sb, "  %-17s %-11s %-9lld ", c->name, g->device.name, (long long)g->devices_per_node);
+  for (int l = 0; l < g->n_levels; l++) {
+    const hw_link_level *lv = &g->levels[l];
+    if (l + 1 < g->n_levels)
+      sb_printf(sb, "%s %.0f GB/s in %lld, ", lv->name, lv->bw_Bps / 1e9, (long long)lv->domain_devices);
+    else
+      sb_printf(sb, "%s %.1f GB/s\n", lv->name, lv->bw_Bps / lv->oversubscription / 1e9);
+  }
+}
+
+static void text_device_entry(strbuf *sb, const embedded_file *f, const void *obj, bool first) {
+  (void)f;
+  const hw_device *d = obj;
+  if (first)
+    sb_puts(sb, "\nDevices (--cluster DEVICE:COUNT uses the device's node preset):\n"
+                "  name        bf16 TFLOP/s  memory GiB  memory TB/s  node preset\n");
+  sb_printf(sb, "  %-11s %-13.1f %-11.1f %-12.2f %s\n", d->name, d->peak_flop_per_s[HW_DTYPE_BF16] / 1e12,
+            (double)d->mem_bytes / (1024.0 * 1024.0 * 1024.0), d->mem_bw_Bps / 1e12,
+            d->default_node[0] ? d->default_node : "-");
+}
+
+ap_status ap_clusters_list_text(ap_ctx *ctx, char **text_out) {
+  if (!text_out) return ctx_fail(ctx, AP_INVALID, "ap_clusters_list_text: text_out must not be NULL");
+  *text_out = NULL;
+  strbuf sb = {0};
+  ap_status st = for_each_preset(ctx, HW_PRESET_CLUSTER, &sb, text_cluster_entry);
+  if (!st) st = for_each_preset(ctx, HW_PRESET_DEVICE, &sb, text_device_entry);
+  if (st) {
+    sb_free(&sb);
+    return st;
+  }
+  return take(ctx, &sb, text_out);
+}

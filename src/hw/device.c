@@ -1,0 +1,117 @@
+/* Device types: the dtype and topology name tables, the device file reader and lookup among the presets.
+ * A device file (data/devices/NAME.json, format in docs/formats.md) states dense peak FLOP/s per dtype, memory
+ * capacity and bandwidth, and optionally board power, with a "sources" entry next to each number. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "hw/hw_json.h"
+
+static const char *const dtype_names[] = {
+    [HW_DTYPE_FP32] = "fp32", [HW_DTYPE_TF32] = "tf32", [HW_DTYPE_BF16] = "bf16",
+    [HW_DTYPE_FP16] = "fp16", [HW_DTYPE_FP8] = "fp8",   [HW_DTYPE_FP4] = "fp4",
+};
+_Static_assert(AP_COUNT(dtype_names) == HW_DTYPE_COUNT, "dtype name table and enum disagree");
+
+static const char *const topology_names[] = {
+    [HW_TOPO_SWITCH] = "switch",
+    [HW_TOPO_MESH] = "mesh",
+};
+_Static_assert(AP_COUNT(topology_names) == HW_TOPO_COUNT, "topology name table and enum disagree");
+
+/* The fields a device object may hold. */
+static const char *const device_keys[] = {
+    "name", "aliases", "vendor", "description", "node", "peak_flop_per_s", "mem_bytes", "mem_bw_Bps", "tdp_w",
+    "sources",
+};
+
+const char *hw_dtype_name(hw_dtype dtype) {
+  return (unsigned)dtype < HW_DTYPE_COUNT ? dtype_names[dtype] : "?";
+}
+
+bool hw_dtype_from_name(const char *name, hw_dtype *out) {
+  for (size_t i = 0; i < AP_COUNT(dtype_names); i++) {
+    if (strcasecmp(name, dtype_names[i]) == 0) {
+      *out = (hw_dtype)i;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char *hw_topology_name(hw_topology topology) {
+  return (unsigned)topology < HW_TOPO_COUNT ? topology_names[topology] : "?";
+}
+
+bool hw_topology_from_name(const char *name, hw_topology *out) {
+  for (size_t i = 0; i < AP_COUNT(topology_names); i++) {
+    if (strcasecmp(name, topology_names[i]) == 0) {
+      *out = (hw_topology)i;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Reads "peak_flop_per_s": {"bf16": 989.4e12, ...}; at least one dtype must be > 0. */
+static ap_status read_peaks(const jx_src *s, json_t *obj, hw_device *out) {
+  json_t *peaks = json_object_get(obj, "peak_flop_per_s");
+  if (!peaks || json_is_null(peaks)) return jx_fail(s, "peak_flop_per_s", "required field missing");
+  if (!json_is_object(peaks)) return jx_fail(s, "peak_flop_per_s", "expected an object of dtype: FLOP/s");
+  char buf[160];
+  jx_src sub;
+  hwj_child(s, "peak_flop_per_s", -1, buf, sizeof buf, &sub);
+  const char *key;
+  json_t *v;
+  bool any = false;
+  json_object_foreach(peaks, key, v) {
+    hw_dtype d;
+    if (!hw_dtype_from_name(key, &d))
+      return hwj_check_keys(&sub, peaks, dtype_names, AP_COUNT(dtype_names));
+    ap_status st = hwj_nonnegative(&sub, peaks, dtype_names[d], true, &out->peak_flop_per_s[d], NULL);
+    if (st) return st;
+    any = any || out->peak_flop_per_s[d] > 0;
+  }
+  if (!any) return jx_fail(s, "peak_flop_per_s", "expected at least one dtype with a peak > 0");
+  return AP_OK;
+}
+
+ap_status hw_device_from_json(const jx_src *s, json_t *obj, hw_device *out) {
+  memset(out, 0, sizeof *out);
+  if (!json_is_object(obj)) return jx_fail(s, "", "expected a device object");
+  ap_status st = hwj_check_keys(s, obj, device_keys, AP_COUNT(device_keys));
+  if (!st) st = hwj_check_meta(s, obj);
+  if (!st) st = hwj_text(s, obj, "name", true, out->name, sizeof out->name);
+  if (!st) st = hwj_text(s, obj, "vendor", false, out->vendor, sizeof out->vendor);
+  if (!st) st = hwj_text(s, obj, "description", false, out->description, sizeof out->description);
+  if (!st) st = hwj_text(s, obj, "node", false, out->default_node, sizeof out->default_node);
+  if (!st) st = read_peaks(s, obj, out);
+  if (!st) st = jx_i64(s, obj, "mem_bytes", true, 1, INT64_MAX, &out->mem_bytes, NULL);
+  if (!st) st = hwj_positive(s, obj, "mem_bw_Bps", true, &out->mem_bw_Bps, NULL);
+  if (!st) st = hwj_positive(s, obj, "tdp_w", false, &out->tdp_w, NULL);
+  return st;
+}
+
+ap_status hw_device_parse(ap_ctx *ctx, const char *file, const char *text, size_t n_bytes, hw_device *out) {
+  json_t *root = NULL;
+  ap_status st = jx_parse(ctx, file, text, n_bytes, &root);
+  if (st) return st;
+  jx_src s = {ctx, file, ""};
+  if (!json_is_object(root))
+    st = ctx_fail(ctx, AP_INVALID, "%s: expected a JSON object at the top level", file);
+  else
+    st = hw_device_from_json(&s, root, out);
+  json_decref(root);
+  return st;
+}
+
+ap_status hw_device_find(ap_ctx *ctx, const char *name, hw_device *out) {
+  const embedded_file *f = hw_preset_find(HW_PRESET_DEVICE, name);
+  if (!f) {
+    char hint[256];
+    hw_preset_suggest(name, true, false, hint, sizeof hint);
+    if (*hint) return ctx_fail(ctx, AP_NOTFOUND, "unknown device '%.80s' (did you mean %s?)", name, hint);
+    return ctx_fail(ctx, AP_NOTFOUND, "unknown device '%.80s' (`autopar clusters` lists the devices)", name);
+  }
+  return hw_device_parse(ctx, f->path, f->text, f->n_bytes, out);
+}

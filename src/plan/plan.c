@@ -1,0 +1,489 @@
+/* The plan type (plan layer): names of its enums, defaults, the rank mapping of its mesh axes, the pipeline
+ * split and the validation of a plan against a model and a device count. See plan.h for the conventions
+ * (mesh order, expert folding, chunk placement) that every search, the cost model and every exporter share.
+ *
+ * Validation mirrors the checks Megatron-LM makes before it trains (COSTMODEL.md §6.2): a plan that passes
+ * here should start under Megatron, and each message names the constraint and, where it comes from
+ * Megatron, the file that enforces it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "plan/plan.h"
+
+/* ---- Names: one table per enum, tied to it by a static assertion (STYLE.md 8). ---- */
+
+static const char *const axis_names[] = {
+#define X(e, s) [PLAN_AXIS_##e] = s,
+    PLAN_AXIS_MAP(X)
+#undef X
+};
+_Static_assert(AP_COUNT(axis_names) == PLAN_AXIS_COUNT_, "axis_names and plan_axis disagree");
+
+static const char *const schedule_names[] = {
+#define X(e, s) [PLAN_SCHED_##e] = s,
+    PLAN_SCHEDULE_MAP(X)
+#undef X
+};
+_Static_assert(AP_COUNT(schedule_names) == PLAN_SCHED_COUNT_, "schedule_names and plan_schedule disagree");
+
+static const char *const recompute_names[] = {
+#define X(e, s) [PLAN_RECOMPUTE_##e] = s,
+    PLAN_RECOMPUTE_MAP(X)
+#undef X
+};
+_Static_assert(AP_COUNT(recompute_names) == PLAN_RECOMPUTE_COUNT_, "recompute_names and plan_recompute disagree");
+
+static const char *const precision_names[] = {
+#define X(e, s) [PLAN_PREC_##e] = s,
+    PLAN_PRECISION_MAP(X)
+#undef X
+};
+_Static_assert(AP_COUNT(precision_names) == PLAN_PREC_COUNT_, "precision_names and plan_precision disagree");
+
+/* The index of name in a table, or -1. */
+static int find_name(const char *const *names, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (name && strcmp(name, names[i]) == 0) return (int)i;
+  return -1;
+}
+
+const char *plan_axis_name(plan_axis axis) {
+  return (unsigned)axis < PLAN_AXIS_COUNT_ ? axis_names[axis] : "?";
+}
+bool plan_axis_from_name(const char *name, plan_axis *out) {
+  int i = find_name(axis_names, AP_COUNT(axis_names), name);
+  if (i >= 0) *out = (plan_axis)i;
+  return i >= 0;
+}
+const char *plan_schedule_name(plan_schedule s) {
+  return (unsigned)s < PLAN_SCHED_COUNT_ ? schedule_names[s] : "?";
+}
+bool plan_schedule_from_name(const char *name, plan_schedule *out) {
+  int i = find_name(schedule_names, AP_COUNT(schedule_names), name);
+  if (i >= 0) *out = (plan_schedule)i;
+  return i >= 0;
+}
+const char *plan_recompute_name(plan_recompute r) {
+  return (unsigned)r < PLAN_RECOMPUTE_COUNT_ ? recompute_names[r] : "?";
+}
+bool plan_recompute_from_name(const char *name, plan_recompute *out) {
+  int i = find_name(recompute_names, AP_COUNT(recompute_names), name);
+  if (i >= 0) *out = (plan_recompute)i;
+  return i >= 0;
+}
+const char *plan_precision_name(plan_precision pr) {
+  return (unsigned)pr < PLAN_PREC_COUNT_ ? precision_names[pr] : "?";
+}
+bool plan_precision_from_name(const char *name, plan_precision *out) {
+  int i = find_name(precision_names, AP_COUNT(precision_names), name);
+  if (i >= 0) *out = (plan_precision)i;
+  return i >= 0;
+}
+
+/* ---- The plan value ---- */
+
+/* Megatron's default order (parallel_state.py initialize_model_parallel: order="tp-cp-ep-dp-pp"). */
+static const plan_axis default_order[PLAN_N_ORDER] = {PLAN_AXIS_TP, PLAN_AXIS_CP, PLAN_AXIS_EP, PLAN_AXIS_DP,
+                                                      PLAN_AXIS_PP};
+
+void plan_defaults(plan *p) {
+  /* memset first, so that padding is zero too and plans can be hashed or compared byte by byte. */
+  memset(p, 0, sizeof *p);
+  p->dp = p->tp = p->pp = p->cp = p->ep = 1;
+  p->etp = 0;
+  p->vpp = 1;
+  memcpy(p->order, default_order, sizeof p->order);
+  p->schedule = PLAN_SCHED_1F1B;
+  p->n_stage_layers = 0;
+  p->micro_batch_size = 1;
+  p->n_micro_batches = 1;
+  p->global_batch_size = 1;
+  p->seq_length = 0;
+  p->sequence_parallel = false;
+  p->recompute = PLAN_RECOMPUTE_NONE;
+  p->recompute_layers = 0;
+  p->zero_stage = 1;
+  p->precision = PLAN_PREC_BF16;
+  p->overlap_grad_reduce = true;
+  p->overlap_param_gather = true;
+  p->tp_comm_overlap = false;
+}
+
+bool plan_equal(const plan *a, const plan *b) {
+  if (a->dp != b->dp || a->tp != b->tp || a->pp != b->pp || a->cp != b->cp || a->ep != b->ep ||
+      a->etp != b->etp || a->vpp != b->vpp)
+    return false;
+  if (memcmp(a->order, b->order, sizeof a->order) != 0) return false;
+  if (a->schedule != b->schedule || a->n_stage_layers != b->n_stage_layers) return false;
+  if (a->n_stage_layers > 0 && a->n_stage_layers <= PLAN_MAX_CHUNKS &&
+      memcmp(a->stage_layers, b->stage_layers, (size_t)a->n_stage_layers * sizeof a->stage_layers[0]) != 0)
+    return false;
+  if (a->micro_batch_size != b->micro_batch_size || a->n_micro_batches != b->n_micro_batches ||
+      a->global_batch_size != b->global_batch_size || a->seq_length != b->seq_length)
+    return false;
+  if (a->sequence_parallel != b->sequence_parallel || a->recompute != b->recompute ||
+      a->recompute_layers != b->recompute_layers || a->zero_stage != b->zero_stage || a->precision != b->precision)
+    return false;
+  if (a->overlap_grad_reduce != b->overlap_grad_reduce || a->overlap_param_gather != b->overlap_param_gather ||
+      a->tp_comm_overlap != b->tp_comm_overlap)
+    return false;
+  return strncmp(a->model, b->model, PLAN_NAME_MAX) == 0 && strncmp(a->cluster, b->cluster, PLAN_NAME_MAX) == 0;
+}
+
+/* a·b for non-negative operands, saturating at INT64_MAX so that products of unchecked degrees never wrap. */
+static int64_t mul_sat(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+int64_t plan_etp(const plan *p) { return p->etp > 0 ? p->etp : p->tp; }
+
+int64_t plan_edp(const plan *p) {
+  int64_t dense = mul_sat(mul_sat(p->tp, p->cp), p->dp);
+  int64_t expert = mul_sat(plan_etp(p), p->ep);
+  return expert > 0 && dense % expert == 0 ? dense / expert : 0;
+}
+
+int64_t plan_n_devices(const plan *p) { return mul_sat(mul_sat(mul_sat(p->dp, p->tp), p->pp), p->cp); }
+
+int64_t plan_n_chunks(const plan *p) { return mul_sat(p->pp, p->vpp); }
+
+int64_t plan_chunk_rank(const plan *p, int64_t chunk) {
+  if (p->vpp <= 1 || p->pp <= 0) return chunk;
+  if (p->schedule == PLAN_SCHED_ZB_V) return chunk < p->pp ? chunk : 2 * p->pp - 1 - chunk;
+  return chunk % p->pp;
+}
+
+/* ---- Rank mapping ---- */
+
+/* True for the axes that live in the expert mesh only. */
+static bool is_expert_axis(plan_axis a) { return a == PLAN_AXIS_ETP || a == PLAN_AXIS_EP || a == PLAN_AXIS_EDP; }
+
+/* The order position an axis occupies: etp takes tp's, edp takes dp's. */
+static plan_axis order_token(plan_axis a) {
+  return a == PLAN_AXIS_ETP ? PLAN_AXIS_TP : a == PLAN_AXIS_EDP ? PLAN_AXIS_DP : a;
+}
+
+/* The size at order token t in the dense or the expert mesh (Megatron builds the two RankGenerators with
+ * ep = 1 and cp = 1 respectively, parallel_state.py). */
+static int64_t mesh_size(const plan *p, bool expert, plan_axis t) {
+  switch (t) {
+  case PLAN_AXIS_TP: return expert ? plan_etp(p) : p->tp;
+  case PLAN_AXIS_CP: return expert ? 1 : p->cp;
+  case PLAN_AXIS_EP: return expert ? p->ep : 1;
+  case PLAN_AXIS_DP: return expert ? plan_edp(p) : p->dp;
+  case PLAN_AXIS_PP: return p->pp;
+  default: return 0;
+  }
+}
+
+/* The position of order token t in p->order, or -1. */
+static int order_pos(const plan *p, plan_axis t) {
+  for (int i = 0; i < PLAN_N_ORDER; i++)
+    if (p->order[i] == t) return i;
+  return -1;
+}
+
+static bool order_is_permutation(const plan *p) {
+  unsigned seen = 0;
+  for (int i = 0; i < PLAN_N_ORDER; i++) {
+    if ((unsigned)p->order[i] >= PLAN_N_ORDER) return false;
+    seen |= 1u << p->order[i];
+  }
+  return seen == (1u << PLAN_N_ORDER) - 1;
+}
+
+int64_t plan_axis_size(const plan *p, plan_axis axis) {
+  switch (axis) {
+  case PLAN_AXIS_TP: return p->tp;
+  case PLAN_AXIS_CP: return p->cp;
+  case PLAN_AXIS_EP: return p->ep;
+  case PLAN_AXIS_DP: return p->dp;
+  case PLAN_AXIS_PP: return p->pp;
+  case PLAN_AXIS_ETP: return plan_etp(p);
+  case PLAN_AXIS_EDP: return plan_edp(p);
+  default: return 0;
+  }
+}
+
+/* The stride of order token t in one mesh: the product of the sizes inside it. */
+static int64_t mesh_stride(const plan *p, bool expert, plan_axis t) {
+  int pos = order_pos(p, t);
+  if (pos < 0 || !order_is_permutation(p)) return 0;
+  int64_t stride = 1;
+  for (int i = 0; i < pos; i++) stride = mul_sat(stride, mesh_size(p, expert, p->order[i]));
+  return stride;
+}
+
+int64_t plan_axis_stride(const plan *p, plan_axis axis) {
+  if ((unsigned)axis >= PLAN_AXIS_COUNT_) return 0;
+  return mesh_stride(p, is_expert_axis(axis), order_token(axis));
+}
+
+bool plan_axes_group(const plan *p, unsigned axes, int64_t *stride, int64_t *size) {
+  const unsigned expert_bits = 1u << PLAN_AXIS_ETP | 1u << PLAN_AXIS_EP | 1u << PLAN_AXIS_EDP;
+  const unsigned dense_bits = 1u << PLAN_AXIS_TP | 1u << PLAN_AXIS_CP | 1u << PLAN_AXIS_DP;
+  if ((axes & expert_bits) && (axes & dense_bits)) return false;
+  if (axes & ~((1u << PLAN_AXIS_COUNT_) - 1)) return false;
+  if (!order_is_permutation(p)) return false;
+  bool expert = (axes & expert_bits) != 0;
+  /* Mark the order positions the axes take, then require the non-trivial ones to be adjacent. */
+  bool in_group[PLAN_N_ORDER] = {false};
+  for (int a = 0; a < PLAN_AXIS_COUNT_; a++)
+    if (axes & (1u << a)) in_group[order_pos(p, order_token((plan_axis)a))] = true;
+  int first = -1, last = -1;
+  for (int i = 0; i < PLAN_N_ORDER; i++)
+    if (in_group[i] && mesh_size(p, expert, p->order[i]) > 1) {
+      if (first < 0) first = i;
+      last = i;
+    }
+  *stride = 1;
+  *size = 1;
+  if (first < 0) return true; /* every axis has degree 1: groups of one rank */
+  for (int i = first; i <= last; i++)
+    if (!in_group[i] && mesh_size(p, expert, p->order[i]) > 1) return false;
+  for (int i = 0; i < first; i++) *stride = mul_sat(*stride, mesh_size(p, expert, p->order[i]));
+  for (int i = first; i <= last; i++)
+    if (in_group[i]) *size = mul_sat(*size, mesh_size(p, expert, p->order[i]));
+  return true;
+}
+
+/* ---- Pipeline split ---- */
+
+bool plan_split_even(int64_t n_layers, int64_t n_chunks, int32_t *out) {
+  if (n_chunks < 1 || n_chunks > PLAN_MAX_CHUNKS || n_chunks > n_layers || n_layers / n_chunks >= INT32_MAX)
+    return false;
+  int32_t base = (int32_t)(n_layers / n_chunks);
+  int64_t extra = n_layers % n_chunks;
+  for (int64_t c = 0; c < n_chunks; c++) out[c] = base;
+  /* The remainder goes to the middle chunks first: the first chunk also runs the embedding and the last one
+   * the head (torchtitan's pipeline_parallel_first/last_stage_less_layers default to 1 for the same reason).
+   * extra < n_chunks, so at most chunks 1 .. n_chunks-2 and then chunk 0 receive one more; the last chunk,
+   * whose LM head and loss are the heaviest non-layer work, never does. */
+  for (int64_t c = 1; c < n_chunks - 1 && extra > 0; c++, extra--) out[c]++;
+  if (extra > 0) out[0]++;
+  return true;
+}
+
+bool plan_chunk_layers(const plan *p, int64_t n_layers, int32_t *out) {
+  int64_t n = plan_n_chunks(p);
+  if (n < 1 || n > PLAN_MAX_CHUNKS) return false;
+  if (p->n_stage_layers == 0) return plan_split_even(n_layers, n, out);
+  if (p->n_stage_layers != n) return false;
+  memcpy(out, p->stage_layers, (size_t)n * sizeof out[0]);
+  return true;
+}
+
+/* ---- Validation ---- */
+
+/* Records "<file>: <message>" as AP_INVALID. */
+static ap_status fail(ap_ctx *ctx, const char *file, const char *fmt, ...) AP_PRINTF(3, 4);
+static ap_status fail(ap_ctx *ctx, const char *file, const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return ctx_fail(ctx, AP_INVALID, "%s: %s", file ? file : "plan", msg);
+}
+
+/* The integer fields and their ranges: one table for the range checks. */
+static const struct {
+  const char *name;
+  size_t offset;
+  int64_t min, max;
+} int_fields[] = {
+    {"dp", offsetof(plan, dp), 1, PLAN_MAX_DEGREE},
+    {"tp", offsetof(plan, tp), 1, PLAN_MAX_DEGREE},
+    {"pp", offsetof(plan, pp), 1, PLAN_MAX_DEGREE},
+    {"cp", offsetof(plan, cp), 1, PLAN_MAX_DEGREE},
+    {"ep", offsetof(plan, ep), 1, PLAN_MAX_DEGREE},
+    {"etp", offsetof(plan, etp), 0, PLAN_MAX_DEGREE},
+    {"vpp", offsetof(plan, vpp), 1, PLAN_MAX_CHUNKS},
+    {"micro_batch_size", offsetof(plan, micro_batch_size), 1, PLAN_MAX_COUNT},
+    {"n_micro_batches", offsetof(plan, n_micro_batches), 1, PLAN_MAX_COUNT},
+    {"global_batch_size", offsetof(plan, global_batch_size), 1, PLAN_MAX_COUNT},
+    {"seq_length", offsetof(plan, seq_length), 0, PLAN_MAX_COUNT},
+};
+
+static ap_status check_ranges(ap_ctx *ctx, const plan *p, const char *file) {
+  for (size_t i = 0; i < AP_COUNT(int_fields); i++) {
+    int64_t v;
+    memcpy(&v, (const char *)p + int_fields[i].offset, sizeof v);
+    if (v < int_fields[i].min || v > int_fields[i].max)
+      return fail(ctx, file, "%s = %lld must be in [%lld, %lld]", int_fields[i].name, (long long)v,
+                  (long long)int_fields[i].min, (long long)int_fields[i].max);
+  }
+  if ((unsigned)p->schedule >= PLAN_SCHED_COUNT_) return fail(ctx, file, "schedule %d is not a schedule", (int)p->schedule);
+  if ((unsigned)p->recompute >= PLAN_RECOMPUTE_COUNT_)
+    return fail(ctx, file, "recompute %d is not a granularity", (int)p->recompute);
+  if ((unsigned)p->precision >= PLAN_PREC_COUNT_)
+    return fail(ctx, file, "precision %d is not a precision", (int)p->precision);
+  if (p->zero_stage < 0 || p->zero_stage > 3) return fail(ctx, file, "zero_stage = %d must be 0, 1, 2 or 3", p->zero_stage);
+  if (p->recompute_layers < 0) return fail(ctx, file, "recompute_layers = %d must be >= 0", p->recompute_layers);
+  if (p->n_stage_layers < 0 || p->n_stage_layers > PLAN_MAX_CHUNKS)
+    return fail(ctx, file, "stage_layers lists %d chunks; at most %d", p->n_stage_layers, PLAN_MAX_CHUNKS);
+  if (!order_is_permutation(p)) {
+    char got[64] = "";
+    for (int i = 0; i < PLAN_N_ORDER; i++)
+      snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? "-" : "", plan_axis_name(p->order[i]));
+    return fail(ctx, file, "order %s must list each of tp, cp, ep, dp, pp once", got);
+  }
+  return AP_OK;
+}
+
+/* The model's constraints on the degrees: what tensor, context and expert parallelism can split. */
+static ap_status check_model(ap_ctx *ctx, const plan *p, const plan_model_facts *f, const char *file) {
+  if (!f->has_layers) {
+    /* A general graph (no transformer layers): tensor, context and expert parallelism need the per-op
+     * sharding specs that this plan type does not carry, so only dp and pp (over blocks) apply. */
+    if (p->tp > 1 || p->cp > 1 || p->ep > 1)
+      return fail(ctx, file, "the model has no layer blocks, so only dp and pp apply; got tp = %lld, cp = %lld, ep = %lld",
+                  (long long)p->tp, (long long)p->cp, (long long)p->ep);
+    return AP_OK;
+  }
+  if (p->tp > 1 && !f->has_tp_ops)
+    return fail(ctx, file, "tp = %lld needs tensor-parallel ops, and the model has none", (long long)p->tp);
+  /* Megatron TransformerConfig / arguments.py: num_attention_heads % tp == 0 and num_query_groups % tp == 0. */
+  if (f->n_attention_ops > 0 && f->heads % p->tp != 0)
+    return fail(ctx, file, "tp = %lld must divide num_attention_heads = %lld", (long long)p->tp, (long long)f->heads);
+  if (f->n_attention_ops > 0 && f->kv_heads % p->tp != 0)
+    return fail(ctx, file, "tp = %lld must divide num_query_groups (KV heads) = %lld (Megatron arguments.py)",
+                (long long)p->tp, (long long)f->kv_heads);
+  if (p->cp > 1 && f->n_attention_ops == 0)
+    return fail(ctx, file, "cp = %lld needs attention to split, and the model has none", (long long)p->cp);
+  if (f->n_experts == 0) {
+    /* Megatron arguments.py: "num_experts must be non None to use expert model parallelism". */
+    if (p->ep > 1) return fail(ctx, file, "ep = %lld needs routed experts, and the model is dense", (long long)p->ep);
+    return AP_OK;
+  }
+  /* From here the model has routed experts. Megatron arguments.py: num_experts % ep == 0. */
+  if (f->n_experts % p->ep != 0)
+    return fail(ctx, file, "ep = %lld must divide num_experts = %lld", (long long)p->ep, (long long)f->n_experts);
+  /* Megatron arguments.py: "When using MoE and tensor parallelism, sequence parallelism must be used." */
+  if (p->tp > 1 && !p->sequence_parallel)
+    return fail(ctx, file, "tp = %lld with experts needs sequence_parallel (Megatron arguments.py)", (long long)p->tp);
+  /* The expert mesh folds into the dense one: world = tp·cp·dp·pp = etp·ep·edp·pp (parallel_state.py,
+   * "world_size is not divisible by expert_tensor_model_pipeline_parallel size"). */
+  int64_t etp = plan_etp(p), dense = mul_sat(mul_sat(p->tp, p->cp), p->dp);
+  if (plan_edp(p) == 0)
+    return fail(ctx, file, "etp·ep = %lld·%lld = %lld must divide tp·cp·dp = %lld·%lld·%lld = %lld (expert parallel folding)",
+                (long long)etp, (long long)p->ep, (long long)mul_sat(etp, p->ep), (long long)p->tp, (long long)p->cp,
+                (long long)p->dp, (long long)dense);
+  /* parallel_state.py: "When not using pp-last rank ordering, the data parallel size of the attention and moe
+   * layers must be the same", and the pipeline groups of the two meshes must be identical. */
+  if (p->pp > 1 && p->order[PLAN_N_ORDER - 1] != PLAN_AXIS_PP && plan_edp(p) != p->dp)
+    return fail(ctx, file, "with pp not outermost in the order, edp = %lld must equal dp = %lld (Megatron parallel_state.py)",
+                (long long)plan_edp(p), (long long)p->dp);
+  int64_t s_dense = mesh_stride(p, false, PLAN_AXIS_PP), s_expert = mesh_stride(p, true, PLAN_AXIS_PP);
+  if (p->pp > 1 && s_dense != s_expert)
+    return fail(ctx, file, "pipeline groups differ between the dense mesh (stride %lld) and the expert mesh (stride %lld); "
+                "reorder the axes (Megatron parallel_state.py)", (long long)s_dense, (long long)s_expert);
+  return AP_OK;
+}
+
+/* The pipeline: chunk count against the layers, the schedule's needs, an explicit split. */
+static ap_status check_pipeline(ap_ctx *ctx, const plan *p, const plan_model_facts *f, const char *file) {
+  const char *unit = f->has_layers ? "layers" : "blocks";
+  int64_t n = plan_n_chunks(p);
+  const char *sched = plan_schedule_name(p->schedule);
+  if (n > PLAN_MAX_CHUNKS)
+    return fail(ctx, file, "pp·vpp = %lld·%lld = %lld pipeline chunks exceed the limit of %d", (long long)p->pp,
+                (long long)p->vpp, (long long)n, PLAN_MAX_CHUNKS);
+  if (p->n_stage_layers == 0 && n > f->n_layers)
+    return fail(ctx, file, "pp·vpp = %lld·%lld = %lld pipeline chunks exceed the model's %lld %s", (long long)p->pp,
+                (long long)p->vpp, (long long)n, (long long)f->n_layers, unit);
+  switch (p->schedule) {
+  case PLAN_SCHED_INTERLEAVED_1F1B:
+    if (p->vpp < 2) return fail(ctx, file, "%s needs vpp >= 2, got vpp = %lld", sched, (long long)p->vpp);
+    /* parallel_state.py: "pipeline-model-parallel size should be greater than 1 with interleaved schedule". */
+    if (p->pp < 2) return fail(ctx, file, "%s needs pp >= 2, got pp = %lld", sched, (long long)p->pp);
+    /* Megatron schedules.py (releases up to core 0.9): "number of microbatches is not divisible by
+     * pipeline-parallel size when using interleaved schedule". Newer releases relax it with
+     * microbatch_group_size_per_vp_stage (COSTMODEL.md §7 item 3); the strict form holds for all. */
+    if (p->n_micro_batches % p->pp != 0)
+      return fail(ctx, file, "n_micro_batches = %lld must be a multiple of pp = %lld for %s (Megatron schedules.py)",
+                  (long long)p->n_micro_batches, (long long)p->pp, sched);
+    break;
+  case PLAN_SCHED_ZB_V:
+    /* Qi et al. 2024 §6: the V schedule places exactly two chunks on each rank. */
+    if (p->vpp != 2) return fail(ctx, file, "%s needs vpp = 2, got vpp = %lld", sched, (long long)p->vpp);
+    if (p->pp < 2) return fail(ctx, file, "%s needs pp >= 2, got pp = %lld", sched, (long long)p->pp);
+    break;
+  default:
+    if (p->vpp != 1)
+      return fail(ctx, file, "vpp = %lld needs schedule interleaved-1f1b or zb-v, got %s", (long long)p->vpp, sched);
+    break;
+  }
+  if (p->n_stage_layers == 0) return AP_OK;
+  if (p->n_stage_layers != n)
+    return fail(ctx, file, "stage_layers lists %d chunks, but pp·vpp = %lld·%lld = %lld", p->n_stage_layers,
+                (long long)p->pp, (long long)p->vpp, (long long)n);
+  int64_t sum = 0;
+  for (int32_t c = 0; c < p->n_stage_layers; c++) {
+    int32_t v = p->stage_layers[c];
+    /* A transformer may leave its first or last chunk without layers: an embedding-only or a head-only stage,
+     * as Megatron's --pipeline-model-parallel-layout allows ("E|t|…|L"). Elsewhere a chunk needs a layer. */
+    bool end = c == 0 || c == p->n_stage_layers - 1;
+    if (v < 0 || (v == 0 && !(end && f->has_layers)))
+      return fail(ctx, file, "stage_layers[%d] = %d must be >= 1%s", c, v,
+                  f->has_layers ? " (only the first and the last chunk may be empty)" : "");
+    sum += v;
+  }
+  if (sum != f->n_layers)
+    return fail(ctx, file, "stage_layers sum to %lld, but the model has %lld %s", (long long)sum, (long long)f->n_layers,
+                unit);
+  return AP_OK;
+}
+
+ap_status plan_validate(ap_ctx *ctx, const plan *p, const graph *g, int64_t n_devices, const char *file) {
+  ap_status st;
+  if ((st = check_ranges(ctx, p, file))) return st;
+  int64_t devices = plan_n_devices(p);
+  if (n_devices > 0 && devices != n_devices)
+    return fail(ctx, file, "dp·tp·pp·cp = %lld·%lld·%lld·%lld = %lld must equal the cluster's %lld devices",
+                (long long)p->dp, (long long)p->tp, (long long)p->pp, (long long)p->cp, (long long)devices,
+                (long long)n_devices);
+  plan_model_facts f;
+  plan_model_facts_of(g, &f);
+  if ((st = check_model(ctx, p, &f, file))) return st;
+  if ((st = check_pipeline(ctx, p, &f, file))) return st;
+
+  /* Megatron arguments.py: num_micro_batches = global_batch_size / (micro_batch_size · dp). */
+  int64_t batch = mul_sat(mul_sat(p->micro_batch_size, p->n_micro_batches), p->dp);
+  if (batch != p->global_batch_size)
+    return fail(ctx, file, "global_batch_size = %lld must equal micro_batch_size·n_micro_batches·dp = %lld·%lld·%lld = %lld",
+                (long long)p->global_batch_size, (long long)p->micro_batch_size, (long long)p->n_micro_batches,
+                (long long)p->dp, (long long)batch);
+
+  int64_t seq = p->seq_length > 0 ? p->seq_length : f.default_seq;
+  if (f.uses_seq && seq <= 0) return fail(ctx, file, "seq_length must be set: the model has no default sequence length");
+  /* Context parallelism with load balancing cuts the sequence into 2·cp pieces (Megatron's CP, each rank
+   * taking one chunk from each end to balance causal attention). */
+  if (p->cp > 1 && seq % (2 * p->cp) != 0)
+    return fail(ctx, file, "seq_length = %lld must be a multiple of 2·cp = %lld", (long long)seq, (long long)(2 * p->cp));
+  /* Sequence parallelism scatters each context-parallel rank's seq/cp tokens over the tp ranks. */
+  if (p->sequence_parallel && p->tp > 1 && seq % mul_sat(p->tp, p->cp) != 0)
+    return fail(ctx, file, "seq_length = %lld must be a multiple of tp·cp = %lld·%lld = %lld with sequence_parallel",
+                (long long)seq, (long long)p->tp, (long long)p->cp, (long long)mul_sat(p->tp, p->cp));
+
+  if (p->recompute != PLAN_RECOMPUTE_FULL && p->recompute_layers != 0)
+    return fail(ctx, file, "recompute_layers = %d applies only to full recompute, got %s (Megatron TransformerConfig)",
+                p->recompute_layers, plan_recompute_name(p->recompute));
+  if (p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0) {
+    int32_t layers[PLAN_MAX_CHUNKS];
+    int32_t most = 0;
+    if (plan_chunk_layers(p, f.n_layers, layers))
+      for (int64_t c = 0; c < plan_n_chunks(p); c++)
+        if (layers[c] > most) most = layers[c];
+    if (p->recompute_layers > most)
+      return fail(ctx, file, "recompute_layers = %d exceeds the %d layers of the largest pipeline chunk",
+                  p->recompute_layers, most);
+  }
+  /* Megatron arguments.py: "Tensor parallel communication/GEMM overlap can happen only when sequence
+   * parallelism is enabled". With tp = 1 there is nothing to overlap and the flag is a no-op. */
+  if (p->tp_comm_overlap && p->tp > 1 && !p->sequence_parallel)
+    return fail(ctx, file, "tp_comm overlap with tp = %lld needs sequence_parallel (Megatron arguments.py)",
+                (long long)p->tp);
+  return AP_OK;
+}

@@ -1,0 +1,270 @@
+/* The plan: the third of autopar's four nouns (DESIGN.md "The four nouns"), in the plan layer (above model
+ * and hw, below cost). A plan says how one model is trained on one cluster: the degrees of the device mesh
+ * and how its axes map onto ranks, the split of layers into pipeline chunks and the schedule that runs them,
+ * the batch, sequence parallelism, recomputation, optimizer sharding, precision and overlap. Every search
+ * strategy produces plans, the cost model evaluates them and every exporter reads them, so nothing downstream
+ * re-derives a plan's meaning: the conventions below are the contract.
+ *
+ * A plan is a plain value: no pointers, so a search copies, compares and stores plans freely. Its JSON form is
+ * documented in docs/plan-format.md (plan_json.c). plan_validate checks a plan against a model graph and a
+ * device count and names the first violated constraint in one line; the constraints follow Megatron-LM's
+ * (COSTMODEL.md §6.2), whose source files are cited where each is checked.
+ *
+ * The device mesh (Megatron's parallel_state.py RankGenerator). Ranks are numbered through the axes of
+ * `order` from the innermost (fastest varying) to the outermost; the default order is tp, cp, ep, dp, pp, so
+ * tensor-parallel groups are contiguous ranks (one NVLink domain) and pipeline stages are the farthest apart.
+ * Two meshes share the ranks, as in Megatron's MoE "parallel folding":
+ *  - the dense mesh (attention and dense layers) has degrees tp, cp, dp, pp; ep is 1 in it, so its position
+ *    in the order does not matter there; dp·tp·pp·cp is the device count;
+ *  - the expert mesh (routed experts) has degrees etp, ep, edp, pp, with etp at tp's position in the order,
+ *    edp at dp's, ep at its own and cp folded away (1), and edp = tp·cp·dp / (etp·ep). Expert parallelism
+ *    thus borrows its ranks from tp, cp and dp; it never multiplies the device count.
+ * Pipeline groups must coincide in the two meshes (checked). An axis's groups are (stride, size) groups in
+ * the sense of hw_cluster_level_for_group: plan_axis_stride gives the stride, plan_axis_size the size.
+ *
+ * Pipeline chunks. The model's pipeline units (its layers: the repeats of BLOCK_LAYER blocks; for a graph
+ * without layer blocks, the repeats of all its blocks) are cut into pp·vpp chunks in forward order. The
+ * embedding rides with the first chunk and the head with the last; any other non-layer block rides with the
+ * chunk of the layer before it (the first chunk when none). Chunk c runs on pipeline rank c for gpipe, 1f1b
+ * and zb-h1 (vpp = 1); c mod pp for interleaved-1f1b (Megatron's layout: rank r holds chunks r, r+pp, …);
+ * and for zb-v (vpp = 2) c for c < pp, else 2·pp-1-c (the V shape of Qi et al. 2024 §6).
+ * Internal header: not installed, not part of the public API. */
+#ifndef AP_PLAN_H
+#define AP_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "core/jsonx.h"
+#include "model/graph.h"
+
+enum {
+  PLAN_MAX_CHUNKS = 256, /* pipeline chunks (pp·vpp) a plan may hold; a 126-layer model at pp 32, vpp 4 fits */
+  PLAN_NAME_MAX = 128,   /* bytes for the recorded model and cluster names, with the NUL */
+  PLAN_N_ORDER = 5,      /* axes in the mesh order: tp, cp, ep, dp, pp */
+};
+
+/* The largest degree any axis may have: the device limit of hw.h (HW_MAX_DEVICES), repeated here because a
+ * plan is checked without a cluster at hand. */
+#define PLAN_MAX_DEGREE ((int64_t)1 << 22)
+/* The largest micro-batch size, micro-batch count, global batch and sequence length a plan may state: far
+ * beyond any training run, and small enough that products of a few of them stay clear of int64 overflow
+ * once saturated. */
+#define PLAN_MAX_COUNT ((int64_t)1 << 40)
+
+/* Mesh axes. The first PLAN_N_ORDER are the ones the order lists; etp and edp are the expert mesh's names
+ * for the tp and dp positions. */
+#define PLAN_AXIS_MAP(X)                                      \
+  X(TP, "tp")   /* tensor parallel (dense mesh) */            \
+  X(CP, "cp")   /* context parallel (dense mesh) */           \
+  X(EP, "ep")   /* expert parallel (expert mesh) */           \
+  X(DP, "dp")   /* data parallel (dense mesh) */              \
+  X(PP, "pp")   /* pipeline parallel (both meshes) */         \
+  X(ETP, "etp") /* expert tensor parallel (expert mesh) */    \
+  X(EDP, "edp") /* expert data parallel (expert mesh) */
+
+typedef enum {
+#define X(e, s) PLAN_AXIS_##e,
+  PLAN_AXIS_MAP(X)
+#undef X
+  PLAN_AXIS_COUNT_
+} plan_axis;
+
+/* Pipeline schedules (COSTMODEL.md §2.2 and §3). */
+#define PLAN_SCHEDULE_MAP(X)                                                                   \
+  X(GPIPE, "gpipe")                       /* Huang et al. 2019: all forwards, then backwards */ \
+  X(1F1B, "1f1b")                         /* PipeDream-Flush, Narayanan et al. 2021 */          \
+  X(INTERLEAVED_1F1B, "interleaved-1f1b") /* vpp >= 2 chunks per rank, Narayanan 2021 */        \
+  X(ZB_H1, "zb-h1")                       /* zero bubble H1, Qi et al. 2024 §2.1 */             \
+  X(ZB_V, "zb-v")                         /* zero bubble V, two chunks per rank, Qi §6 */
+
+typedef enum {
+#define X(e, s) PLAN_SCHED_##e,
+  PLAN_SCHEDULE_MAP(X)
+#undef X
+  PLAN_SCHED_COUNT_
+} plan_schedule;
+
+/* Activation recomputation (Korthikanti et al. 2022): none; selective (the core attention of every layer,
+ * Megatron's --recompute-granularity selective with its default module core_attn); full (whole layers,
+ * --recompute-granularity full). */
+#define PLAN_RECOMPUTE_MAP(X) \
+  X(NONE, "none")             \
+  X(SELECTIVE, "selective")   \
+  X(FULL, "full")
+
+typedef enum {
+#define X(e, s) PLAN_RECOMPUTE_##e,
+  PLAN_RECOMPUTE_MAP(X)
+#undef X
+  PLAN_RECOMPUTE_COUNT_
+} plan_recompute;
+
+/* Training precision: bf16 or fp16 mixed precision (fp32 master weights and optimizer states), or fp8 GEMMs
+ * within bf16 training (Megatron --bf16 --fp8-format hybrid). Whether the device runs fp8 is the cost
+ * model's check, not plan_validate's. */
+#define PLAN_PRECISION_MAP(X) \
+  X(BF16, "bf16")             \
+  X(FP16, "fp16")             \
+  X(FP8, "fp8")
+
+typedef enum {
+#define X(e, s) PLAN_PREC_##e,
+  PLAN_PRECISION_MAP(X)
+#undef X
+  PLAN_PREC_COUNT_
+} plan_precision;
+
+/* One training plan. plan_defaults gives every field a value; a plan is valid only once plan_validate says
+ * so. Zero means "derived" in the three fields that say so (etp, seq_length, n_stage_layers). */
+typedef struct {
+  /* Mesh degrees, each >= 1. dp·tp·pp·cp is the device count; ep and etp fold into tp·cp·dp (above). */
+  int64_t dp, tp, pp, cp, ep;
+  int64_t etp; /* expert tensor parallel degree; 0 = the same as tp (Megatron's default) */
+  int64_t vpp; /* model chunks per pipeline rank (virtual stages); 1 unless the schedule interleaves */
+  plan_axis order[PLAN_N_ORDER]; /* a permutation of tp, cp, ep, dp, pp, innermost first */
+
+  /* Pipeline. */
+  plan_schedule schedule;
+  int32_t n_stage_layers; /* 0 = the even split of plan_split_even; else pp·vpp, listed in stage_layers */
+  int32_t stage_layers[PLAN_MAX_CHUNKS]; /* layers of each chunk in forward order (first n_stage_layers) */
+
+  /* Batch, in sequences and tokens. global_batch_size = micro_batch_size · n_micro_batches · dp. */
+  int64_t micro_batch_size;  /* sequences per micro-batch per data-parallel rank */
+  int64_t n_micro_batches;   /* micro-batches per pipeline per iteration (gradient accumulation steps) */
+  int64_t global_batch_size; /* sequences per iteration */
+  int64_t seq_length;        /* tokens per sequence; 0 = the model's default (graph default_seq) */
+
+  /* Memory savers. */
+  bool sequence_parallel;    /* Korthikanti 2022 §4.2.2; a no-op when tp = 1, as Megatron makes it */
+  plan_recompute recompute;
+  /* For full recompute: how many layers of each chunk recompute, counted from the chunk's first layer
+   * (Megatron --recompute-method block --recompute-num-layers N); 0 = every layer (--recompute-method uniform
+   * --recompute-num-layers 1). Must be 0 for none and selective (Megatron's TransformerConfig: "must be None
+   * for 'selective'"). */
+  int32_t recompute_layers;
+  /* Optimizer sharding over the data-parallel ranks (dp·cp in the dense mesh, edp for experts): 0 none;
+   * 1 optimizer states (Megatron --use-distributed-optimizer, DeepSpeed ZeRO-1); 2 also gradients (ZeRO-2,
+   * Megatron-FSDP optim_grads); 3 also parameters (ZeRO-3, FSDP full shard, optim_grads_params). */
+  int32_t zero_stage;
+  plan_precision precision;
+
+  /* Overlap of communication with compute. Each is a no-op where its communication does not occur
+   * (param_gather without sharded parameters or optimizer, tp_comm with tp = 1). */
+  bool overlap_grad_reduce;  /* Megatron --overlap-grad-reduce; default true */
+  bool overlap_param_gather; /* Megatron --overlap-param-gather; default true */
+  bool tp_comm_overlap;      /* Megatron --tp-comm-overlap (needs sequence parallel); default false */
+
+  /* Names recorded for convenience ("" when unknown): the model preset or path and the cluster spec. */
+  char model[PLAN_NAME_MAX];
+  char cluster[PLAN_NAME_MAX];
+} plan;
+
+/* ---- Names (plan.c). Each returns static storage; "?" for an out-of-range value. The parsers return false
+ * on an unknown name and are case-sensitive, like the JSON format. ---- */
+AP_HIDDEN const char *plan_axis_name(plan_axis axis);
+AP_HIDDEN bool plan_axis_from_name(const char *name, plan_axis *out);
+AP_HIDDEN const char *plan_schedule_name(plan_schedule s);
+AP_HIDDEN bool plan_schedule_from_name(const char *name, plan_schedule *out);
+AP_HIDDEN const char *plan_recompute_name(plan_recompute r);
+AP_HIDDEN bool plan_recompute_from_name(const char *name, plan_recompute *out);
+AP_HIDDEN const char *plan_precision_name(plan_precision pr);
+AP_HIDDEN bool plan_precision_from_name(const char *name, plan_precision *out);
+
+/* ---- The plan value (plan.c) ---- */
+/* Sets every field (padding included) to the defaults: all degrees 1, etp 0, vpp 1, order tp-cp-ep-dp-pp,
+ * 1f1b, even split, one micro-batch of one sequence, global batch 1, seq_length 0 (model default), no
+ * sequence parallel, no recompute, ZeRO 1 (the distributed optimizer), bf16, grad-reduce and param-gather
+ * overlap on, tp-comm overlap off, no names. */
+AP_HIDDEN void plan_defaults(plan *p);
+/* True when every field is equal (names compared as strings, unused stage_layers entries ignored). */
+AP_HIDDEN bool plan_equal(const plan *a, const plan *b);
+
+/* The expert tensor parallel degree with 0 resolved to tp. */
+AP_HIDDEN int64_t plan_etp(const plan *p);
+/* The expert data parallel degree tp·cp·dp / (etp·ep), or 0 when that is not a whole number. */
+AP_HIDDEN int64_t plan_edp(const plan *p);
+/* Devices the plan occupies: dp·tp·pp·cp (saturating at INT64_MAX). */
+AP_HIDDEN int64_t plan_n_devices(const plan *p);
+/* Pipeline chunks: pp·vpp. */
+AP_HIDDEN int64_t plan_n_chunks(const plan *p);
+/* The pipeline rank (0 .. pp-1) that runs chunk c (0 .. pp·vpp-1, forward order); see the header comment. */
+AP_HIDDEN int64_t plan_chunk_rank(const plan *p, int64_t chunk);
+
+/* ---- Rank mapping (plan.c). These assume the order is a permutation (plan_validate checks it). ---- */
+/* The degree of an axis: its group size (etp resolved; edp from plan_edp). */
+AP_HIDDEN int64_t plan_axis_size(const plan *p, plan_axis axis);
+/* The rank distance between consecutive members of one of the axis's groups: the product of the degrees of
+ * the axes inside it in its mesh (dense for tp, cp, dp, pp; expert for etp, ep, edp). Pass (stride, size) to
+ * hw_cluster_level_for_group. Returns 0 when the order is not a permutation. */
+AP_HIDDEN int64_t plan_axis_stride(const plan *p, plan_axis axis);
+/* The group spanned by several axes of one mesh together (axes is a bit set of 1u << plan_axis, e.g. dp and
+ * cp for Megatron's gradient-reduce group): *stride and *size of that (stride, size) group. Returns false when
+ * the axes mix the two meshes (tp, cp or dp with etp, ep or edp) or when, ignoring axes of degree 1, they
+ * are not adjacent in the order, so that their ranks do not form (stride, size) groups. */
+AP_HIDDEN bool plan_axes_group(const plan *p, unsigned axes, int64_t *stride, int64_t *size);
+
+/* ---- Pipeline split (plan.c) ---- */
+/* The default split of n_layers layers into n_chunks chunks: n_layers / n_chunks each, and the remainder one
+ * by one to chunks 1, 2, …, n_chunks-2 (the middle, since the first chunk also holds the embedding and the
+ * last the head), then to chunk 0, never to the last. Writes n_chunks entries of out; returns false (writing
+ * nothing) when n_chunks < 1, n_chunks > PLAN_MAX_CHUNKS or n_chunks > n_layers. */
+AP_HIDDEN bool plan_split_even(int64_t n_layers, int64_t n_chunks, int32_t *out);
+/* The plan's split: stage_layers when given, else plan_split_even. Writes plan_n_chunks(p) entries of out
+ * (PLAN_MAX_CHUNKS long); returns false when no such split exists (the plan is then invalid). */
+AP_HIDDEN bool plan_chunk_layers(const plan *p, int64_t n_layers, int32_t *out);
+
+/* ---- Facts about the model that the plan's constraints need (model_facts.c) ---- */
+typedef struct {
+  bool has_layers;   /* the graph has BLOCK_LAYER blocks (a transformer) */
+  int64_t n_layers;  /* pipeline units: repeats of layer blocks, or of all blocks when there are none */
+  int64_t n_attention_ops;
+  /* The greatest common divisor of the attention heads (and of the KV heads, Megatron's num_query_groups)
+   * over the attention ops, so that tp divides every op's heads exactly when it divides this; 0 when none. */
+  int64_t heads, kv_heads;
+  int64_t n_experts;      /* the gcd of the routed-expert counts of the MoE matmuls; 0 for a dense model */
+  bool has_tp_ops;        /* some op's parameters are split by tensor parallelism */
+  bool uses_seq;          /* some tensor has a sequence dimension (DIM_S) */
+  int64_t default_seq;    /* the graph's default sequence length, tokens */
+} plan_model_facts;
+
+/* Scans g's blocks and ops. */
+AP_HIDDEN void plan_model_facts_of(const graph *g, plan_model_facts *out);
+
+/* ---- Validation (plan.c) ---- */
+/* Checks p against the model graph g and a device count (n_devices <= 0 skips the device-count check, for a
+ * plan read without a cluster). Returns AP_OK, or AP_INVALID with one line naming the first violated
+ * constraint, prefixed by file ("plan" when file is NULL), e.g. "plan: dp·tp·pp·cp = 2·8·4·1 = 64 must
+ * equal the cluster's 128 devices". What is checked, in this order:
+ *  - ranges: degrees in [1, PLAN_MAX_DEGREE], etp 0 or in range, vpp >= 1, batch sizes >= 1, seq_length >=
+ *    0, zero_stage 0..3, enums in range, recompute_layers >= 0, n_stage_layers 0 or pp·vpp;
+ *  - the order is a permutation of tp, cp, ep, dp, pp;
+ *  - dp·tp·pp·cp = n_devices;
+ *  - the model: a graph without layer blocks takes only dp and pp (tp, cp and ep must be 1); tp > 1 needs
+ *    tensor-parallel ops, and tp must divide the attention heads and the KV heads (num_query_groups); cp > 1
+ *    needs attention; ep > 1 needs experts, which ep must divide; MoE with tp > 1 needs sequence parallel;
+ *  - the expert mesh: etp·ep divides tp·cp·dp, and the pipeline groups of the two meshes coincide;
+ *  - the pipeline: pp·vpp chunks fit PLAN_MAX_CHUNKS and the layers; vpp matches the schedule (1 for gpipe,
+ *    1f1b and zb-h1; >= 2 for interleaved-1f1b; 2 for zb-v), interleaving needs pp >= 2 and n_micro_batches a
+ *    multiple of pp; a given split sums to the layers with every chunk >= 1 (for a transformer the first
+ *    and the last chunk may be 0: an embedding-only or head-only stage);
+ *  - the batch: global_batch_size = micro_batch_size · n_micro_batches · dp;
+ *  - the sequence: set when the model has one; cp > 1 needs seq_length % (2·cp) = 0; sequence parallel with
+ *    tp > 1 needs seq_length % (tp·cp) = 0;
+ *  - recompute_layers: 0 unless full, then at most the largest chunk's layers;
+ *  - tp_comm_overlap with tp > 1 needs sequence parallel.
+ * Device-dependent checks (fp8 support, memory) are the cost model's. */
+AP_HIDDEN ap_status plan_validate(ap_ctx *ctx, const plan *p, const graph *g, int64_t n_devices,
+                                  const char *file);
+
+/* ---- JSON (plan_json.c; format in docs/plan-format.md) ---- */
+/* Appends the plan as one JSON object (every field written, in the documented order) to sb. */
+AP_HIDDEN void plan_to_json(const plan *p, strbuf *sb);
+/* Reads a plan from a parsed JSON object; absent fields keep plan_defaults' values, except that a missing
+ * n_micro_batches or global_batch_size is derived from the other batch fields. Unknown keys are errors. On
+ * failure records "file: field: …" and returns AP_INVALID; *out is then unspecified. Checks types and ranges
+ * only: call plan_validate for the constraints. */
+AP_HIDDEN ap_status plan_from_json(ap_ctx *ctx, const char *file, json_t *root, plan *out);
+
+#endif
