@@ -85,7 +85,7 @@ asan:
 # Fuzz targets: clang + libFuzzer + ASan/UBSan, each run for FUZZ_SECONDS from a seed corpus in fuzz/seeds/.
 FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L
 fuzz: | $(DEPS)
-	$(MAKE) BUILD=build/fuzzlib CC=clang OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" build/fuzzlib/lib/libautopar.a
+	$(MAKE) BUILD=build/fuzzlib CC=clang OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" build/fuzzlib/lib/libautopar.a
 	@set -e; for f in $(FUZZERS); do n=$$(basename $$f .c); \
 	  clang $(FUZZ_CFLAGS) -o build/fuzzlib/$$n $$f build/fuzzlib/lib/libautopar.a -ljansson -lm; \
 	  mkdir -p fuzz/corpus-$$n; \

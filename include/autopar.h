@@ -90,7 +90,7 @@ AP_API void ap_ctx_set_progress(ap_ctx *ctx, ap_progress_fn fn, void *user);
 typedef struct ap_model ap_model;
 
 /* Loads a model by preset name ("llama-3-70b"), by path to a Hugging Face config.json, or by path to an
- * autopar op-graph JSON file (docs/formats.md). The caller frees *out with ap_model_free. On an unknown
+ * autopar op-graph JSON file (docs/graph-format.md). The caller frees *out with ap_model_free. On an unknown
  * preset the error detail suggests the closest names. */
 AP_API ap_status ap_model_load(ap_ctx *ctx, const char *name_or_path, ap_model **out);
 AP_API void ap_model_free(ap_model *model);
@@ -101,7 +101,7 @@ AP_API int64_t ap_model_params_total(const ap_model *model);
 AP_API int64_t ap_model_params_active(const ap_model *model);
 AP_API const char *ap_model_name(const ap_model *model);
 
-/* Describes the model at sequence length seq as JSON (keys documented in docs/formats.md, among them
+/* Describes the model at sequence length seq as JSON (keys documented in docs/model-inputs.md, among them
  * params_total, params_active, blocks[], flop_per_token). seq <= 0 uses the model's default. The caller
  * frees *json_out with ap_free. */
 AP_API ap_status ap_model_describe_json(ap_ctx *ctx, const ap_model *model, int64_t seq, char **json_out);

@@ -325,6 +325,12 @@ ap_status graph_validate(ap_ctx *ctx, const graph *g, const char *file) {
         if (op->n_in < 3)
           return ctx_fail(ctx, AP_INVALID, "%s: block %s, op %s: attention takes q, k, v inputs", file, blk->name, op->name);
       }
+      /* Each op's parameters stay below 1e13 so that sums over ops and repeats cannot overflow int64. */
+      double params = (double)op->extra_params +
+                      ((double)op->weight_k * (double)op->weight_n + (double)op->weight_n) * (double)op->n_experts;
+      if (op->extra_params < 0 || op->weight_k < 0 || op->weight_n < 0 || params > 1e13)
+        return ctx_fail(ctx, AP_INVALID, "%s: block %s, op %s: parameter count out of range (more than 1e13)", file,
+                        blk->name, op->name);
       if (op->n_experts < 1 || op->top_k < 1 || op->top_k > op->n_experts)
         return ctx_fail(ctx, AP_INVALID, "%s: block %s, op %s: need 1 <= top_k <= n_experts", file, blk->name, op->name);
     }

@@ -1,5 +1,5 @@
 /* The autopar op-graph JSON format (model layer): models that are not transformers, described op by op
- * (docs/formats.md, "Op-graph files"). Produces the same graph type as the transformer builder. */
+ * (docs/graph-format.md). Produces the same graph type as the transformer builder. */
 #ifndef AP_MODEL_GRAPH_JSON_H
 #define AP_MODEL_GRAPH_JSON_H
 

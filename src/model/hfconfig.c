@@ -241,6 +241,9 @@ ap_status hf_config_read(ap_ctx *ctx, const char *file, json_t *root, tf_config 
     OPT_I64("n_shared_experts", 0, &n_shared);
     OPT_I64("first_k_dense_replace", 0, &first_dense);
     OPT_I64("moe_layer_freq", 1, &freq);
+    if (n_shared > 64) return ctx_fail(ctx, AP_INVALID, "%s: n_shared_experts: expected at most 64, got %lld", file, (long long)n_shared);
+    if (c->moe_ffn > ((int64_t)1 << 24))
+      return ctx_fail(ctx, AP_INVALID, "%s: moe_intermediate_size: expected at most %lld", file, (long long)1 << 24);
     c->shared_ffn = n_shared * c->moe_ffn;
     const char *method = NULL;
     if ((st = jx_str(&src, root, "topk_method", false, &method, NULL))) return st;

@@ -55,6 +55,23 @@ ap_status tf_config_check(ap_ctx *ctx, const tf_config *c, const char *file) {
                  c->qk_nope_dim + c->qk_rope_dim <= 0))
     return ctx_fail(ctx, AP_INVALID, "%s: kv_lora_rank/qk_nope_head_dim/qk_rope_head_dim/v_head_dim: expected sizes > 0",
                     file);
+  /* Every size stays below 2^24 so that the builder's products (heads·head_dim, max_pos·hidden …) fit in
+   * int64 with room; graph_validate then bounds each op's parameters. */
+  struct {
+    const char *field;
+    int64_t v;
+  } sizes[] = {
+      {"hidden_size", c->hidden}, {"intermediate_size", c->ffn}, {"num_attention_heads", c->heads},
+      {"num_key_value_heads", c->kv_heads}, {"head_dim", c->head_dim}, {"v_head_dim", c->head_dim_v},
+      {"vocab_size", c->vocab}, {"max_position_embeddings", c->max_pos}, {"moe_intermediate_size", c->moe_ffn},
+      {"shared_expert_intermediate_size", c->shared_ffn}, {"q_lora_rank", c->q_lora_rank},
+      {"kv_lora_rank", c->kv_lora_rank}, {"qk_nope_head_dim", c->qk_nope_dim}, {"qk_rope_head_dim", c->qk_rope_dim},
+      {"num_experts", c->n_experts}, {"num_experts_per_tok", c->top_k},
+  };
+  for (size_t i = 0; i < AP_COUNT(sizes); i++)
+    if (sizes[i].v < 0 || sizes[i].v > ((int64_t)1 << 24))
+      return ctx_fail(ctx, AP_INVALID, "%s: %s: expected at most %lld, got %lld", file, sizes[i].field,
+                      (long long)1 << 24, (long long)sizes[i].v);
   /* Large products must stay far from int64 overflow: parameter counts are summed in int64. */
   double p = (double)c->hidden * (double)(c->ffn > c->moe_ffn ? c->ffn : c->moe_ffn) *
              (double)(c->n_experts > 1 ? c->n_experts : 1) * (double)c->n_layers;
