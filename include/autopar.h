@@ -125,6 +125,36 @@ AP_API ap_status ap_cluster_describe_json(ap_ctx *ctx, const ap_cluster *cluster
 AP_API ap_status ap_clusters_list_json(ap_ctx *ctx, char **json_out);
 AP_API ap_status ap_clusters_list_text(ap_ctx *ctx, char **text_out);
 
+
+/* ---- Plans ------------------------------------------------------------------------------------ */
+
+typedef struct ap_plan ap_plan;
+
+/* A plan with defaults (docs/plan-format.md); fields not set are derived where they can be: dp from the
+ * device count, the micro-batch count from the global batch. The caller frees *out with ap_plan_free. */
+AP_API ap_status ap_plan_new(ap_ctx *ctx, ap_plan **out);
+/* Reads an autopar JSON plan file. */
+AP_API ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out);
+/* Sets one field by name, as the CLI's flags do: tp, pp, dp, cp, ep, etp, vpp, mbs, gbs, seq, micro-batches,
+ * schedule, recompute, recompute-layers, zero, precision, sp, order, stage-layers ("20,20,20,20"),
+ * tp-comm-overlap, overlap-grad-reduce, overlap-param-gather. AP_INVALID names the key and the value. */
+AP_API ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *value);
+/* The plan as autopar JSON (docs/plan-format.md); the caller frees *json_out with ap_free. */
+AP_API ap_status ap_plan_json(ap_ctx *ctx, const ap_plan *plan, char **json_out);
+AP_API void ap_plan_free(ap_plan *plan);
+
+/* ---- Estimates -------------------------------------------------------------------------------- */
+
+enum { AP_OUT_TEXT = 0, AP_OUT_JSON = 1 };
+
+/* Predicts one plan's iteration time with its breakdown, tokens/s, MFU under three FLOP conventions and peak
+ * memory per pipeline stage. Derived plan fields (dp, micro-batch count) are resolved against the model and
+ * cluster first, then the plan is validated: AP_INVALID names the violated constraint. A plan that does not
+ * fit in memory is still estimated (its "fits" is false). format is AP_OUT_TEXT or AP_OUT_JSON; the caller
+ * frees *out with ap_free. */
+AP_API ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, ap_plan *plan,
+                             int format, char **out);
+
 #ifdef __cplusplus
 }
 #endif

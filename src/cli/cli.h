@@ -34,5 +34,6 @@ void cli_print_free(char *s);
 int cmd_models(ap_ctx *ctx, int argc, char **argv);
 int cmd_clusters(ap_ctx *ctx, int argc, char **argv);
 int cmd_describe(ap_ctx *ctx, int argc, char **argv);
+int cmd_estimate(ap_ctx *ctx, int argc, char **argv);
 
 #endif

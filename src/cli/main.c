@@ -12,6 +12,7 @@ typedef struct {
 } subcommand;
 
 static const subcommand subcommands[] = {
+    {"estimate", cmd_estimate, "predict one plan's iteration time, throughput, MFU and memory per stage"},
     {"describe", cmd_describe, "parameters, per-block breakdown and FLOP per token of a model"},
     {"models", cmd_models, "list the built-in model presets"},
     {"clusters", cmd_clusters, "list the built-in cluster presets, or describe one"},

@@ -1,0 +1,54 @@
+/* `autopar estimate`: one plan's predicted time and memory (cli layer). Plan fields come from --plan FILE and
+ * from flags, which override the file. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+int cmd_estimate(ap_ctx *ctx, int argc, char **argv) {
+  bool json = false, help = false;
+  const char *model = NULL, *cluster = NULL, *plan_path = NULL;
+  /* Plan fields, passed to ap_plan_set by name. */
+  static const char *const plan_keys[] = {"tp", "pp", "dp", "cp", "ep", "etp", "vpp", "mbs", "gbs", "seq",
+                                          "micro-batches", "schedule", "recompute", "recompute-layers", "zero",
+                                          "precision", "sp", "order", "stage-layers", "tp-comm-overlap",
+                                          "overlap-grad-reduce", "overlap-param-gather"};
+  enum { N_PLAN_KEYS = sizeof plan_keys / sizeof plan_keys[0] };
+  const char *values[N_PLAN_KEYS] = {0};
+  cli_opt opts[4 + N_PLAN_KEYS + 2];
+  int n = 0;
+  opts[n++] = (cli_opt){"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model};
+  opts[n++] = (cli_opt){"cluster", OPT_STRING, "cluster preset, shorthand (h100:64, dgx-h100:8x8) or file", &cluster};
+  opts[n++] = (cli_opt){"plan", OPT_STRING, "autopar JSON plan file (flags below override it)", &plan_path};
+  opts[n++] = (cli_opt){"json", OPT_FLAG, "print JSON", &json};
+  for (int i = 0; i < N_PLAN_KEYS; i++) opts[n++] = (cli_opt){plan_keys[i], OPT_STRING, "plan field (docs/plan-format.md)", &values[i]};
+  opts[n++] = (cli_opt){"help", OPT_FLAG, "show this help", &help};
+  const char *pos[1];
+  int n_pos;
+  if (!cli_parse("estimate", argc, argv, opts, n, pos, 0, &n_pos)) return EXIT_BAD_INPUT;
+  if (help) {
+    cli_usage("estimate", "--model M --cluster C [--plan FILE] [--tp N --pp N ... --gbs N --seq N] [--json]\n\n"
+                          "Predicts one plan: iteration time and breakdown, tokens/s, MFU, memory per stage.", opts, n);
+    return 0;
+  }
+  if (!model || !cluster) {
+    fprintf(stderr, "autopar estimate: --model and --cluster are required (see autopar estimate --help)\n");
+    return EXIT_BAD_INPUT;
+  }
+  ap_model *m = NULL;
+  ap_cluster *c = NULL;
+  ap_plan *p = NULL;
+  char *out = NULL;
+  ap_status st = ap_model_load(ctx, model, &m);
+  if (!st) st = ap_cluster_load(ctx, cluster, &c);
+  if (!st) st = plan_path ? ap_plan_load(ctx, plan_path, &p) : ap_plan_new(ctx, &p);
+  for (int i = 0; i < N_PLAN_KEYS && !st; i++)
+    if (values[i]) st = ap_plan_set(ctx, p, plan_keys[i], values[i]);
+  if (!st) st = ap_estimate(ctx, m, c, p, json ? AP_OUT_JSON : AP_OUT_TEXT, &out);
+  ap_plan_free(p);
+  ap_cluster_free(c);
+  ap_model_free(m);
+  if (st) return cli_fail(ctx, st);
+  cli_print_free(out);
+  return 0;
+}

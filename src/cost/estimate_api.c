@@ -1,0 +1,29 @@
+/* The public estimate API (cost layer): resolve a plan's derived fields, validate it, evaluate it and format
+ * the result. */
+#include <stdlib.h>
+
+#include "cost/internal.h"
+#include "plan/plan_api.h"
+
+ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, ap_plan *ap, int format,
+                      char **out) {
+  *out = NULL;
+  ctx_clear(ctx);
+  cost_env *env = NULL;
+  ap_status st = cost_env_new(ctx, model, cluster, NULL, &env);
+  if (st) return st;
+  plan_resolve(ap, hw_cluster_of(cluster)->n_devices);
+  cost_result *r = calloc(1, sizeof *r);
+  if (!r) {
+    cost_env_free(env);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  st = cost_estimate(ctx, env, &ap->p, r);
+  if (!st) {
+    *out = format == AP_OUT_JSON ? cost_result_json(env, &ap->p, r) : cost_result_text(env, &ap->p, r);
+    if (!*out) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  free(r);
+  cost_env_free(env);
+  return st;
+}

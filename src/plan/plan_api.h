@@ -1,0 +1,16 @@
+/* The public plan handle (plan layer): a plan plus which of its derivable fields the user set. */
+#ifndef AP_PLAN_API_H
+#define AP_PLAN_API_H
+
+#include "plan/plan.h"
+
+struct ap_plan {
+  plan p;
+  bool dp_set, n_micro_set, gbs_set;
+};
+
+/* Fills the fields the user left to derive: dp = devices / (tp·pp·cp) and the micro-batch count =
+ * global batch / (micro-batch · dp), when they divide exactly (plan_validate reports it otherwise). */
+AP_HIDDEN void plan_resolve(ap_plan *ap, int64_t n_devices);
+
+#endif
