@@ -155,6 +155,13 @@ enum { AP_OUT_TEXT = 0, AP_OUT_JSON = 1 };
 AP_API ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, ap_plan *plan,
                              int format, char **out);
 
+/* Runs the event-driven simulator of the plan's pipeline schedule and writes its timeline to trace_path as a
+ * Chrome trace-event JSON file (Perfetto and chrome://tracing open it; one process per pipeline stage with a
+ * compute and a communication thread). The file is written to a temporary name and renamed, so a failure
+ * leaves none. *out receives a summary (simulated and closed-form pipeline time) in the given format. */
+AP_API ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, ap_plan *plan,
+                             const char *trace_path, int format, char **out);
+
 #ifdef __cplusplus
 }
 #endif

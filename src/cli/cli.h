@@ -35,5 +35,6 @@ int cmd_models(ap_ctx *ctx, int argc, char **argv);
 int cmd_clusters(ap_ctx *ctx, int argc, char **argv);
 int cmd_describe(ap_ctx *ctx, int argc, char **argv);
 int cmd_estimate(ap_ctx *ctx, int argc, char **argv);
+int cmd_simulate(ap_ctx *ctx, int argc, char **argv);
 
 #endif

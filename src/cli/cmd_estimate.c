@@ -5,9 +5,10 @@
 
 #include "cli/cli.h"
 
-int cmd_estimate(ap_ctx *ctx, int argc, char **argv) {
+/* Shared by estimate and simulate: trace_path is used by simulate only. */
+static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulate) {
   bool json = false, help = false;
-  const char *model = NULL, *cluster = NULL, *plan_path = NULL;
+  const char *model = NULL, *cluster = NULL, *plan_path = NULL, *trace = NULL;
   /* Plan fields, passed to ap_plan_set by name. */
   static const char *const plan_keys[] = {"tp", "pp", "dp", "cp", "ep", "etp", "vpp", "mbs", "gbs", "seq",
                                           "micro-batches", "schedule", "recompute", "recompute-layers", "zero",
@@ -15,24 +16,29 @@ int cmd_estimate(ap_ctx *ctx, int argc, char **argv) {
                                           "overlap-grad-reduce", "overlap-param-gather"};
   enum { N_PLAN_KEYS = sizeof plan_keys / sizeof plan_keys[0] };
   const char *values[N_PLAN_KEYS] = {0};
-  cli_opt opts[4 + N_PLAN_KEYS + 2];
+  cli_opt opts[5 + N_PLAN_KEYS + 2];
   int n = 0;
   opts[n++] = (cli_opt){"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model};
   opts[n++] = (cli_opt){"cluster", OPT_STRING, "cluster preset, shorthand (h100:64, dgx-h100:8x8) or file", &cluster};
   opts[n++] = (cli_opt){"plan", OPT_STRING, "autopar JSON plan file (flags below override it)", &plan_path};
   opts[n++] = (cli_opt){"json", OPT_FLAG, "print JSON", &json};
+  if (simulate) opts[n++] = (cli_opt){"trace", OPT_STRING, "write the timeline as a Chrome trace-event JSON file", &trace};
   for (int i = 0; i < N_PLAN_KEYS; i++) opts[n++] = (cli_opt){plan_keys[i], OPT_STRING, "plan field (docs/plan-format.md)", &values[i]};
   opts[n++] = (cli_opt){"help", OPT_FLAG, "show this help", &help};
   const char *pos[1];
   int n_pos;
-  if (!cli_parse("estimate", argc, argv, opts, n, pos, 0, &n_pos)) return EXIT_BAD_INPUT;
+  if (!cli_parse(cmd, argc, argv, opts, n, pos, 0, &n_pos)) return EXIT_BAD_INPUT;
   if (help) {
-    cli_usage("estimate", "--model M --cluster C [--plan FILE] [--tp N --pp N ... --gbs N --seq N] [--json]\n\n"
-                          "Predicts one plan: iteration time and breakdown, tokens/s, MFU, memory per stage.", opts, n);
+    cli_usage(cmd,
+              simulate ? "--model M --cluster C [--plan FILE] [plan flags] --trace OUT.json [--json]\n\n"
+                         "Simulates the plan's pipeline schedule event by event and writes its timeline."
+                       : "--model M --cluster C [--plan FILE] [--tp N --pp N ... --gbs N --seq N] [--json]\n\n"
+                         "Predicts one plan: iteration time and breakdown, tokens/s, MFU, memory per stage.",
+              opts, n);
     return 0;
   }
   if (!model || !cluster) {
-    fprintf(stderr, "autopar estimate: --model and --cluster are required (see autopar estimate --help)\n");
+    fprintf(stderr, "autopar %s: --model and --cluster are required (see autopar %s --help)\n", cmd, cmd);
     return EXIT_BAD_INPUT;
   }
   ap_model *m = NULL;
@@ -44,7 +50,9 @@ int cmd_estimate(ap_ctx *ctx, int argc, char **argv) {
   if (!st) st = plan_path ? ap_plan_load(ctx, plan_path, &p) : ap_plan_new(ctx, &p);
   for (int i = 0; i < N_PLAN_KEYS && !st; i++)
     if (values[i]) st = ap_plan_set(ctx, p, plan_keys[i], values[i]);
-  if (!st) st = ap_estimate(ctx, m, c, p, json ? AP_OUT_JSON : AP_OUT_TEXT, &out);
+  if (!st)
+    st = simulate ? ap_simulate(ctx, m, c, p, trace, json ? AP_OUT_JSON : AP_OUT_TEXT, &out)
+                  : ap_estimate(ctx, m, c, p, json ? AP_OUT_JSON : AP_OUT_TEXT, &out);
   ap_plan_free(p);
   ap_cluster_free(c);
   ap_model_free(m);
@@ -52,3 +60,6 @@ int cmd_estimate(ap_ctx *ctx, int argc, char **argv) {
   cli_print_free(out);
   return 0;
 }
+
+int cmd_estimate(ap_ctx *ctx, int argc, char **argv) { return run(ctx, "estimate", argc, argv, false); }
+int cmd_simulate(ap_ctx *ctx, int argc, char **argv) { return run(ctx, "simulate", argc, argv, true); }

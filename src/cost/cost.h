@@ -85,7 +85,30 @@ typedef struct {
   double mfu_palm, mfu_megatron, hfu;
   double tflops_per_device_palm, tflops_per_device_megatron;
   const char *bound; /* "compute", "bubble", "communication" or "memory" */
+  /* Per pipeline chunk, one micro-batch: forward, backward (recompute and exposed communication included) and
+   * the weight-gradient part of backward, seconds; and one pipeline send/recv. For the simulator. */
+  double chunk_tf_s[PLAN_MAX_CHUNKS], chunk_tb_s[PLAN_MAX_CHUNKS], chunk_tw_s[PLAN_MAX_CHUNKS];
+  double p2p_s;
+  double pipeline_s; /* the closed-form pipeline time that iter_s is built on */
 } cost_result;
+
+/* One interval of the simulated timeline. */
+typedef enum { SIM_F, SIM_B, SIM_W, SIM_SEND, SIM_DP, SIM_OPT } sim_kind;
+typedef struct {
+  sim_kind kind;
+  int rank, chunk;
+  int64_t micro_batch;
+  double start_s, end_s;
+} sim_event;
+
+/* The event-driven pipeline simulator (sim.c): runs the plan's schedule over its chunks and micro-batches with
+ * the per-chunk times of r, each rank executing in the schedule's order as soon as its inputs have arrived.
+ * Returns the pipeline time in seconds; when events is not NULL, writes up to cap events and sets *n_events
+ * (the full count, which may exceed cap). */
+AP_HIDDEN double sim_pipeline(const plan *p, const cost_result *r, sim_event *events, size_t cap, size_t *n_events);
+/* A Chrome trace-event JSON document of the simulated iteration (one process per pipeline stage, a compute and a
+ * communication thread in each); the caller frees it with free(). NULL when out of memory. */
+AP_HIDDEN char *sim_trace_json(const cost_env *env, const plan *p, const cost_result *r);
 
 /* Evaluates plan p (validated against the model and cluster first). AP_INVALID names the violated constraint;
  * a plan that does not fit still evaluates (fits = false). */

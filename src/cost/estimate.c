@@ -281,7 +281,7 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   for (int64_t c = 0; c < n_chunks; c++) {
     int r = (int)plan_chunk_rank(p, c);
     rank_cost *R = &rc[r];
-    double chunk_act = 0;
+    double chunk_act = 0, chunk_tf0 = R->tf, chunk_tb0 = R->tb, chunk_tw0 = R->tw;
     for (int64_t i = 0; i < chunk_layers[c]; i++, unit++) {
       int bi = env->unit_block[unit];
       if (!have[bi]) {
@@ -311,6 +311,9 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
       R->params_expert += L->params_expert;
       hw_flop_mb += (L->fwd_flop * (full ? 2 : 1) + L->bwd_flop) * (double)(p->tp * p->cp);
     }
+    out->chunk_tf_s[c] = R->tf - chunk_tf0;
+    out->chunk_tb_s[c] = R->tb - chunk_tb0;
+    out->chunk_tw_s[c] = R->tw - chunk_tw0;
     R->act_bytes += chunk_act;
     R->act_chunk_bytes_max = fmax(R->act_chunk_bytes_max, chunk_act);
   }
@@ -324,6 +327,10 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
     rc[r].tf += L.fwd_s + tp_exp / 2;
     rc[r].tb += L.bwd_s + tp_exp / 2;
     rc[r].tw += L.wgrad_s;
+    int64_t ch = blk->role == BLOCK_HEAD ? n_chunks - 1 : 0;
+    out->chunk_tf_s[ch] += L.fwd_s + tp_exp / 2;
+    out->chunk_tb_s[ch] += L.bwd_s + tp_exp / 2;
+    out->chunk_tw_s[ch] += L.wgrad_s;
     rank_fwd[r] += L.fwd_s;
     rank_bwd[r] += L.bwd_s;
     rank_tp[r] += tp_exp;
@@ -354,7 +361,9 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
     rc[r].tf += exp_p2p;
     rc[r].tb += p2p_s * (1.0 - ov->pp_overlap) * (r < n_ranks - 1 ? 1 : 0);
   }
+  out->p2p_s = p2p_s * (1.0 - ov->pp_overlap);
   double pipe_s = schedule_time_s(p, rc, n_ranks, &out->time);
+  out->pipeline_s = pipe_s;
   /* The critical rank's breakdown: the slowest rank's share of compute and communication over m micro-batches;
    * the bubble is the rest of the pipeline time. */
   int crit = 0;

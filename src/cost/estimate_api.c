@@ -27,3 +27,42 @@ ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
   cost_env_free(env);
   return st;
 }
+
+ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, ap_plan *ap,
+                      const char *trace_path, int format, char **out) {
+  *out = NULL;
+  ctx_clear(ctx);
+  cost_env *env = NULL;
+  ap_status st = cost_env_new(ctx, model, cluster, NULL, &env);
+  if (st) return st;
+  plan_resolve(ap, hw_cluster_of(cluster)->n_devices);
+  cost_result *r = calloc(1, sizeof *r);
+  char *trace = NULL;
+  if (!r) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  if (!st) st = cost_estimate(ctx, env, &ap->p, r);
+  if (!st && !(trace = sim_trace_json(env, &ap->p, r))) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  if (!st && trace_path) st = util_write_file_atomic(ctx, trace_path, trace);
+  if (!st) {
+    double sim_s = sim_pipeline(&ap->p, r, NULL, 0, NULL);
+    double iter_sim = sim_s + r->time.dp_comm + r->time.optimizer;
+    strbuf sb = {0};
+    if (format == AP_OUT_JSON)
+      sb_printf(&sb,
+                "{\"simulated_pipeline_s\":%.6g,\"closed_form_pipeline_s\":%.6g,\"simulated_iteration_time_s\":%.6g,"
+                "\"closed_form_iteration_time_s\":%.6g,\"tokens_per_s_per_device\":%.6g,\"trace\":\"%s\"}\n",
+                sim_s, r->pipeline_s, iter_sim, r->iter_s, r->tokens_per_iter / iter_sim / (double)plan_n_devices(&ap->p),
+                trace_path ? trace_path : "");
+    else
+      sb_printf(&sb,
+                "pipeline   %.4f s simulated, %.4f s closed form (%+.2f%%)\niteration  %.4f s simulated (with %.4f s "
+                "exposed DP sync and %.4f s optimizer)\n%s%s%s",
+                sim_s, r->pipeline_s, 100 * (sim_s - r->pipeline_s) / r->pipeline_s, iter_sim, r->time.dp_comm,
+                r->time.optimizer, trace_path ? "trace      " : "", trace_path ? trace_path : "", trace_path ? "\n" : "");
+    *out = sb_take(&sb);
+    if (!*out) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  free(trace);
+  free(r);
+  cost_env_free(env);
+  return st;
+}

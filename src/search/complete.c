@@ -1,0 +1,292 @@
+/* Plan completion (search layer): the unstated fields of a partial plan chosen by enumeration under the cost
+ * model. See complete.h for the candidates of each field and the choice rule.
+ *
+ * The enumeration is a nest of loops, outermost first: tp, pp (dp follows), ep, micro-batch size, vpp (with
+ * the schedule), ZeRO stage, recompute. Each list starts with the usual choice, so that ties, which go to
+ * the first candidate, favour the plan a team would write down first. Candidates that plan_validate rejects
+ * cost a few hundred nanoseconds and are not counted against max_evaluations; the first rejection's message
+ * is kept for the error when nothing is valid. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "search/complete.h"
+
+static const char *const field_names[] = {
+#define X(e, s) s,
+    COMPLETE_FIELD_MAP(X)
+#undef X
+};
+_Static_assert(AP_COUNT(field_names) == COMPLETE_N_FIELDS, "complete_field names and enum disagree");
+
+const char *complete_field_name(complete_bit bit) {
+  return (unsigned)bit < COMPLETE_N_FIELDS ? field_names[bit] : "?";
+}
+
+complete_options complete_options_defaults(void) { return (complete_options){.max_evaluations = 4096}; }
+
+enum {
+  LIST_MAX = 128, /* values one field may take; more divisors than any device count below 2^22 has */
+  /* TUNING: candidates looked at (valid or not) per evaluation allowed, so that a space made mostly of invalid
+   * plans still ends quickly; validation is about a hundred times cheaper than evaluation. */
+  CONSIDER_PER_EVAL = 64,
+};
+
+typedef struct {
+  int64_t v[LIST_MAX];
+  int n;
+} list;
+
+static void list_add(list *l, int64_t v) {
+  for (int i = 0; i < l->n; i++)
+    if (l->v[i] == v) return;
+  if (l->n < LIST_MAX) l->v[l->n++] = v;
+}
+
+/* One completion in progress. */
+typedef struct {
+  const cost_env *env;
+  const graph *g;
+  plan_model_facts facts;
+  int64_t n_devices;
+  unsigned stated;
+  complete_options opt;
+  complete_stats stats;
+  int64_t n_considered;
+  bool stop;          /* a limit was reached or a hard error happened */
+  ap_status hard;     /* a failure other than an invalid candidate (out of memory …) */
+  ap_ctx scratch;     /* receives the messages of rejected candidates */
+  char first_error[sizeof ((ap_ctx *)0)->error];
+  bool have_best;
+  plan *best;
+  cost_result *best_cost;
+  cost_result cur;
+} search;
+
+static bool is_stated(const search *s, complete_bit bit) { return (s->stated >> bit) & 1u; }
+
+/* True when candidate a (fits_a, tps_a, mem_a) beats the current best. Among plans that fit: more tokens per
+ * second; a plan that fits beats one that does not; among plans that do not fit: less peak memory, then more
+ * tokens per second. Differences below one part in 10^9 are ties, which keep the earlier candidate. */
+static bool better(const cost_result *a, const cost_result *b) {
+  const double eps = 1e-9;
+  if (a->fits != b->fits) return a->fits;
+  if (a->fits) return a->tokens_per_s_per_device > b->tokens_per_s_per_device * (1 + eps);
+  if (a->peak_mem_bytes < b->peak_mem_bytes * (1 - eps)) return true;
+  if (a->peak_mem_bytes > b->peak_mem_bytes * (1 + eps)) return false;
+  return a->tokens_per_s_per_device > b->tokens_per_s_per_device * (1 + eps);
+}
+
+/* Evaluates one candidate. Returns 1 when it is valid and fits, 0 when valid but too big, -1 when invalid or
+ * when the search must stop. */
+static int evaluate(search *s, const plan *p) {
+  if (s->stop) return -1;
+  if (++s->n_considered > s->opt.max_evaluations * CONSIDER_PER_EVAL) {
+    s->stats.truncated = true;
+    s->stop = true;
+    return -1;
+  }
+  ctx_clear(&s->scratch);
+  if (plan_validate(&s->scratch, p, s->g, s->n_devices, "plan")) {
+    if (!s->first_error[0]) snprintf(s->first_error, sizeof s->first_error, "%s", s->scratch.error);
+    return -1;
+  }
+  if (s->stats.n_evaluated >= s->opt.max_evaluations) {
+    s->stats.truncated = true;
+    s->stop = true;
+    return -1;
+  }
+  s->stats.n_evaluated++;
+  ap_status st = cost_estimate(&s->scratch, s->env, p, &s->cur);
+  if (st == AP_INVALID) {
+    if (!s->first_error[0]) snprintf(s->first_error, sizeof s->first_error, "%s", s->scratch.error);
+    return -1;
+  }
+  if (st) {
+    s->hard = st;
+    s->stop = true;
+    snprintf(s->first_error, sizeof s->first_error, "%s", s->scratch.error);
+    return -1;
+  }
+  if (!isfinite(s->cur.tokens_per_s_per_device) || !isfinite(s->cur.peak_mem_bytes)) return -1;
+  s->stats.n_valid++;
+  if (s->cur.fits) s->stats.n_fit++;
+  if (!s->have_best || better(&s->cur, s->best_cost)) {
+    *s->best = *p;
+    memcpy(s->best_cost, &s->cur, sizeof s->cur);
+    s->have_best = true;
+  }
+  return s->cur.fits ? 1 : 0;
+}
+
+/* The innermost loops: ZeRO stage, then recompute, which stops at the first granularity that fits. */
+static void enum_memory(search *s, plan *p) {
+  static const int32_t zero_order[] = {1, 2, 3, 0};
+  static const plan_recompute rc_order[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FULL};
+  int nz = is_stated(s, COMPLETE_BIT_ZERO) ? 1 : (int)AP_COUNT(zero_order);
+  int nr = is_stated(s, COMPLETE_BIT_RECOMPUTE) ? 1 : (int)AP_COUNT(rc_order);
+  for (int zi = 0; zi < nz && !s->stop; zi++) {
+    if (!is_stated(s, COMPLETE_BIT_ZERO)) p->zero_stage = zero_order[zi];
+    for (int ri = 0; ri < nr && !s->stop; ri++) {
+      if (!is_stated(s, COMPLETE_BIT_RECOMPUTE)) {
+        p->recompute = rc_order[ri];
+        p->recompute_layers = 0;
+      }
+      /* Recomputation only adds time, so once a granularity fits the coarser ones cannot win. */
+      if (evaluate(s, p) == 1) break;
+    }
+  }
+}
+
+/* The mesh is set (tp, pp, dp, cp, ep): micro-batch size, then virtual stages and the schedule. */
+static void enum_batch(search *s, plan *p) {
+  list mbs = {.n = 0};
+  if (is_stated(s, COMPLETE_BIT_MBS)) {
+    list_add(&mbs, p->micro_batch_size);
+  } else {
+    if (p->global_batch_size % p->dp != 0) {
+      list_add(&mbs, 1); /* invalid whatever the micro-batch; validation names the reason */
+    } else {
+      int64_t per_dp = p->global_batch_size / p->dp;
+      static const int64_t cands[] = {1, 2, 4, 8};
+      for (size_t i = 0; i < AP_COUNT(cands); i++)
+        if (per_dp % cands[i] == 0) list_add(&mbs, cands[i]);
+    }
+  }
+  for (int mi = 0; mi < mbs.n && !s->stop; mi++) {
+    p->micro_batch_size = mbs.v[mi];
+    int64_t per = p->micro_batch_size * p->dp;
+    p->n_micro_batches = per > 0 && p->global_batch_size / per >= 1 ? p->global_batch_size / per : 1;
+    list vpp = {.n = 0};
+    if (is_stated(s, COMPLETE_BIT_VPP)) {
+      list_add(&vpp, p->vpp);
+    } else {
+      list_add(&vpp, 1);
+      /* Megatron's interleaving: layers split evenly into pp·vpp chunks, micro-batches a multiple of pp. */
+      for (int64_t v = 2; v <= 8 && p->pp > 1; v++)
+        if (s->facts.n_layers % (p->pp * v) == 0 && p->n_micro_batches % p->pp == 0 && p->pp * v <= PLAN_MAX_CHUNKS)
+          list_add(&vpp, v);
+    }
+    for (int vi = 0; vi < vpp.n && !s->stop; vi++) {
+      p->vpp = vpp.v[vi];
+      if (!is_stated(s, COMPLETE_BIT_SCHEDULE)) p->schedule = p->vpp > 1 ? PLAN_SCHED_INTERLEAVED_1F1B : PLAN_SCHED_1F1B;
+      enum_memory(s, p);
+    }
+  }
+}
+
+/* tp, pp, cp and dp are set: expert parallelism, sequence parallelism, then the rest. */
+static void enum_experts(search *s, plan *p) {
+  if (!is_stated(s, COMPLETE_BIT_SP)) p->sequence_parallel = p->tp > 1;
+  list ep = {.n = 0};
+  if (is_stated(s, COMPLETE_BIT_EP) || s->facts.n_experts <= 0) {
+    list_add(&ep, is_stated(s, COMPLETE_BIT_EP) ? p->ep : 1);
+  } else {
+    /* Expert parallelism borrows its ranks from tp·cp·dp (plan.h): etp·ep must divide it. */
+    int64_t room = p->tp * p->cp * p->dp;
+    for (int64_t e = 1; e <= s->facts.n_experts && ep.n < LIST_MAX; e++)
+      if (s->facts.n_experts % e == 0 && room % (plan_etp(p) * e) == 0) list_add(&ep, e);
+  }
+  for (int ei = 0; ei < ep.n && !s->stop; ei++) {
+    p->ep = ep.v[ei];
+    enum_batch(s, p);
+  }
+}
+
+/* The innermost link level's domain: the most devices a tensor-parallel group may span on fast links. */
+static int64_t nvlink_domain(const hw_cluster *hc) {
+  int64_t d = hc->n_devices;
+  for (int gi = 0; gi < hc->n_groups; gi++) {
+    const hw_node_group *g = &hc->groups[gi];
+    int64_t dom = g->n_levels > 1 ? g->levels[0].domain_devices : g->n_devices;
+    if (dom > 0 && dom < d) d = dom;
+  }
+  return d;
+}
+
+static void enum_mesh(search *s, plan *p) {
+  const int64_t n = s->n_devices;
+  bool st_tp = is_stated(s, COMPLETE_BIT_TP), st_pp = is_stated(s, COMPLETE_BIT_PP),
+       st_dp = is_stated(s, COMPLETE_BIT_DP), st_cp = is_stated(s, COMPLETE_BIT_CP);
+  const int64_t stated_dp = p->dp;
+  /* cp: stated, or whatever tp·pp·dp leave over when all three are stated, or 1. */
+  if (!st_cp) {
+    p->cp = 1;
+    if (st_tp && st_pp && st_dp) {
+      int64_t rest = p->tp * p->pp * p->dp;
+      if (rest > 0 && n % rest == 0) p->cp = n / rest;
+    }
+  }
+  list tp = {.n = 0};
+  if (st_tp) {
+    list_add(&tp, p->tp);
+  } else if (st_pp && st_dp) {
+    int64_t rest = p->pp * p->dp * p->cp;
+    list_add(&tp, rest > 0 && n % rest == 0 ? n / rest : 1);
+  } else {
+    int64_t dom = nvlink_domain(cost_env_cluster(s->env));
+    static const int64_t cands[] = {1, 2, 4, 8};
+    for (size_t i = 0; i < AP_COUNT(cands); i++)
+      if (cands[i] <= dom && n % (cands[i] * p->cp) == 0) list_add(&tp, cands[i]);
+    if (tp.n == 0) list_add(&tp, 1);
+  }
+  for (int ti = 0; ti < tp.n && !s->stop; ti++) {
+    p->tp = tp.v[ti];
+    int64_t tc = p->tp * p->cp;
+    list pp = {.n = 0};
+    if (st_pp) {
+      list_add(&pp, p->pp);
+    } else if (st_dp) {
+      int64_t rest = tc * stated_dp;
+      list_add(&pp, rest > 0 && n % rest == 0 ? n / rest : 1);
+    } else if (n % tc == 0) {
+      int64_t room = n / tc, most = s->facts.n_layers > 0 ? s->facts.n_layers : 1;
+      for (int64_t d = 1; d <= room && d <= most && d <= PLAN_MAX_CHUNKS; d++)
+        if (room % d == 0) list_add(&pp, d);
+    } else {
+      list_add(&pp, 1);
+    }
+    for (int pi = 0; pi < pp.n && !s->stop; pi++) {
+      p->pp = pp.v[pi];
+      int64_t tpc = tc * p->pp;
+      if (!st_dp) p->dp = tpc > 0 && n % tpc == 0 ? n / tpc : 1;
+      else p->dp = stated_dp;
+      enum_experts(s, p);
+    }
+  }
+}
+
+ap_status complete_plan(ap_ctx *ctx, const cost_env *env, const plan *partial, unsigned stated,
+                        const complete_options *opt, plan *best, cost_result *best_cost, complete_stats *stats) {
+  search *s = calloc(1, sizeof *s);
+  if (!s) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  s->env = env;
+  s->g = cost_env_graph(env);
+  plan_model_facts_of(s->g, &s->facts);
+  s->n_devices = cost_env_cluster(env)->n_devices;
+  s->stated = stated & COMPLETE_ALL;
+  s->opt = opt ? *opt : complete_options_defaults();
+  if (s->opt.max_evaluations < 1) s->opt.max_evaluations = 1;
+  s->best = best;
+  s->best_cost = best_cost;
+
+  plan p = *partial;
+  if (!is_stated(s, COMPLETE_BIT_PRECISION)) p.precision = PLAN_PREC_BF16;
+  enum_mesh(s, &p);
+
+  ap_status st = AP_OK;
+  if (s->hard) {
+    st = ctx_fail(ctx, s->hard, "%s", s->first_error);
+  } else if (!s->have_best) {
+    bool all = (s->stated & COMPLETE_ALL) == COMPLETE_ALL;
+    if (all || (stated & (COMPLETE_F(TP) | COMPLETE_F(PP) | COMPLETE_F(DP))) == 0 || s->first_error[0])
+      st = ctx_fail(ctx, all ? AP_INVALID : AP_INFEASIBLE, "%s%s",
+                    all ? "" : "no valid plan completes the stated fields; the first candidate failed with: ",
+                    s->first_error[0] ? s->first_error : "no candidates");
+    else
+      st = ctx_fail(ctx, AP_INFEASIBLE, "no valid plan completes the stated fields");
+  }
+  if (stats) *stats = s->stats;
+  free(s);
+  return st;
+}

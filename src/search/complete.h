@@ -1,0 +1,93 @@
+/* Plan completion (search layer): given a plan of which only some fields are stated, choose the others as a
+ * tuned team would, the best under the cost model given the stated ones. `autopar validate` uses it for the
+ * plan fields a measured run does not state; the planner and `validate --search` start from it.
+ *
+ * The stated fields are a bit set of complete_field. Every unstated field gets candidates (below); the
+ * candidates are the product of the per-field lists, kept to plans that plan_validate accepts, and evaluated
+ * with cost_estimate. The winner is the plan with the most tokens per second among those that fit in device
+ * memory; when none fits, the one with the least peak memory (the team would reach for every memory saver
+ * before giving up). Ties go to the first candidate in enumeration order, which lists the usual choice of
+ * each field first, so the result is deterministic.
+ *
+ * Candidates of an unstated field:
+ *  - tp: 1, 2, 4, 8, at most the devices of one NVLink domain (the cluster's innermost level);
+ *  - cp: 1;
+ *  - pp: every divisor of devices/(tp·cp) up to the layer count, or devices/(tp·cp·dp) when dp is stated;
+ *    dp is then devices/(tp·pp·cp) (and must equal a stated dp);
+ *  - ep: 1 for a dense model; for MoE every divisor of the expert count that divides dp·cp;
+ *  - micro_batch_size: 1, 2, 4, 8 dividing global_batch_size/dp;
+ *  - vpp: 1, and 2..8 when pp > 1, the layers divide into pp·vpp equal chunks and the micro-batch count is a
+ *    multiple of pp (Megatron's interleaving requirements); the schedule, unless stated, is 1f1b for vpp = 1
+ *    and interleaved-1f1b above;
+ *  - sequence_parallel: on when tp > 1 (Megatron's recommended setting; required for MoE with tp > 1);
+ *  - recompute: none, selective, full; since recomputation never makes an iteration faster, the later ones
+ *    are tried only while the earlier ones do not fit;
+ *  - zero_stage: 1 (the distributed optimizer), 2, 3, 0;
+ *  - precision: bf16.
+ * Internal header: not installed, not part of the public API. */
+#ifndef AP_SEARCH_COMPLETE_H
+#define AP_SEARCH_COMPLETE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cost/cost.h"
+
+/* The plan fields a caller may state, as bits of complete_field masks. */
+#define COMPLETE_FIELD_MAP(X)                   \
+  X(TP, "tp")                                   \
+  X(PP, "pp")                                   \
+  X(DP, "dp")                                   \
+  X(CP, "cp")                                   \
+  X(EP, "ep")                                   \
+  X(VPP, "vpp")                                 \
+  X(MBS, "micro_batch_size")                    \
+  X(SP, "sequence_parallel")                    \
+  X(RECOMPUTE, "recompute")                     \
+  X(ZERO, "zero_stage")                         \
+  X(PRECISION, "precision")                     \
+  X(SCHEDULE, "schedule")
+
+typedef enum {
+#define X(e, s) COMPLETE_BIT_##e,
+  COMPLETE_FIELD_MAP(X)
+#undef X
+  COMPLETE_N_FIELDS
+} complete_bit;
+
+#define COMPLETE_F(e) (1u << COMPLETE_BIT_##e)
+#define COMPLETE_ALL ((1u << COMPLETE_N_FIELDS) - 1u)
+
+/* The field's name as the runs.csv column and the plan JSON spell it; "?" when out of range. */
+AP_HIDDEN const char *complete_field_name(complete_bit bit);
+
+/* Limits of one completion. */
+typedef struct {
+  /* The most candidates evaluated with cost_estimate; the enumeration stops there (stats.truncated).
+   * TUNING: a cost evaluation takes tens of microseconds, so 4096 keeps one completion within a fraction of a
+   * second; the fields a measured run leaves open rarely make more than a few hundred. */
+  int64_t max_evaluations;
+} complete_options;
+
+AP_HIDDEN complete_options complete_options_defaults(void);
+
+/* What a completion did. */
+typedef struct {
+  int64_t n_evaluated; /* candidates given to cost_estimate */
+  int64_t n_valid;     /* of those, plans that cost_estimate accepted */
+  int64_t n_fit;       /* of those, plans that fit in device memory */
+  bool truncated;      /* max_evaluations stopped the enumeration */
+} complete_stats;
+
+/* Completes `partial`: the fields in `stated` are kept as they are in partial, as are the batch
+ * (global_batch_size, seq_length), the mesh order, the overlap switches, the names and every field that
+ * complete_field does not list; the others are chosen as described above. n_micro_batches is always derived
+ * from global_batch_size, micro_batch_size and dp. On success *best is the chosen plan (valid under
+ * plan_validate for env's model and cluster) and *best_cost its cost. When no candidate is a valid plan,
+ * returns AP_INFEASIBLE (AP_INVALID when every field is stated) with the first candidate's violated
+ * constraint in the context's error. opt may be NULL for the defaults; stats may be NULL. */
+AP_HIDDEN ap_status complete_plan(ap_ctx *ctx, const cost_env *env, const plan *partial, unsigned stated,
+                                  const complete_options *opt, plan *best, cost_result *best_cost,
+                                  complete_stats *stats);
+
+#endif

@@ -1,0 +1,262 @@
+/* Tests of the cost model against the literature: activation memory per layer under TP/SP/selective/full
+ * recompute (Korthikanti et al. 2022 Table 2), model-state bytes per ZeRO stage (Rajbhandari et al. 2020 §5.1)
+ * and Megatron's distributed-optimizer table, the closed-form bubble against the event-driven simulator, and
+ * the Chrome trace-event format of the simulator's timeline. */
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "testutil.h"
+
+#include "cost/internal.h"
+#include "model/model.h"
+#include "plan/plan_api.h"
+
+/* A GPT layer as Korthikanti et al. assume it: 16-bit activations, 1-byte dropout masks, GeLU MLP f = 4h, no
+ * flash attention. */
+static ap_model *korthikanti_gpt(ap_ctx *ctx, int64_t l, int64_t h, int64_t a) {
+  tf_config c;
+  tf_config_defaults(&c);
+  c.name = "gpt";
+  c.model_type = "gpt2";
+  c.n_layers = l;
+  c.hidden = h;
+  c.ffn = 4 * h;
+  c.heads = c.kv_heads = a;
+  c.head_dim = c.head_dim_v = h / a;
+  c.vocab = 51200;
+  c.max_pos = 2048;
+  c.norm = NORM_LAYERNORM;
+  c.norm_bias = true;
+  c.mlp = MLP_PLAIN;
+  c.learned_pos = true;
+  c.tied = true;
+  c.qkv_bias = c.o_bias = c.mlp_bias = true;
+  c.flash_attention = false;
+  c.dropout = true;
+  ap_model *m = NULL;
+  if (model_from_tf_config(ctx, &c, &m)) fail_msg("%s", ap_ctx_error(ctx));
+  return m;
+}
+
+static int layer_block(const graph *g) {
+  for (int i = 0; i < g->n_blocks; i++)
+    if (g->blocks[i].role == BLOCK_LAYER) return i;
+  return -1;
+}
+
+/* Korthikanti et al. 2022 Table 2, bytes per layer per micro-batch. */
+static void test_korthikanti_table2(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  ap_model *m = korthikanti_gpt(ctx, 96, 12288, 96); /* GPT-3 175B */
+  ap_cluster *cl = NULL;
+  assert_int_equal(ap_cluster_load(ctx, "dgx-a100-80gb:8x8", &cl), AP_OK);
+  cost_env *env = NULL;
+  assert_int_equal(cost_env_new(ctx, m, cl, NULL, &env), AP_OK);
+  const double s = 2048, b = 1, h = 12288, a = 96;
+  static const struct {
+    int64_t tp;
+    bool sp;
+    plan_recompute rc;
+  } cases[] = {
+      {1, false, PLAN_RECOMPUTE_NONE},      {8, false, PLAN_RECOMPUTE_NONE},      {8, true, PLAN_RECOMPUTE_NONE},
+      {8, false, PLAN_RECOMPUTE_SELECTIVE}, {8, true, PLAN_RECOMPUTE_SELECTIVE},  {4, true, PLAN_RECOMPUTE_SELECTIVE},
+      {1, false, PLAN_RECOMPUTE_FULL},      {8, true, PLAN_RECOMPUTE_FULL},
+  };
+  for (size_t i = 0; i < AP_COUNT(cases); i++) {
+    plan p;
+    plan_defaults(&p);
+    p.tp = cases[i].tp;
+    p.pp = 1;
+    p.dp = 64 / p.tp;
+    p.sequence_parallel = cases[i].sp;
+    p.seq_length = (int64_t)s;
+    plan_groups pg;
+    assert_int_equal(cost_plan_groups(ctx, env, &p, &pg), AP_OK);
+    layer_cost lc = cost_block(env, &p, &pg, layer_block(model_graph(m)), b, s);
+    double t = (double)cases[i].tp, want;
+    switch (cases[i].rc) {
+    case PLAN_RECOMPUTE_NONE:
+      want = cases[i].sp ? s * b * h * (34 / t + 5 * a * s / (h * t)) : s * b * h * (10 + 24 / t + 5 * a * s / (h * t));
+      break;
+    case PLAN_RECOMPUTE_SELECTIVE:
+      want = cases[i].sp ? s * b * h * 34 / t : s * b * h * (10 + 24 / t);
+      break;
+    default:
+      want = s * b * h * 2 / (cases[i].sp ? t : 1); /* only the layer input is kept */
+      break;
+    }
+    print_message("# tp %lld sp %d %s: %.6g bytes, Korthikanti %.6g\n", (long long)cases[i].tp, cases[i].sp,
+                  plan_recompute_name(cases[i].rc), lc.act_bytes[cases[i].rc], want);
+    assert_rel_close(lc.act_bytes[cases[i].rc], want, 0.01);
+  }
+  cost_env_free(env);
+  ap_cluster_free(cl);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
+/* Model-state bytes per parameter: Megatron's table (bf16 params, fp32 grads: 18 unsharded, 6 + 12/d with the
+ * distributed optimizer) and the ZeRO paper's stages with 16-bit gradients (2+2+12 = 16; 4 + 12/N_d;
+ * 2 + 14/N_d; 16/N_d). */
+static void test_zero_model_states(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  ap_model *m = NULL;
+  assert_int_equal(ap_model_load(ctx, "llama-3-8b", &m), AP_OK);
+  ap_cluster *cl = NULL;
+  assert_int_equal(ap_cluster_load(ctx, "h100:64", &cl), AP_OK);
+  static const struct {
+    double grad_bytes;
+    int zero;
+    double want_per_param_at_d64;
+  } cases[] = {
+      {4, 0, 18.0}, {4, 1, 6.0 + 12.0 / 64}, /* Megatron dist_optimizer.md */
+      {2, 0, 16.0}, {2, 1, 4.0 + 12.0 / 64}, {2, 2, 2.0 + 14.0 / 64}, {2, 3, 16.0 / 64}, /* ZeRO §5.1, K = 12 */
+  };
+  for (size_t i = 0; i < AP_COUNT(cases); i++) {
+    cost_tuning t = cost_tuning_defaults();
+    t.memory.grad_bytes_per_param = cases[i].grad_bytes;
+    cost_env *env = NULL;
+    assert_int_equal(cost_env_new(ctx, m, cl, &t, &env), AP_OK);
+    plan p;
+    plan_defaults(&p);
+    p.dp = 64;
+    p.zero_stage = cases[i].zero;
+    rank_cost rc = {0};
+    rc.params_dense = 1e9;
+    cost_mem mem = memory_rank(env, &p, &rc, 0, 1, 1024);
+    double per = (mem.params + mem.grads + mem.optimizer) / 1e9;
+    assert_rel_close(per, cases[i].want_per_param_at_d64, 1e-12);
+    cost_env_free(env);
+  }
+  ap_cluster_free(cl);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
+/* On uniform chunks with free send/recv, the simulator reproduces the closed forms: (m + p - 1)·t for GPipe
+ * and 1F1B, m·t + (p - 1)·t/v for interleaved 1F1B (Narayanan et al. 2021 §2.2). */
+static void test_closed_form_equals_simulation(void **state) {
+  (void)state;
+  static const struct {
+    int64_t pp, v, m;
+    plan_schedule s;
+  } cases[] = {
+      {4, 1, 8, PLAN_SCHED_1F1B},  {8, 1, 32, PLAN_SCHED_1F1B}, {4, 1, 2, PLAN_SCHED_1F1B},
+      {4, 1, 8, PLAN_SCHED_GPIPE}, {4, 2, 8, PLAN_SCHED_INTERLEAVED_1F1B}, {8, 2, 32, PLAN_SCHED_INTERLEAVED_1F1B},
+      {4, 4, 16, PLAN_SCHED_INTERLEAVED_1F1B}, {2, 5, 10, PLAN_SCHED_INTERLEAVED_1F1B},
+  };
+  static cost_result r;
+  for (size_t i = 0; i < AP_COUNT(cases); i++) {
+    plan p;
+    plan_defaults(&p);
+    p.pp = cases[i].pp;
+    p.vpp = cases[i].v;
+    p.n_micro_batches = cases[i].m;
+    p.schedule = cases[i].s;
+    memset(&r, 0, sizeof r);
+    rank_cost rc[16] = {{0}};
+    for (int64_t c = 0; c < p.pp * p.vpp; c++) {
+      r.chunk_tf_s[c] = 1.0 / (double)p.vpp;
+      r.chunk_tb_s[c] = 2.0 / (double)p.vpp;
+      r.chunk_tw_s[c] = 1.0 / (double)p.vpp;
+    }
+    for (int64_t k = 0; k < p.pp; k++) rc[k] = (rank_cost){.tf = 1, .tb = 2, .tw = 1};
+    cost_time t = {0};
+    double closed = schedule_time_s(&p, rc, (int)p.pp, &t);
+    double sim = sim_pipeline(&p, &r, NULL, 0, NULL);
+    double m = (double)p.n_micro_batches, pp = (double)p.pp, v = (double)p.vpp;
+    double textbook = p.schedule == PLAN_SCHED_INTERLEAVED_1F1B ? m * 3 + (pp - 1) * 3 / v : (m + pp - 1) * 3;
+    assert_rel_close(closed, textbook, 1e-12);
+    assert_rel_close(sim, closed, 1e-9);
+  }
+}
+
+/* The simulator handles uneven chunks: the slowest chunk sets the pace. */
+static void test_simulator_uneven(void **state) {
+  (void)state;
+  plan p;
+  plan_defaults(&p);
+  p.pp = 4;
+  p.n_micro_batches = 16;
+  static cost_result r;
+  memset(&r, 0, sizeof r);
+  double tf[4] = {1.2, 1.0, 1.0, 1.5};
+  rank_cost rc[4];
+  for (int c = 0; c < 4; c++) {
+    r.chunk_tf_s[c] = tf[c];
+    r.chunk_tb_s[c] = 2 * tf[c];
+    rc[c] = (rank_cost){.tf = tf[c], .tb = 2 * tf[c]};
+  }
+  cost_time t = {0};
+  double closed = schedule_time_s(&p, rc, 4, &t);
+  double sim = sim_pipeline(&p, &r, NULL, 0, NULL);
+  /* Σ t_r + (m - 1)·max t_r = 14.1 + 15·4.5 */
+  assert_rel_close(closed, 14.1 + 15 * 4.5, 1e-12);
+  assert_true(sim >= 16 * 4.5 - 1e-9); /* never faster than the bottleneck */
+  assert_rel_close(sim, closed, 0.05);
+}
+
+/* The trace is a Chrome trace-event document: an object with a traceEvents array whose complete events ("X")
+ * carry name, ph, ts, dur, pid and tid with the right types, and metadata events ("M") name threads. */
+static void test_trace_event_schema(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  ap_model *m = NULL;
+  ap_cluster *cl = NULL;
+  ap_plan *ap = NULL;
+  assert_int_equal(ap_model_load(ctx, "llama-3-8b", &m), AP_OK);
+  assert_int_equal(ap_cluster_load(ctx, "h100:16", &cl), AP_OK);
+  assert_int_equal(ap_plan_new(ctx, &ap), AP_OK);
+  const char *kv[][2] = {{"tp", "2"}, {"pp", "4"}, {"gbs", "64"}, {"seq", "4096"}, {"sp", "1"}};
+  for (size_t i = 0; i < AP_COUNT(kv); i++) assert_int_equal(ap_plan_set(ctx, ap, kv[i][0], kv[i][1]), AP_OK);
+  char path[] = "/tmp/autopar-trace-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  char *out = NULL;
+  if (ap_simulate(ctx, m, cl, ap, path, AP_OUT_JSON, &out)) fail_msg("%s", ap_ctx_error(ctx));
+  json_error_t err;
+  json_t *root = json_load_file(path, 0, &err);
+  if (!root) fail_msg("trace is not JSON: %s at %d:%d", err.text, err.line, err.column);
+  json_t *evs = json_object_get(root, "traceEvents");
+  assert_true(json_is_array(evs));
+  size_t i, n_x = 0;
+  json_t *e;
+  json_array_foreach(evs, i, e) {
+    const char *ph = json_string_value(json_object_get(e, "ph"));
+    assert_non_null(ph);
+    assert_true(json_is_string(json_object_get(e, "name")));
+    assert_true(json_is_integer(json_object_get(e, "pid")));
+    if (strcmp(ph, "X") == 0) {
+      n_x++;
+      assert_true(json_is_integer(json_object_get(e, "tid")));
+      assert_true(json_is_number(json_object_get(e, "ts")) && json_number_value(json_object_get(e, "ts")) >= 0);
+      assert_true(json_is_number(json_object_get(e, "dur")) && json_number_value(json_object_get(e, "dur")) >= 0);
+    } else {
+      assert_string_equal(ph, "M");
+      assert_true(json_is_object(json_object_get(e, "args")));
+    }
+  }
+  /* 4 stages × 16 micro-batches × (F + B) compute events at least. */
+  assert_true(n_x >= 4 * 16 * 2);
+  json_decref(root);
+  remove(path);
+  ap_free(out);
+  ap_plan_free(ap);
+  ap_cluster_free(cl);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_korthikanti_table2),
+      cmocka_unit_test(test_zero_model_states),
+      cmocka_unit_test(test_closed_form_equals_simulation),
+      cmocka_unit_test(test_simulator_uneven),
+      cmocka_unit_test(test_trace_event_schema),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
