@@ -162,6 +162,39 @@ AP_API ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluste
 AP_API ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, ap_plan *plan,
                              const char *trace_path, int format, char **out);
 
+/* ---- Validation against measured runs ---------------------------------------------------------- */
+
+/* ap_validate's flags. */
+enum {
+  AP_VALIDATE_JSON = 1 /* write {"rows": [...], "summary": {...}} instead of a text table */
+};
+
+/* Predicts every row of a table of measured training runs (the CSV format of shared/reference/runs.csv,
+ * documented in its README.md; a row's model_config names an HF config in the models/ folder beside the
+ * CSV file) and compares: per row the predicted and measured tokens/s per GPU, their absolute percentage
+ * error (ape), the predicted outcome (ok or oom) and peak memory; then a summary with the mean and median
+ * ape (mape, median_ape), the worst row, Spearman's rank correlation within groups of rows on the same model
+ * and gpu, the agreement on out-of-memory outcomes and, for rows that report it, the memory error. Plan
+ * fields a row leaves empty are chosen as a tuned team would: the fastest plan under the cost model that
+ * keeps the stated fields. A row that cannot be modelled carries "error" and counts as a miss (ape 1).
+ * flags is 0 (text) or AP_VALIDATE_JSON. Bad input (an unreadable file, malformed CSV, a missing required
+ * column, a field that does not hold what its column means) fails with a one-line message naming
+ * file:line:column. The caller frees *out with ap_free. */
+AP_API ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char **out);
+
+/* ---- Exports ---------------------------------------------------------------------------------- */
+
+/* Writes a plan for a training framework (docs/exports.md). format is one of:
+ *  - "megatron": Megatron-LM command-line arguments, one flag per line with " \" continuations;
+ *  - "deepspeed": a DeepSpeed JSON config (tensor and pipeline degrees under a top-level "autopar" object);
+ *  - "torchtitan": a torchtitan job config in the legacy TOML form;
+ *  - "json": autopar's own plan format (docs/plan-format.md), which ap_plan_load reads back unchanged.
+ * model may be NULL: the model the plan's "model" field names is then loaded. The plan's derived fields are
+ * resolved (its device count is dp·tp·pp·cp) and it is validated against the model first (AP_INVALID names
+ * the violated constraint). An unknown format is AP_INVALID listing the formats; a plan the framework cannot
+ * run as planned is AP_UNSUPPORTED with the reason. The caller frees *out with ap_free. */
+AP_API ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *plan, const char *format, char **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,7 @@ printf '{"model_type": "llama",\n  "hidden_size": 64,\n  "num_hidden_layers": 2,
 printf '{"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":6,"num_key_value_heads":4,"vocab_size":100}' >"$tmp/kv.json"
 printf '{"model_type":"llama","hidden_size":-64,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100}' >"$tmp/neg.json"
 printf '{"model_type":"rwkv","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100}' >"$tmp/type.json"
+printf 'id,gpu\n"a"b,h100\n' >"$tmp/badquote.csv"
 n=0
 run_case() {
   want_rc=$1
@@ -65,4 +66,11 @@ done <<CASES
 0|clusters --show dgx-h100:8x8|"n_devices":64
 0|clusters --show h100:64|"n_devices":64
 2|clusters --show dgx-h1000|did you mean
+0|validate ../shared/reference/runs.csv --json|"mape"
+0|validate ../shared/reference/runs.csv|oom agreement
+0|validate --help|FILE.csv
+2|validate|expected a CSV file
+2|validate /nonexistent/runs.csv|/nonexistent/runs.csv: cannot open
+2|validate $tmp/badquote.csv|badquote.csv:2:4: expected ','
+2|validate ../shared/reference/runs.csv --bogus|unknown option --bogus
 CASES

@@ -36,5 +36,7 @@ int cmd_clusters(ap_ctx *ctx, int argc, char **argv);
 int cmd_describe(ap_ctx *ctx, int argc, char **argv);
 int cmd_estimate(ap_ctx *ctx, int argc, char **argv);
 int cmd_simulate(ap_ctx *ctx, int argc, char **argv);
+int cmd_export(ap_ctx *ctx, int argc, char **argv);
+int cmd_validate(ap_ctx *ctx, int argc, char **argv);
 
 #endif

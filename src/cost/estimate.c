@@ -408,8 +408,8 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
       dp_exposed = p->overlap_grad_reduce ? exposed(t_grad, R->tb, ov->dp_overlap) : t_grad;
       dp_exposed += p->overlap_param_gather ? exposed(t_param, R->tf, ov->dp_overlap) : t_param;
     }
-    double shard = p->zero_stage >= 1 ? 1.0 : 0.0;
-    opt_params = R->params_dense / (shard ? n_dp : 1) + R->params_expert / (shard && n_edp > 0 ? n_edp : 1);
+    bool shard = p->zero_stage >= 1;
+    opt_params = R->params_dense / (shard && n_dp > 0 ? n_dp : 1) + R->params_expert / (shard && n_edp > 0 ? n_edp : 1);
   }
   out->time.dp_comm = dp_exposed;
   /* Adam step: read fp32 parameter, gradient, two moments; write parameter, moments and the 16-bit copy: about

@@ -218,7 +218,7 @@ static ap_status check_header(cursor *c, runs_table *t) {
   return AP_OK;
 }
 
-/* True when the cursor is at a blank line (nothing before its line end). */
+/* At the start of a record, a line end right away means a blank line. */
 static bool at_blank_line(const cursor *c) { return at_line_end(c); }
 
 static ap_status parse_all(cursor *c, runs_table *t) {
@@ -261,7 +261,6 @@ static ap_status parse_all(cursor *c, runs_table *t) {
       goto done;
     }
     memcpy(r.fields, fv.v, sizeof *r.fields * (size_t)fv.n);
-    rv.v[rv.n - 1].fields = r.fields;
   }
   t->n_rows = rv.n;
   if (rv.n > 0) {

@@ -8,6 +8,7 @@
  * is kept for the error when nothing is valid. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "search/complete.h"
@@ -57,6 +58,7 @@ typedef struct {
   ap_status hard;     /* a failure other than an invalid candidate (out of memory …) */
   ap_ctx scratch;     /* receives the messages of rejected candidates */
   char first_error[sizeof ((ap_ctx *)0)->error];
+  bool split_given; /* the partial plan lists its own stage_layers */
   bool have_best;
   plan *best;
   cost_result *best_cost;
@@ -119,7 +121,10 @@ static int evaluate(search *s, const plan *p) {
   return s->cur.fits ? 1 : 0;
 }
 
-/* The innermost loops: ZeRO stage, then recompute, which stops at the first granularity that fits. */
+/* The innermost loops: ZeRO stage, then recompute. Both are memory savers, and a memory saver never makes an
+ * iteration faster: recompute adds compute, a higher ZeRO stage adds communication (stage 0 is tried last,
+ * since stage 1 needs no more time and less memory). So the recompute loop stops at the first granularity
+ * that fits, and once a stage fits without recompute no later stage can win. */
 static void enum_memory(search *s, plan *p) {
   static const int32_t zero_order[] = {1, 2, 3, 0};
   static const plan_recompute rc_order[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FULL};
@@ -127,15 +132,35 @@ static void enum_memory(search *s, plan *p) {
   int nr = is_stated(s, COMPLETE_BIT_RECOMPUTE) ? 1 : (int)AP_COUNT(rc_order);
   for (int zi = 0; zi < nz && !s->stop; zi++) {
     if (!is_stated(s, COMPLETE_BIT_ZERO)) p->zero_stage = zero_order[zi];
+    bool fit_first = false;
     for (int ri = 0; ri < nr && !s->stop; ri++) {
       if (!is_stated(s, COMPLETE_BIT_RECOMPUTE)) {
         p->recompute = rc_order[ri];
         p->recompute_layers = 0;
       }
-      /* Recomputation only adds time, so once a granularity fits the coarser ones cannot win. */
-      if (evaluate(s, p) == 1) break;
+      if (evaluate(s, p) == 1) {
+        fit_first = ri == 0;
+        break;
+      }
     }
+    if (fit_first) break;
   }
+}
+
+/* The split of the layers into pp·vpp chunks, unless the partial plan gave one: the even split, or, when
+ * there are more chunks than layers but at most two more, Megatron's split that counts the embedding and the
+ * loss as one layer each (--account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split):
+ * the layers plus two spread evenly, the first chunk giving one place to the embedding and the last to the
+ * head, so that 126 layers fill pp·vpp = 16·8 = 128 chunks with an embedding-only and a head-only chunk. */
+static void set_split(search *s, plan *p) {
+  if (s->split_given) return;
+  p->n_stage_layers = 0;
+  int64_t L = s->facts.n_layers, c = plan_n_chunks(p);
+  if (!s->facts.has_layers || c <= L || c > L + 2 || c > PLAN_MAX_CHUNKS) return;
+  if (!plan_split_even(L + 2, c, p->stage_layers)) return;
+  p->stage_layers[0]--;
+  p->stage_layers[c - 1]--;
+  p->n_stage_layers = (int32_t)c;
 }
 
 /* The mesh is set (tp, pp, dp, cp, ep): micro-batch size, then virtual stages and the schedule. */
@@ -163,13 +188,16 @@ static void enum_batch(search *s, plan *p) {
     } else {
       list_add(&vpp, 1);
       /* Megatron's interleaving: layers split evenly into pp·vpp chunks, micro-batches a multiple of pp. */
+      int64_t L = s->facts.n_layers;
       for (int64_t v = 2; v <= 8 && p->pp > 1; v++)
-        if (s->facts.n_layers % (p->pp * v) == 0 && p->n_micro_batches % p->pp == 0 && p->pp * v <= PLAN_MAX_CHUNKS)
+        if ((L % (p->pp * v) == 0 || (L + 2) % (p->pp * v) == 0) && p->n_micro_batches % p->pp == 0 &&
+            p->pp * v <= PLAN_MAX_CHUNKS)
           list_add(&vpp, v);
     }
     for (int vi = 0; vi < vpp.n && !s->stop; vi++) {
       p->vpp = vpp.v[vi];
       if (!is_stated(s, COMPLETE_BIT_SCHEDULE)) p->schedule = p->vpp > 1 ? PLAN_SCHED_INTERLEAVED_1F1B : PLAN_SCHED_1F1B;
+      set_split(s, p);
       enum_memory(s, p);
     }
   }
@@ -271,6 +299,7 @@ ap_status complete_plan(ap_ctx *ctx, const cost_env *env, const plan *partial, u
   s->best_cost = best_cost;
 
   plan p = *partial;
+  s->split_given = partial->n_stage_layers != 0;
   if (!is_stated(s, COMPLETE_BIT_PRECISION)) p.precision = PLAN_PREC_BF16;
   enum_mesh(s, &p);
 
@@ -278,13 +307,11 @@ ap_status complete_plan(ap_ctx *ctx, const cost_env *env, const plan *partial, u
   if (s->hard) {
     st = ctx_fail(ctx, s->hard, "%s", s->first_error);
   } else if (!s->have_best) {
-    bool all = (s->stated & COMPLETE_ALL) == COMPLETE_ALL;
-    if (all || (stated & (COMPLETE_F(TP) | COMPLETE_F(PP) | COMPLETE_F(DP))) == 0 || s->first_error[0])
-      st = ctx_fail(ctx, all ? AP_INVALID : AP_INFEASIBLE, "%s%s",
-                    all ? "" : "no valid plan completes the stated fields; the first candidate failed with: ",
-                    s->first_error[0] ? s->first_error : "no candidates");
-    else
-      st = ctx_fail(ctx, AP_INFEASIBLE, "no valid plan completes the stated fields");
+    /* With every field stated there was one candidate, and its violated constraint is the whole answer. */
+    bool all = s->stated == COMPLETE_ALL;
+    st = ctx_fail(ctx, all ? AP_INVALID : AP_INFEASIBLE, "%s%s",
+                  all ? "" : "no valid plan completes the stated fields; the first candidate failed with: ",
+                  s->first_error[0] ? s->first_error : "no candidates");
   }
   if (stats) *stats = s->stats;
   free(s);

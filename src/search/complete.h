@@ -16,13 +16,17 @@
  *    dp is then devices/(tp·pp·cp) (and must equal a stated dp);
  *  - ep: 1 for a dense model; for MoE every divisor of the expert count that divides dp·cp;
  *  - micro_batch_size: 1, 2, 4, 8 dividing global_batch_size/dp;
- *  - vpp: 1, and 2..8 when pp > 1, the layers divide into pp·vpp equal chunks and the micro-batch count is a
- *    multiple of pp (Megatron's interleaving requirements); the schedule, unless stated, is 1f1b for vpp = 1
- *    and interleaved-1f1b above;
+ *  - vpp: 1, and 2..8 when pp > 1, the layers (or the layers plus the embedding and the loss, below) divide
+ *    into pp·vpp equal chunks and the micro-batch count is a multiple of pp (Megatron's interleaving
+ *    requirements); the schedule, unless stated, is 1f1b for vpp = 1 and interleaved-1f1b above;
+ *  - the split of the layers (unless the partial plan lists one): even, or Megatron's split that counts the
+ *    embedding and the loss as a layer each when pp·vpp exceeds the layers by one or two;
  *  - sequence_parallel: on when tp > 1 (Megatron's recommended setting; required for MoE with tp > 1);
- *  - recompute: none, selective, full; since recomputation never makes an iteration faster, the later ones
- *    are tried only while the earlier ones do not fit;
- *  - zero_stage: 1 (the distributed optimizer), 2, 3, 0;
+ *  - recompute: none, selective, full; zero_stage: 1 (the distributed optimizer), 2, 3, 0. These are memory
+ *    savers, and a memory saver never makes an iteration faster (recompute adds compute, a higher ZeRO stage
+ *    adds communication, stage 0 needs as much time as stage 1 and more memory), so for each stage the
+ *    recompute granularities are tried only until one fits, and the stages only until one fits without
+ *    recompute;
  *  - precision: bf16.
  * Internal header: not installed, not part of the public API. */
 #ifndef AP_SEARCH_COMPLETE_H

@@ -1,0 +1,35 @@
+/* `autopar validate FILE.csv [--json]` (cli layer): predicts every measured run of a CSV file and prints the
+ * per-row errors and their summary. A thin client of ap_validate, which holds all the logic. */
+#include <stdio.h>
+
+#include "cli/cli.h"
+
+int cmd_validate(ap_ctx *ctx, int argc, char **argv) {
+  bool json = false, help = false;
+  const char *file = NULL;
+  cli_opt opts[] = {{"json", OPT_FLAG, "print JSON: {\"rows\": [...], \"summary\": {...}}", &json},
+                    {"help", OPT_FLAG, "show this help", &help}};
+  const char *pos[1];
+  int n_pos;
+  if (!cli_parse("validate", argc, argv, opts, 2, pos, 1, &n_pos)) return EXIT_BAD_INPUT;
+  if (help) {
+    cli_usage("validate", "FILE.csv [--json]\n\nPredicts every row of a table of measured training runs (the format of "
+                          "shared/reference/runs.csv, see its README.md;\nmodel configs are read from the models/ "
+                          "folder beside the file) and prints, per row, the predicted and measured\ntokens/s per GPU and "
+                          "their error, then MAPE, median, worst row, rank correlation within model+gpu groups,\nOOM "
+                          "agreement and memory error. Empty plan fields are chosen as the fastest plan under the cost "
+                          "model\n(marked * in the plan column).",
+              opts, 2);
+    return 0;
+  }
+  if (n_pos == 1) file = pos[0];
+  if (!file) {
+    fprintf(stderr, "autopar validate: expected a CSV file of measured runs (usage: autopar validate FILE.csv [--json])\n");
+    return EXIT_BAD_INPUT;
+  }
+  char *out = NULL;
+  ap_status st = ap_validate(ctx, file, json ? AP_VALIDATE_JSON : 0, &out);
+  if (st) return cli_fail(ctx, st);
+  cli_print_free(out);
+  return 0;
+}

@@ -1,0 +1,839 @@
+/* Validation against measured runs (report layer): rows of a runs table in, predictions and error figures
+ * out. See validate.h for what is compared and how; ap_validate, the public entry point, is at the end.
+ *
+ * Reading order: row_read (the row's fields, checked: bad input stops the run), row_model and row_cluster
+ * (the row's model and cluster: failures become the row's error), row_predict (plan completion and cost),
+ * summarise (the figures), then the JSON and text writers. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/jsonx.h"
+#include "hw/hw.h"
+#include "model/hfconfig.h"
+#include "model/model.h"
+#include "report/runs_csv.h"
+#include "report/validate.h"
+#include "search/complete.h"
+
+static const char *const mem_names[] = {
+#define X(e, s) s,
+    VALIDATE_MEM_MAP(X)
+#undef X
+};
+_Static_assert(AP_COUNT(mem_names) == VALIDATE_MEM_COUNT_, "mem_convention names and enum disagree");
+
+struct validate_report {
+  arena *a;
+  runs_table *t;
+  int64_t n_rows;
+  validate_row *rows;
+  validate_summary sum;
+};
+
+/* A row's miss: what a row the tool cannot model adds to MAPE, as if it had predicted no throughput. */
+static const double MISS_APE = 1.0;
+
+/* ---- Reading a row ------------------------------------------------------------------------------------- */
+
+/* The architecture as the row states it inline. */
+typedef struct {
+  const char *model_config; /* "" when none */
+  bool has_layers, has_hidden, has_heads, has_vocab, has_ffn, has_kv, has_mlp, has_experts, has_top_k, has_moe_ffn;
+  int64_t layers, hidden, heads, vocab, ffn, kv, experts, top_k, moe_ffn;
+  int mlp; /* index into mlp_names */
+  int arch; /* index into arch_names; -1 when empty */
+} arch_spec;
+
+static const char *const mlp_names[] = {"gelu", "swiglu"};
+static const char *const arch_names[] = {"dense", "moe"};
+static const char *const outcome_names[] = {"ok", "oom"};
+static const char *const recompute_names[] = {"none", "selective", "full"};
+static const plan_recompute recompute_values[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FULL};
+_Static_assert(AP_COUNT(recompute_names) == AP_COUNT(recompute_values), "recompute table");
+/* mxfp8 (Blackwell's block-scaled fp8) runs its GEMMs at the fp8 rate, which is what the plan's fp8 means. */
+static const char *const precision_names[] = {"bf16", "fp16", "fp8", "mxfp8"};
+static const plan_precision precision_values[] = {PLAN_PREC_BF16, PLAN_PREC_FP16, PLAN_PREC_FP8, PLAN_PREC_FP8};
+_Static_assert(AP_COUNT(precision_names) == AP_COUNT(precision_values), "precision table");
+
+/* The cluster as the row states it. */
+typedef struct {
+  const char *gpu;
+  int64_t num_gpus, gpus_per_node;
+  bool has_gpus_per_node, has_inter_bw;
+  double inter_GBps;
+} cluster_spec;
+
+typedef struct {
+  arch_spec arch;
+  cluster_spec cl;
+  plan partial;
+  unsigned stated;
+} row_spec;
+
+/* Reads an optional integer plan field; sets the complete_field bit when it is stated. */
+static ap_status plan_int(ap_ctx *ctx, const runs_table *t, const runs_row *r, const char *name, complete_bit bit,
+                          int64_t min, int64_t max, int64_t *out, unsigned *stated) {
+  bool found = false;
+  ap_status st = runs_i64(ctx, t, r, name, false, min, max, out, &found);
+  if (!st && found) *stated |= 1u << bit;
+  return st;
+}
+
+/* Reads every field the prediction needs; bad input is an error with file:line:col. */
+static ap_status row_read(ap_ctx *ctx, const runs_table *t, const runs_row *r, validate_row *v, row_spec *rs) {
+  ap_status st;
+  const int64_t BIG = PLAN_MAX_DEGREE;
+  memset(rs, 0, sizeof *rs);
+  v->line = r->line;
+  v->id = runs_text(t, r, "id");
+  v->model = runs_text(t, r, "model");
+  v->gpu = runs_text(t, r, "gpu");
+  v->ape = v->mem_ape = NAN;
+  if (!*v->id) return runs_fail(ctx, t, r, "id", AP_INVALID, "expected a row id, got an empty field");
+  if (!*v->gpu) return runs_fail(ctx, t, r, "gpu", AP_INVALID, "expected a device preset name, got an empty field");
+  if (!*v->model) v->model = v->id;
+
+  /* Outcome and ground truth. */
+  int outcome = 0;
+  if ((st = runs_enum(ctx, t, r, "outcome", false, outcome_names, 2, &outcome, NULL))) return st;
+  v->measured_oom = outcome == 1;
+  if ((st = runs_f64(ctx, t, r, "measured_tokens_per_s_per_gpu", !v->measured_oom, 1e-9, INFINITY,
+                     &v->measured_tokens, &v->has_measured)))
+    return st;
+  bool has_mem_conv = false;
+  int conv = 0;
+  if ((st = runs_f64(ctx, t, r, "measured_peak_mem_GiB", false, 1e-9, INFINITY, &v->measured_mem_bytes, &v->has_mem)))
+    return st;
+  if ((st = runs_enum(ctx, t, r, "mem_convention", v->has_mem, mem_names, VALIDATE_MEM_COUNT_, &conv, &has_mem_conv)))
+    return st;
+  v->measured_mem_bytes *= 1073741824.0;
+  v->mem_convention = (validate_mem_convention)conv;
+
+  /* Architecture. Without a model_config the inline columns must say enough to build a transformer. */
+  arch_spec *a = &rs->arch;
+  a->model_config = runs_text(t, r, "model_config");
+  while (*a->model_config == ' ') a->model_config++;
+  bool need = !*a->model_config;
+  a->arch = -1;
+  if ((st = runs_enum(ctx, t, r, "arch", false, arch_names, 2, &a->arch, NULL)) ||
+      (st = runs_i64(ctx, t, r, "num_layers", need, 1, TF_MAX_LAYERS, &a->layers, &a->has_layers)) ||
+      (st = runs_i64(ctx, t, r, "hidden_size", need, 1, (int64_t)1 << 24, &a->hidden, &a->has_hidden)) ||
+      (st = runs_i64(ctx, t, r, "ffn_hidden_size", false, 1, (int64_t)1 << 24, &a->ffn, &a->has_ffn)) ||
+      (st = runs_i64(ctx, t, r, "num_attention_heads", need, 1, (int64_t)1 << 24, &a->heads, &a->has_heads)) ||
+      (st = runs_i64(ctx, t, r, "num_kv_heads", false, 1, (int64_t)1 << 24, &a->kv, &a->has_kv)) ||
+      (st = runs_i64(ctx, t, r, "vocab_size", need, 1, (int64_t)1 << 24, &a->vocab, &a->has_vocab)) ||
+      (st = runs_enum(ctx, t, r, "mlp", false, mlp_names, 2, &a->mlp, &a->has_mlp)) ||
+      (st = runs_i64(ctx, t, r, "num_experts", false, 1, (int64_t)1 << 24, &a->experts, &a->has_experts)) ||
+      (st = runs_i64(ctx, t, r, "top_k", false, 1, (int64_t)1 << 24, &a->top_k, &a->has_top_k)) ||
+      (st = runs_i64(ctx, t, r, "moe_ffn_hidden_size", false, 1, (int64_t)1 << 24, &a->moe_ffn, &a->has_moe_ffn)))
+    return st;
+  if (need && a->arch == 1 && !a->has_experts)
+    return runs_fail(ctx, t, r, "num_experts", AP_INVALID, "expected the expert count of a moe row, got an empty field");
+  if (need && a->has_experts && a->experts > 1 && !a->has_top_k)
+    return runs_fail(ctx, t, r, "top_k", AP_INVALID, "expected the experts per token of a moe row, got an empty field");
+
+  /* Cluster. */
+  cluster_spec *c = &rs->cl;
+  c->gpu = v->gpu;
+  if ((st = runs_i64(ctx, t, r, "num_gpus", true, 1, HW_MAX_DEVICES, &c->num_gpus, NULL)) ||
+      (st = runs_i64(ctx, t, r, "gpus_per_node", false, 1, HW_MAX_DEVICES, &c->gpus_per_node, &c->has_gpus_per_node)) ||
+      (st = runs_f64(ctx, t, r, "inter_node_GBps_per_gpu", false, 1e-6, 1e6, &c->inter_GBps, &c->has_inter_bw)))
+    return st;
+  v->num_gpus = c->num_gpus;
+
+  /* Plan: the batch is always stated; every other field may be empty ("not stated"). */
+  plan *p = &rs->partial;
+  plan_defaults(p);
+  unsigned *s = &rs->stated;
+  int64_t sp = 0, zero = 0;
+  if ((st = runs_i64(ctx, t, r, "global_batch_size", true, 1, PLAN_MAX_COUNT, &p->global_batch_size, NULL)) ||
+      (st = runs_i64(ctx, t, r, "seq_length", true, 1, PLAN_MAX_COUNT, &p->seq_length, NULL)) ||
+      (st = plan_int(ctx, t, r, "tp", COMPLETE_BIT_TP, 1, BIG, &p->tp, s)) ||
+      (st = plan_int(ctx, t, r, "pp", COMPLETE_BIT_PP, 1, BIG, &p->pp, s)) ||
+      (st = plan_int(ctx, t, r, "dp", COMPLETE_BIT_DP, 1, BIG, &p->dp, s)) ||
+      (st = plan_int(ctx, t, r, "cp", COMPLETE_BIT_CP, 1, BIG, &p->cp, s)) ||
+      (st = plan_int(ctx, t, r, "ep", COMPLETE_BIT_EP, 1, BIG, &p->ep, s)) ||
+      (st = plan_int(ctx, t, r, "vpp", COMPLETE_BIT_VPP, 1, PLAN_MAX_CHUNKS, &p->vpp, s)) ||
+      (st = plan_int(ctx, t, r, "micro_batch_size", COMPLETE_BIT_MBS, 1, PLAN_MAX_COUNT, &p->micro_batch_size, s)) ||
+      (st = plan_int(ctx, t, r, "sequence_parallel", COMPLETE_BIT_SP, 0, 1, &sp, s)) ||
+      (st = plan_int(ctx, t, r, "zero_stage", COMPLETE_BIT_ZERO, 0, 3, &zero, s)))
+    return st;
+  p->sequence_parallel = sp != 0;
+  p->zero_stage = (int32_t)zero;
+  int rc = 0, prec = 0;
+  bool found = false;
+  if ((st = runs_enum(ctx, t, r, "recompute", false, recompute_names, (int)AP_COUNT(recompute_names), &rc, &found)))
+    return st;
+  if (found) {
+    p->recompute = recompute_values[rc];
+    *s |= COMPLETE_F(RECOMPUTE);
+  }
+  if ((st = runs_enum(ctx, t, r, "precision", false, precision_names, (int)AP_COUNT(precision_names), &prec, &found)))
+    return st;
+  if (found) {
+    p->precision = precision_values[prec];
+    *s |= COMPLETE_F(PRECISION);
+  }
+  /* A stated vpp implies the schedule Megatron runs with it. */
+  if (*s & COMPLETE_F(VPP)) {
+    p->schedule = p->vpp > 1 ? PLAN_SCHED_INTERLEAVED_1F1B : PLAN_SCHED_1F1B;
+    *s |= COMPLETE_F(SCHEDULE);
+  }
+  snprintf(p->model, sizeof p->model, "%s", v->model);
+  snprintf(p->cluster, sizeof p->cluster, "%s:%lld", v->gpu, (long long)c->num_gpus);
+  v->plan = *p;
+  v->stated = *s;
+  return AP_OK;
+}
+
+/* ---- The row's model and cluster ------------------------------------------------------------------------ */
+
+/* A transformer from the inline columns: GPT style (LayerNorm with biases, learned positions, tied
+ * embeddings, as Megatron's GPT defaults) for gelu, Llama style (RMSNorm, rotary positions, no biases,
+ * untied) for swiglu; FFN 4·hidden and KV heads = heads when empty (README "An empty architecture field
+ * takes the usual default"); every layer MoE when the row has experts. */
+static void inline_config(const arch_spec *a, int64_t seq, const char *name, tf_config *c) {
+  tf_config_defaults(c);
+  bool gelu = !a->has_mlp || a->mlp == 0;
+  c->name = name;
+  c->model_type = gelu ? "gpt (inline)" : "llama (inline)";
+  c->source = "inline architecture columns";
+  c->n_layers = a->layers;
+  c->hidden = a->hidden;
+  c->heads = a->heads;
+  c->kv_heads = a->has_kv ? a->kv : a->heads;
+  c->head_dim = c->head_dim_v = a->heads > 0 ? a->hidden / a->heads : 0;
+  c->vocab = a->vocab;
+  c->ffn = a->has_ffn ? a->ffn : 4 * a->hidden;
+  c->max_pos = seq;
+  c->norm = gelu ? NORM_LAYERNORM : NORM_RMSNORM;
+  c->norm_bias = gelu;
+  c->mlp = gelu ? MLP_PLAIN : MLP_GATED;
+  c->learned_pos = gelu;
+  c->rope = !gelu;
+  c->tied = gelu;
+  c->qkv_bias = c->o_bias = c->mlp_bias = gelu;
+  if (a->has_experts && a->experts > 1) {
+    c->n_experts = a->experts;
+    c->top_k = a->has_top_k ? a->top_k : 1;
+    c->moe_ffn = a->has_moe_ffn ? a->moe_ffn : c->ffn;
+    for (int64_t i = 0; i < c->n_layers && i < TF_MAX_LAYERS; i++) c->is_moe_layer[i] = true;
+  }
+}
+
+/* The built-in preset that a missing models/ file stands for: the longest preset name that is the config's
+ * base name or ends it after a '-' ("meta-llama-Llama-3.1-8B.json" -> "llama-3.1-8b"), ignoring case; NULL
+ * when none. Presets are data/models/NAME.json files compiled into the library. */
+static const embedded_file *preset_for_config(const char *config) {
+  static const char dir[] = "data/models/";
+  char want[256];
+  snprintf(want, sizeof want, "%s", util_basename(config));
+  if (util_ends_with(want, ".json")) want[strlen(want) - 5] = '\0';
+  for (char *q = want; *q; q++)
+    if (*q >= 'A' && *q <= 'Z') *q = (char)(*q - 'A' + 'a');
+  size_t n_files, wl = strlen(want), best_len = 0;
+  const embedded_file *all = embedded_files(&n_files), *best = NULL;
+  for (size_t i = 0; i < n_files; i++) {
+    const char *path = all[i].path;
+    if (strncmp(path, dir, sizeof dir - 1) != 0 || strchr(path + sizeof dir - 1, '/') || !util_ends_with(path, ".json"))
+      continue;
+    const char *name = path + sizeof dir - 1;
+    size_t nl = strlen(name) - 5;
+    if (nl > wl || nl <= best_len || strncmp(want + wl - nl, name, nl) != 0) continue;
+    if (nl < wl && want[wl - nl - 1] != '-') continue;
+    best = &all[i];
+    best_len = nl;
+  }
+  return best;
+}
+
+/* Reads an HF config from text into c (strings point into *root, which the caller releases). */
+static ap_status read_config(ap_ctx *ctx, const char *label, const char *text, size_t n, json_t **root,
+                             tf_config *c) {
+  ap_status st = jx_parse(ctx, label, text, n, root);
+  if (!st) st = hf_config_read(ctx, label, *root, c);
+  return st;
+}
+
+static bool inline_complete(const arch_spec *as) {
+  return as->has_layers && as->has_hidden && as->has_heads && as->has_vocab;
+}
+
+/* The row's model: the named HF config (with the inline vocabulary, which Megatron pads, in place of the
+ * config's), or the inline architecture. When models/ lacks the named file, the built-in preset of the same
+ * name stands in for it, else the inline columns, and *note says so. Failures are the row's error, left in
+ * ctx. */
+static ap_status row_model(ap_ctx *ctx, arena *a, const char *csv_dir, const validate_row *v, const row_spec *rs,
+                           ap_model **out, const char **note) {
+  const arch_spec *as = &rs->arch;
+  tf_config *c = calloc(1, sizeof *c);
+  if (!c) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  ap_status st = AP_OK;
+  json_t *root = NULL;
+  bool from_config = false;
+  if (*as->model_config) {
+    char *path = arena_printf(a, "%s/models/%s", csv_dir, as->model_config);
+    const embedded_file *preset = NULL;
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!path) {
+      st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+    } else if (f) {
+      fclose(f);
+      char *text = NULL;
+      size_t n = 0;
+      if (!(st = util_read_file(ctx, path, &text, &n))) st = read_config(ctx, path, text, n, &root, c);
+      free(text);
+      from_config = true;
+      c->source = path;
+    } else if ((preset = preset_for_config(as->model_config)) != NULL) {
+      st = read_config(ctx, preset->path, preset->text, preset->n_bytes, &root, c);
+      from_config = true;
+      c->source = preset->path;
+      *note = arena_printf(a, "%s not found; used the built-in preset %s", path, preset->path);
+    } else if (inline_complete(as)) {
+      *note = arena_printf(a, "%s not found; built from the inline architecture columns", path);
+      inline_config(as, v->plan.seq_length, v->model, c);
+    } else {
+      st = ctx_fail(ctx, AP_NOTFOUND, "%s: cannot open, and the inline architecture columns are incomplete", path);
+    }
+  } else {
+    inline_config(as, v->plan.seq_length, v->model, c);
+  }
+  if (!st && from_config) {
+    c->name = v->model;
+    if (as->has_vocab) c->vocab = as->vocab;
+  }
+  if (!st) st = model_from_tf_config(ctx, c, out);
+  json_decref(root);
+  free(c);
+  return st;
+}
+
+/* The row's cluster: num_gpus devices in nodes of the gpu preset's node type, with the network bandwidth
+ * per GPU replaced by inter_node_GBps_per_gpu when given. gpus_per_node must match the node type's NVLink
+ * domain (8 for DGX/HGX, 72 for NVL72); a different value would need a cluster file. */
+static ap_status row_cluster(ap_ctx *ctx, const validate_row *v, const cluster_spec *cs, ap_cluster **out) {
+  hw_device dev;
+  ap_status st = hw_device_find(ctx, cs->gpu, &dev);
+  if (st) return st;
+  if (!dev.default_node[0]) return ctx_fail(ctx, AP_NOTFOUND, "gpu %s names no node preset", dev.name);
+  ap_cluster *tmpl = NULL;
+  if ((st = ap_cluster_load(ctx, dev.default_node, &tmpl))) return st;
+  const hw_node_group *g0 = &hw_cluster_of(tmpl)->groups[0];
+  int64_t dpn = g0->devices_per_node;
+  int64_t domain = g0->n_levels > 1 ? g0->levels[0].domain_devices : dpn;
+  char node[HW_NAME_MAX];
+  snprintf(node, sizeof node, "%s", hw_cluster_of(tmpl)->name);
+  ap_cluster_free(tmpl);
+  if (cs->has_gpus_per_node && cs->gpus_per_node != domain)
+    return ctx_fail(ctx, AP_UNSUPPORTED, "gpus_per_node = %lld, but a %s NVLink domain holds %lld devices",
+                    (long long)cs->gpus_per_node, node, (long long)domain);
+  int64_t n = cs->num_gpus, n_nodes = 1;
+  if (n < dpn) dpn = n;
+  else if (n % dpn != 0)
+    return ctx_fail(ctx, AP_UNSUPPORTED, "num_gpus = %lld is not a whole number of %s nodes of %lld", (long long)n, node,
+                    (long long)dpn);
+  else n_nodes = n / dpn;
+  json_t *root = json_pack("{s:s, s:s, s:I, s:I}", "name", v->id, "node", node, "n_nodes", (json_int_t)n_nodes,
+                           "devices_per_node", (json_int_t)dpn);
+  if (root && cs->has_inter_bw) {
+    json_t *inter = json_pack("{s:f}", "bw_Bps", cs->inter_GBps * 1e9);
+    if (!inter || json_object_set_new(root, "inter_node", inter) != 0) {
+      json_decref(root);
+      root = NULL;
+    }
+  }
+  char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+  json_decref(root);
+  if (!text) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  char label[160];
+  snprintf(label, sizeof label, "cluster of row %s", v->id);
+  st = hw_cluster_parse(ctx, label, text, strlen(text), out);
+  free(text);
+  return st;
+}
+
+/* ---- Prediction ----------------------------------------------------------------------------------------- */
+
+/* The memory to compare with the row's measurement (validate.h): the peak over all ranks, or for nvidia-smi
+ * on the first node the most loaded pipeline rank among that node's devices. */
+static double compared_mem(const validate_row *v, const hw_cluster *hc, const cost_result *cr) {
+  if (v->mem_convention != VALIDATE_MEM_NVIDIA_SMI) return cr->peak_mem_bytes;
+  int64_t node = hc->groups[0].devices_per_node, stride = plan_axis_stride(&v->plan, PLAN_AXIS_PP);
+  if (stride < 1) return cr->peak_mem_bytes;
+  double most = 0;
+  for (int64_t rank = 0; rank < node && rank < hc->n_devices; rank++) {
+    int64_t pr = (rank / stride) % v->plan.pp;
+    if (pr < cr->n_ranks && cr->mem[pr].total > most) most = cr->mem[pr].total;
+  }
+  return most > 0 ? most : cr->peak_mem_bytes;
+}
+
+/* Models one row; any failure becomes the row's error (only out of memory stops the run). */
+static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_dir, validate_row *v,
+                             const row_spec *rs, cost_result *cr) {
+  ap_ctx rctx = {0};
+  ap_model *m = NULL;
+  ap_cluster *cl = NULL;
+  cost_env *env = NULL;
+  const char *note = NULL;
+  ap_status st = row_model(&rctx, rep->a, csv_dir, v, rs, &m, &note);
+  if (!st) st = row_cluster(&rctx, v, &rs->cl, &cl);
+  if (!st) st = cost_env_new(&rctx, m, cl, NULL, &env);
+  complete_stats cs = {0};
+  if (!st) st = complete_plan(&rctx, env, &rs->partial, rs->stated, NULL, &v->plan, cr, &cs);
+  v->note = note;
+  v->n_evaluated = cs.n_evaluated;
+  if (st == AP_NOMEM) {
+    ctx_fail(ctx, st, "%s", rctx.error);
+  } else if (st) {
+    v->error = arena_strdup(rep->a, rctx.error[0] ? rctx.error : ap_status_str(st));
+    if (!v->error) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+    else st = AP_OK;
+  } else {
+    v->predicted_tokens = cr->tokens_per_s_per_device;
+    v->predicted_peak_mem_bytes = cr->peak_mem_bytes;
+    v->fits = cr->fits;
+    v->iter_s = cr->iter_s;
+    v->mfu_palm = cr->mfu_palm;
+    v->bound = cr->bound;
+    if (v->has_measured && !v->measured_oom)
+      v->ape = fabs(v->predicted_tokens - v->measured_tokens) / v->measured_tokens;
+    if (v->has_mem) {
+      v->compared_mem_bytes = compared_mem(v, hw_cluster_of(cl), cr);
+      v->mem_ape = fabs(v->compared_mem_bytes - v->measured_mem_bytes) / v->measured_mem_bytes;
+    }
+  }
+  cost_env_free(env);
+  ap_cluster_free(cl);
+  ap_model_free(m);
+  return st;
+}
+
+/* ---- Summary -------------------------------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* The median of v[0..n-1] (sorts v). */
+static double median(double *v, int64_t n) {
+  if (n <= 0) return NAN;
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Ranks of x[0..n-1] (1-based, ties get the mean of their ranks) into r. O(n²): groups are small. */
+static void ranks(const double *x, int64_t n, double *r) {
+  for (int64_t i = 0; i < n; i++) {
+    int64_t below = 0, equal = 0;
+    for (int64_t j = 0; j < n; j++) {
+      if (x[j] < x[i]) below++;
+      else if (x[j] == x[i]) equal++;
+    }
+    r[i] = (double)below + (double)(equal + 1) / 2.0;
+  }
+}
+
+/* Spearman's rho: Pearson's correlation of the ranks; NAN when either side has no spread. */
+static double spearman(const double *x, const double *y, int64_t n, double *scratch) {
+  double *rx = scratch, *ry = scratch + n;
+  ranks(x, n, rx);
+  ranks(y, n, ry);
+  double mx = 0, my = 0;
+  for (int64_t i = 0; i < n; i++) mx += rx[i], my += ry[i];
+  mx /= (double)n;
+  my /= (double)n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (int64_t i = 0; i < n; i++) {
+    sxy += (rx[i] - mx) * (ry[i] - my);
+    sxx += (rx[i] - mx) * (rx[i] - mx);
+    syy += (ry[i] - my) * (ry[i] - my);
+  }
+  return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : NAN;
+}
+
+/* A modelled row measured ok: it has both throughputs. */
+static bool is_compared(const validate_row *v) { return !v->error && v->has_measured && !v->measured_oom; }
+
+static ap_status summarise(ap_ctx *ctx, validate_report *rep) {
+  validate_summary *s = &rep->sum;
+  int64_t n = rep->n_rows;
+  memset(s, 0, sizeof *s);
+  s->n_rows = n;
+  s->mape = s->median_ape = s->mean_signed_error = s->spearman = s->mem_mape = NAN;
+  double *buf = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1) * 5);
+  int64_t *members = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+  bool *grouped = calloc((size_t)(n > 0 ? n : 1), sizeof(bool));
+  s->groups = arena_alloc(rep->a, sizeof *s->groups * (size_t)(n > 0 ? n : 1));
+  if (!buf || !members || !grouped || !s->groups) {
+    free(buf);
+    free(members);
+    free(grouped);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  /* Throughput. */
+  double sum = 0, signed_sum = 0, mem_sum = 0, by_sum[VALIDATE_MEM_COUNT_] = {0};
+  int64_t n_signed = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const validate_row *v = &rep->rows[i];
+    if (v->error) s->n_errors++;
+    if (v->has_measured && !v->measured_oom) {
+      double ape = v->error ? MISS_APE : v->ape;
+      buf[s->n++] = ape;
+      sum += ape;
+      if (!v->error) {
+        signed_sum += (v->predicted_tokens - v->measured_tokens) / v->measured_tokens;
+        n_signed++;
+        if (!s->worst_id || v->ape > s->worst_ape) {
+          s->worst_id = v->id;
+          s->worst_ape = v->ape;
+        }
+      }
+    }
+    if (!v->error && v->measured_oom) {
+      s->oom_rows++;
+      s->oom_predicted_oom += !v->fits;
+    } else if (!v->error) {
+      s->ok_rows++;
+      s->ok_predicted_fit += v->fits;
+    }
+    if (!v->error && v->has_mem) {
+      s->mem_n++;
+      mem_sum += v->mem_ape;
+      s->mem_n_by[v->mem_convention]++;
+      by_sum[v->mem_convention] += v->mem_ape;
+    }
+  }
+  if (s->n > 0) {
+    s->mape = sum / (double)s->n;
+    s->median_ape = median(buf, s->n);
+  }
+  if (n_signed > 0) s->mean_signed_error = signed_sum / (double)n_signed;
+  if (s->mem_n > 0) s->mem_mape = mem_sum / (double)s->mem_n;
+  for (int k = 0; k < VALIDATE_MEM_COUNT_; k++)
+    s->mem_mape_by[k] = s->mem_n_by[k] > 0 ? by_sum[k] / (double)s->mem_n_by[k] : NAN;
+
+  /* Rank correlation within groups of the same model and gpu, in order of first appearance. */
+  double rho_sum = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const validate_row *v = &rep->rows[i];
+    if (grouped[i] || !is_compared(v)) continue;
+    int64_t m = 0;
+    for (int64_t j = i; j < n; j++) {
+      const validate_row *w = &rep->rows[j];
+      if (!grouped[j] && is_compared(w) && strcmp(w->model, v->model) == 0 && strcmp(w->gpu, v->gpu) == 0) {
+        grouped[j] = true;
+        members[m++] = j;
+      }
+    }
+    if (m < 3) continue;
+    double *x = buf, *y = buf + m, *scratch = buf + 2 * m;
+    for (int64_t k = 0; k < m; k++) {
+      x[k] = rep->rows[members[k]].predicted_tokens;
+      y[k] = rep->rows[members[k]].measured_tokens;
+    }
+    validate_group *g = &s->groups[s->n_groups++];
+    g->model = v->model;
+    g->gpu = v->gpu;
+    g->n = m;
+    g->rho = spearman(x, y, m, scratch);
+    if (!isnan(g->rho)) {
+      rho_sum += g->rho;
+      s->n_ranked++;
+    }
+  }
+  if (s->n_ranked > 0) s->spearman = rho_sum / (double)s->n_ranked;
+  free(buf);
+  free(members);
+  free(grouped);
+  return AP_OK;
+}
+
+/* ---- The run --------------------------------------------------------------------------------------------- */
+
+ap_status validate_file(ap_ctx *ctx, const char *csv_path, validate_report **out) {
+  *out = NULL;
+  validate_report *rep = calloc(1, sizeof *rep);
+  if (!rep || !(rep->a = arena_new())) {
+    free(rep);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  ap_status st = runs_load(ctx, csv_path, &rep->t);
+  if (!st) st = runs_check_columns(ctx, rep->t);
+  /* The folder of the CSV file, where models/ lives. */
+  char *dir = st ? NULL : arena_strdup(rep->a, csv_path);
+  if (!st && !dir) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  if (!st) {
+    char *slash = strrchr(dir, '/');
+    if (!slash) dir = ".";
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+  }
+  cost_result *cr = st ? NULL : malloc(sizeof *cr);
+  if (!st && !cr) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  if (!st) {
+    rep->n_rows = rep->t->n_rows;
+    rep->rows = arena_alloc(rep->a, sizeof *rep->rows * (size_t)(rep->n_rows > 0 ? rep->n_rows : 1));
+    if (!rep->rows) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  for (int64_t i = 0; !st && i < rep->n_rows; i++) {
+    row_spec rs;
+    validate_row *v = &rep->rows[i];
+    if ((st = row_read(ctx, rep->t, &rep->t->rows[i], v, &rs))) break;
+    /* Ids name rows in the figures, so a repeated id is bad input. */
+    for (int64_t j = 0; j < i; j++)
+      if (strcmp(rep->rows[j].id, v->id) == 0) {
+        st = runs_fail(ctx, rep->t, &rep->t->rows[i], "id", AP_INVALID, "expected a unique row id, got \"%s\" again (line %lld)",
+                       v->id, (long long)rep->rows[j].line);
+        break;
+      }
+    if (!st) st = row_predict(ctx, rep, dir, v, &rs, cr);
+    if (!st && ctx_progress(ctx, (double)(i + 1) / (double)rep->n_rows, "validate")) st = ctx_fail(ctx, AP_CANCELLED, "cancelled");
+  }
+  free(cr);
+  if (!st) st = summarise(ctx, rep);
+  if (st) {
+    validate_report_free(rep);
+    return st;
+  }
+  *out = rep;
+  return AP_OK;
+}
+
+void validate_report_free(validate_report *r) {
+  if (!r) return;
+  runs_free(r->t);
+  arena_free(r->a);
+  free(r);
+}
+
+int64_t validate_report_n_rows(const validate_report *r) { return r->n_rows; }
+const validate_row *validate_report_row(const validate_report *r, int64_t i) {
+  return i >= 0 && i < r->n_rows ? &r->rows[i] : NULL;
+}
+const validate_summary *validate_report_summary(const validate_report *r) { return &r->sum; }
+
+/* ---- Output ---------------------------------------------------------------------------------------------- */
+
+void validate_plan_brief(const plan *p, unsigned stated, char *out, size_t n) {
+#define MARK(bit) (((stated >> COMPLETE_BIT_##bit) & 1u) ? "" : "*")
+  size_t len = 0;
+  out[0] = '\0';
+#define PUT(...)                                                      \
+  do {                                                                \
+    if (len < n) {                                                    \
+      int k_ = snprintf(out + len, n - len, __VA_ARGS__);             \
+      if (k_ > 0) len += (size_t)k_;                                  \
+    }                                                                 \
+  } while (0)
+  PUT("tp%lld%s pp%lld%s dp%lld%s", (long long)p->tp, MARK(TP), (long long)p->pp, MARK(PP), (long long)p->dp, MARK(DP));
+  if (p->cp > 1) PUT(" cp%lld%s", (long long)p->cp, MARK(CP));
+  if (p->ep > 1) PUT(" ep%lld%s", (long long)p->ep, MARK(EP));
+  PUT(" mbs%lld%s vpp%lld%s sp%d%s rc=%s%s z%d%s", (long long)p->micro_batch_size, MARK(MBS), (long long)p->vpp,
+      MARK(VPP), p->sequence_parallel ? 1 : 0, MARK(SP), plan_recompute_name(p->recompute), MARK(RECOMPUTE),
+      (int)p->zero_stage, MARK(ZERO));
+  if (p->precision != PLAN_PREC_BF16) PUT(" %s%s", plan_precision_name(p->precision), MARK(PRECISION));
+#undef PUT
+#undef MARK
+}
+
+/* A JSON number, or null when it is not finite (JSON has no NaN). */
+static void json_num(strbuf *sb, double x) {
+  if (isfinite(x)) sb_printf(sb, "%.10g", x);
+  else sb_puts(sb, "null");
+}
+
+static void json_row(strbuf *sb, const validate_row *v) {
+  sb_puts(sb, "{\"id\":");
+  jx_sb_str(sb, v->id);
+  bool ok = !v->error;
+  sb_puts(sb, ",\"predicted_tokens_per_s_per_gpu\":");
+  json_num(sb, ok ? v->predicted_tokens : NAN);
+  sb_puts(sb, ",\"measured_tokens_per_s_per_gpu\":");
+  json_num(sb, v->has_measured ? v->measured_tokens : NAN);
+  sb_puts(sb, ",\"ape\":");
+  json_num(sb, v->ape);
+  sb_puts(sb, ",\"predicted_outcome\":");
+  sb_puts(sb, !ok ? "null" : v->fits ? "\"ok\"" : "\"oom\"");
+  sb_puts(sb, ",\"predicted_peak_mem_bytes\":");
+  json_num(sb, ok ? round(v->predicted_peak_mem_bytes) : NAN);
+  sb_printf(sb, ",\"line\":%lld,\"model\":", (long long)v->line);
+  jx_sb_str(sb, v->model);
+  sb_puts(sb, ",\"gpu\":");
+  jx_sb_str(sb, v->gpu);
+  sb_printf(sb, ",\"num_gpus\":%lld,\"outcome\":\"%s\"", (long long)v->num_gpus, v->measured_oom ? "oom" : "ok");
+  if (v->has_mem) {
+    sb_puts(sb, ",\"measured_peak_mem_bytes\":");
+    json_num(sb, round(v->measured_mem_bytes));
+    sb_printf(sb, ",\"mem_convention\":\"%s\",\"compared_mem_bytes\":", mem_names[v->mem_convention]);
+    json_num(sb, ok ? round(v->compared_mem_bytes) : NAN);
+    sb_puts(sb, ",\"mem_ape\":");
+    json_num(sb, v->mem_ape);
+  }
+  if (ok) {
+    char brief[160];
+    validate_plan_brief(&v->plan, v->stated, brief, sizeof brief);
+    sb_puts(sb, ",\"plan\":");
+    jx_sb_str(sb, brief);
+    sb_puts(sb, ",\"chosen\":[");
+    int k = 0;
+    for (int b = 0; b < COMPLETE_N_FIELDS; b++)
+      if (!((v->stated >> b) & 1u)) {
+        sb_printf(sb, "%s\"%s\"", k++ ? "," : "", complete_field_name((complete_bit)b));
+      }
+    sb_printf(sb, "],\"n_evaluated\":%lld,\"iter_s\":", (long long)v->n_evaluated);
+    json_num(sb, v->iter_s);
+    sb_puts(sb, ",\"mfu_palm\":");
+    json_num(sb, v->mfu_palm);
+    sb_puts(sb, ",\"bound\":");
+    jx_sb_str(sb, v->bound ? v->bound : "");
+  }
+  if (v->note) {
+    sb_puts(sb, ",\"note\":");
+    jx_sb_str(sb, v->note);
+  }
+  if (v->error) {
+    sb_puts(sb, ",\"error\":");
+    jx_sb_str(sb, v->error);
+  }
+  sb_puts(sb, "}");
+}
+
+char *validate_report_json(const validate_report *r) {
+  strbuf sb = {0};
+  const validate_summary *s = &r->sum;
+  sb_puts(&sb, "{\"rows\":[");
+  for (int64_t i = 0; i < r->n_rows; i++) {
+    if (i) sb_puts(&sb, ",");
+    json_row(&sb, &r->rows[i]);
+  }
+  sb_puts(&sb, "],\"summary\":{\"mape\":");
+  json_num(&sb, s->mape);
+  sb_puts(&sb, ",\"median_ape\":");
+  json_num(&sb, s->median_ape);
+  sb_printf(&sb, ",\"n\":%lld,\"n_rows\":%lld,\"n_errors\":%lld,\"miss_ape\":", (long long)s->n, (long long)s->n_rows,
+            (long long)s->n_errors);
+  json_num(&sb, MISS_APE);
+  sb_puts(&sb, ",\"mean_signed_error\":");
+  json_num(&sb, s->mean_signed_error);
+  sb_puts(&sb, ",\"worst\":");
+  if (s->worst_id) {
+    sb_puts(&sb, "{\"id\":");
+    jx_sb_str(&sb, s->worst_id);
+    sb_puts(&sb, ",\"ape\":");
+    json_num(&sb, s->worst_ape);
+    sb_puts(&sb, "}");
+  } else {
+    sb_puts(&sb, "null");
+  }
+  sb_puts(&sb, ",\"spearman\":");
+  json_num(&sb, s->spearman);
+  sb_printf(&sb, ",\"spearman_groups\":%lld,\"spearman_by_group\":[", (long long)s->n_ranked);
+  for (int64_t g = 0; g < s->n_groups; g++) {
+    sb_puts(&sb, g ? ",{\"model\":" : "{\"model\":");
+    jx_sb_str(&sb, s->groups[g].model);
+    sb_puts(&sb, ",\"gpu\":");
+    jx_sb_str(&sb, s->groups[g].gpu);
+    sb_printf(&sb, ",\"n\":%lld,\"rho\":", (long long)s->groups[g].n);
+    json_num(&sb, s->groups[g].rho);
+    sb_puts(&sb, "}");
+  }
+  sb_printf(&sb, "],\"oom\":{\"oom_rows\":%lld,\"oom_predicted_oom\":%lld,\"ok_rows\":%lld,\"ok_predicted_fit\":%lld}",
+            (long long)s->oom_rows, (long long)s->oom_predicted_oom, (long long)s->ok_rows, (long long)s->ok_predicted_fit);
+  sb_printf(&sb, ",\"memory\":{\"n\":%lld,\"mape\":", (long long)s->mem_n);
+  json_num(&sb, s->mem_mape);
+  sb_puts(&sb, ",\"by_convention\":{");
+  for (int k = 0; k < VALIDATE_MEM_COUNT_; k++) {
+    sb_printf(&sb, "%s\"%s\":{\"n\":%lld,\"mape\":", k ? "," : "", mem_names[k], (long long)s->mem_n_by[k]);
+    json_num(&sb, s->mem_mape_by[k]);
+    sb_puts(&sb, "}");
+  }
+  sb_puts(&sb, "},\"compared\":\"predicted total per device (fixed overhead and allocator reserve included); "
+               "nvidia-smi rows: the first node's most loaded pipeline rank; max_memory_reserved rows: the peak "
+               "over all ranks\"}}}\n");
+  return sb_take(&sb);
+}
+
+/* A percentage for the text table, or "-" when not a number. */
+static const char *pct(double x, char *buf, size_t n) {
+  if (isfinite(x)) snprintf(buf, n, "%.1f%%", 100.0 * x);
+  else snprintf(buf, n, "-");
+  return buf;
+}
+
+static const char *gib(double bytes, char *buf, size_t n) {
+  if (isfinite(bytes) && bytes > 0) snprintf(buf, n, "%.1f", bytes / 1073741824.0);
+  else snprintf(buf, n, "-");
+  return buf;
+}
+
+char *validate_report_text(const validate_report *r) {
+  strbuf sb = {0};
+  const validate_summary *s = &r->sum;
+  int w = 4;
+  for (int64_t i = 0; i < r->n_rows; i++) {
+    int len = (int)strlen(r->rows[i].id);
+    if (len > w) w = len < 48 ? len : 48;
+  }
+  sb_printf(&sb, "%-*s %12s %12s %8s  %-7s %13s  %s\n", w, "id", "predicted", "measured", "ape", "outcome",
+            "mem GiB", "plan (* = chosen by autopar)");
+  sb_printf(&sb, "%-*s %12s %12s %8s  %-7s %13s\n", w, "", "tok/s/GPU", "tok/s/GPU", "", "pred/run", "pred/run");
+  for (int64_t i = 0; i < r->n_rows; i++) {
+    const validate_row *v = &r->rows[i];
+    char meas[32], ape[32], mem[48], a[16], b[16], brief[160];
+    if (v->has_measured) snprintf(meas, sizeof meas, "%.1f", v->measured_tokens);
+    else snprintf(meas, sizeof meas, "-");
+    if (v->error) {
+      sb_printf(&sb, "%-*.*s %12s %12s %8s  %-7s %13s  error: %s\n", w, w, v->id, "-", meas, "miss",
+                v->measured_oom ? "-/oom" : "-/ok", "-", v->error);
+      continue;
+    }
+    snprintf(mem, sizeof mem, "%s/%s", gib(v->has_mem ? v->compared_mem_bytes : v->predicted_peak_mem_bytes, a, sizeof a),
+             gib(v->has_mem ? v->measured_mem_bytes : NAN, b, sizeof b));
+    validate_plan_brief(&v->plan, v->stated, brief, sizeof brief);
+    char outcome[16];
+    snprintf(outcome, sizeof outcome, "%s/%s", v->fits ? "ok" : "oom", v->measured_oom ? "oom" : "ok");
+    sb_printf(&sb, "%-*.*s %12.1f %12s %8s  %-7s %13s  %s%s%s\n", w, w, v->id, v->predicted_tokens, meas,
+              pct(v->ape, ape, sizeof ape), outcome, mem, brief, v->note ? "  note: " : "", v->note ? v->note : "");
+  }
+  char p1[32], p2[32], p3[32];
+  sb_printf(&sb, "\nrows: %lld (%lld with a measured throughput, %lld measured oom, %lld errors)\n", (long long)s->n_rows,
+            (long long)s->n, (long long)(s->n_rows - s->n), (long long)s->n_errors);
+  sb_printf(&sb, "throughput: MAPE %s, median %s over %lld rows (an error counts as %.0f%%); mean signed error %s\n",
+            pct(s->mape, p1, sizeof p1), pct(s->median_ape, p2, sizeof p2), (long long)s->n, 100 * MISS_APE,
+            pct(s->mean_signed_error, p3, sizeof p3));
+  if (s->worst_id) sb_printf(&sb, "worst: %s (ape %s)\n", s->worst_id, pct(s->worst_ape, p1, sizeof p1));
+  if (isfinite(s->spearman))
+    sb_printf(&sb, "spearman: mean %.3f over %lld groups (same model and gpu, at least 3 rows; %lld more without "
+              "spread left out)\n", s->spearman, (long long)s->n_ranked, (long long)(s->n_groups - s->n_ranked));
+  else sb_printf(&sb, "spearman: no group of at least 3 rows on the same model and gpu\n");
+  sb_printf(&sb, "oom agreement: %lld of %lld oom rows predicted oom; %lld of %lld ok rows predicted to fit\n",
+            (long long)s->oom_predicted_oom, (long long)s->oom_rows, (long long)s->ok_predicted_fit, (long long)s->ok_rows);
+  sb_printf(&sb, "memory: MAPE %s over %lld rows", pct(s->mem_mape, p1, sizeof p1), (long long)s->mem_n);
+  for (int k = 0; k < VALIDATE_MEM_COUNT_; k++)
+    sb_printf(&sb, "%s%s %s over %lld", k ? "; " : " (", mem_names[k], pct(s->mem_mape_by[k], p1, sizeof p1),
+              (long long)s->mem_n_by[k]);
+  sb_puts(&sb, "); predicted total with overhead and allocator reserve\n");
+  return sb_take(&sb);
+}
+
+/* ---- Public API ------------------------------------------------------------------------------------------ */
+
+ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char **out) {
+  if (!out) return ctx_fail(ctx, AP_INVALID, "ap_validate: out must not be NULL");
+  *out = NULL;
+  ctx_clear(ctx);
+  if (!csv_path || !*csv_path) return ctx_fail(ctx, AP_INVALID, "validate: expected the path of a runs CSV file");
+  if (flags & ~AP_VALIDATE_JSON) return ctx_fail(ctx, AP_INVALID, "ap_validate: unknown flags 0x%x", (unsigned)flags);
+  validate_report *rep = NULL;
+  ap_status st = validate_file(ctx, csv_path, &rep);
+  if (st) return st;
+  *out = (flags & AP_VALIDATE_JSON) ? validate_report_json(rep) : validate_report_text(rep);
+  validate_report_free(rep);
+  if (!*out) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  return AP_OK;
+}

@@ -1,0 +1,112 @@
+/* Validation against measured runs (report layer): `autopar validate FILE.csv` and ap_validate.
+ *
+ * Each row of a runs table (runs_csv.h; the format is ../shared/reference/README.md) is one measured
+ * training run. validate_file builds the row's model (the HF config named by model_config in the models/
+ * folder beside the CSV file, or a transformer from the inline architecture columns), its cluster (the gpu
+ * preset's node type, num_gpus devices, inter_node_GBps_per_gpu as the network bandwidth when given) and its
+ * plan (the stated plan fields; complete_plan chooses the empty ones), then predicts it with cost_estimate.
+ * The report compares the predicted and the measured tokens per second per GPU row by row and sums up:
+ *  - throughput: the absolute percentage error (APE) of every row measured ok, their mean (MAPE) and
+ *    median, and the worst row. A row the tool cannot model is a miss: its APE counts as 1 (as if it had
+ *    predicted nothing); rows measured oom have no throughput and are left out;
+ *  - ranking: Spearman's rank correlation of predicted and measured throughput within each group of at least
+ *    three modelled rows on the same model and gpu, and the mean over the groups;
+ *  - out of memory: how many rows measured oom are predicted not to fit, and how many measured ok to fit;
+ *  - memory: for rows that report a measured peak, the APE of the predicted memory. The prediction is the
+ *    cost model's total per device, which includes its fixed overhead (CUDA context, workspaces, NCCL
+ *    buffers) and the allocator's reserve over live bytes. For mem_convention nvidia-smi (read on the first
+ *    node) it is the most loaded pipeline rank among the first node's devices; for max_memory_reserved
+ *    (PyTorch's reserved bytes, the maximum over GPUs) it is the peak over all ranks. Reserved bytes leave
+ *    out the CUDA context and NCCL's own buffers, so the total overstates that convention by part of the
+ *    fixed overhead; the report states the convention of every row so the two can be told apart.
+ * Bad input (a malformed CSV, a missing required column, a field that is not what its column holds) fails
+ * the whole run with a one-line message naming file:line:column. A row that is well formed but cannot be
+ * modelled (an unknown device, a model config that does not load, a plan that no completion makes valid)
+ * gets an error string and the run goes on.
+ * Internal header: not installed, not part of the public API. */
+#ifndef AP_REPORT_VALIDATE_H
+#define AP_REPORT_VALIDATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plan/plan.h"
+
+/* How a row's measured peak memory was read (the mem_convention column), and so what it is compared with. */
+#define VALIDATE_MEM_MAP(X)                                                                     \
+  X(NVIDIA_SMI, "nvidia-smi")                   /* device total on the first node: its ranks */ \
+  X(MAX_RESERVED, "max_memory_reserved")        /* PyTorch peak reserved, max over GPUs */
+
+typedef enum {
+#define X(e, s) VALIDATE_MEM_##e,
+  VALIDATE_MEM_MAP(X)
+#undef X
+  VALIDATE_MEM_COUNT_
+} validate_mem_convention;
+
+/* One row's prediction next to its measurement. Strings are owned by the report. */
+typedef struct {
+  const char *id, *model, *gpu;
+  int64_t line; /* where the row starts in the CSV file */
+  int64_t num_gpus;
+  bool measured_oom;        /* the source reports the run did not fit */
+  bool has_measured;        /* measured_tokens is given */
+  double measured_tokens;   /* tokens/s per GPU */
+  bool has_mem;             /* a measured peak memory is given */
+  double measured_mem_bytes;
+  validate_mem_convention mem_convention;
+  const char *error; /* why the row could not be modelled; NULL when it was */
+  const char *note;  /* a remark on how it was modelled; NULL when none */
+  /* The prediction (when error is NULL). */
+  plan plan;
+  unsigned stated; /* complete_field bits the row stated */
+  double predicted_tokens, predicted_peak_mem_bytes, compared_mem_bytes, iter_s, mfu_palm;
+  bool fits;
+  const char *bound;
+  int64_t n_evaluated; /* candidate plans costed to fill the unstated fields */
+  double ape;          /* |predicted - measured| / measured; NAN when there is no measured throughput */
+  double mem_ape;      /* NAN when no measured memory */
+} validate_row;
+
+/* A group of rows on the same model and gpu, for the rank correlation. */
+typedef struct {
+  const char *model, *gpu;
+  int64_t n;
+  double rho; /* NAN when the predictions or the measurements of the group are all equal */
+} validate_group;
+
+typedef struct {
+  int64_t n_rows, n_errors;
+  int64_t n; /* rows in the throughput figures: measured ok, modelled or missed */
+  double mape, median_ape, mean_signed_error; /* signed error over modelled rows only */
+  const char *worst_id;                        /* NULL when no row was modelled */
+  double worst_ape;
+  double spearman;  /* mean rho over the groups where it is defined; NAN when none is */
+  int64_t n_groups; /* groups of at least 3 rows, listed in groups[] */
+  int64_t n_ranked; /* of those, groups whose rho is defined (both sides vary): the mean's count */
+  validate_group *groups;
+  int64_t oom_rows, oom_predicted_oom, ok_rows, ok_predicted_fit;
+  int64_t mem_n;
+  double mem_mape;
+  int64_t mem_n_by[VALIDATE_MEM_COUNT_];
+  double mem_mape_by[VALIDATE_MEM_COUNT_];
+} validate_summary;
+
+typedef struct validate_report validate_report;
+
+/* Reads the runs table at csv_path, predicts every row and sums up. Fails only on bad input or out of
+ * memory; the caller frees *out with validate_report_free. */
+AP_HIDDEN ap_status validate_file(ap_ctx *ctx, const char *csv_path, validate_report **out);
+AP_HIDDEN void validate_report_free(validate_report *r);
+AP_HIDDEN int64_t validate_report_n_rows(const validate_report *r);
+AP_HIDDEN const validate_row *validate_report_row(const validate_report *r, int64_t i);
+AP_HIDDEN const validate_summary *validate_report_summary(const validate_report *r);
+/* The report as JSON ({"rows": [...], "summary": {...}}) or as a text table; NULL when out of memory. The
+ * caller frees the string with free(). */
+AP_HIDDEN char *validate_report_json(const validate_report *r);
+AP_HIDDEN char *validate_report_text(const validate_report *r);
+/* The plan in one short line, "tp8 pp4 dp2 mbs1 vpp1 sp1 rc=selective z1", with '*' after each field that
+ * the tool chose (not in `stated`); cp and ep appear when above 1, the precision when not bf16. */
+AP_HIDDEN void validate_plan_brief(const plan *p, unsigned stated, char *out, size_t n);
+
+#endif
