@@ -42,8 +42,7 @@ cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, in
   double dense = R->params_dense, expert = R->params_expert;
   /* Model states (ZeRO, Rajbhandari et al. 2020 §5.1, with Megatron's fp32 gradient buffer: 2 + 4 + 12 bytes per
    * parameter unsharded; COSTMODEL.md §2.3). */
-  double w_shard = p->zero_stage >= 3 ? 1.0 : 0.0, g_shard = p->zero_stage >= 2 ? 1.0 : 0.0,
-         o_shard = p->zero_stage >= 1 ? 1.0 : 0.0;
+  bool w_shard = p->zero_stage >= 3, g_shard = p->zero_stage >= 2, o_shard = p->zero_stage >= 1;
   double dense_w = w_shard ? dense / n_dp : dense, exp_w = w_shard ? expert / n_edp : expert;
   mem.params = 2.0 * (dense_w + exp_w);
   mem.grads = mt->grad_bytes_per_param * (g_shard ? dense / n_dp + expert / n_edp : dense + expert);

@@ -1,0 +1,59 @@
+/* `autopar export`: a plan file written as Megatron-LM arguments, a DeepSpeed config, a torchtitan TOML job
+ * config or autopar's own JSON (cli layer; the exporters are the library's, docs/exports.md). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/core.h"
+
+int cmd_export(ap_ctx *ctx, int argc, char **argv) {
+  bool help = false;
+  const char *plan_path = NULL, *model = NULL, *format = NULL, *output = NULL;
+  cli_opt opts[] = {
+      {"plan", OPT_STRING, "autopar JSON plan file (docs/plan-format.md)", &plan_path},
+      {"model", OPT_STRING, "preset name or path (default: the plan's \"model\" field)", &model},
+      {"format", OPT_STRING, "megatron, deepspeed, torchtitan or json", &format},
+      {"output", OPT_STRING, "write to this file (atomically) instead of stdout; also -o FILE", &output},
+      {"help", OPT_FLAG, "show this help", &help},
+  };
+  enum { N_OPTS = sizeof opts / sizeof opts[0], MAX_ARGS = 64 };
+  /* "-o FILE" is the one short option: spelled out before the shared parser sees it. */
+  if (argc > MAX_ARGS) {
+    fprintf(stderr, "autopar export: too many arguments (see autopar export --help)\n");
+    return EXIT_BAD_INPUT;
+  }
+  char *args[MAX_ARGS];
+  static char long_output[] = "--output";
+  for (int i = 0; i < argc; i++) args[i] = strcmp(argv[i], "-o") == 0 ? long_output : argv[i];
+  const char *pos[1];
+  int n_pos;
+  if (!cli_parse("export", argc, args, opts, N_OPTS, pos, 0, &n_pos)) return EXIT_BAD_INPUT;
+  if (help) {
+    cli_usage("export",
+              "--plan FILE --format F [--model M] [-o FILE]\n\n"
+              "Writes a plan for a training framework: megatron (Megatron-LM arguments), deepspeed (a DeepSpeed\n"
+              "JSON config), torchtitan (a legacy TOML job config) or json (autopar's plan format).",
+              opts, N_OPTS);
+    return 0;
+  }
+  if (!plan_path || !format) {
+    fprintf(stderr, "autopar export: --plan and --format are required (see autopar export --help)\n");
+    return EXIT_BAD_INPUT;
+  }
+  ap_plan *p = NULL;
+  ap_model *m = NULL;
+  char *text = NULL;
+  ap_status st = ap_plan_load(ctx, plan_path, &p);
+  if (!st && model) st = ap_model_load(ctx, model, &m);
+  if (!st) st = ap_export(ctx, m, p, format, &text);
+  if (!st && output) st = util_write_file_atomic(ctx, output, text);
+  ap_model_free(m);
+  ap_plan_free(p);
+  if (st) {
+    ap_free(text);
+    return cli_fail(ctx, st);
+  }
+  if (output) ap_free(text);
+  else cli_print_free(text);
+  return 0;
+}

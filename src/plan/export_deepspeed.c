@@ -1,0 +1,131 @@
+/* The DeepSpeed exporter (plan layer): a plan as a DeepSpeed JSON config, with the keys of COSTMODEL.md §6.3
+ * (deepspeed/runtime/config.py, zero/config.py, activation_checkpointing/config.py).
+ *
+ * DeepSpeed's config holds the batch, the precision, ZeRO and activation checkpointing; the tensor and
+ * pipeline degrees live in model code (Megatron-DeepSpeed's --tensor-model-parallel-size and
+ * --pipeline-model-parallel-size, PipelineModule(num_stages=…)). Those go under a top-level "autopar" object,
+ * which DeepSpeed does not read (its top-level keys are looked up one by one, unknown ones ignored), so the
+ * user can pass them on; docs/exports.md says so. The batch identity DeepSpeed asserts (_batch_assertion:
+ * train_batch_size = micro × gradient_accumulation_steps × data-parallel world) holds with dp the plan's.
+ *
+ * Not exported (AP_UNSUPPORTED): context parallelism (DeepSpeed's Ulysses splits heads, not the sequence
+ * ring), expert parallelism (DeepSpeed-MoE takes ep_size in model code, there are no config keys for it),
+ * interleaved and zero-bubble pipeline schedules (the pipeline engine runs one stage per rank, 1F1B), and
+ * ZeRO-2/3 with pipeline parallelism (pipe/engine.py asserts "ZeRO-2 and ZeRO-3 are incompatible with
+ * pipeline parallelism"). */
+#include <stdlib.h>
+
+#include "plan/export.h"
+
+/* TUNING: DeepSpeed's own defaults for the ZeRO buckets (zero/config.py: reduce_bucket_size and
+ * allgather_bucket_size 5e8 elements, stage3_prefetch_bucket_size 5e7), written out so the file shows them. */
+#define DS_BUCKET_ELEMS 500000000
+#define DS_PREFETCH_ELEMS 50000000
+
+static ap_status unsupported(ap_ctx *ctx, const char *why) {
+  return ctx_fail(ctx, AP_UNSUPPORTED, "deepspeed export: %s", why);
+}
+
+static void set_int(json_t *o, const char *k, int64_t v) { json_object_set_new(o, k, json_integer((json_int_t)v)); }
+static void set_bool(json_t *o, const char *k, bool v) { json_object_set_new(o, k, json_boolean(v)); }
+static void set_str(json_t *o, const char *k, const char *v) { json_object_set_new(o, k, json_string(v)); }
+
+ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, strbuf *out) {
+  if (p->cp > 1)
+    return unsupported(ctx, "DeepSpeed has no context parallelism (its Ulysses sequence parallelism splits "
+                            "attention heads, not the sequence ring); re-plan with cp = 1");
+  if (p->ep > 1)
+    return unsupported(ctx, "DeepSpeed-MoE sets the expert-parallel size in model code (deepspeed.moe.layer.MoE"
+                            "(ep_size=...)), not in the config; re-plan with ep = 1");
+  bool pipe = p->pp > 1;
+  if (pipe && p->schedule != PLAN_SCHED_1F1B && p->schedule != PLAN_SCHED_GPIPE)
+    return ctx_fail(ctx, AP_UNSUPPORTED,
+                    "deepspeed export: DeepSpeed's pipeline engine runs 1F1B with one stage per rank, not %s; "
+                    "re-plan with --schedule 1f1b",
+                    plan_schedule_name(p->schedule));
+  if (pipe && p->zero_stage >= 2)
+    return unsupported(ctx, "ZeRO-2 and ZeRO-3 are incompatible with DeepSpeed pipeline parallelism "
+                            "(deepspeed/runtime/pipe/engine.py); re-plan with zero <= 1 or pp = 1");
+
+  json_t *root = json_object();
+  set_int(root, "train_batch_size", p->global_batch_size);
+  set_int(root, "train_micro_batch_size_per_gpu", p->micro_batch_size);
+  set_int(root, "gradient_accumulation_steps", p->n_micro_batches);
+
+  /* fp8 GEMMs come from the model code (Transformer Engine) inside bf16 training; the config says bf16. */
+  json_t *prec = json_object();
+  set_bool(prec, "enabled", true);
+  json_object_set_new(root, p->precision == PLAN_PREC_FP16 ? "fp16" : "bf16", prec);
+
+  json_t *zero = json_object();
+  set_int(zero, "stage", p->zero_stage);
+  set_bool(zero, "overlap_comm", p->overlap_grad_reduce);
+  set_bool(zero, "contiguous_gradients", true);
+  set_bool(zero, "reduce_scatter", true);
+  set_int(zero, "reduce_bucket_size", DS_BUCKET_ELEMS);
+  if (p->zero_stage <= 2) {
+    set_bool(zero, "allgather_partitions", true);
+    set_int(zero, "allgather_bucket_size", DS_BUCKET_ELEMS);
+  } else {
+    /* Stage 3 gathers parameters ahead of use; without overlap it fetches each on demand. */
+    set_int(zero, "stage3_prefetch_bucket_size", p->overlap_param_gather ? DS_PREFETCH_ELEMS : 0);
+  }
+  json_object_set_new(root, "zero_optimization", zero);
+
+  bool full_every_layer = p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers == 0;
+  if (p->recompute != PLAN_RECOMPUTE_NONE) {
+    /* DeepSpeed's checkpointing implementation; which layers recompute is the model code's choice
+     * (Megatron-DeepSpeed --recompute-granularity), stated under "autopar". */
+    json_t *ac = json_object();
+    set_bool(ac, "partition_activations", false);
+    set_bool(ac, "contiguous_memory_optimization", false);
+    set_bool(ac, "cpu_checkpointing", false);
+    set_bool(ac, "synchronize_checkpoint_boundary", false);
+    set_bool(ac, "profile", false);
+    json_object_set_new(root, "activation_checkpointing", ac);
+  }
+  if (pipe) {
+    json_t *pl = json_object();
+    set_int(pl, "activation_checkpoint_interval", full_every_layer ? 1 : 0);
+    set_bool(pl, "pipe_partitioned", true);
+    set_bool(pl, "grad_partitioned", true);
+    json_object_set_new(root, "pipeline", pl);
+  }
+
+  /* What DeepSpeed does not read: for the launcher and Megatron-DeepSpeed's own flags. */
+  json_t *ap = json_object();
+  strbuf sum = {0};
+  export_summary(p, g, &sum);
+  char *summary = sb_take(&sum);
+  set_str(ap, "plan", summary ? summary : "");
+  free(summary);
+  set_str(ap, "note", "not read by DeepSpeed: pass these to Megatron-DeepSpeed (--tensor-model-parallel-size, "
+                      "--pipeline-model-parallel-size, --sequence-parallel) and launch world_size ranks");
+  set_int(ap, "world_size", plan_n_devices(p));
+  set_int(ap, "data_parallel", p->dp);
+  set_int(ap, "tensor_parallel", p->tp);
+  set_int(ap, "pipeline_parallel", p->pp);
+  set_bool(ap, "sequence_parallel", p->sequence_parallel && p->tp > 1);
+  set_int(ap, "seq_length", export_seq_length(p, g));
+  if (pipe) {
+    int32_t layers[PLAN_MAX_CHUNKS];
+    json_t *split = json_array();
+    if (export_chunk_layers(p, g, layers))
+      for (int64_t c = 0; c < plan_n_chunks(p); c++) json_array_append_new(split, json_integer(layers[c]));
+    json_object_set_new(ap, "stage_layers", split);
+    if (p->schedule == PLAN_SCHED_GPIPE) set_str(ap, "schedule", "1f1b (DeepSpeed has no GPipe schedule)");
+  }
+  set_str(ap, "recompute", plan_recompute_name(p->recompute));
+  if (p->recompute == PLAN_RECOMPUTE_FULL) set_int(ap, "recompute_layers", p->recompute_layers);
+  set_str(ap, "precision", plan_precision_name(p->precision));
+  if (p->tp_comm_overlap && p->tp > 1) set_bool(ap, "tp_comm_overlap", true);
+  json_object_set_new(root, "autopar", ap);
+
+  char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  json_decref(root);
+  if (!text) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  sb_puts(out, text);
+  sb_puts(out, "\n");
+  free(text);
+  return AP_OK;
+}
