@@ -114,3 +114,9 @@ clean:
 	rm -rf build bin
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# The shipped calibration: the cost model's constants fitted to the reference runs, reproducibly (the fit
+# starts from the documented defaults, not from the file it replaces).
+REFERENCE ?= ../shared/reference
+calibrate: $(BIN)
+	$(BIN) calibrate $(REFERENCE)/runs.csv -o data/calibration/default.json

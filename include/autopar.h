@@ -85,6 +85,12 @@ AP_API ap_status ap_ctx_status(const ap_ctx *ctx);
 AP_API void ap_ctx_set_log(ap_ctx *ctx, ap_log_fn fn, void *user, ap_log_level max_level);
 AP_API void ap_ctx_set_progress(ap_ctx *ctx, ap_progress_fn fn, void *user);
 
+/* Makes every later evaluation in this context use the calibration file at path (written by `autopar
+ * calibrate`; docs/calibration.md) instead of the built-in one. The file is read and checked now: a bad file
+ * fails here with AP_IO/AP_PARSE/AP_INVALID and the context keeps its previous calibration. NULL or "" goes
+ * back to the built-in calibration. */
+AP_API ap_status ap_ctx_set_calibration(ap_ctx *ctx, const char *path);
+
 /* ---- Models ----------------------------------------------------------------------------------- */
 
 typedef struct ap_model ap_model;
@@ -194,6 +200,15 @@ AP_API ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char 
  * the violated constraint). An unknown format is AP_INVALID listing the formats; a plan the framework cannot
  * run as planned is AP_UNSUPPORTED with the reason. The caller frees *out with ap_free. */
 AP_API ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *plan, const char *format, char **out);
+
+/* ---- Calibration ------------------------------------------------------------------------------ */
+
+/* Fits the cost model's constants per device type and link class to the measured runs in csv_path (the
+ * runs.csv format; only rows on `device` when it is not NULL), writes them to out_path (docs/calibration.md)
+ * and returns a report of the error before and after, in sample and leave-one-source-out. format is
+ * AP_OUT_TEXT or AP_OUT_JSON; the caller frees *out with ap_free. */
+AP_API ap_status ap_calibrate(ap_ctx *ctx, const char *csv_path, const char *device, const char *out_path, int format,
+                              char **out);
 
 #ifdef __cplusplus
 }

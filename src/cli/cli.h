@@ -35,6 +35,7 @@ int cmd_models(ap_ctx *ctx, int argc, char **argv);
 int cmd_clusters(ap_ctx *ctx, int argc, char **argv);
 int cmd_describe(ap_ctx *ctx, int argc, char **argv);
 int cmd_estimate(ap_ctx *ctx, int argc, char **argv);
+int cmd_calibrate(ap_ctx *ctx, int argc, char **argv);
 int cmd_simulate(ap_ctx *ctx, int argc, char **argv);
 int cmd_export(ap_ctx *ctx, int argc, char **argv);
 int cmd_validate(ap_ctx *ctx, int argc, char **argv);

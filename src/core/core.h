@@ -24,11 +24,14 @@ struct ap_ctx {
   ap_log_level log_max;
   ap_progress_fn progress_fn;
   void *progress_user;
+  char calibration_path[1024]; /* "" = the built-in calibration; set by ap_ctx_set_calibration */
 };
 
 /* Records a failure in ctx and returns status, so that callers write `return ctx_fail(ctx, AP_INVALID,
  * "%s: field must be > 0", file)`. The message is one line; a later failure replaces it. ctx may be NULL. */
 AP_HIDDEN ap_status ctx_fail(ap_ctx *ctx, ap_status status, const char *fmt, ...) AP_PRINTF(3, 4);
+/* A context for a sub-task whose failures should not reach ctx: the same options and callbacks, no error. */
+AP_HIDDEN ap_ctx ctx_child(const ap_ctx *ctx);
 /* Clears the recorded failure. */
 AP_HIDDEN void ctx_clear(ap_ctx *ctx);
 AP_HIDDEN void ctx_log(ap_ctx *ctx, ap_log_level level, const char *fmt, ...) AP_PRINTF(3, 4);

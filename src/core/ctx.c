@@ -54,6 +54,13 @@ ap_status ctx_fail(ap_ctx *ctx, ap_status status, const char *fmt, ...) {
   return status;
 }
 
+ap_ctx ctx_child(const ap_ctx *ctx) {
+  ap_ctx c = ctx ? *ctx : (ap_ctx){0};
+  c.status = AP_OK;
+  c.error[0] = '\0';
+  return c;
+}
+
 void ctx_clear(ap_ctx *ctx) {
   if (!ctx) return;
   ctx->status = AP_OK;

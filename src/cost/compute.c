@@ -25,6 +25,13 @@ compute_tuning compute_tuning_defaults(void) {
        * bf16 peak for bf16, i.e. 1.94x; scaling and casts in training (Transformer Engine delayed scaling) cost
        * more, so 1.6. */
       .fp8_gemm_speedup = 1.6,
+      /* TUNING: grouped GEMMs over many small experts run below a dense GEMM of the same per-expert shape
+       * (token counts per expert vary, tiles are padded); Megatron's grouped GEMM reports 70-90% of the dense
+       * rate (NVIDIA Megatron-Core MoE docs, moe-grouped-gemm). */
+      .moe_gemm_factor = 0.8,
+      /* TUNING: a CUDA kernel launch and its tail cost a few microseconds (NVIDIA CUDA best practices guide:
+       * launch overhead ~5 us); 4 us per op forward, twice per op backward. */
+      .op_latency_s = 4e-6,
   };
 }
 
@@ -116,7 +123,10 @@ double compute_gemm_eff(const compute_model *cm, hw_dtype dt, double m, double n
   if (curve > t->gemm_eff_max) curve = t->gemm_eff_max;
   hw_dtype table = cm->n_points[dt] ? dt : HW_DTYPE_BF16;
   int np = cm->n_points[table];
-  if (np == 0) return curve;
+  /* Without a measured fp8 table, fp8 runs at fp8_gemm_speedup times the bf16 rate, i.e. that fraction of the
+   * (twice as high) fp8 peak. */
+  double fp8_scale = (dt == HW_DTYPE_FP8 && table != HW_DTYPE_FP8) ? t->fp8_gemm_speedup / 2.0 : 1.0;
+  if (np == 0) return curve * fp8_scale;
   /* Inverse-distance weighting of the 4 nearest measured shapes in (log m, log n, log k), then the shape curve's
    * ratio between the query and that neighbourhood carries the estimate to shapes outside the table. */
   double lm = log(m), ln = log(n), lk = log(k);
@@ -151,7 +161,7 @@ double compute_gemm_eff(const compute_model *cm, hw_dtype dt, double m, double n
   eff *= here / curve_nb;
   /* The profile's level is that of a well-tuned library call; the framework's level is the fitted maximum. */
   eff *= t->gemm_eff_max / 0.75;
-  if (table != dt && dt == HW_DTYPE_FP8) eff *= t->fp8_gemm_speedup / 2.0;
+  eff *= fp8_scale;
   return eff > 1.0 ? 1.0 : eff;
 }
 
@@ -200,10 +210,11 @@ compute_op_time compute_op(const compute_model *cm, const graph_block *blk, cons
     hw_dtype dt = op->kind == OP_ROUTER ? HW_DTYPE_BF16 : sh->gemm_dtype;
     double peak = d->peak_flop_per_s[dt] > 0 ? d->peak_flop_per_s[dt] : d->peak_flop_per_s[HW_DTYPE_BF16];
     double eff_fwd = compute_gemm_eff(cm, dt, rows, n, k);
+    double moe = op->n_experts > 1 ? cm->tuning.moe_gemm_factor : 1.0;
     /* dgrad is rows×k by k… the transposed shapes; wgrad reduces over rows. Each is costed on its own shape. */
     double eff_dgrad = compute_gemm_eff(cm, dt, rows, k, n), eff_wgrad = compute_gemm_eff(cm, dt, k, n, rows);
-    double t_fwd = fwd_gemm / (peak * eff_fwd);
-    double t_bwd = 0.5 * bwd_gemm / (peak * eff_dgrad) + 0.5 * bwd_gemm / (peak * eff_wgrad);
+    double t_fwd = fwd_gemm / (peak * eff_fwd * moe);
+    double t_bwd = 0.5 * bwd_gemm / (peak * eff_dgrad * moe) + 0.5 * bwd_gemm / (peak * eff_wgrad * moe);
     r.fwd_s = fmax(t_fwd, mem_fwd) + fwd_vec / (d->peak_flop_per_s[HW_DTYPE_FP32] + 1);
     r.bwd_s = fmax(t_bwd, mem_bwd) + bwd_vec / (d->peak_flop_per_s[HW_DTYPE_FP32] + 1);
   } else if (op->kind == OP_ATTENTION) {
@@ -215,5 +226,8 @@ compute_op_time compute_op(const compute_model *cm, const graph_block *blk, cons
     r.fwd_s = fmax(mem_fwd, fwd_vec / (d->peak_flop_per_s[HW_DTYPE_FP32] + 1));
     r.bwd_s = fmax(mem_bwd, bwd_vec / (d->peak_flop_per_s[HW_DTYPE_FP32] + 1));
   }
+  /* Every op is at least one kernel forward and two backward (input and weight gradients). */
+  r.fwd_s += cm->tuning.op_latency_s;
+  r.bwd_s += 2 * cm->tuning.op_latency_s;
   return r;
 }

@@ -17,6 +17,8 @@ typedef struct {
   double attn_bwd_eff;     /* the same for its backward pass */
   double mem_eff;          /* fraction of memory bandwidth that memory-bound kernels reach */
   double fp8_gemm_speedup; /* GEMM speed in fp8 relative to bf16 at the same shape (scaling overheads included) */
+  double moe_gemm_factor;  /* efficiency of grouped expert GEMMs relative to a dense GEMM of the same shape */
+  double op_latency_s;     /* fixed time per kernel launch: launch, synchronisation and tail (small models) */
 } compute_tuning;
 
 /* Defaults for a device with no fitted constants; see compute.c for sources. */

@@ -50,6 +50,8 @@ typedef struct cost_env cost_env;
 AP_HIDDEN ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, const cost_tuning *t,
                                  cost_env **out);
 AP_HIDDEN void cost_env_free(cost_env *env);
+/* Replaces the environment's constants (calibration fits evaluate many tunings on one environment). */
+AP_HIDDEN void cost_env_set_tuning(cost_env *env, const cost_tuning *t);
 AP_HIDDEN const graph *cost_env_graph(const cost_env *env);
 AP_HIDDEN const hw_cluster *cost_env_cluster(const cost_env *env);
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost/calib.h"
 #include "cost/internal.h"
 
 memory_tuning memory_tuning_defaults(void) {
@@ -54,7 +55,19 @@ ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, cons
   env->g = model_graph(m);
   env->cluster = c;
   env->hc = hw_cluster_of(c);
-  env->tuning = t ? *t : cost_tuning_defaults();
+  if (t) {
+    env->tuning = *t;
+  } else {
+    /* The calibration in force (--calibration, else the shipped one) for this cluster's device type. */
+    cost_calib *cal = malloc(sizeof *cal);
+    ap_status cst = cal ? calib_of_ctx(ctx, cal) : ctx_fail(ctx, AP_NOMEM, "out of memory");
+    if (!cst) env->tuning = calib_tuning_for(cal, env->hc->groups[0].device.name);
+    free(cal);
+    if (cst) {
+      cost_env_free(env);
+      return cst;
+    }
+  }
   plan_model_facts_of(env->g, &env->facts);
   ap_status st = compute_model_init(ctx, env->a, &env->hc->groups[0].device, &env->tuning.compute, &env->cm);
   if (st) {
@@ -82,6 +95,11 @@ void cost_env_free(cost_env *env) {
   if (!env) return;
   arena_free(env->a);
   free(env);
+}
+
+void cost_env_set_tuning(cost_env *env, const cost_tuning *t) {
+  env->tuning = *t;
+  env->cm.tuning = t->compute;
 }
 
 const graph *cost_env_graph(const cost_env *env) { return env->g; }

@@ -26,6 +26,7 @@ _Static_assert(AP_COUNT(mem_names) == VALIDATE_MEM_COUNT_, "mem_convention names
 
 struct validate_report {
   arena *a;
+  bool keep;
   runs_table *t;
   int64_t n_rows;
   validate_row *rows;
@@ -90,6 +91,7 @@ static ap_status row_read(ap_ctx *ctx, const runs_table *t, const runs_row *r, v
   v->id = runs_text(t, r, "id");
   v->model = runs_text(t, r, "model");
   v->gpu = runs_text(t, r, "gpu");
+  v->source = runs_text(t, r, "source");
   v->ape = v->mem_ape = NAN;
   if (!*v->id) return runs_fail(ctx, t, r, "id", AP_INVALID, "expected a row id, got an empty field");
   if (!*v->gpu) return runs_fail(ctx, t, r, "gpu", AP_INVALID, "expected a device preset name, got an empty field");
@@ -374,7 +376,7 @@ static double compared_mem(const validate_row *v, const hw_cluster *hc, const co
 /* Models one row; any failure becomes the row's error (only out of memory stops the run). */
 static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_dir, validate_row *v,
                              const row_spec *rs, cost_result *cr) {
-  ap_ctx rctx = {0};
+  ap_ctx rctx = ctx_child(ctx);
   ap_model *m = NULL;
   ap_cluster *cl = NULL;
   cost_env *env = NULL;
@@ -405,6 +407,12 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
       v->compared_mem_bytes = compared_mem(v, hw_cluster_of(cl), cr);
       v->mem_ape = fabs(v->compared_mem_bytes - v->measured_mem_bytes) / v->measured_mem_bytes;
     }
+  }
+  if (rep->keep && !v->error && !st) {
+    v->kept_model = m;
+    v->kept_cluster = cl;
+    v->kept_env = env;
+    return st;
   }
   cost_env_free(env);
   ap_cluster_free(cl);
@@ -555,13 +563,14 @@ static ap_status summarise(ap_ctx *ctx, validate_report *rep) {
 
 /* ---- The run --------------------------------------------------------------------------------------------- */
 
-ap_status validate_file(ap_ctx *ctx, const char *csv_path, validate_report **out) {
+static ap_status validate_run(ap_ctx *ctx, const char *csv_path, bool keep, validate_report **out) {
   *out = NULL;
   validate_report *rep = calloc(1, sizeof *rep);
   if (!rep || !(rep->a = arena_new())) {
     free(rep);
     return ctx_fail(ctx, AP_NOMEM, "out of memory");
   }
+  rep->keep = keep;
   ap_status st = runs_load(ctx, csv_path, &rep->t);
   if (!st) st = runs_check_columns(ctx, rep->t);
   /* The folder of the CSV file, where models/ lives. */
@@ -604,8 +613,21 @@ ap_status validate_file(ap_ctx *ctx, const char *csv_path, validate_report **out
   return AP_OK;
 }
 
+ap_status validate_file(ap_ctx *ctx, const char *csv_path, validate_report **out) {
+  return validate_run(ctx, csv_path, false, out);
+}
+
+ap_status validate_file_keep(ap_ctx *ctx, const char *csv_path, validate_report **out) {
+  return validate_run(ctx, csv_path, true, out);
+}
+
 void validate_report_free(validate_report *r) {
   if (!r) return;
+  for (int64_t i = 0; r->rows && i < r->n_rows; i++) {
+    cost_env_free(r->rows[i].kept_env);
+    ap_cluster_free(r->rows[i].kept_cluster);
+    ap_model_free(r->rows[i].kept_model);
+  }
   runs_free(r->t);
   arena_free(r->a);
   free(r);

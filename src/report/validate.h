@@ -47,6 +47,7 @@ typedef enum {
 /* One row's prediction next to its measurement. Strings are owned by the report. */
 typedef struct {
   const char *id, *model, *gpu;
+  const char *source; /* the source column ("" when absent): calibration groups rows by it */
   int64_t line; /* where the row starts in the CSV file */
   int64_t num_gpus;
   bool measured_oom;        /* the source reports the run did not fit */
@@ -66,6 +67,11 @@ typedef struct {
   int64_t n_evaluated; /* candidate plans costed to fill the unstated fields */
   double ape;          /* |predicted - measured| / measured; NAN when there is no measured throughput */
   double mem_ape;      /* NAN when no measured memory */
+  /* Kept only by validate_file_keep: the row's model, cluster and cost environment, alive until the report is
+   * freed, so that a calibration can re-evaluate the row's plan under other constants. */
+  ap_model *kept_model;
+  ap_cluster *kept_cluster;
+  struct cost_env *kept_env;
 } validate_row;
 
 /* A group of rows on the same model and gpu, for the rank correlation. */
@@ -97,6 +103,8 @@ typedef struct validate_report validate_report;
 /* Reads the runs table at csv_path, predicts every row and sums up. Fails only on bad input or out of
  * memory; the caller frees *out with validate_report_free. */
 AP_HIDDEN ap_status validate_file(ap_ctx *ctx, const char *csv_path, validate_report **out);
+/* The same, keeping each modelled row's model, cluster and cost environment in the row (kept_*). */
+AP_HIDDEN ap_status validate_file_keep(ap_ctx *ctx, const char *csv_path, validate_report **out);
 AP_HIDDEN void validate_report_free(validate_report *r);
 AP_HIDDEN int64_t validate_report_n_rows(const validate_report *r);
 AP_HIDDEN const validate_row *validate_report_row(const validate_report *r, int64_t i);

@@ -1,0 +1,63 @@
+/* Calibrations (cost layer): the cost model's tunable constants per device type and per link class, as one
+ * value that `autopar calibrate` fits and writes, and that `--calibration FILE` reads back. The shipped
+ * defaults are such a file, data/calibration/default.json, produced by `make calibrate` from the reference
+ * runs; without it the documented defaults of compute.c, comm.c and estimate.c apply.
+ *
+ * Every fitted constant is listed in one table (calib_params) with its scope (a device type, or global for
+ * link classes, overlap and memory), its physical range and the reason for its default, so a fit can never
+ * leave the range in which the constant means what it says (an efficiency stays in (0, 1]). */
+#ifndef AP_COST_CALIB_H
+#define AP_COST_CALIB_H
+
+#include "cost/cost.h"
+
+enum { CALIB_MAX_DEVICES = 32 };
+
+typedef struct {
+  char name[HW_NAME_MAX]; /* device type, as in data/devices/ */
+  compute_tuning compute;
+} calib_device;
+
+/* A calibration: per device type compute constants; global communication, overlap and memory constants. */
+typedef struct {
+  int n_devices;
+  calib_device devices[CALIB_MAX_DEVICES];
+  comm_tuning comm;
+  overlap_tuning overlap;
+  memory_tuning memory;
+  char source[256]; /* how it was made */
+} cost_calib;
+
+/* The documented defaults, with no device entries. */
+AP_HIDDEN void calib_defaults(cost_calib *c);
+/* The shipped calibration (data/calibration/default.json) when the build embedded one, else the defaults.
+ * Parsed once per call; cheap enough for per-run use. */
+AP_HIDDEN ap_status calib_builtin(ap_ctx *ctx, cost_calib *out);
+/* The tuning that applies to one device type: its entry, or the documented compute defaults. */
+AP_HIDDEN cost_tuning calib_tuning_for(const cost_calib *c, const char *device);
+/* The device's entry, added (from the defaults) when missing; NULL when the table is full. */
+AP_HIDDEN calib_device *calib_device_entry(cost_calib *c, const char *device);
+
+/* The calibration in force for ctx: its --calibration file, else the built-in one. */
+AP_HIDDEN ap_status calib_of_ctx(ap_ctx *ctx, cost_calib *out);
+AP_HIDDEN ap_status calib_parse(ap_ctx *ctx, const char *file, const char *text, size_t n, cost_calib *out);
+AP_HIDDEN ap_status calib_load(ap_ctx *ctx, const char *path, cost_calib *out);
+/* Appends the calibration as JSON; fit_summary (may be NULL) is a JSON object inserted under "fit". */
+AP_HIDDEN void calib_to_json(const cost_calib *c, const char *fit_summary, strbuf *sb);
+
+/* One fitted constant. */
+typedef enum { CALIB_SCOPE_DEVICE, CALIB_SCOPE_GLOBAL } calib_scope;
+typedef struct {
+  const char *name; /* JSON key within its object: "gemm_eff_max", "bus_eff.network" … */
+  calib_scope scope;
+  size_t offset;    /* of the double within compute_tuning (device scope) or cost_calib (global) */
+  double min, max;  /* the physical range the fit stays in */
+  const char *unit;
+} calib_param;
+
+/* The table of fitted constants (static storage). */
+AP_HIDDEN const calib_param *calib_params(size_t *n_out);
+/* The value of parameter k for device d (ignored for global ones). */
+AP_HIDDEN double *calib_param_ref(cost_calib *c, const calib_param *k, int device_index);
+
+#endif

@@ -1,0 +1,332 @@
+/* Calibration (report layer): `autopar calibrate FILE.csv` fits the cost model's constants per device type and
+ * per link class to measured runs, and reports the error before and after, in-sample and out of sample.
+ *
+ * Method. A validate pass models every row (choosing its unstated plan fields under the calibration in force)
+ * and keeps each row's cost environment and plan. The fit then minimises the mean absolute log error of the
+ * predicted tokens/s per device, |log(predicted / measured)|, a scale-free stand-in for the absolute
+ * percentage error, by coordinate descent: each constant in turn is set by a golden-section search inside its
+ * physical range (calib.h), re-evaluating only the rows it affects (a device's rows for device constants, all
+ * rows for global ones), for a few sweeps. Plans are then chosen again under the fitted constants and the fit
+ * repeated once, since a different calibration can change what a tuned team would pick.
+ *
+ * Out of sample: leave-one-source-out. Rows are grouped by their source (the text of the source column up to
+ * its first space, e.g. "mosaicml/llm-foundry"); for each group the constants are fitted on the other groups
+ * only and the group is predicted with them. A device type seen only in the left-out group keeps the
+ * constants it had before the fit, which is what a user with no runs of that device would get. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost/calib.h"
+#include "report/calibrate.h"
+#include "report/validate.h"
+
+/* Constants the fit adjusts (the rest of calib_params keep their values: memory constants belong to a memory
+ * fit, attn_bwd_eff follows attn_fwd_eff at its default ratio). */
+static const char *const fitted[] = {"gemm_eff_max",     "attn_fwd_eff",     "mem_eff",     "fp8_gemm_speedup",
+                                     "moe_gemm_factor",  "op_latency_s",     "bus_eff.scale_up", "bus_eff.network",
+                                     "overlap.tp",       "overlap.dp",       "overlap.ep",  "overlap.pp"};
+
+enum { FIT_SWEEPS = 3, GOLDEN_STEPS = 14 };
+
+typedef struct {
+  const validate_row *v;
+  int dev;       /* index in the calibration's device table */
+  int fold;      /* source group */
+  bool fp8, moe; /* whether the row exercises fp8 GEMMs and routed experts */
+} cal_row;
+
+typedef struct {
+  cost_calib *cal;
+  cal_row *rows;
+  int n_rows;
+  cost_result *scratch;
+  int exclude_fold; /* -1 = fit on every row */
+} fit_state;
+
+static double row_log_error(fit_state *f, const cal_row *r) {
+  cost_tuning t = calib_tuning_for(f->cal, f->cal->devices[r->dev].name);
+  /* attn_bwd_eff keeps its default ratio to attn_fwd_eff. */
+  compute_tuning d = compute_tuning_defaults();
+  t.compute.attn_bwd_eff = t.compute.attn_fwd_eff * d.attn_bwd_eff / d.attn_fwd_eff;
+  cost_env_set_tuning(r->v->kept_env, &t);
+  ap_ctx ctx = {0};
+  if (cost_estimate(&ctx, r->v->kept_env, &r->v->plan, f->scratch)) return 5.0; /* cannot happen for a kept row */
+  return fabs(log(f->scratch->tokens_per_s_per_device / r->v->measured_tokens));
+}
+
+/* Mean absolute log error over the rows a constant affects (dev < 0: every row). */
+static double objective(fit_state *f, int dev) {
+  double sum = 0;
+  int n = 0;
+  for (int i = 0; i < f->n_rows; i++) {
+    const cal_row *r = &f->rows[i];
+    if (r->fold == f->exclude_fold || (dev >= 0 && r->dev != dev)) continue;
+    sum += row_log_error(f, r);
+    n++;
+  }
+  return n ? sum / n : 0;
+}
+
+/* Whether any training row uses what parameter k of device dev models. */
+static bool param_applies(const fit_state *f, const calib_param *k, int dev) {
+  for (int i = 0; i < f->n_rows; i++) {
+    const cal_row *r = &f->rows[i];
+    if (r->fold == f->exclude_fold || (dev >= 0 && r->dev != dev)) continue;
+    if (strcmp(k->name, "fp8_gemm_speedup") == 0 && !r->fp8) continue;
+    if (strcmp(k->name, "moe_gemm_factor") == 0 && !r->moe) continue;
+    if (strcmp(k->name, "overlap.ep") == 0 && !r->moe) continue;
+    return true;
+  }
+  return false;
+}
+
+/* Golden-section search of one constant in [min, max]; leaves the best value found in place. */
+static void fit_one(fit_state *f, const calib_param *k, int dev) {
+  double *x = calib_param_ref(f->cal, k, dev < 0 ? 0 : dev);
+  const double phi = 0.6180339887498949;
+  double lo = k->min, hi = k->max, best = *x, best_obj = objective(f, dev);
+  double a = hi - phi * (hi - lo), b = lo + phi * (hi - lo);
+  *x = a;
+  double fa = objective(f, dev);
+  *x = b;
+  double fb = objective(f, dev);
+  for (int i = 0; i < GOLDEN_STEPS; i++) {
+    if (fa < fb) {
+      hi = b, b = a, fb = fa;
+      a = hi - phi * (hi - lo);
+      *x = a;
+      fa = objective(f, dev);
+    } else {
+      lo = a, a = b, fa = fb;
+      b = lo + phi * (hi - lo);
+      *x = b;
+      fb = objective(f, dev);
+    }
+  }
+  double cand = fa < fb ? a : b, cand_obj = fa < fb ? fa : fb;
+  *x = cand_obj < best_obj ? cand : best;
+}
+
+static void fit(fit_state *f) {
+  size_t n_params;
+  const calib_param *ps = calib_params(&n_params);
+  for (int sweep = 0; sweep < FIT_SWEEPS; sweep++)
+    for (size_t q = 0; q < AP_COUNT(fitted); q++)
+      for (size_t k = 0; k < n_params; k++) {
+        if (strcmp(ps[k].name, fitted[q]) != 0) continue;
+        if (ps[k].scope == CALIB_SCOPE_GLOBAL) {
+          if (param_applies(f, &ps[k], -1)) fit_one(f, &ps[k], -1);
+        } else {
+          for (int d = 0; d < f->cal->n_devices; d++)
+            if (param_applies(f, &ps[k], d)) fit_one(f, &ps[k], d);
+        }
+      }
+}
+
+/* The source group of a row: its source text up to the first space. */
+static int fold_of(const char *source, const char **names, int *n_names, int cap) {
+  char key[128];
+  size_t len = strcspn(source, " ");
+  if (len >= sizeof key) len = sizeof key - 1;
+  memcpy(key, source, len);
+  key[len] = '\0';
+  for (int i = 0; i < *n_names; i++)
+    if (strcmp(names[i], key) == 0) return i;
+  if (*n_names >= cap) return cap - 1;
+  char *copy = malloc(len + 1);
+  if (!copy) return 0;
+  memcpy(copy, key, len + 1);
+  names[*n_names] = copy;
+  return (*n_names)++;
+}
+
+enum { MAX_FOLDS = 64 };
+
+/* Builds the fit rows from a kept report; devices missing from the calibration are added with defaults. */
+static int collect_rows(const validate_report *rep, cost_calib *cal, const char *device, cal_row *rows,
+                        const char **fold_names, int *n_folds) {
+  int n = 0;
+  for (int64_t i = 0; i < validate_report_n_rows(rep); i++) {
+    const validate_row *v = validate_report_row(rep, i);
+    if (!v->kept_env || !v->has_measured || v->measured_oom) continue;
+    const char *dev_name = cost_env_cluster(v->kept_env)->groups[0].device.name;
+    if (device && strcmp(device, dev_name) != 0) continue;
+    calib_device *d = calib_device_entry(cal, dev_name);
+    if (!d) continue;
+    const graph *g = cost_env_graph(v->kept_env);
+    bool moe = false;
+    for (int b = 0; b < g->n_blocks; b++) moe |= g->blocks[b].is_moe;
+    rows[n++] = (cal_row){v, (int)(d - cal->devices), fold_of(v->source, fold_names, n_folds, MAX_FOLDS),
+                          v->plan.precision == PLAN_PREC_FP8, moe};
+  }
+  return n;
+}
+
+/* MAPE of the rows of one fold (or all rows when fold < 0) under the calibration. */
+static double mape_of(fit_state *f, int fold, int *n_out) {
+  double sum = 0;
+  int n = 0;
+  for (int i = 0; i < f->n_rows; i++) {
+    if (fold >= 0 && f->rows[i].fold != fold) continue;
+    (void)row_log_error(f, &f->rows[i]); /* evaluates the row into f->scratch */
+    sum += fabs(f->scratch->tokens_per_s_per_device - f->rows[i].v->measured_tokens) / f->rows[i].v->measured_tokens;
+    n++;
+  }
+  if (n_out) *n_out = n;
+  return n ? sum / n : NAN;
+}
+
+ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, const char *out_path, int format,
+                         char **report_out) {
+  *report_out = NULL;
+  cost_calib *start = malloc(sizeof *start), *cal = malloc(sizeof *cal), *loo = malloc(sizeof *loo);
+  cost_result *scratch = malloc(sizeof *scratch);
+  validate_report *rep = NULL;
+  cal_row *rows = NULL;
+  const char *fold_names[MAX_FOLDS] = {0};
+  int n_folds = 0;
+  strbuf sb = {0}, fitj = {0};
+  char *tmp_path = NULL;
+  ap_status st = (!start || !cal || !loo || !scratch) ? ctx_fail(ctx, AP_NOMEM, "out of memory") : AP_OK;
+  /* Start from the --calibration file when one is given, else from the documented defaults, so that the
+   * shipped calibration (make calibrate) does not depend on the one it replaces. */
+  if (!st) {
+    if (ctx->calibration_path[0]) st = calib_load(ctx, ctx->calibration_path, start);
+    else calib_defaults(start);
+  }
+  double before = NAN, after_fixed = NAN, after = NAN;
+  int n_rows = 0;
+  /* Round 1: plans under the calibration in force; fit. Round 2: plans under the fitted constants; fit again. */
+  if (!st) *cal = *start;
+  for (int round = 0; round < 2 && !st; round++) {
+    validate_report_free(rep);
+    rep = NULL;
+    free(rows);
+    rows = NULL;
+    for (int i = 0; i < n_folds; i++) free((char *)fold_names[i]);
+    n_folds = 0;
+    ap_ctx vctx = ctx_child(ctx);
+    {
+      /* Validate under the current constants (the start, then the fitted ones): write them to a temporary
+       * file that the child context reads. */
+      strbuf tj = {0};
+      calib_to_json(cal, NULL, &tj);
+      char *text = sb_take(&tj);
+      size_t len = strlen(out_path) + 16;
+      tmp_path = malloc(len);
+      if (!text || !tmp_path) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+      if (!st) {
+        snprintf(tmp_path, len, "%s.fit.tmp", out_path);
+        st = util_write_file_atomic(ctx, tmp_path, text);
+      }
+      free(text);
+      if (!st) snprintf(vctx.calibration_path, sizeof vctx.calibration_path, "%s", tmp_path);
+    }
+    if (!st && (st = validate_file_keep(&vctx, csv_path, &rep))) ctx_fail(ctx, st, "%s", vctx.error);
+    if (tmp_path) {
+      remove(tmp_path);
+      free(tmp_path);
+      tmp_path = NULL;
+    }
+    if (st) break;
+    rows = malloc(sizeof *rows * (size_t)(validate_report_n_rows(rep) + 1));
+    if (!rows) {
+      st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+      break;
+    }
+    n_rows = collect_rows(rep, cal, device, rows, fold_names, &n_folds);
+    if (n_rows == 0) {
+      st = ctx_fail(ctx, AP_INVALID, "%s: no modelled row with a measured throughput%s%s", csv_path,
+                    device ? " on device " : "", device ? device : "");
+      break;
+    }
+    fit_state f = {cal, rows, n_rows, scratch, -1};
+    if (round == 0) before = mape_of(&f, -1, NULL);
+    fit(&f);
+    after_fixed = mape_of(&f, -1, NULL);
+  }
+  /* Leave-one-source-out on the round-2 plans. */
+  double loo_sum = 0;
+  int loo_n = 0;
+  if (!st) {
+    sb_printf(&fitj, "{\"rows\": %d, \"mape_before\": %.4f, \"mape_after\": %.4f, \"leave_one_source_out\": [", n_rows,
+              before, after_fixed);
+    for (int fo = 0; fo < n_folds; fo++) {
+      /* Start from the constants in force before the fit, in the device order the rows index. */
+      *loo = *cal;
+      loo->comm = start->comm;
+      loo->overlap = start->overlap;
+      loo->memory = start->memory;
+      for (int d = 0; d < loo->n_devices; d++) {
+        cost_tuning t0 = calib_tuning_for(start, loo->devices[d].name);
+        loo->devices[d].compute = t0.compute;
+      }
+      fit_state f = {loo, rows, n_rows, scratch, fo};
+      fit(&f);
+      int n = 0;
+      double m = mape_of(&f, fo, &n);
+      loo_sum += m * n;
+      loo_n += n;
+      sb_printf(&fitj, "%s{\"source\": \"%s\", \"rows\": %d, \"mape\": %.4f}", fo ? ", " : "", fold_names[fo], n, m);
+    }
+    sb_printf(&fitj, "], \"leave_one_source_out_mape\": %.4f}", loo_n ? loo_sum / loo_n : NAN);
+  }
+  char *fit_summary = st ? NULL : sb_take(&fitj);
+  if (!st && !fit_summary) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  if (!st) {
+    snprintf(cal->source, sizeof cal->source, "autopar calibrate %s%s%s (%d rows)", util_basename(csv_path),
+             device ? " --device " : "", device ? device : "", n_rows);
+    strbuf cj = {0};
+    calib_to_json(cal, fit_summary, &cj);
+    char *text = sb_take(&cj);
+    if (!text) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+    if (!st) st = util_write_file_atomic(ctx, out_path, text);
+    free(text);
+  }
+  if (!st) {
+    /* The error after the fit, in sample, from a full validate run with the written calibration. */
+    ap_ctx vctx = ctx_child(ctx);
+    snprintf(vctx.calibration_path, sizeof vctx.calibration_path, "%s", out_path);
+    validate_report *final = NULL;
+    if ((st = validate_file(&vctx, csv_path, &final))) ctx_fail(ctx, st, "%s", vctx.error);
+    else after = validate_report_summary(final)->mape;
+    validate_report_free(final);
+  }
+  if (!st) {
+    double loo_mape = loo_n ? loo_sum / loo_n : NAN;
+    if (format == 1)
+      sb_printf(&sb, "{\"output\": \"%s\", \"rows\": %d, \"mape_before\": %.4f, \"mape_after_fixed_plans\": %.4f, "
+                     "\"mape_after\": %.4f, \"leave_one_source_out_mape\": %.4f, \"fit\": %s}\n",
+                out_path, n_rows, before, after_fixed, after, loo_mape, fit_summary);
+    else {
+      sb_printf(&sb, "calibrated %d rows of %s%s%s\n", n_rows, csv_path, device ? " on " : "", device ? device : "");
+      sb_printf(&sb, "MAPE before        %.1f%%\nMAPE after         %.1f%% (in sample, full validate with the fitted constants)\n",
+                100 * before, 100 * after);
+      sb_printf(&sb, "leave-one-source-out MAPE %.1f%% (each source predicted by constants fitted on the others)\n",
+                100 * loo_mape);
+      sb_printf(&sb, "written to %s\n", out_path);
+    }
+    *report_out = sb_take(&sb);
+    if (!*report_out) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  free(fit_summary);
+  sb_free(&sb);
+  sb_free(&fitj);
+  for (int i = 0; i < n_folds; i++) free((char *)fold_names[i]);
+  free(rows);
+  validate_report_free(rep);
+  free(scratch);
+  free(start);
+  free(cal);
+  free(loo);
+  return st;
+}
+
+ap_status ap_calibrate(ap_ctx *ctx, const char *csv_path, const char *device, const char *out_path, int format,
+                       char **out) {
+  *out = NULL;
+  if (!out_path || !*out_path) return ctx_fail(ctx, AP_INVALID, "calibrate: -o FILE is required");
+  return calibrate_file(ctx, csv_path, device, out_path, format, out);
+}

@@ -1,0 +1,13 @@
+/* Calibration of the cost model's constants against measured runs (report layer); see calibrate.c. */
+#ifndef AP_REPORT_CALIBRATE_H
+#define AP_REPORT_CALIBRATE_H
+
+#include "core/core.h"
+
+/* Fits the constants to the runs table at csv_path (only rows on `device` when not NULL), writes the
+ * calibration to out_path atomically, and returns a report (text, or JSON when format is 1) in *report_out,
+ * which the caller frees with free(). */
+AP_HIDDEN ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, const char *out_path,
+                                   int format, char **report_out);
+
+#endif
