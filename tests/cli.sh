@@ -73,4 +73,18 @@ done <<CASES
 2|validate /nonexistent/runs.csv|/nonexistent/runs.csv: cannot open
 2|validate $tmp/badquote.csv|badquote.csv:2:4: expected ','
 2|validate ../shared/reference/runs.csv --bogus|unknown option --bogus
+0|export --plan data/plans/llama-3-70b-64xh100.json --format megatron|--tensor-model-parallel-size 8
+0|export --plan data/plans/llama-3-70b-64xh100.json --model llama-3-70b --format megatron|--pipeline-model-parallel-size 4
+0|export --plan data/plans/llama-3-70b-64xh100.json --format deepspeed|"train_micro_batch_size_per_gpu": 1
+0|export --plan data/plans/llama-3-70b-64xh100.json --format torchtitan|[parallelism]
+0|export --plan data/plans/llama-3-70b-64xh100.json --format json|"format":"autopar-plan/1"
+0|export --plan data/plans/llama-3-70b-64xh100.json --format megatron -o $tmp/megatron.sh && cat $tmp/megatron.sh|--use-distributed-optimizer
+0|export --plan data/plans/llama-3-70b-64xh100.json --format json --output $tmp/rt.json && $bin estimate --plan $tmp/rt.json --model llama-3-70b --cluster h100:64|tokens/s
+0|export --help|--format F
+2|export --plan data/plans/llama-3-70b-64xh100.json --format bogus|unknown export format "bogus"
+2|export --plan data/plans/llama-3-70b-64xh100.json|--plan and --format are required
+2|export --plan /nonexistent.json --format json|cannot open
+2|export --plan data/plans/llama-3-70b-64xh100.json --model gpt2 --format megatron|tp = 8 must divide num_attention_heads = 12
+0|estimate --plan data/plans/llama-3-70b-64xh100.json --model llama-3-70b --cluster h100:64|tokens/s
+0|simulate --plan data/plans/llama-3-70b-64xh100.json --model llama-3-70b --cluster h100:64 --trace $tmp/trace.json|simulated
 CASES

@@ -29,6 +29,10 @@ AP_HIDDEN int64_t export_seq_length(const plan *p, const graph *g);
  * pipeline units), written to out (PLAN_MAX_CHUNKS long). Returns false when the plan has no such split,
  * which plan_validate rules out. */
 AP_HIDDEN bool export_chunk_layers(const plan *p, const graph *g, int32_t *out);
+/* Appends "# note: …\n" when the plan's mesh order, over the axes of degree > 1, is not the default
+ * tp-cp-ep-dp-pp (innermost first) that Megatron-LM and torchtitan both use and neither lets a user change
+ * from the flags and keys exported. */
+AP_HIDDEN void export_order_note(const plan *p, const char *framework, strbuf *sb);
 /* Appends one line summing the plan up, without a newline: "llama-3-70b: dp 2 x tp 8 x pp 4 x cp 1, …". */
 AP_HIDDEN void export_summary(const plan *p, const graph *g, strbuf *sb);
 

@@ -19,6 +19,27 @@ bool export_chunk_layers(const plan *p, const graph *g, int32_t *out) {
   return plan_chunk_layers(p, f.n_layers, out);
 }
 
+/* The axes of degree > 1 in order, innermost first, as "tp-dp-pp" ("" when none). */
+static void order_text(const plan *p, const plan_axis *order, char *buf, size_t cap) {
+  buf[0] = '\0';
+  for (int i = 0; i < PLAN_N_ORDER; i++) {
+    if (plan_axis_size(p, order[i]) <= 1) continue;
+    snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", buf[0] ? "-" : "", plan_axis_name(order[i]));
+  }
+}
+
+void export_order_note(const plan *p, const char *framework, strbuf *sb) {
+  plan d;
+  plan_defaults(&d);
+  char mine[64], dflt[64];
+  order_text(p, p->order, mine, sizeof mine);
+  order_text(p, d.order, dflt, sizeof dflt);
+  if (strcmp(mine, dflt) != 0)
+    sb_printf(sb, "# note: %s numbers ranks %s (innermost first); the plan's order %s cannot be stated, so its groups "
+                  "land on other links than planned\n",
+              framework, dflt, mine);
+}
+
 void export_summary(const plan *p, const graph *g, strbuf *sb) {
   char name[PLAN_NAME_MAX];
   snprintf(name, sizeof name, "%.*s", PLAN_NAME_MAX - 1, p->model[0] ? p->model : g->name);
@@ -94,7 +115,7 @@ ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const char 
     char name[PLAN_NAME_MAX];
     snprintf(name, sizeof name, "%.*s", PLAN_NAME_MAX - 1, ap->p.model);
     if (!name[0])
-      return ctx_fail(ctx, AP_INVALID, "plan: no model given, and the plan's \"model\" field names none");
+      return ctx_fail(ctx, AP_INVALID, "plan: no model given (--model), and the plan's \"model\" field names none");
     ap_status st = ap_model_load(ctx, name, &owned);
     if (st) return st;
     model = owned;

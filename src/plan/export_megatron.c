@@ -30,10 +30,7 @@ typedef struct {
   int64_t pos_rows; /* rows of the learned position table */
   int64_t n_experts, top_k, moe_ffn, shared_ffn;
   int64_t q_lora_rank, kv_lora_rank;
-  /* The MoE pattern as runs of layers: run_moe[i] for run_len[i] layers, in forward order. */
-  int n_runs;
-  bool run_moe[64];
-  int64_t run_len[64];
+  bool mixed; /* some layers dense, some MoE: --moe-layer-freq states which */
 } mshape;
 
 static bool named(const graph_op *op, const char *name) { return op->name && strcmp(op->name, name) == 0; }
@@ -43,15 +40,21 @@ static bool ends_with(const char *s, const char *suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* Fills s from g; returns false when g is not a transformer Megatron can build (no layer blocks, no
- * attention or no MLP in them, or an MoE pattern of more runs than fit). */
+/* Routed experts are the matmuls with several weight copies (graph.h). */
+static bool block_is_moe(const graph_block *blk) {
+  for (int j = 0; j < blk->n_ops; j++)
+    if (blk->ops[j].kind == OP_MATMUL && blk->ops[j].n_experts > 1) return true;
+  return false;
+}
+
+/* Fills s from g; returns false when g is not a transformer Megatron can build (no layer blocks, or no
+ * attention, MLP or LM head). */
 static bool shape_of(const graph *g, mshape *s) {
   memset(s, 0, sizeof *s);
   s->hidden = g->hidden_size;
-  bool norm_seen = false;
+  bool norm_seen = false, any_dense = false, any_moe = false;
   for (int i = 0; i < g->n_blocks; i++) {
     const graph_block *blk = &g->blocks[i];
-    bool moe = false;
     for (int j = 0; j < blk->n_ops; j++) {
       const graph_op *op = &blk->ops[j];
       if (op->kind == OP_EMBEDDING && named(op, "position_embedding") && s->hidden > 0) {
@@ -83,7 +86,6 @@ static bool shape_of(const graph *g, mshape *s) {
         break;
       case OP_MATMUL:
         if (op->n_experts > 1) {
-          moe = true;
           s->n_experts = op->n_experts;
           s->top_k = op->top_k;
           if (named(op, "expert_up")) s->moe_ffn = op->weight_n;
@@ -105,14 +107,10 @@ static bool shape_of(const graph *g, mshape *s) {
     }
     if (blk->role != BLOCK_LAYER) continue;
     s->n_layers += blk->repeat;
-    if (s->n_runs > 0 && s->run_moe[s->n_runs - 1] == moe) {
-      s->run_len[s->n_runs - 1] += blk->repeat;
-    } else {
-      if (s->n_runs == (int)AP_COUNT(s->run_moe)) return false;
-      s->run_moe[s->n_runs] = moe;
-      s->run_len[s->n_runs++] = blk->repeat;
-    }
+    if (block_is_moe(blk)) any_moe = true;
+    else any_dense = true;
   }
+  s->mixed = any_moe && any_dense;
   if (s->n_experts > 1 && s->moe_ffn == 0) return false;
   if (s->n_experts > 1 && s->ffn == 0) s->ffn = s->moe_ffn; /* every layer MoE (Mixtral) */
   return s->n_layers > 0 && s->has_attention && s->has_head && s->hidden > 0 && s->heads > 0 && s->ffn > 0;
@@ -208,16 +206,26 @@ static ap_status pipeline_flags(ap_ctx *ctx, args *a, const plan *p, const graph
   return first_last(ctx, a, per_rank, pp, layers, n);
 }
 
-/* "([0]*3+[1]*58)": the python-list string of --moe-layer-freq (1 = MoE layer). */
-static void moe_layer_freq(const mshape *s, char *buf, size_t cap) {
-  snprintf(buf, cap, "'(");
-  for (int i = 0; i < s->n_runs; i++)
-    snprintf(buf + strlen(buf), cap - strlen(buf), "%s[%d]*%lld", i ? "+" : "", s->run_moe[i] ? 1 : 0,
-             (long long)s->run_len[i]);
-  snprintf(buf + strlen(buf), cap - strlen(buf), ")'");
+/* '([0]*3+[1]*58)': the python-list string of --moe-layer-freq (1 = MoE layer), one term per run of layers
+ * of one kind in forward order, quoted for bash. */
+static void moe_layer_freq(const graph *g, strbuf *sb) {
+  sb_puts(sb, "'(");
+  int n_terms = 0;
+  for (int i = 0; i < g->n_blocks;) {
+    if (g->blocks[i].role != BLOCK_LAYER) {
+      i++;
+      continue;
+    }
+    bool moe = block_is_moe(&g->blocks[i]);
+    int64_t run = 0;
+    for (; i < g->n_blocks && (g->blocks[i].role != BLOCK_LAYER || block_is_moe(&g->blocks[i]) == moe); i++)
+      if (g->blocks[i].role == BLOCK_LAYER) run += g->blocks[i].repeat;
+    sb_printf(sb, "%s[%d]*%lld", n_terms++ ? "+" : "", moe ? 1 : 0, (long long)run);
+  }
+  sb_puts(sb, ")'");
 }
 
-static void model_flags(args *a, const mshape *s, int64_t seq) {
+static void model_flags(args *a, const mshape *s, const graph *g, int64_t seq) {
   flag_i(a, "--num-layers", s->n_layers);
   flag_i(a, "--hidden-size", s->hidden);
   flag_i(a, "--ffn-hidden-size", s->ffn);
@@ -248,10 +256,11 @@ static void model_flags(args *a, const mshape *s, int64_t seq) {
     flag_i(a, "--moe-router-topk", s->top_k);
     flag_i(a, "--moe-ffn-hidden-size", s->moe_ffn);
     if (s->shared_ffn > 0) flag_i(a, "--moe-shared-expert-intermediate-size", s->shared_ffn);
-    if (s->n_runs > 1) {
-      char freq[1024];
-      moe_layer_freq(s, freq, sizeof freq);
-      flag(a, "--moe-layer-freq", freq);
+    if (s->mixed) {
+      strbuf freq = {0};
+      moe_layer_freq(g, &freq);
+      flag(a, "--moe-layer-freq", freq.buf ? freq.buf : "1");
+      sb_free(&freq);
     }
     flag(a, "--moe-grouped-gemm", NULL);
     flag(a, "--moe-token-dispatcher-type", "alltoall");
@@ -278,7 +287,7 @@ ap_status export_megatron(ap_ctx *ctx, const plan *p, const graph *g, strbuf *ou
                     (long long)seq, (long long)s.pos_rows);
 
   args a = {{0}, {0}};
-  model_flags(&a, &s, seq);
+  model_flags(&a, &s, g, seq);
 
   /* Parallelism. Megatron derives dp = world / (tp·pp·cp); it has no dp flag. */
   flag_i(&a, "--tensor-model-parallel-size", p->tp);
@@ -339,6 +348,7 @@ ap_status export_megatron(ap_ctx *ctx, const plan *p, const graph *g, strbuf *ou
   if (p->pp > 1 && p->schedule == PLAN_SCHED_GPIPE)
     sb_puts(&h, "# note: Megatron-LM has no GPipe schedule; it runs this plan as 1F1B (the same bubble, fewer "
                 "micro-batches in flight)\n");
+  export_order_note(p, "Megatron-LM", &h);
   sb_puts(&h, a.notes.buf ? a.notes.buf : "");
   sb_puts(&h, a.body.buf ? a.body.buf : "");
   sb_puts(&h, "\n");

@@ -63,8 +63,11 @@ static void fqns(strbuf *sb, const int32_t *layers, int64_t n_chunks) {
 ap_status export_torchtitan(ap_ctx *ctx, const plan *p, const graph *g, strbuf *out) {
   plan_model_facts f;
   plan_model_facts_of(g, &f);
-  if (!f.has_layers)
-    return unsupported(ctx, "torchtitan trains its own transformer models; this model graph has no layer blocks");
+  if (!f.has_layers || f.n_attention_ops == 0)
+    return ctx_fail(ctx, AP_UNSUPPORTED,
+                    "torchtitan export: torchtitan trains its own transformer models, and model %s has no attention "
+                    "layers",
+                    g->name);
   if (p->precision == PLAN_PREC_FP16)
     return unsupported(ctx, "torchtitan's mixed precision is bfloat16 or float32, not fp16; re-plan with bf16");
   int64_t etp = plan_etp(p);
@@ -107,6 +110,7 @@ ap_status export_torchtitan(ap_ctx *ctx, const plan *p, const graph *g, strbuf *
     sb_puts(&sb, "# note: torchtitan's tensor parallelism always splits norms along the sequence (sequence parallel)\n");
   if (p->precision == PLAN_PREC_FP8)
     sb_puts(&sb, "# fp8: add converters = [\"float8\"] to [model] (torchtitan's Float8Linear)\n");
+  export_order_note(p, "torchtitan", &sb);
   if (pipe && p->schedule == PLAN_SCHED_ZB_H1)
     sb_puts(&sb, "# note: zb-h1 is InterleavedZeroBubble (ZB1P) run with one stage per rank\n");
 
@@ -120,7 +124,9 @@ ap_status export_torchtitan(ap_ctx *ctx, const plan *p, const graph *g, strbuf *
   sb_puts(&sb, "\n[parallelism]\n");
   sb_printf(&sb, "data_parallel_replicate_degree = %lld\n", (long long)replicate);
   sb_printf(&sb, "data_parallel_shard_degree = %lld\n", (long long)shard);
-  sb_printf(&sb, "fsdp_reshard_after_forward = \"%s\"\n", p->zero_stage == 3 ? "always" : "never");
+  bool fsdp = shard > 1 || p->cp > 1;
+  sb_printf(&sb, "fsdp_reshard_after_forward = \"%s\"\n",
+            !fsdp ? "default" : p->zero_stage == 3 ? "always" : "never");
   sb_printf(&sb, "tensor_parallel_degree = %lld\n", (long long)p->tp);
   sb_printf(&sb, "enable_async_tensor_parallel = %s\n", async_tp ? "true" : "false");
   sb_printf(&sb, "pipeline_parallel_degree = %lld\n", (long long)p->pp);
