@@ -87,4 +87,10 @@ done <<CASES
 2|export --plan data/plans/llama-3-70b-64xh100.json --model gpt2 --format megatron|tp = 8 must divide num_attention_heads = 12
 0|estimate --plan data/plans/llama-3-70b-64xh100.json --model llama-3-70b --cluster h100:64|tokens/s
 0|simulate --plan data/plans/llama-3-70b-64xh100.json --model llama-3-70b --cluster h100:64 --trace $tmp/trace.json|simulated
+2|calibrate ../shared/reference/runs.csv|expected FILE.csv and -o OUTPUT.json
+2|calibrate /nonexistent.csv -o $tmp/cal.json|/nonexistent.csv
+2|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --calibration /nonexistent.json|cannot open
+0|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --recompute full|tokens/s/device
+2|estimate --model llama-3-8b --cluster h100:8 --tp 3 --gbs 64 --seq 4096|must equal
+0|simulate --model llama-3-8b --cluster h100:16 --tp 2 --pp 4 --gbs 64 --seq 4096 --trace $tmp/trace.json|simulated
 CASES

@@ -6,8 +6,8 @@
 
 /* Fits the constants to the runs table at csv_path (only rows on `device` when not NULL), writes the
  * calibration to out_path atomically, and returns a report (text, or JSON when format is 1) in *report_out,
- * which the caller frees with free(). */
+ * which the caller frees with free(). effort 0 is the full fit, 1 a quick one (tests). */
 AP_HIDDEN ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, const char *out_path,
-                                   int format, char **report_out);
+                                   int format, int effort, char **report_out);
 
 #endif
