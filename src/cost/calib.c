@@ -28,7 +28,9 @@ static const calib_param params[] = {
     {"overlap.ep", CALIB_SCOPE_GLOBAL, GLOB(overlap.ep_overlap), 0.0, 1.0, "1"},
     {"overlap.pp", CALIB_SCOPE_GLOBAL, GLOB(overlap.pp_overlap), 0.0, 1.0, "1"},
     {"memory.overhead_bytes", CALIB_SCOPE_GLOBAL, GLOB(memory.overhead_bytes), 0.0, 16.0 * 1073741824.0, "bytes"},
+    {"memory.context_bytes", CALIB_SCOPE_GLOBAL, GLOB(memory.context_bytes), 0.0, 4.0 * 1073741824.0, "bytes"},
     {"memory.fragmentation", CALIB_SCOPE_GLOBAL, GLOB(memory.fragmentation), 1.0, 1.6, "1"},
+    {"memory.smi_pool_fraction", CALIB_SCOPE_GLOBAL, GLOB(memory.smi_pool_fraction), 0.0, 0.6, "1"},
 };
 
 const calib_param *calib_params(size_t *n_out) {

@@ -14,9 +14,14 @@
 
 /* Constants of the memory model, per software stack; see memory.c for sources. */
 typedef struct {
-  double overhead_bytes;     /* CUDA context, library workspaces, NCCL buffers: fixed per device */
+  double overhead_bytes;     /* library workspaces inside the framework's allocator: fixed per device */
+  double context_bytes;      /* CUDA context and NCCL buffers, outside the framework's allocator */
   double fragmentation;      /* allocator reserve over live bytes (PyTorch caching allocator) */
   double grad_bytes_per_param; /* 4: Megatron keeps fp32 main grads; 2: bf16 grads */
+  /* What nvidia-smi shows beyond the peak need: the caching allocator keeps freed blocks reserved, so the
+   * pool it holds exceeds the live peak by this fraction. A property of the measurement, not of the plan: it
+   * never enters the fits-in-memory decision. */
+  double smi_pool_fraction;
 } memory_tuning;
 
 AP_HIDDEN memory_tuning memory_tuning_defaults(void);
@@ -54,6 +59,7 @@ AP_HIDDEN void cost_env_free(cost_env *env);
 AP_HIDDEN void cost_env_set_tuning(cost_env *env, const cost_tuning *t);
 AP_HIDDEN const graph *cost_env_graph(const cost_env *env);
 AP_HIDDEN const hw_cluster *cost_env_cluster(const cost_env *env);
+AP_HIDDEN const cost_tuning *cost_env_tuning(const cost_env *env);
 
 /* Time breakdown of one iteration, seconds, on the critical path. */
 typedef struct {

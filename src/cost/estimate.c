@@ -12,12 +12,18 @@ memory_tuning memory_tuning_defaults(void) {
   return (memory_tuning){
       /* TUNING: CUDA context (~0.5 GiB on Hopper), cuBLAS/cuDNN workspaces and NCCL channel buffers; PyTorch
        * users see 1-3 GiB used before the first tensor (NVIDIA NCCL docs, NCCL_BUFFSIZE 4 MiB × channels × peers). */
-      .overhead_bytes = 2.5 * 1073741824.0,
+      .overhead_bytes = 1.5 * 1073741824.0,
+      /* TUNING: the CUDA context takes about 0.5 GiB on Hopper and NCCL's channel buffers about as much
+       * (NCCL_BUFFSIZE 4 MiB per channel and peer); PyTorch's reserved-memory figure leaves both out. */
+      .context_bytes = 1.0 * 1073741824.0,
       /* TUNING: the PyTorch caching allocator reserves above live bytes; torchtitan reports reserved ≈ 1.05-1.15 ×
        * allocated in its benchmarks (docs/performance.md). */
       .fragmentation = 1.10,
       /* Megatron accumulates gradients in fp32 main_grad buffers (COSTMODEL.md §2.3: 18 = 2 + 4 + 12 bytes). */
       .grad_bytes_per_param = 4,
+      /* TUNING: PyTorch's caching allocator rounds and caches blocks; reserved exceeds allocated by 5-20% in
+       * published training runs (PyTorch docs, "CUDA memory management"). */
+      .smi_pool_fraction = 0.1,
   };
 }
 
@@ -70,6 +76,13 @@ ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, cons
   }
   plan_model_facts_of(env->g, &env->facts);
   ap_status st = compute_model_init(ctx, env->a, &env->hc->groups[0].device, &env->tuning.compute, &env->cm);
+  /* [hetero] A compute model per node group, so that each pipeline rank is costed on its own device. */
+  env->group_cm = st ? NULL : arena_alloc(env->a, sizeof(compute_model) * (size_t)env->hc->n_groups);
+  if (!st && !env->group_cm) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  for (int gi = 0; !st && gi < env->hc->n_groups; gi++) {
+    if (gi == 0) env->group_cm[0] = env->cm;
+    else st = compute_model_init(ctx, env->a, &env->hc->groups[gi].device, &env->tuning.compute, &env->group_cm[gi]);
+  }
   if (st) {
     cost_env_free(env);
     return st;
@@ -100,10 +113,12 @@ void cost_env_free(cost_env *env) {
 void cost_env_set_tuning(cost_env *env, const cost_tuning *t) {
   env->tuning = *t;
   env->cm.tuning = t->compute;
+  for (int gi = 0; gi < env->hc->n_groups; gi++) env->group_cm[gi].tuning = t->compute; /* [hetero] */
 }
 
 const graph *cost_env_graph(const cost_env *env) { return env->g; }
 const hw_cluster *cost_env_cluster(const cost_env *env) { return env->hc; }
+const cost_tuning *cost_env_tuning(const cost_env *env) { return &env->tuning; }
 
 static ap_status axis_group(ap_ctx *ctx, const cost_env *env, const plan *p, unsigned axes, comm_group *out) {
   int64_t stride = 1, size = 1;
@@ -187,7 +202,49 @@ static compute_shard shard_of(const plan *p) {
   return sh;
 }
 
+/* [hetero] The compute model of node group g (the first group's for an index out of range). */
+static const compute_model *group_model(const cost_env *env, int g) {
+  return g > 0 && g < env->hc->n_groups ? &env->group_cm[g] : &env->cm;
+}
+
+/* [hetero] Whether a node group's devices [first, first + n) hold any device of pipeline rank r, whose devices
+ * are those d with (d / stride) mod pp = r. Steps a stride at a time, so at most pp + 1 steps find one. */
+static bool group_holds_rank(int64_t first, int64_t n, int64_t stride, int64_t pp, int64_t r) {
+  for (int64_t d = first; d < first + n;) {
+    int64_t seg = d / stride;
+    if (seg % pp == r) return true;
+    d = (seg + 1) * stride;
+  }
+  return false;
+}
+
+int cost_rank_group(const cost_env *env, const plan *p, int64_t r, double *capacity_bytes) {
+  const hw_cluster *hc = env->hc;
+  int best = 0;
+  double cap = (double)hc->groups[0].device.mem_bytes;
+  int64_t stride = plan_axis_stride(p, PLAN_AXIS_PP);
+  if (hc->n_groups > 1 && stride > 0 && p->pp > 0) {
+    bool any = false;
+    for (int gi = 0; gi < hc->n_groups; gi++) {
+      const hw_node_group *g = &hc->groups[gi];
+      if (!group_holds_rank(g->first_rank, g->n_devices, stride, p->pp, r)) continue;
+      double peak = g->device.peak_flop_per_s[HW_DTYPE_BF16];
+      if (!any || peak < hc->groups[best].device.peak_flop_per_s[HW_DTYPE_BF16]) best = gi;
+      if (!any || (double)g->device.mem_bytes < cap) cap = (double)g->device.mem_bytes;
+      any = true;
+    }
+  }
+  if (capacity_bytes) *capacity_bytes = cap;
+  return best;
+}
+
 layer_cost cost_block(const cost_env *env, const plan *p, const plan_groups *pg, int bi, double b, double s) {
+  return cost_block_on(env, 0, p, pg, bi, b, s);
+}
+
+layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const plan_groups *pg, int bi, double b,
+                         double s) {
+  const compute_model *cm = group_model(env, group);
   const graph_block *blk = &env->g->blocks[bi];
   const comm_tuning *ct = &env->tuning.comm;
   compute_shard sh = shard_of(p);
@@ -202,7 +259,7 @@ layer_cost cost_block(const cost_env *env, const plan *p, const plan_groups *pg,
   double ar_bytes = 0;
   for (int i = 0; i < blk->n_ops; i++) {
     const graph_op *op = &blk->ops[i];
-    compute_op_time t = compute_op(&env->cm, blk, op, b, s, &sh);
+    compute_op_time t = compute_op(cm, blk, op, b, s, &sh);
     lc.fwd_s += t.fwd_s;
     lc.bwd_s += t.bwd_s;
     lc.fwd_flop += t.fwd_flop;
@@ -258,9 +315,10 @@ layer_cost cost_block(const cost_env *env, const plan *p, const plan_groups *pg,
   return lc;
 }
 
-/* The layers of a chunk that pay full recompute (plan.h: the first recompute_layers of each chunk, all if 0). */
-static bool layer_recomputes(const plan *p, int64_t index_in_chunk) {
-  return p->recompute == PLAN_RECOMPUTE_FULL && (p->recompute_layers == 0 || index_in_chunk < p->recompute_layers);
+/* The layers of a chunk that pay full recompute (plan.h: the first recompute_layers of each chunk, all if 0, or
+ * the chunk's own count when the plan lists chunk_recompute_layers). */
+static bool layer_recomputes(const plan *p, int64_t chunk, int64_t index_in_chunk) {
+  return plan_layer_recomputes(p, chunk, index_in_chunk);
 }
 
 static double exposed(double comm_s, double hide_s, double fraction) {
@@ -286,9 +344,14 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
                     (long long)plan_n_chunks(p));
   layer_cost cache[256];
   bool have[256] = {0};
+  int cache_group[256] = {0};
   if (g->n_blocks > 256) return ctx_fail(ctx, AP_UNSUPPORTED, "model: more than 256 distinct blocks");
 
   int n_ranks = (int)p->pp;
+  /* [hetero] Each pipeline rank's node group (its device) and memory capacity. */
+  int rank_group[COST_MAX_RANKS];
+  double rank_cap[COST_MAX_RANKS];
+  for (int r = 0; r < n_ranks; r++) rank_group[r] = cost_rank_group(env, p, r, &rank_cap[r]);
   rank_cost rc[COST_MAX_RANKS];
   memset(rc, 0, sizeof(rank_cost) * (size_t)n_ranks);
   double rank_tp[COST_MAX_RANKS] = {0}, rank_cp[COST_MAX_RANKS] = {0}, rank_ep[COST_MAX_RANKS] = {0};
@@ -302,12 +365,13 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
     double chunk_act = 0, chunk_tf0 = R->tf, chunk_tb0 = R->tb, chunk_tw0 = R->tw;
     for (int64_t i = 0; i < chunk_layers[c]; i++, unit++) {
       int bi = env->unit_block[unit];
-      if (!have[bi]) {
-        cache[bi] = cost_block(env, p, &pg, bi, b, s);
+      if (!have[bi] || cache_group[bi] != rank_group[r]) {
+        cache[bi] = cost_block_on(env, rank_group[r], p, &pg, bi, b, s);
         have[bi] = true;
+        cache_group[bi] = rank_group[r];
       }
       const layer_cost *L = &cache[bi];
-      bool full = layer_recomputes(p, i);
+      bool full = layer_recomputes(p, c, i);
       double rec = full ? L->recompute_full_s : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? L->recompute_sel_s : 0;
       plan_recompute pol = full ? PLAN_RECOMPUTE_FULL
                                 : (p->recompute == PLAN_RECOMPUTE_SELECTIVE ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE);
@@ -340,7 +404,7 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
     const graph_block *blk = &g->blocks[bi];
     if (!env->facts.has_layers || blk->role == BLOCK_LAYER) continue;
     int r = (int)plan_chunk_rank(p, blk->role == BLOCK_HEAD ? n_chunks - 1 : 0);
-    layer_cost L = cost_block(env, p, &pg, bi, b, s);
+    layer_cost L = cost_block_on(env, rank_group[r], p, &pg, bi, b, s);
     double tp_exp = L.tp_comm_s;
     rc[r].tf += L.fwd_s + tp_exp / 2;
     rc[r].tb += L.bwd_s + tp_exp / 2;
@@ -432,18 +496,24 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   out->time.dp_comm = dp_exposed;
   /* Adam step: read fp32 parameter, gradient, two moments; write parameter, moments and the 16-bit copy: about
    * 30 bytes per parameter of the local optimizer shard, memory-bound (Kingma & Ba 2015; ZeRO §3.1 layout). */
-  out->time.optimizer = opt_params * 30.0 / (env->cm.device.mem_bw_Bps * env->tuning.compute.mem_eff);
+  out->time.optimizer = opt_params * 30.0 / (group_model(env, rank_group[crit])->device.mem_bw_Bps * env->tuning.compute.mem_eff);
   out->iter_s = pipe_s + out->time.dp_comm + out->time.optimizer;
 
   /* Memory per pipeline rank. */
   out->n_ranks = n_ranks;
-  out->capacity_bytes = (double)env->cm.device.mem_bytes;
+  /* [hetero] The peak rank is the one with the least headroom on its own device; on one device type, the
+   * one with the most bytes. capacity_bytes is that rank's device memory. */
+  out->capacity_bytes = rank_cap[0];
   out->peak_mem_bytes = 0;
   for (int r = 0; r < n_ranks; r++) {
     out->mem[r] = memory_rank(env, p, rc, r, b, s);
-    if (out->mem[r].total > out->peak_mem_bytes) {
+    bool fuller = rank_cap[r] == out->capacity_bytes
+                      ? out->mem[r].total > out->peak_mem_bytes
+                      : out->mem[r].total / rank_cap[r] > out->peak_mem_bytes / out->capacity_bytes;
+    if (fuller) {
       out->peak_mem_bytes = out->mem[r].total;
       out->peak_rank = r;
+      out->capacity_bytes = rank_cap[r];
     }
   }
   out->fits = out->peak_mem_bytes <= out->capacity_bytes;
@@ -481,6 +551,15 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   out->flop_megatron = (gemm_tok - 0.5 * quad_tok) * out->tokens_per_iter;
   out->flop_hardware = hw_flop_mb * m * (double)(p->dp);
   double peak = env->cm.device.peak_flop_per_s[HW_DTYPE_BF16];
+  /* [hetero] Node groups of different devices: the device-weighted mean peak. */
+  for (int gi = 1; gi < env->hc->n_groups; gi++)
+    if (env->hc->groups[gi].device.peak_flop_per_s[HW_DTYPE_BF16] != peak) {
+      double sum = 0;
+      for (int k = 0; k < env->hc->n_groups; k++)
+        sum += env->hc->groups[k].device.peak_flop_per_s[HW_DTYPE_BF16] * (double)env->hc->groups[k].n_devices;
+      peak = sum / (double)env->hc->n_devices;
+      break;
+    }
   out->mfu_palm = out->flop_palm / (out->iter_s * n_dev * peak);
   out->mfu_megatron = out->flop_megatron / (out->iter_s * n_dev * peak);
   out->hfu = out->flop_hardware / (out->iter_s * n_dev * peak);
@@ -492,4 +571,80 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
                : comm > 0.25 * out->iter_s ? "communication"
                                           : "compute";
   return AP_OK;
+}
+
+/* ---- Piecewise costs for the searches (internal.h): cost_estimate's accumulation above, one piece at a time,
+ * so that a DP over pipeline splits (search/stage_dp.c, layer_dp.c, hetero.c) predicts the finished plan's
+ * rank costs. Each mirrors the corresponding lines of cost_estimate; tests/test_stage_dp.c and
+ * test_layer_dp.c check that the two agree. ---- */
+
+void cost_rank_add_layer(const cost_env *env, const plan *p, const layer_cost *L, bool full, rank_cost *R,
+                         double *chunk_act_bytes) {
+  const overlap_tuning *ov = &env->tuning.overlap;
+  bool sel = p->recompute == PLAN_RECOMPUTE_SELECTIVE;
+  double rec = full ? L->recompute_full_s : sel ? L->recompute_sel_s : 0;
+  plan_recompute pol = full ? PLAN_RECOMPUTE_FULL : sel ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE;
+  double tp_exp = p->tp_comm_overlap ? exposed(L->tp_comm_s, L->fwd_s + L->bwd_s, ov->tp_overlap) : L->tp_comm_s;
+  double cp_exp = exposed(L->cp_comm_s, 3 * L->attn_fwd_s, ov->cp_overlap);
+  double ep_exp = exposed(L->ep_comm_s, L->fwd_s + L->bwd_s, ov->ep_overlap);
+  R->tf += L->fwd_s + (tp_exp + cp_exp + ep_exp) / 3.0;
+  R->tb += L->bwd_s + rec + 2.0 * (tp_exp + cp_exp + ep_exp) / 3.0;
+  R->tw += L->wgrad_s;
+  *chunk_act_bytes += L->act_bytes[pol];
+  if (full) R->working_bytes = fmax(R->working_bytes, L->act_full_working_bytes);
+  R->params_dense += L->params_dense;
+  R->params_expert += L->params_expert;
+}
+
+void cost_rank_end_chunk(rank_cost *R, double chunk_act_bytes) {
+  R->act_bytes += chunk_act_bytes;
+  R->act_chunk_bytes_max = fmax(R->act_chunk_bytes_max, chunk_act_bytes);
+}
+
+void cost_rank_extras(const cost_env *env, const plan *p, const plan_groups *pg, int r, rank_cost *out) {
+  memset(out, 0, sizeof *out);
+  const graph *g = env->g;
+  const overlap_tuning *ov = &env->tuning.overlap;
+  double b = (double)p->micro_batch_size;
+  double s = (double)(p->seq_length > 0 ? p->seq_length : g->default_seq);
+  int64_t n_chunks = plan_n_chunks(p);
+  int group = cost_rank_group(env, p, r, NULL);
+  for (int bi = 0; bi < g->n_blocks; bi++) {
+    const graph_block *blk = &g->blocks[bi];
+    if (!env->facts.has_layers || blk->role == BLOCK_LAYER) continue;
+    if (plan_chunk_rank(p, blk->role == BLOCK_HEAD ? n_chunks - 1 : 0) != r) continue;
+    layer_cost L = cost_block_on(env, group, p, pg, bi, b, s);
+    out->tf += L.fwd_s + L.tp_comm_s / 2;
+    out->tb += L.bwd_s + L.tp_comm_s / 2;
+    out->tw += L.wgrad_s;
+    out->act_bytes += L.act_bytes[PLAN_RECOMPUTE_NONE];
+    out->params_dense += L.params_dense * (double)blk->repeat;
+    out->has_embed |= blk->role == BLOCK_EMBED;
+    out->has_head |= blk->role == BLOCK_HEAD;
+  }
+  if (p->pp > 1 && plan_chunk_rank(p, n_chunks - 1) == r)
+    for (int bi = 0; bi < g->n_blocks; bi++)
+      for (int k = 0; k < g->blocks[bi].n_ops; k++)
+        if (g->blocks[bi].ops[k].tied) out->params_dense += (double)(g->vocab_size * g->hidden_size) / (double)p->tp;
+  if (p->pp > 1) {
+    double bytes = b * s / (double)p->cp * (double)g->hidden_size * 2.0 /
+                   ((p->sequence_parallel && p->tp > 1) ? (double)p->tp : 1.0);
+    out->p2p_s = comm_time_s(&pg->pp, COMM_SENDRECV, COMM_AUTO, bytes, &env->tuning.comm);
+    out->tf += out->p2p_s * (1.0 - ov->pp_overlap) * (r > 0 ? 1 : 0);
+    out->tb += out->p2p_s * (1.0 - ov->pp_overlap) * (r < p->pp - 1 ? 1 : 0);
+  }
+}
+
+void cost_rank_merge(rank_cost *into, const rank_cost *from) {
+  into->tf += from->tf;
+  into->tb += from->tb;
+  into->tw += from->tw;
+  into->act_bytes += from->act_bytes;
+  into->act_chunk_bytes_max = fmax(into->act_chunk_bytes_max, from->act_chunk_bytes_max);
+  into->working_bytes = fmax(into->working_bytes, from->working_bytes);
+  into->params_dense += from->params_dense;
+  into->params_expert += from->params_expert;
+  into->p2p_s = fmax(into->p2p_s, from->p2p_s);
+  into->has_embed |= from->has_embed;
+  into->has_head |= from->has_head;
 }

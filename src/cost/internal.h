@@ -13,7 +13,11 @@ struct cost_env {
   const ap_cluster *cluster;
   const hw_cluster *hc;
   cost_tuning tuning;
-  compute_model cm; /* of the first node group's device (heterogeneous groups: the search handles them) */
+  compute_model cm; /* of the first node group's device */
+  /* One per node group (hc->n_groups, in the cluster's order; [0] is a copy of cm): with groups of different
+   * device types each pipeline rank is costed on its own group's device (cost_rank_group). All share
+   * tuning.compute. */
+  compute_model *group_cm;
   plan_model_facts facts;
   int64_t n_layers;    /* pipeline units */
   int *unit_block;     /* for each pipeline unit (layer), the index of its block */
@@ -40,6 +44,16 @@ typedef struct {
 
 AP_HIDDEN ap_status cost_plan_groups(ap_ctx *ctx, const cost_env *env, const plan *p, plan_groups *out);
 AP_HIDDEN layer_cost cost_block(const cost_env *env, const plan *p, const plan_groups *pg, int bi, double b, double s);
+/* cost_block on the device of node group `group` (cost_block is group 0). */
+AP_HIDDEN layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const plan_groups *pg, int bi, double b,
+                                   double s);
+/* Heterogeneous clusters: the node group whose device pipeline rank r of plan p is costed on, and in
+ * *capacity_bytes (may be NULL) the device memory that bounds the rank. A rank's devices are those whose
+ * position along the pp axis of the mesh is r (with the default order, pp outermost, a contiguous block of
+ * devices); of the node groups they touch, the one with the lowest dense bf16 peak sets the pace (its
+ * collectives wait for the slowest member) and the smallest memory bounds it. 0 and the first group's memory
+ * on a cluster of one node group. */
+AP_HIDDEN int cost_rank_group(const cost_env *env, const plan *p, int64_t r, double *capacity_bytes);
 
 /* Per pipeline rank aggregates for the schedule and memory models. */
 typedef struct {
@@ -56,5 +70,22 @@ typedef struct {
 AP_HIDDEN double schedule_time_s(const plan *p, const rank_cost *rc, int n_ranks, cost_time *out);
 /* Memory of pipeline rank r. */
 AP_HIDDEN cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s);
+
+/* ---- Piecewise costs (estimate.c), for the searches that build a pipeline split chunk by chunk
+ * (search/stage_dp.c, layer_dp.c, hetero.c). Each adds to a rank_cost what cost_estimate adds for the same
+ * piece, so that a dynamic programme over splits predicts the finished plan's pipeline time (schedule_time_s
+ * on the ranks' tf + tb) and memory (memory_rank) as cost_estimate computes them. ---- */
+/* Adds one layer of cost L (cost_block_on for the rank's group) to rank R as cost_estimate's chunk loop does,
+ * under full recompute when full (else the plan's granularity); its saved activation bytes go to
+ * *chunk_act_bytes, which cost_rank_end_chunk adds to R once the chunk is complete. */
+AP_HIDDEN void cost_rank_add_layer(const cost_env *env, const plan *p, const layer_cost *L, bool full, rank_cost *R,
+                                   double *chunk_act_bytes);
+AP_HIDDEN void cost_rank_end_chunk(rank_cost *R, double chunk_act_bytes);
+/* What pipeline rank r holds besides its layers, written to *out (cleared first): the non-layer blocks (the
+ * head with the last chunk, the others with chunk 0), the copy of a tied embedding on the last rank, and the
+ * exposed pipeline sends and receives. */
+AP_HIDDEN void cost_rank_extras(const cost_env *env, const plan *p, const plan_groups *pg, int r, rank_cost *out);
+/* into += from: sums of the times, bytes and parameters, maxima of the peaks, union of the flags. */
+AP_HIDDEN void cost_rank_merge(rank_cost *into, const rank_cost *from);
 
 #endif

@@ -37,6 +37,7 @@ typedef struct {
   int dev;       /* index in the calibration's device table */
   int fold;      /* source group */
   bool fp8, moe; /* whether the row exercises fp8 GEMMs and routed experts */
+  bool tput, mem; /* whether it has a measured throughput, a measured peak memory */
 } cal_row;
 
 typedef struct {
@@ -46,7 +47,16 @@ typedef struct {
   cost_result *scratch;
   int exclude_fold; /* -1 = fit on every row */
   int sweeps, steps;
+  bool memory; /* fit the memory constants to measured peaks instead of throughput */
 } fit_state;
+
+static double row_log_error(fit_state *f, const cal_row *r);
+
+/* The row's measured quantity under the current constants: tokens/s per device, or the compared memory. */
+static double row_predict(fit_state *f, const cal_row *r) {
+  (void)row_log_error(f, r);
+  return f->memory ? validate_compared_mem(r->v, r->v->kept_env, f->scratch) : f->scratch->tokens_per_s_per_device;
+}
 
 static double row_log_error(fit_state *f, const cal_row *r) {
   cost_tuning t = calib_tuning_for(f->cal, f->cal->devices[r->dev].name);
@@ -56,6 +66,7 @@ static double row_log_error(fit_state *f, const cal_row *r) {
   cost_env_set_tuning(r->v->kept_env, &t);
   ap_ctx ctx = {0};
   if (cost_estimate(&ctx, r->v->kept_env, &r->v->plan, f->scratch)) return 5.0; /* cannot happen for a kept row */
+  if (f->memory) return fabs(log(validate_compared_mem(r->v, r->v->kept_env, f->scratch) / r->v->measured_mem_bytes));
   return fabs(log(f->scratch->tokens_per_s_per_device / r->v->measured_tokens));
 }
 
@@ -65,7 +76,7 @@ static double objective(fit_state *f, int dev) {
   int n = 0;
   for (int i = 0; i < f->n_rows; i++) {
     const cal_row *r = &f->rows[i];
-    if (r->fold == f->exclude_fold || (dev >= 0 && r->dev != dev)) continue;
+    if (r->fold == f->exclude_fold || (dev >= 0 && r->dev != dev) || !(f->memory ? r->mem : r->tput)) continue;
     sum += row_log_error(f, r);
     n++;
   }
@@ -76,7 +87,7 @@ static double objective(fit_state *f, int dev) {
 static bool param_applies(const fit_state *f, const calib_param *k, int dev) {
   for (int i = 0; i < f->n_rows; i++) {
     const cal_row *r = &f->rows[i];
-    if (r->fold == f->exclude_fold || (dev >= 0 && r->dev != dev)) continue;
+    if (r->fold == f->exclude_fold || (dev >= 0 && r->dev != dev) || !(f->memory ? r->mem : r->tput)) continue;
     if (strcmp(k->name, "fp8_gemm_speedup") == 0 && !r->fp8) continue;
     if (strcmp(k->name, "moe_gemm_factor") == 0 && !r->moe) continue;
     if (strcmp(k->name, "overlap.ep") == 0 && !r->moe) continue;
@@ -112,13 +123,21 @@ static void fit_one(fit_state *f, const calib_param *k, int dev) {
   *x = cand_obj < best_obj ? cand : best;
 }
 
+/* The memory constants fitted to measured peaks (they do not change time). */
+/* Only constants of the measurement conventions: the ones that decide whether a plan fits (overhead,
+ * fragmentation) keep their documented values, since the reported peaks mix allocator pools of several stacks
+ * and a fit to them would make feasible plans look infeasible. */
+static const char *const fitted_memory[] = {"memory.smi_pool_fraction", "memory.context_bytes"};
+
 static void fit(fit_state *f) {
   size_t n_params;
   const calib_param *ps = calib_params(&n_params);
+  const char *const *names = f->memory ? fitted_memory : fitted;
+  size_t n_names = f->memory ? AP_COUNT(fitted_memory) : AP_COUNT(fitted);
   for (int sweep = 0; sweep < f->sweeps; sweep++)
-    for (size_t q = 0; q < AP_COUNT(fitted); q++)
+    for (size_t q = 0; q < n_names; q++)
       for (size_t k = 0; k < n_params; k++) {
-        if (strcmp(ps[k].name, fitted[q]) != 0) continue;
+        if (strcmp(ps[k].name, names[q]) != 0) continue;
         if (ps[k].scope == CALIB_SCOPE_GLOBAL) {
           if (param_applies(f, &ps[k], -1)) fit_one(f, &ps[k], -1);
         } else {
@@ -153,7 +172,8 @@ static int collect_rows(const validate_report *rep, cost_calib *cal, const char 
   int n = 0;
   for (int64_t i = 0; i < validate_report_n_rows(rep); i++) {
     const validate_row *v = validate_report_row(rep, i);
-    if (!v->kept_env || !v->has_measured || v->measured_oom) continue;
+    bool tput = v->has_measured && !v->measured_oom, mem = v->has_mem;
+    if (!v->kept_env || !(tput || mem)) continue;
     const char *dev_name = cost_env_cluster(v->kept_env)->groups[0].device.name;
     if (device && strcmp(device, dev_name) != 0) continue;
     calib_device *d = calib_device_entry(cal, dev_name);
@@ -162,7 +182,7 @@ static int collect_rows(const validate_report *rep, cost_calib *cal, const char 
     bool moe = false;
     for (int b = 0; b < g->n_blocks; b++) moe |= g->blocks[b].is_moe;
     rows[n++] = (cal_row){v, (int)(d - cal->devices), fold_of(v->source, fold_names, n_folds, MAX_FOLDS),
-                          v->plan.precision == PLAN_PREC_FP8, moe};
+                          v->plan.precision == PLAN_PREC_FP8, moe, tput, mem};
   }
   return n;
 }
@@ -172,9 +192,10 @@ static double mape_of(fit_state *f, int fold, int *n_out) {
   double sum = 0;
   int n = 0;
   for (int i = 0; i < f->n_rows; i++) {
-    if (fold >= 0 && f->rows[i].fold != fold) continue;
-    (void)row_log_error(f, &f->rows[i]); /* evaluates the row into f->scratch */
-    sum += fabs(f->scratch->tokens_per_s_per_device - f->rows[i].v->measured_tokens) / f->rows[i].v->measured_tokens;
+    const cal_row *r = &f->rows[i];
+    if ((fold >= 0 && r->fold != fold) || !(f->memory ? r->mem : r->tput)) continue;
+    double want = f->memory ? r->v->measured_mem_bytes : r->v->measured_tokens;
+    sum += fabs(row_predict(f, r) - want) / want;
     n++;
   }
   if (n_out) *n_out = n;
@@ -201,7 +222,7 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
     if (ctx->calibration_path[0]) st = calib_load(ctx, ctx->calibration_path, start);
     else calib_defaults(start);
   }
-  double before = NAN, after_fixed = NAN, after = NAN;
+  double before = NAN, after_fixed = NAN, after = NAN, mem_before = NAN, mem_after = NAN;
   int n_rows = 0;
   /* Round 1: plans under the calibration in force; fit. Round 2: plans under the fitted constants; fit again. */
   if (!st) *cal = *start;
@@ -247,8 +268,16 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
                     device ? " on device " : "", device ? device : "");
       break;
     }
-    fit_state f = {cal, rows, n_rows, scratch, -1, sweeps, steps};
-    if (round == 0) before = mape_of(&f, -1, NULL);
+    fit_state f = {cal, rows, n_rows, scratch, -1, sweeps, steps, false};
+    fit_state fm = f;
+    fm.memory = true;
+    if (round == 0) {
+      before = mape_of(&f, -1, NULL);
+      mem_before = mape_of(&fm, -1, NULL);
+    }
+    /* Memory constants first (they decide which plans fit), then the throughput constants. */
+    fit(&fm);
+    mem_after = mape_of(&fm, -1, NULL);
     fit(&f);
     after_fixed = mape_of(&f, -1, NULL);
   }
@@ -268,7 +297,7 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
         cost_tuning t0 = calib_tuning_for(start, loo->devices[d].name);
         loo->devices[d].compute = t0.compute;
       }
-      fit_state f = {loo, rows, n_rows, scratch, fo, sweeps, steps};
+      fit_state f = {loo, rows, n_rows, scratch, fo, sweeps, steps, false};
       fit(&f);
       int n = 0;
       double m = mape_of(&f, fo, &n);
@@ -276,7 +305,10 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
       loo_n += n;
       sb_printf(&fitj, "%s{\"source\": \"%s\", \"rows\": %d, \"mape\": %.4f}", fo ? ", " : "", fold_names[fo], n, m);
     }
-    sb_printf(&fitj, "], \"leave_one_source_out_mape\": %.4f}", loo_n ? loo_sum / loo_n : NAN);
+    sb_printf(&fitj, "], \"leave_one_source_out_mape\": %.4f", loo_n ? loo_sum / loo_n : NAN);
+  }
+  if (!st) {
+    sb_printf(&fitj, ", \"memory_mape_before\": %.4f, \"memory_mape_after\": %.4f}", mem_before, mem_after);
   }
   char *fit_summary = st ? NULL : sb_take(&fitj);
   if (!st && !fit_summary) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
@@ -303,14 +335,17 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
     double loo_mape = loo_n ? loo_sum / loo_n : NAN;
     if (format == 1)
       sb_printf(&sb, "{\"output\": \"%s\", \"rows\": %d, \"mape_before\": %.4f, \"mape_after_fixed_plans\": %.4f, "
-                     "\"mape_after\": %.4f, \"leave_one_source_out_mape\": %.4f, \"fit\": %s}\n",
-                out_path, n_rows, before, after_fixed, after, loo_mape, fit_summary);
+                     "\"mape_after\": %.4f, \"leave_one_source_out_mape\": %.4f, \"memory_mape_before\": %.4f, "
+                     "\"memory_mape_after\": %.4f, \"fit\": %s}\n",
+                out_path, n_rows, before, after_fixed, after, loo_mape, mem_before, mem_after, fit_summary);
     else {
       sb_printf(&sb, "calibrated %d rows of %s%s%s\n", n_rows, csv_path, device ? " on " : "", device ? device : "");
       sb_printf(&sb, "MAPE before        %.1f%%\nMAPE after         %.1f%% (in sample, full validate with the fitted constants)\n",
                 100 * before, 100 * after);
       sb_printf(&sb, "leave-one-source-out MAPE %.1f%% (each source predicted by constants fitted on the others)\n",
                 100 * loo_mape);
+      sb_printf(&sb, "memory MAPE %.1f%% before, %.1f%% after (rows that report a measured peak)\n", 100 * mem_before,
+                100 * mem_after);
       sb_printf(&sb, "written to %s\n", out_path);
     }
     *report_out = sb_take(&sb);

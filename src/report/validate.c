@@ -361,7 +361,10 @@ static ap_status row_cluster(ap_ctx *ctx, const validate_row *v, const cluster_s
 
 /* The memory to compare with the row's measurement (validate.h): the peak over all ranks, or for nvidia-smi
  * on the first node the most loaded pipeline rank among that node's devices. */
-static double compared_mem(const validate_row *v, const hw_cluster *hc, const cost_result *cr) {
+double validate_compared_mem(const validate_row *v, const cost_env *env, const cost_result *cr) {
+  const hw_cluster *hc = cost_env_cluster(env);
+  /* PyTorch's reserved bytes leave out the CUDA context and NCCL's buffers. */
+  if (v->mem_convention == VALIDATE_MEM_MAX_RESERVED) return cr->peak_mem_bytes - cost_env_tuning(env)->memory.context_bytes;
   if (v->mem_convention != VALIDATE_MEM_NVIDIA_SMI) return cr->peak_mem_bytes;
   int64_t node = hc->groups[0].devices_per_node, stride = plan_axis_stride(&v->plan, PLAN_AXIS_PP);
   if (stride < 1) return cr->peak_mem_bytes;
@@ -370,7 +373,7 @@ static double compared_mem(const validate_row *v, const hw_cluster *hc, const co
     int64_t pr = (rank / stride) % v->plan.pp;
     if (pr < cr->n_ranks && cr->mem[pr].total > most) most = cr->mem[pr].total;
   }
-  return most > 0 ? most : cr->peak_mem_bytes;
+  return (most > 0 ? most : cr->peak_mem_bytes) * (1.0 + cost_env_tuning(env)->memory.smi_pool_fraction);
 }
 
 /* Models one row; any failure becomes the row's error (only out of memory stops the run). */
@@ -404,7 +407,7 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
     if (v->has_measured && !v->measured_oom)
       v->ape = fabs(v->predicted_tokens - v->measured_tokens) / v->measured_tokens;
     if (v->has_mem) {
-      v->compared_mem_bytes = compared_mem(v, hw_cluster_of(cl), cr);
+      v->compared_mem_bytes = validate_compared_mem(v, env, cr);
       v->mem_ape = fabs(v->compared_mem_bytes - v->measured_mem_bytes) / v->measured_mem_bytes;
     }
   }

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cost/cost.h"
 #include "plan/plan.h"
 
 /* How a row's measured peak memory was read (the mem_convention column), and so what it is compared with. */
@@ -113,6 +114,10 @@ AP_HIDDEN const validate_summary *validate_report_summary(const validate_report 
  * caller frees the string with free(). */
 AP_HIDDEN char *validate_report_json(const validate_report *r);
 AP_HIDDEN char *validate_report_text(const validate_report *r);
+/* The memory to compare with a row's measured peak under its mem_convention: the peak over all ranks less
+ * the CUDA context and NCCL buffers for PyTorch's reserved bytes; for nvidia-smi on the first node, the most
+ * loaded pipeline rank among that node's devices, everything included. */
+AP_HIDDEN double validate_compared_mem(const validate_row *v, const struct cost_env *env, const cost_result *cr);
 /* The plan in one short line, "tp8 pp4 dp2 mbs1 vpp1 sp1 rc=selective z1", with '*' after each field that
  * the tool chose (not in `stated`); cp and ep appear when above 1, the precision when not bf16. */
 AP_HIDDEN void validate_plan_brief(const plan *p, unsigned stated, char *out, size_t n);
