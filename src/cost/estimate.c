@@ -10,15 +10,16 @@
 
 memory_tuning memory_tuning_defaults(void) {
   return (memory_tuning){
-      /* TUNING: CUDA context (~0.5 GiB on Hopper), cuBLAS/cuDNN workspaces and NCCL channel buffers; PyTorch
-       * users see 1-3 GiB used before the first tensor (NVIDIA NCCL docs, NCCL_BUFFSIZE 4 MiB × channels × peers). */
-      .overhead_bytes = 1.5 * 1073741824.0,
-      /* TUNING: the CUDA context takes about 0.5 GiB on Hopper and NCCL's channel buffers about as much
+      /* TUNING: cuBLAS/cuDNN workspaces and framework buffers inside the allocator: cuBLAS takes up to 32 MiB
+       * of workspace per stream (CUDA toolkit docs, cublasSetWorkspace) and fused kernels keep a few more
+       * buffers; 0.5 GiB. */
+      .overhead_bytes = 0.5 * 1073741824.0,
+      /* TUNING: the CUDA context takes about 0.5 GiB on Hopper and NCCL's channel buffers a few hundred MiB
        * (NCCL_BUFFSIZE 4 MiB per channel and peer); PyTorch's reserved-memory figure leaves both out. */
-      .context_bytes = 1.0 * 1073741824.0,
-      /* TUNING: the PyTorch caching allocator reserves above live bytes; torchtitan reports reserved ≈ 1.05-1.15 ×
-       * allocated in its benchmarks (docs/performance.md). */
-      .fragmentation = 1.10,
+      .context_bytes = 0.75 * 1073741824.0,
+      /* TUNING: the PyTorch caching allocator needs some slack above live bytes to place a new block; with
+       * expandable segments it stays near 5% (PyTorch docs, "CUDA memory management"). */
+      .fragmentation = 1.05,
       /* Megatron accumulates gradients in fp32 main_grad buffers (COSTMODEL.md §2.3: 18 = 2 + 4 + 12 bytes). */
       .grad_bytes_per_param = 4,
       /* TUNING: PyTorch's caching allocator rounds and caches blocks; reserved exceeds allocated by 5-20% in
