@@ -119,6 +119,17 @@ static const struct {
     {M_LLAMA70, 1, "{'recompute':{'granularity':'selective','num_layers':2}}", "recompute_layers = 2 applies only to full recompute, got selective"},
     {M_LLAMA70, 2, "{'parallel':{'pp':2},'recompute':{'granularity':'full','num_layers':41}}", "recompute_layers = 41 exceeds the 40 layers of the largest pipeline chunk"},
     {M_LLAMA70, 8, "{'parallel':{'tp':8},'overlap':{'tp_comm':true}}", "tp_comm overlap with tp = 8 needs sequence_parallel"},
+    /* Per-chunk recompute counts. */
+    {M_LLAMA70, 4, "{'parallel':{'pp':4},'recompute':{'granularity':'full','num_layers':0,'per_chunk':[20,10,0,0]}}", NULL},
+    {M_LLAMA70, 4, "{'parallel':{'pp':4,'vpp':2},'pipeline':{'schedule':'interleaved-1f1b','n_micro_batches':8},'recompute':{'granularity':'full','per_chunk':[10,0,0,0,0,0,0,10]}}", NULL},
+    {M_LLAMA70, 4, "{'parallel':{'pp':4},'recompute':{'granularity':'full','per_chunk':[]}}", NULL},
+    {M_LLAMA70, 4, "{'parallel':{'pp':4},'recompute':{'granularity':'selective','per_chunk':[1,1,1,1]}}", "recompute per_chunk applies only to full recompute, got selective"},
+    {M_LLAMA70, 4, "{'parallel':{'pp':4},'recompute':{'granularity':'full','num_layers':2,'per_chunk':[1,1,1,1]}}", "recompute per_chunk and recompute_layers = 2 exclude each other"},
+    {M_LLAMA70, 4, "{'parallel':{'pp':4},'recompute':{'granularity':'full','per_chunk':[1,1,1]}}", "recompute per_chunk lists 3 chunks, but pp·vpp = 4·1 = 4"},
+    {M_LLAMA70, 4, "{'parallel':{'pp':4},'pipeline':{'stage_layers':[18,22,20,20]},'recompute':{'granularity':'full','per_chunk':[18,21,20,0]}}", NULL},
+    {M_LLAMA70, 4, "{'parallel':{'pp':4},'pipeline':{'stage_layers':[22,18,20,20]},'recompute':{'granularity':'full','per_chunk':[18,21,20,0]}}", "recompute per_chunk[1] = 21 must be in [0, 18], the layers of chunk 1"},
+    {M_LLAMA70, 1, "{'recompute':{'granularity':'full','per_chunk':[-1]}}", "plan.json: recompute.per_chunk: [0]: expected an integer in [0, 1000000]"},
+    {M_LLAMA70, 1, "{'recompute':{'granularity':'full','per_chunk':3}}", "recompute.per_chunk: expected an array of layer counts"},
     /* What the reader rejects. */
     {M_LLAMA70, 1, "{'optimizer':{'zero_stage':4}}", "plan.json: optimizer.zero_stage: expected an integer in [0, 3], got 4"},
     {M_LLAMA70, 1, "{'paralel':{'tp':2}}", "plan.json: paralel: unknown field"},
@@ -236,6 +247,72 @@ static void test_json_sample_round_trip(void **state) {
   free(s);
 }
 
+/* A plan with per-chunk recompute counts writes them after num_layers and reads back byte for byte; the same
+ * plan without them is a different plan. */
+static const char per_chunk_json[] =
+    "{\"format\":\"autopar-plan/1\",\"model\":\"llama-3-70b\",\"cluster\":\"\",\"global_batch_size\":4,"
+    "\"seq_length\":0,\"parallel\":{\"dp\":1,\"tp\":1,\"pp\":4,\"cp\":1,\"ep\":1,\"etp\":0,\"vpp\":1,"
+    "\"order\":[\"tp\",\"cp\",\"ep\",\"dp\",\"pp\"]},\"pipeline\":{\"schedule\":\"1f1b\",\"micro_batch_size\":1,"
+    "\"n_micro_batches\":4,\"stage_layers\":[]},\"sequence_parallel\":false,"
+    "\"recompute\":{\"granularity\":\"full\",\"num_layers\":0,\"per_chunk\":[20,10,3,0]},\"optimizer\":{\"zero_stage\":1},"
+    "\"precision\":\"bf16\",\"overlap\":{\"grad_reduce\":true,\"param_gather\":true,\"tp_comm\":false}}";
+
+static void test_json_per_chunk_recompute(void **state) {
+  (void)state;
+  plan p;
+  from_json_text(per_chunk_json, &p);
+  assert_int_equal(p.n_chunk_recompute, 4);
+  assert_int_equal(p.chunk_recompute_layers[1], 10);
+  ap_ctx *ctx = ap_ctx_new();
+  if (plan_validate(ctx, &p, graph_of(M_LLAMA70), 4, "per_chunk")) fail_msg("%s", ap_ctx_error(ctx));
+  ap_ctx_free(ctx);
+  char *s = to_json(&p);
+  assert_string_equal(s, per_chunk_json);
+  free(s);
+  plan q = p;
+  q.chunk_recompute_layers[3] = 1;
+  assert_false(plan_equal(&p, &q));
+  q = p;
+  q.n_chunk_recompute = 0;
+  assert_false(plan_equal(&p, &q));
+  q.chunk_recompute_layers[7] = 99; /* entries past the list do not count */
+  plan r = q;
+  r.chunk_recompute_layers[7] = 0;
+  assert_true(plan_equal(&q, &r));
+}
+
+/* Which layers recompute: one line per rule. */
+static void test_layer_recomputes(void **state) {
+  (void)state;
+  static const struct {
+    plan_recompute rc;
+    int32_t num_layers, n_per_chunk, per_chunk[4];
+    int64_t chunk, index;
+    bool want;
+  } cases[] = {
+      {PLAN_RECOMPUTE_NONE, 0, 0, {0}, 0, 0, false},
+      {PLAN_RECOMPUTE_SELECTIVE, 0, 0, {0}, 1, 3, false},
+      {PLAN_RECOMPUTE_FULL, 0, 0, {0}, 2, 17, true},       /* num_layers 0: every layer */
+      {PLAN_RECOMPUTE_FULL, 3, 0, {0}, 2, 2, true},        /* the first three of each chunk */
+      {PLAN_RECOMPUTE_FULL, 3, 0, {0}, 2, 3, false},
+      {PLAN_RECOMPUTE_FULL, 0, 4, {5, 2, 0, 1}, 0, 4, true}, /* per chunk */
+      {PLAN_RECOMPUTE_FULL, 0, 4, {5, 2, 0, 1}, 1, 2, false},
+      {PLAN_RECOMPUTE_FULL, 0, 4, {5, 2, 0, 1}, 2, 0, false}, /* 0 in the list: none of that chunk */
+      {PLAN_RECOMPUTE_FULL, 0, 4, {5, 2, 0, 1}, 3, 0, true},
+  };
+  for (size_t i = 0; i < AP_COUNT(cases); i++) {
+    plan p;
+    plan_defaults(&p);
+    p.recompute = cases[i].rc;
+    p.recompute_layers = cases[i].num_layers;
+    p.n_chunk_recompute = cases[i].n_per_chunk;
+    memcpy(p.chunk_recompute_layers, cases[i].per_chunk, sizeof cases[i].per_chunk);
+    bool got = plan_layer_recomputes(&p, cases[i].chunk, cases[i].index);
+    if (got != cases[i].want) fail_msg("case %zu: chunk %lld layer %lld recomputes = %d, want %d", i,
+                                       (long long)cases[i].chunk, (long long)cases[i].index, got, cases[i].want);
+  }
+}
+
 /* Random plans with every field varied: from_json(to_json(x)) equals x and writes the same text again. */
 static void test_json_random_round_trip(void **state) {
   (void)state;
@@ -267,6 +344,8 @@ static void test_json_random_round_trip(void **state) {
     p.sequence_parallel = RND(2);
     p.recompute = (plan_recompute)RND(PLAN_RECOMPUTE_COUNT_);
     p.recompute_layers = (int32_t)RND(10);
+    p.n_chunk_recompute = RND(3) == 0 ? (int32_t)RND(9) : 0;
+    for (int32_t c = 0; c < p.n_chunk_recompute; c++) p.chunk_recompute_layers[c] = (int32_t)RND(40);
     p.zero_stage = (int32_t)RND(4);
     p.precision = (plan_precision)RND(PLAN_PREC_COUNT_);
     p.overlap_grad_reduce = RND(2);
@@ -500,6 +579,7 @@ int main(void) {
       cmocka_unit_test(test_validate_cases),     cmocka_unit_test(test_validate_struct_ranges),
       cmocka_unit_test(test_json_sample_round_trip), cmocka_unit_test(test_json_random_round_trip),
       cmocka_unit_test(test_json_batch_derivation), cmocka_unit_test(test_split_even),
+      cmocka_unit_test(test_json_per_chunk_recompute), cmocka_unit_test(test_layer_recomputes),
       cmocka_unit_test(test_axis_strides),       cmocka_unit_test(test_chunk_ranks),
       cmocka_unit_test(test_model_facts),        cmocka_unit_test(test_names),
   };

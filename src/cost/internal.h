@@ -1,5 +1,7 @@
 /* Shared internals of the cost layer: the environment and the per-layer costs that estimate.c computes and
- * memory.c, schedule.c and sim.c consume. Not for use outside src/cost/. */
+ * memory.c, schedule.c and sim.c consume. Outside src/cost/ only the search strategies that build a pipeline
+ * split piece by piece (search/stage_dp.c, layer_dp.c, hetero.c) and the tests include it, for the per-layer
+ * costs and the piecewise costs at the end. */
 #ifndef AP_COST_INTERNAL_H
 #define AP_COST_INTERNAL_H
 

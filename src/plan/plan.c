@@ -102,6 +102,7 @@ void plan_defaults(plan *p) {
   p->sequence_parallel = false;
   p->recompute = PLAN_RECOMPUTE_NONE;
   p->recompute_layers = 0;
+  p->n_chunk_recompute = 0;
   p->zero_stage = 1;
   p->precision = PLAN_PREC_BF16;
   p->overlap_grad_reduce = true;
@@ -120,6 +121,11 @@ bool plan_equal(const plan *a, const plan *b) {
     return false;
   if (a->micro_batch_size != b->micro_batch_size || a->n_micro_batches != b->n_micro_batches ||
       a->global_batch_size != b->global_batch_size || a->seq_length != b->seq_length)
+    return false;
+  if (a->n_chunk_recompute != b->n_chunk_recompute) return false;
+  if (a->n_chunk_recompute > 0 && a->n_chunk_recompute <= PLAN_MAX_CHUNKS &&
+      memcmp(a->chunk_recompute_layers, b->chunk_recompute_layers,
+             (size_t)a->n_chunk_recompute * sizeof a->chunk_recompute_layers[0]) != 0)
     return false;
   if (a->sequence_parallel != b->sequence_parallel || a->recompute != b->recompute ||
       a->recompute_layers != b->recompute_layers || a->zero_stage != b->zero_stage || a->precision != b->precision)
@@ -274,6 +280,13 @@ bool plan_chunk_layers(const plan *p, int64_t n_layers, int32_t *out) {
   return true;
 }
 
+bool plan_layer_recomputes(const plan *p, int64_t chunk, int64_t i) {
+  if (p->recompute != PLAN_RECOMPUTE_FULL) return false;
+  if (p->n_chunk_recompute > 0)
+    return chunk >= 0 && chunk < p->n_chunk_recompute && chunk < PLAN_MAX_CHUNKS && i < p->chunk_recompute_layers[chunk];
+  return p->recompute_layers == 0 || i < p->recompute_layers;
+}
+
 /* ---- Validation ---- */
 
 /* Records "<file>: <message>" as AP_INVALID. */
@@ -323,6 +336,8 @@ static ap_status check_ranges(ap_ctx *ctx, const plan *p, const char *file) {
   if (p->recompute_layers < 0) return fail(ctx, file, "recompute_layers = %d must be >= 0", p->recompute_layers);
   if (p->n_stage_layers < 0 || p->n_stage_layers > PLAN_MAX_CHUNKS)
     return fail(ctx, file, "stage_layers lists %d chunks; at most %d", p->n_stage_layers, PLAN_MAX_CHUNKS);
+  if (p->n_chunk_recompute < 0 || p->n_chunk_recompute > PLAN_MAX_CHUNKS)
+    return fail(ctx, file, "recompute per_chunk lists %d chunks; at most %d", p->n_chunk_recompute, PLAN_MAX_CHUNKS);
   if (!order_is_permutation(p)) {
     char got[64] = "";
     for (int i = 0; i < PLAN_N_ORDER; i++)
@@ -479,6 +494,25 @@ ap_status plan_validate(ap_ctx *ctx, const plan *p, const graph *g, int64_t n_de
     if (p->recompute_layers > most)
       return fail(ctx, file, "recompute_layers = %d exceeds the %d layers of the largest pipeline chunk",
                   p->recompute_layers, most);
+  }
+  /* Per-chunk recompute counts (the layer-wise search's plans): full recompute, one count per chunk, each
+   * within its chunk; recompute_layers must not also be stated, so that only one rule applies. */
+  if (p->n_chunk_recompute > 0) {
+    if (p->recompute != PLAN_RECOMPUTE_FULL)
+      return fail(ctx, file, "recompute per_chunk applies only to full recompute, got %s", plan_recompute_name(p->recompute));
+    if (p->recompute_layers != 0)
+      return fail(ctx, file, "recompute per_chunk and recompute_layers = %d exclude each other; set recompute_layers to 0",
+                  p->recompute_layers);
+    if (p->n_chunk_recompute != plan_n_chunks(p))
+      return fail(ctx, file, "recompute per_chunk lists %d chunks, but pp·vpp = %lld·%lld = %lld", p->n_chunk_recompute,
+                  (long long)p->pp, (long long)p->vpp, (long long)plan_n_chunks(p));
+    int32_t layers[PLAN_MAX_CHUNKS];
+    if (!plan_chunk_layers(p, f.n_layers, layers))
+      return fail(ctx, file, "cannot split %lld layers into %lld chunks", (long long)f.n_layers, (long long)plan_n_chunks(p));
+    for (int32_t c = 0; c < p->n_chunk_recompute; c++)
+      if (p->chunk_recompute_layers[c] < 0 || p->chunk_recompute_layers[c] > layers[c])
+        return fail(ctx, file, "recompute per_chunk[%d] = %d must be in [0, %d], the layers of chunk %d", c,
+                    p->chunk_recompute_layers[c], layers[c], c);
   }
   /* Megatron arguments.py: "Tensor parallel communication/GEMM overlap can happen only when sequence
    * parallelism is enabled". With tp = 1 there is nothing to overlap and the flag is a no-op. */

@@ -117,7 +117,7 @@ typedef enum {
 } plan_precision;
 
 /* One training plan. plan_defaults gives every field a value; a plan is valid only once plan_validate says
- * so. Zero means "derived" in the three fields that say so (etp, seq_length, n_stage_layers). */
+ * so. Zero means "derived" in the fields that say so (etp, seq_length, n_stage_layers, n_chunk_recompute). */
 typedef struct {
   /* Mesh degrees, each >= 1. dp·tp·pp·cp is the device count; ep and etp fold into tp·cp·dp (above). */
   int64_t dp, tp, pp, cp, ep;
@@ -144,6 +144,11 @@ typedef struct {
    * --recompute-num-layers 1). Must be 0 for none and selective (Megatron's TransformerConfig: "must be None
    * for 'selective'"). */
   int32_t recompute_layers;
+  /* For full recompute, per chunk (the layer-wise search's choice, which may differ from chunk to chunk):
+   * 0 = recompute_layers applies to every chunk; else pp·vpp, and chunk_recompute_layers[c] layers of chunk c,
+   * counted from its first, recompute (0 = none of that chunk's layers). recompute_layers must then be 0. */
+  int32_t n_chunk_recompute;
+  int32_t chunk_recompute_layers[PLAN_MAX_CHUNKS]; /* first n_chunk_recompute entries, in forward chunk order */
   /* Optimizer sharding over the data-parallel ranks (dp·cp in the dense mesh, edp for experts): 0 none;
    * 1 optimizer states (Megatron --use-distributed-optimizer, DeepSpeed ZeRO-1); 2 also gradients (ZeRO-2,
    * Megatron-FSDP optim_grads); 3 also parameters (ZeRO-3, FSDP full shard, optim_grads_params). */
@@ -178,7 +183,8 @@ AP_HIDDEN bool plan_precision_from_name(const char *name, plan_precision *out);
  * sequence parallel, no recompute, ZeRO 1 (the distributed optimizer), bf16, grad-reduce and param-gather
  * overlap on, tp-comm overlap off, no names. */
 AP_HIDDEN void plan_defaults(plan *p);
-/* True when every field is equal (names compared as strings, unused stage_layers entries ignored). */
+/* True when every field is equal (names compared as strings, unused stage_layers and chunk_recompute_layers
+ * entries ignored). */
 AP_HIDDEN bool plan_equal(const plan *a, const plan *b);
 
 /* The expert tensor parallel degree with 0 resolved to tp. */
@@ -214,6 +220,10 @@ AP_HIDDEN bool plan_split_even(int64_t n_layers, int64_t n_chunks, int32_t *out)
 /* The plan's split: stage_layers when given, else plan_split_even. Writes plan_n_chunks(p) entries of out
  * (PLAN_MAX_CHUNKS long); returns false when no such split exists (the plan is then invalid). */
 AP_HIDDEN bool plan_chunk_layers(const plan *p, int64_t n_layers, int32_t *out);
+/* Whether layer i (counted from 0 at the chunk's first) of chunk c pays full recompute: never unless recompute
+ * is full; then i < chunk_recompute_layers[c] when the plan lists them, else i < recompute_layers, or every
+ * layer when recompute_layers is 0. */
+AP_HIDDEN bool plan_layer_recomputes(const plan *p, int64_t chunk, int64_t i);
 
 /* ---- Facts about the model that the plan's constraints need (model_facts.c) ---- */
 typedef struct {
@@ -253,6 +263,8 @@ AP_HIDDEN void plan_model_facts_of(const graph *g, plan_model_facts *out);
  *  - the sequence: set when the model has one; cp > 1 needs seq_length % (2·cp) = 0; sequence parallel with
  *    tp > 1 needs seq_length % (tp·cp) = 0;
  *  - recompute_layers: 0 unless full, then at most the largest chunk's layers;
+ *  - chunk_recompute_layers: none, or pp·vpp entries with full recompute and recompute_layers 0, each in
+ *    [0, that chunk's layers];
  *  - tp_comm_overlap with tp > 1 needs sequence parallel.
  * Device-dependent checks (fp8 support, memory) are the cost model's. */
 AP_HIDDEN ap_status plan_validate(ap_ctx *ctx, const plan *p, const graph *g, int64_t n_devices,

@@ -72,6 +72,13 @@ void plan_to_json(const plan *p, strbuf *sb) {
   sb_puts(sb, ",\"recompute\":{");
   put_str(sb, "granularity", plan_recompute_name(p->recompute), false);
   put_i64(sb, "num_layers", p->recompute_layers, true);
+  /* Written only when the plan lists per-chunk counts, so that the files of every other plan keep their form. */
+  int32_t nr = p->n_chunk_recompute < 0 ? 0 : p->n_chunk_recompute > PLAN_MAX_CHUNKS ? PLAN_MAX_CHUNKS : p->n_chunk_recompute;
+  if (nr > 0) {
+    sb_puts(sb, ",\"per_chunk\":[");
+    for (int32_t c = 0; c < nr; c++) sb_printf(sb, "%s%d", c ? "," : "", (int)p->chunk_recompute_layers[c]);
+    sb_puts(sb, "]");
+  }
   sb_puts(sb, "}");
   sb_puts(sb, ",\"optimizer\":{");
   put_i64(sb, "zero_stage", p->zero_stage, false);
@@ -92,7 +99,7 @@ static const char *const top_keys[] = {"format",   "model",             "cluster
                                        "recompute",  "optimizer",       "precision", "overlap"};
 static const char *const parallel_keys[] = {"dp", "tp", "pp", "cp", "ep", "etp", "vpp", "order"};
 static const char *const pipeline_keys[] = {"schedule", "micro_batch_size", "n_micro_batches", "stage_layers"};
-static const char *const recompute_keys[] = {"granularity", "num_layers"};
+static const char *const recompute_keys[] = {"granularity", "num_layers", "per_chunk"};
 static const char *const optimizer_keys[] = {"zero_stage"};
 static const char *const overlap_keys[] = {"grad_reduce", "param_gather", "tp_comm"};
 
@@ -223,6 +230,23 @@ static ap_status read_pipeline(const jx_src *top, json_t *obj, plan *p, bool *n_
   return AP_OK;
 }
 
+/* recompute.per_chunk: absent, null or [] for none; else one count of layers per chunk. */
+static ap_status read_per_chunk(const jx_src *s, json_t *obj, plan *p) {
+  json_t *list = jx_lookup(obj, "per_chunk", NULL);
+  if (!list) return AP_OK;
+  if (!json_is_array(list)) return jx_fail(s, "per_chunk", "expected an array of layer counts, one per chunk");
+  size_t n = json_array_size(list);
+  if (n > PLAN_MAX_CHUNKS) return jx_fail(s, "per_chunk", "expected at most %d chunks, got %zu", PLAN_MAX_CHUNKS, n);
+  for (size_t i = 0; i < n; i++) {
+    json_t *e = json_array_get(list, i);
+    if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) > PLAN_MAX_LAYERS)
+      return jx_fail(s, "per_chunk", "[%zu]: expected an integer in [0, %d]", i, PLAN_MAX_LAYERS);
+    p->chunk_recompute_layers[i] = (int32_t)json_integer_value(e);
+  }
+  p->n_chunk_recompute = (int32_t)n;
+  return AP_OK;
+}
+
 /* n·m, or -1 when it exceeds PLAN_MAX_COUNT (then the batch is left for plan_validate to report). */
 static int64_t mul_capped(int64_t n, int64_t m) {
   int64_t r;
@@ -261,6 +285,7 @@ ap_status plan_from_json(ap_ctx *ctx, const char *file, json_t *root, plan *out)
     if ((st = read_enum(&r, obj, "granularity", recompute_from, "none, selective, full", &gran, NULL))) return st;
     out->recompute = (plan_recompute)gran;
     if ((st = read_i32(&r, obj, "num_layers", 0, PLAN_MAX_LAYERS, &out->recompute_layers))) return st;
+    if ((st = read_per_chunk(&r, obj, out))) return st;
   }
   if ((st = section(&s, root, "optimizer", &obj))) return st;
   if (obj) {
