@@ -308,7 +308,7 @@ layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const pl
     double one = comm_time_s(&pg->tp, COMM_ALLREDUCE, COMM_AUTO, ar_bytes, ct);
     lc.tp_comm_s = (double)(n_fwd_ar + n_bwd_ar) * one;
     /* Full recompute repeats the forward collectives (Calculon's needs_recomm, COSTMODEL.md §1.6). */
-    if (p->recompute == PLAN_RECOMPUTE_FULL) lc.tp_comm_s += (double)n_fwd_ar * one;
+    lc.tp_recompute_comm_s = (double)n_fwd_ar * one;
   }
   lc.recompute_full_s = lc.fwd_s;
   for (int rc = 0; rc < PLAN_RECOMPUTE_COUNT_; rc++) lc.act_bytes[rc] = saved_bytes(blk, &sh, b, s, (plan_recompute)rc);
@@ -373,25 +373,13 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
       }
       const layer_cost *L = &cache[bi];
       bool full = layer_recomputes(p, c, i);
-      double rec = full ? L->recompute_full_s : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? L->recompute_sel_s : 0;
-      plan_recompute pol = full ? PLAN_RECOMPUTE_FULL
-                                : (p->recompute == PLAN_RECOMPUTE_SELECTIVE ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE);
-      double tp_exp = p->tp_comm_overlap ? exposed(L->tp_comm_s, L->fwd_s + L->bwd_s, ov->tp_overlap) : L->tp_comm_s;
-      double cp_exp = exposed(L->cp_comm_s, 3 * L->attn_fwd_s, ov->cp_overlap);
-      double ep_exp = exposed(L->ep_comm_s, L->fwd_s + L->bwd_s, ov->ep_overlap);
-      R->tf += L->fwd_s + (tp_exp + cp_exp + ep_exp) / 3.0;
-      R->tb += L->bwd_s + rec + 2.0 * (tp_exp + cp_exp + ep_exp) / 3.0;
-      R->tw += L->wgrad_s;
+      layer_share sh = cost_rank_add_layer(env, p, L, full, R, &chunk_act);
       rank_fwd[r] += L->fwd_s;
       rank_bwd[r] += L->bwd_s;
-      rank_rec[r] += rec;
-      rank_tp[r] += tp_exp;
-      rank_cp[r] += cp_exp;
-      rank_ep[r] += ep_exp;
-      chunk_act += L->act_bytes[pol];
-      if (full) R->working_bytes = fmax(R->working_bytes, L->act_full_working_bytes);
-      R->params_dense += L->params_dense;
-      R->params_expert += L->params_expert;
+      rank_rec[r] += sh.recompute_s;
+      rank_tp[r] += sh.tp_exposed_s;
+      rank_cp[r] += sh.cp_exposed_s;
+      rank_ep[r] += sh.ep_exposed_s;
       hw_flop_mb += (L->fwd_flop * (full ? 2 : 1) + L->bwd_flop) * (double)(p->tp * p->cp);
     }
     out->chunk_tf_s[c] = R->tf - chunk_tf0;
@@ -579,22 +567,27 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
  * rank costs. Each mirrors the corresponding lines of cost_estimate; tests/test_stage_dp.c and
  * test_layer_dp.c check that the two agree. ---- */
 
-void cost_rank_add_layer(const cost_env *env, const plan *p, const layer_cost *L, bool full, rank_cost *R,
-                         double *chunk_act_bytes) {
+layer_share cost_rank_add_layer(const cost_env *env, const plan *p, const layer_cost *L, bool full, rank_cost *R,
+                                double *chunk_act_bytes) {
   const overlap_tuning *ov = &env->tuning.overlap;
   bool sel = p->recompute == PLAN_RECOMPUTE_SELECTIVE;
-  double rec = full ? L->recompute_full_s : sel ? L->recompute_sel_s : 0;
+  layer_share sh = {0};
+  sh.recompute_s = full ? L->recompute_full_s : sel ? L->recompute_sel_s : 0;
   plan_recompute pol = full ? PLAN_RECOMPUTE_FULL : sel ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE;
-  double tp_exp = p->tp_comm_overlap ? exposed(L->tp_comm_s, L->fwd_s + L->bwd_s, ov->tp_overlap) : L->tp_comm_s;
-  double cp_exp = exposed(L->cp_comm_s, 3 * L->attn_fwd_s, ov->cp_overlap);
-  double ep_exp = exposed(L->ep_comm_s, L->fwd_s + L->bwd_s, ov->ep_overlap);
-  R->tf += L->fwd_s + (tp_exp + cp_exp + ep_exp) / 3.0;
-  R->tb += L->bwd_s + rec + 2.0 * (tp_exp + cp_exp + ep_exp) / 3.0;
+  /* A layer that recomputes repeats its forward TP collectives. */
+  double tp_all = L->tp_comm_s + (full ? L->tp_recompute_comm_s : 0);
+  sh.tp_exposed_s = p->tp_comm_overlap ? exposed(tp_all, L->fwd_s + L->bwd_s, ov->tp_overlap) : tp_all;
+  sh.cp_exposed_s = exposed(L->cp_comm_s, 3 * L->attn_fwd_s, ov->cp_overlap);
+  sh.ep_exposed_s = exposed(L->ep_comm_s, L->fwd_s + L->bwd_s, ov->ep_overlap);
+  double comm = sh.tp_exposed_s + sh.cp_exposed_s + sh.ep_exposed_s;
+  R->tf += L->fwd_s + comm / 3.0;
+  R->tb += L->bwd_s + sh.recompute_s + 2.0 * comm / 3.0;
   R->tw += L->wgrad_s;
   *chunk_act_bytes += L->act_bytes[pol];
   if (full) R->working_bytes = fmax(R->working_bytes, L->act_full_working_bytes);
   R->params_dense += L->params_dense;
   R->params_expert += L->params_expert;
+  return sh;
 }
 
 void cost_rank_end_chunk(rank_cost *R, double chunk_act_bytes) {

@@ -31,6 +31,7 @@ typedef struct {
   double recompute_full_s;        /* one more forward of the whole layer */
   double recompute_sel_s;         /* one more forward of the core attention */
   double tp_comm_s, cp_comm_s, ep_comm_s; /* per micro-batch, forward + backward, before overlap */
+  double tp_recompute_comm_s;     /* the forward TP collectives again, paid by layers that fully recompute */
   double attn_fwd_s;              /* core attention forward compute (what CP's KV exchange can hide behind) */
   double act_bytes[PLAN_RECOMPUTE_COUNT_]; /* saved activations per micro-batch, by recompute policy */
   double act_full_working_bytes;  /* transient: the whole layer's activations while it is recomputed */
@@ -80,8 +81,12 @@ AP_HIDDEN cost_mem memory_rank(const cost_env *env, const plan *p, const rank_co
 /* Adds one layer of cost L (cost_block_on for the rank's group) to rank R as cost_estimate's chunk loop does,
  * under full recompute when full (else the plan's granularity); its saved activation bytes go to
  * *chunk_act_bytes, which cost_rank_end_chunk adds to R once the chunk is complete. */
-AP_HIDDEN void cost_rank_add_layer(const cost_env *env, const plan *p, const layer_cost *L, bool full, rank_cost *R,
-                                   double *chunk_act_bytes);
+/* What one layer adds to its rank beyond compute: its recompute and exposed communication, seconds. */
+typedef struct {
+  double recompute_s, tp_exposed_s, cp_exposed_s, ep_exposed_s;
+} layer_share;
+AP_HIDDEN layer_share cost_rank_add_layer(const cost_env *env, const plan *p, const layer_cost *L, bool full,
+                                          rank_cost *R, double *chunk_act_bytes);
 AP_HIDDEN void cost_rank_end_chunk(rank_cost *R, double chunk_act_bytes);
 /* What pipeline rank r holds besides its layers, written to *out (cleared first): the non-layer blocks (the
  * head with the last chunk, the others with chunk 0), the copy of a tied embedding on the last rank, and the

@@ -126,8 +126,25 @@ ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const char 
    * left to derive. */
   plan_resolve(ap, plan_n_devices(&ap->p));
   ap_status st = plan_validate(ctx, &ap->p, g, plan_n_devices(&ap->p), NULL);
+  /* Per-chunk recompute counts (layer-wise DP) exist only in autopar's own format: the frameworks take one
+   * count for every chunk, so a list with equal entries becomes that count and any other is refused. */
+  plan p = ap->p;
+  if (!st && p.n_chunk_recompute > 0 && strcmp(format, "json") != 0) {
+    bool same = true;
+    for (int32_t c = 1; c < p.n_chunk_recompute; c++) same &= p.chunk_recompute_layers[c] == p.chunk_recompute_layers[0];
+    if (!same)
+      st = ctx_fail(ctx, AP_UNSUPPORTED,
+                    "%s export: per-chunk recompute counts differ between pipeline chunks; %s takes one count for all "
+                    "(export --format json keeps them)",
+                    format, format);
+    else {
+      p.recompute_layers = p.chunk_recompute_layers[0];
+      p.n_chunk_recompute = 0;
+      if (p.recompute_layers == 0) p.recompute = PLAN_RECOMPUTE_NONE;
+    }
+  }
   strbuf sb = {0};
-  if (!st) st = write(ctx, &ap->p, g, &sb);
+  if (!st) st = write(ctx, &p, g, &sb);
   ap_model_free(owned);
   if (st) {
     sb_free(&sb);
