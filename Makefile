@@ -5,7 +5,7 @@
 #   make test       the whole suite (unit tests + CLI tests)
 #   make asan       the suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       each fuzz target for FUZZ_SECONDS (default 20) with clang's libFuzzer
-#   make example    the main job on a built-in example
+#   make example    the main job on a built-in example: plan Llama-3-70B on 64 H100
 #   make bench      benchmarks (not part of the test suite)
 
 CC       ?= cc
@@ -96,7 +96,7 @@ fuzz: | $(DEPS)
 	done; echo "fuzz: all targets ran clean"
 
 example: $(BIN)
-	$(BIN) describe --model llama-3-70b
+	$(BIN) plan --model llama-3-70b --cluster dgx-h100:8x8 --gbs 1024 --seq 8192
 
 bench: $(LIB_A)
 	@mkdir -p $(BUILD)/bench

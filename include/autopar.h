@@ -172,7 +172,11 @@ AP_API ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluste
 
 /* ap_validate's flags. */
 enum {
-  AP_VALIDATE_JSON = 1 /* write {"rows": [...], "summary": {...}} instead of a text table */
+  AP_VALIDATE_JSON = 1,  /* write {"rows": [...], "summary": {...}} instead of a text table */
+  AP_VALIDATE_SEARCH = 2 /* also run the planner on every row (ap_plan_search's search, half a second at most per
+                          * row): its best plan for the row's model, devices, global batch, sequence length and
+                          * precision, with best_predicted_tokens_per_s_per_gpu and best_plan in each JSON row,
+                          * a column in the text table, and how many rows it matches or beats in the summary */
 };
 
 /* Predicts every row of a table of measured training runs (the CSV format of shared/reference/runs.csv,
@@ -183,7 +187,7 @@ enum {
  * and gpu, the agreement on out-of-memory outcomes and, for rows that report it, the memory error. Plan
  * fields a row leaves empty are chosen as a tuned team would: the fastest plan under the cost model that
  * keeps the stated fields. A row that cannot be modelled carries "error" and counts as a miss (ape 1).
- * flags is 0 (text) or AP_VALIDATE_JSON. Bad input (an unreadable file, malformed CSV, a missing required
+ * flags is 0 (text) or AP_VALIDATE_JSON, with AP_VALIDATE_SEARCH or-ed in for the planner's best per row. Bad input (an unreadable file, malformed CSV, a missing required
  * column, a field that does not hold what its column means) fails with a one-line message naming
  * file:line:column. The caller frees *out with ap_free. */
 AP_API ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char **out);
@@ -209,6 +213,46 @@ AP_API ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *plan, co
  * AP_OUT_TEXT or AP_OUT_JSON; the caller frees *out with ap_free. */
 AP_API ap_status ap_calibrate(ap_ctx *ctx, const char *csv_path, const char *device, const char *out_path, int format,
                               char **out);
+
+/* ---- Planning --------------------------------------------------------------------------------- */
+
+/* What ap_plan_search looks for (docs/planner.md). Fill it with ap_search_opts_init, then set the fields you
+ * need; strings are borrowed for the duration of the call. */
+typedef struct {
+  int64_t global_batch_size; /* sequences per iteration; required (>= 1) */
+  int64_t seq_length;        /* tokens per sequence; 0 = the model's default */
+  int top_k;                 /* plans to report, best first, in [1, 1000]; default 3 */
+  double time_budget_s;      /* wall-clock limit of the search, seconds; 0 = none. When it runs out the best
+                              * plans found so far are reported, and the report says the search was cut */
+  double max_mem_fraction;   /* share of each device's memory a plan may use, in (0, 1]; default 1 */
+  const char *objective;     /* "throughput" (the default: the shortest iteration) or "memory" (the least peak
+                              * memory per device, then the shortest iteration) */
+  const char *fix;           /* plan fields held fixed, "tp=8,pp=4,schedule=1f1b", with the keys of ap_plan_set
+                              * except gbs and seq (a list value runs to the next key: "order=tp,cp,ep,pp,dp");
+                              * NULL or "" = none */
+  const char *strategies;    /* search strategies to run by name, "grid,stage-dp"; NULL or "" = all that apply */
+  const char *export_format; /* keep only plans that this ap_export format can express ("megatron" admits no
+                              * zero-bubble schedule); NULL = any plan */
+  ap_plan *compare;          /* a plan to cost beside the winner, breakdowns side by side; NULL = none */
+} ap_search_opts;
+
+/* Sets the defaults: no batch (it must be set), model's sequence length, top 3, no time limit, all of memory,
+ * throughput, nothing fixed, all strategies, any plan, nothing to compare. */
+AP_API void ap_search_opts_init(ap_search_opts *opts);
+
+/* Searches the plans of model on cluster for the fastest (or, with objective "memory", the leanest) that fit
+ * in device memory under the cost model, and explains the top opts->top_k: predicted iteration time,
+ * tokens/s, MFU, peak memory per pipeline stage, the time breakdown, what bounds each (compute, bubble,
+ * exposed communication, memory) and what each runner-up loses on against the winner. format is AP_OUT_TEXT
+ * or AP_OUT_JSON; the caller frees *out with ap_free. When best is not NULL, *best receives the winner (the
+ * caller frees it with ap_plan_free; ap_export writes it for a framework). The search runs single-threaded
+ * and reports progress through the context's progress callback, which may stop it (AP_CANCELLED, with the
+ * plans found so far in *out and *best).
+ * When no plan fits: AP_INFEASIBLE with the closest plans in *out, each with the memory it misses by and
+ * what would make it fit (more devices, a smaller micro-batch, recompute, sharding); *best is then NULL.
+ * A bad option or a --fix that no plan can meet fails with AP_INVALID naming it. */
+AP_API ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
+                                const ap_search_opts *opts, int format, char **out, ap_plan **best);
 
 #ifdef __cplusplus
 }

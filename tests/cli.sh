@@ -9,6 +9,7 @@ printf '{"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attent
 printf '{"model_type":"llama","hidden_size":-64,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100}' >"$tmp/neg.json"
 printf '{"model_type":"rwkv","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100}' >"$tmp/type.json"
 printf 'id,gpu\n"a"b,h100\n' >"$tmp/badquote.csv"
+printf 'id,model,arch,num_layers,hidden_size,num_attention_heads,vocab_size,seq_length,mlp,gpu,num_gpus,global_batch_size,micro_batch_size,tp,pp,dp,recompute,zero_stage,precision,outcome,measured_tokens_per_s_per_gpu\ngpt-1,GPT 1.3B,dense,24,2048,16,51200,2048,gelu,a100-80gb,8,512,4,1,1,8,none,1,bf16,ok,10000\nllama-16,Llama 1B,dense,16,2048,16,32000,4096,swiglu,h100-sxm,16,64,,,,,,,,ok,20000\n' >"$tmp/small_runs.csv"
 n=0
 run_case() {
   want_rc=$1
@@ -93,4 +94,27 @@ done <<CASES
 0|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --recompute full|tokens/s/device
 2|estimate --model llama-3-8b --cluster h100:8 --tp 3 --gbs 64 --seq 4096|must equal
 0|simulate --model llama-3-8b --cluster h100:16 --tp 2 --pp 4 --gbs 64 --seq 4096 --trace $tmp/trace.json|simulated
+0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096|#1  tp
+0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --top 2 --json|"format":"autopar-search/1"
+0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --top 2 --json|"tokens_per_s_per_device"
+0|plan --model llama-3-70b --cluster h100:64 --gbs 128 --seq 8192 --fix tp=8,pp=4 --top 1|tp 8, pp 4
+0|plan --model llama-3-70b --cluster h100:64 --gbs 128 --seq 8192 --objective memory --max-mem-fraction 0.9 --top 1|objective memory
+0|plan --model llama-3-70b --cluster h100:64 --gbs 128 --seq 8192 --top 1 --compare data/plans/llama-3-70b-64xh100.json|compare: the given plan against #1
+0|plan --model llama-3-70b --cluster h100:64 --gbs 128 --seq 8192 --export megatron 2>/dev/null|--tensor-model-parallel-size
+0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --export json -o $tmp/best.json >/dev/null && $bin estimate --plan $tmp/best.json --model llama-3-8b --cluster h100:8|tokens/s
+0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --time-budget 0.5 --calibration data/calibration/default.json|predicted
+0|plan --help|--fix tp=8,pp=4
+1|plan --model llama-3-70b --cluster h100:8 --gbs 64 --seq 4096|closest plans
+1|plan --model llama-3-70b --cluster h100:8 --gbs 64 --seq 4096 --json|"feasible":false
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --fix tpp=2|unknown plan field "tpp"
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --fix tp=3|no valid plan meets the fixed fields
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --fix gbs=32|gbs is part of the problem
+2|plan --model llama-3-8b --cluster h100:8|--model, --cluster and --gbs are required
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --objective fast|--objective must be throughput or memory
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --max-mem-fraction x|--max-mem-fraction: expected a number
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --export bogus|unknown export format "bogus"
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 -o $tmp/x.sh|-o/--output needs --export FORMAT
+0|validate $tmp/small_runs.csv --search|search: the planner's best is at least as fast as the row's plan on 2 of 2
+0|validate $tmp/small_runs.csv --search --json|"best_predicted_tokens_per_s_per_gpu"
+0|validate $tmp/small_runs.csv --search --json|"best_plan":{"format":"autopar-plan/1"
 CASES

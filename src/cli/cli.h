@@ -39,5 +39,6 @@ int cmd_calibrate(ap_ctx *ctx, int argc, char **argv);
 int cmd_simulate(ap_ctx *ctx, int argc, char **argv);
 int cmd_export(ap_ctx *ctx, int argc, char **argv);
 int cmd_validate(ap_ctx *ctx, int argc, char **argv);
+int cmd_plan(ap_ctx *ctx, int argc, char **argv);
 
 #endif

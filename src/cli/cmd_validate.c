@@ -5,21 +5,25 @@
 #include "cli/cli.h"
 
 int cmd_validate(ap_ctx *ctx, int argc, char **argv) {
-  bool json = false, help = false;
+  bool json = false, help = false, search = false;
   const char *file = NULL;
   cli_opt opts[] = {{"json", OPT_FLAG, "print JSON: {\"rows\": [...], \"summary\": {...}}", &json},
+                    {"search", OPT_FLAG, "also plan every row: the planner's best plan and how it compares", &search},
                     {"help", OPT_FLAG, "show this help", &help}};
+  enum { N_OPTS = sizeof opts / sizeof opts[0] };
   const char *pos[1];
   int n_pos;
-  if (!cli_parse("validate", argc, argv, opts, 2, pos, 1, &n_pos)) return EXIT_BAD_INPUT;
+  if (!cli_parse("validate", argc, argv, opts, N_OPTS, pos, 1, &n_pos)) return EXIT_BAD_INPUT;
   if (help) {
-    cli_usage("validate", "FILE.csv [--json]\n\nPredicts every row of a table of measured training runs (the format of "
+    cli_usage("validate", "FILE.csv [--json] [--search]\n\nPredicts every row of a table of measured training runs (the format of "
                           "shared/reference/runs.csv, see its README.md;\nmodel configs are read from the models/ "
                           "folder beside the file) and prints, per row, the predicted and measured\ntokens/s per GPU and "
                           "their error, then MAPE, median, worst row, rank correlation within model+gpu groups,\nOOM "
                           "agreement and memory error. Empty plan fields are chosen as the fastest plan under the cost "
-                          "model\n(marked * in the plan column).",
-              opts, 2);
+                          "model\n(marked * in the plan column). With --search, the planner's best plan for each row's model, devices, global\n"
+                          "batch, sequence length and precision is added (best_predicted_tokens_per_s_per_gpu and best_plan in\n"
+                          "--json), with a summary of the rows where it matches or beats the row's plan.",
+              opts, N_OPTS);
     return 0;
   }
   if (n_pos == 1) file = pos[0];
@@ -28,7 +32,7 @@ int cmd_validate(ap_ctx *ctx, int argc, char **argv) {
     return EXIT_BAD_INPUT;
   }
   char *out = NULL;
-  ap_status st = ap_validate(ctx, file, json ? AP_VALIDATE_JSON : 0, &out);
+  ap_status st = ap_validate(ctx, file, (json ? AP_VALIDATE_JSON : 0) | (search ? AP_VALIDATE_SEARCH : 0), &out);
   if (st) return cli_fail(ctx, st);
   cli_print_free(out);
   return 0;

@@ -12,6 +12,7 @@ typedef struct {
 } subcommand;
 
 static const subcommand subcommands[] = {
+    {"plan", cmd_plan, "search for the fastest plans that fit, and explain them"},
     {"estimate", cmd_estimate, "predict one plan's iteration time, throughput, MFU and memory per stage"},
     {"simulate", cmd_simulate, "simulate a plan's pipeline schedule and write a Chrome/Perfetto trace"},
     {"validate", cmd_validate, "predict measured runs from a CSV file and report the errors"},

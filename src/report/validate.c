@@ -16,6 +16,7 @@
 #include "report/runs_csv.h"
 #include "report/validate.h"
 #include "search/complete.h"
+#include "search/search.h"
 
 static const char *const mem_names[] = {
 #define X(e, s) s,
@@ -27,11 +28,18 @@ _Static_assert(AP_COUNT(mem_names) == VALIDATE_MEM_COUNT_, "mem_convention names
 struct validate_report {
   arena *a;
   bool keep;
+  bool search;            /* validate_file_search: the planner's best plan for every row */
+  double search_budget_s; /* per row */
   runs_table *t;
   int64_t n_rows;
   validate_row *rows;
   validate_summary sum;
 };
+
+/* TUNING: the time budget of the planner's search on one row of `validate --search`, seconds. Most rows (up to
+ * a few hundred devices) finish in milliseconds; the largest meshes take longer, and 0.5 s each keeps a run
+ * over the 385 reference rows near a minute on two cores. */
+static const double VALIDATE_SEARCH_BUDGET_S = 0.5;
 
 /* A row's miss: what a row the tool cannot model adds to MAPE, as if it had predicted no throughput. */
 static const double MISS_APE = 1.0;
@@ -376,6 +384,41 @@ double validate_compared_mem(const validate_row *v, const cost_env *env, const c
   return (most > 0 ? most : cr->peak_mem_bytes) * (1.0 + cost_env_tuning(env)->memory.smi_pool_fraction);
 }
 
+/* The planner's best plan for the row's model, devices, global batch, sequence length and precision (the
+ * precision is the row's numerics, not a parallelisation choice, so it is held fixed). Only out of memory is a
+ * failure; a search that finds nothing leaves a note. */
+static ap_status row_search(validate_report *rep, validate_row *v, const cost_env *env) {
+  v->searched = true;
+  search_opts o = search_opts_defaults();
+  o.top_k = 1;
+  o.global_batch_size = v->plan.global_batch_size;
+  o.seq_length = v->plan.seq_length;
+  o.time_budget_s = rep->search_budget_s;
+  o.fixed.precision = v->plan.precision;
+  o.fixed_mask = COMPLETE_F(PRECISION);
+  memcpy(o.fixed.model, v->plan.model, sizeof o.fixed.model);
+  memcpy(o.fixed.cluster, v->plan.cluster, sizeof o.fixed.cluster);
+  ap_ctx sctx = {0};
+  search_result *res = NULL;
+  int n = 0;
+  search_stats st;
+  ap_status s = search_run_all(&sctx, env, &o, &res, &n, &st);
+  if (s == AP_NOMEM) {
+    free(res);
+    return AP_NOMEM;
+  }
+  if (s == AP_OK && n > 0) {
+    v->has_best = true;
+    v->best_tokens = res[0].r.tokens_per_s_per_device;
+    v->best_plan = res[0].p;
+  }
+  if (s != AP_OK) v->search_note = arena_strdup(rep->a, sctx.error[0] ? sctx.error : ap_status_str(s));
+  else if (st.truncated)
+    v->search_note = arena_printf(rep->a, "the search stopped at its time budget of %g s", rep->search_budget_s);
+  free(res);
+  return AP_OK;
+}
+
 /* Models one row; any failure becomes the row's error (only out of memory stops the run). */
 static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_dir, validate_row *v,
                              const row_spec *rs, cost_result *cr) {
@@ -410,6 +453,7 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
       v->compared_mem_bytes = validate_compared_mem(v, env, cr);
       v->mem_ape = fabs(v->compared_mem_bytes - v->measured_mem_bytes) / v->measured_mem_bytes;
     }
+    if (rep->search && row_search(rep, v, env)) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   }
   if (rep->keep && !v->error && !st) {
     v->kept_model = m;
@@ -558,6 +602,29 @@ static ap_status summarise(ap_ctx *ctx, validate_report *rep) {
     }
   }
   if (s->n_ranked > 0) s->spearman = rho_sum / (double)s->n_ranked;
+  /* The planner against the stated plans. */
+  s->searched = rep->search;
+  for (int64_t i = 0; rep->search && i < n; i++) {
+    const validate_row *v = &rep->rows[i];
+    if (v->error || !v->searched) continue;
+    if (!v->has_best) s->search_none_fit++;
+    if (v->search_note && v->has_best) s->search_truncated++;
+    if (!v->fits) {
+      s->search_stated_unfit++;
+      continue;
+    }
+    s->search_compared++;
+    double ratio = v->has_best ? v->best_tokens / v->predicted_tokens : 0;
+    if (ratio >= 1 - 1e-9) {
+      s->search_at_least++;
+    } else {
+      s->search_slower++;
+      if (!s->search_worst_id || ratio < s->search_worst_ratio) {
+        s->search_worst_id = v->id;
+        s->search_worst_ratio = ratio;
+      }
+    }
+  }
   free(buf);
   free(members);
   free(grouped);
@@ -566,7 +633,8 @@ static ap_status summarise(ap_ctx *ctx, validate_report *rep) {
 
 /* ---- The run --------------------------------------------------------------------------------------------- */
 
-static ap_status validate_run(ap_ctx *ctx, const char *csv_path, bool keep, validate_report **out) {
+static ap_status validate_run(ap_ctx *ctx, const char *csv_path, bool keep, bool search, double budget_s,
+                              validate_report **out) {
   *out = NULL;
   validate_report *rep = calloc(1, sizeof *rep);
   if (!rep || !(rep->a = arena_new())) {
@@ -574,6 +642,8 @@ static ap_status validate_run(ap_ctx *ctx, const char *csv_path, bool keep, vali
     return ctx_fail(ctx, AP_NOMEM, "out of memory");
   }
   rep->keep = keep;
+  rep->search = search;
+  rep->search_budget_s = budget_s;
   ap_status st = runs_load(ctx, csv_path, &rep->t);
   if (!st) st = runs_check_columns(ctx, rep->t);
   /* The folder of the CSV file, where models/ lives. */
@@ -617,11 +687,15 @@ static ap_status validate_run(ap_ctx *ctx, const char *csv_path, bool keep, vali
 }
 
 ap_status validate_file(ap_ctx *ctx, const char *csv_path, validate_report **out) {
-  return validate_run(ctx, csv_path, false, out);
+  return validate_run(ctx, csv_path, false, false, 0, out);
 }
 
 ap_status validate_file_keep(ap_ctx *ctx, const char *csv_path, validate_report **out) {
-  return validate_run(ctx, csv_path, true, out);
+  return validate_run(ctx, csv_path, true, false, 0, out);
+}
+
+ap_status validate_file_search(ap_ctx *ctx, const char *csv_path, double budget_per_row_s, validate_report **out) {
+  return validate_run(ctx, csv_path, false, true, budget_per_row_s, out);
 }
 
 void validate_report_free(validate_report *r) {
@@ -717,6 +791,19 @@ static void json_row(strbuf *sb, const validate_row *v) {
     sb_puts(sb, ",\"bound\":");
     jx_sb_str(sb, v->bound ? v->bound : "");
   }
+  if (ok && v->searched) {
+    sb_puts(sb, ",\"best_predicted_tokens_per_s_per_gpu\":");
+    json_num(sb, v->has_best ? v->best_tokens : NAN);
+    sb_puts(sb, ",\"best_vs_plan\":");
+    json_num(sb, v->has_best && v->predicted_tokens > 0 ? v->best_tokens / v->predicted_tokens : NAN);
+    sb_puts(sb, ",\"best_plan\":");
+    if (v->has_best) plan_to_json(&v->best_plan, sb);
+    else sb_puts(sb, "null");
+    if (v->search_note) {
+      sb_puts(sb, ",\"search_note\":");
+      jx_sb_str(sb, v->search_note);
+    }
+  }
   if (v->note) {
     sb_puts(sb, ",\"note\":");
     jx_sb_str(sb, v->note);
@@ -779,7 +866,24 @@ char *validate_report_json(const validate_report *r) {
   }
   sb_puts(&sb, "},\"compared\":\"predicted total per device (fixed overhead and allocator reserve included); "
                "nvidia-smi rows: the first node's most loaded pipeline rank; max_memory_reserved rows: the peak "
-               "over all ranks\"}}}\n");
+               "over all ranks\"}");
+  if (s->searched) {
+    sb_printf(&sb, ",\"search\":{\"compared\":%lld,\"at_least_as_fast\":%lld,\"slower\":%lld,\"stated_plan_unfit\":%lld,"
+              "\"no_plan_fits\":%lld,\"cut_by_budget\":%lld,\"worst\":",
+              (long long)s->search_compared, (long long)s->search_at_least, (long long)s->search_slower,
+              (long long)s->search_stated_unfit, (long long)s->search_none_fit, (long long)s->search_truncated);
+    if (s->search_worst_id) {
+      sb_puts(&sb, "{\"id\":");
+      jx_sb_str(&sb, s->search_worst_id);
+      sb_puts(&sb, ",\"best_vs_plan\":");
+      json_num(&sb, s->search_worst_ratio);
+      sb_puts(&sb, "}");
+    } else {
+      sb_puts(&sb, "null");
+    }
+    sb_puts(&sb, "}");
+  }
+  sb_puts(&sb, "}}\n");
   return sb_take(&sb);
 }
 
@@ -804,9 +908,16 @@ char *validate_report_text(const validate_report *r) {
     int len = (int)strlen(r->rows[i].id);
     if (len > w) w = len < 48 ? len : 48;
   }
-  sb_printf(&sb, "%-*s %12s %12s %8s  %-7s %13s  %s\n", w, "id", "predicted", "measured", "ape", "outcome",
-            "mem GiB", "plan (* = chosen by autopar)");
-  sb_printf(&sb, "%-*s %12s %12s %8s  %-7s %13s\n", w, "", "tok/s/GPU", "tok/s/GPU", "", "pred/run", "pred/run");
+  if (s->searched) {
+    sb_printf(&sb, "%-*s %12s %12s %8s  %-7s %13s %12s %9s  %s\n", w, "id", "predicted", "measured", "ape", "outcome",
+              "mem GiB", "best plan", "best/plan", "plan (* = chosen by autopar)");
+    sb_printf(&sb, "%-*s %12s %12s %8s  %-7s %13s %12s\n", w, "", "tok/s/GPU", "tok/s/GPU", "", "pred/run", "pred/run",
+              "tok/s/GPU");
+  } else {
+    sb_printf(&sb, "%-*s %12s %12s %8s  %-7s %13s  %s\n", w, "id", "predicted", "measured", "ape", "outcome",
+              "mem GiB", "plan (* = chosen by autopar)");
+    sb_printf(&sb, "%-*s %12s %12s %8s  %-7s %13s\n", w, "", "tok/s/GPU", "tok/s/GPU", "", "pred/run", "pred/run");
+  }
   for (int64_t i = 0; i < r->n_rows; i++) {
     const validate_row *v = &r->rows[i];
     char meas[32], ape[32], mem[48], a[16], b[16], brief[160];
@@ -822,8 +933,22 @@ char *validate_report_text(const validate_report *r) {
     validate_plan_brief(&v->plan, v->stated, brief, sizeof brief);
     char outcome[16];
     snprintf(outcome, sizeof outcome, "%s/%s", v->fits ? "ok" : "oom", v->measured_oom ? "oom" : "ok");
-    sb_printf(&sb, "%-*.*s %12.1f %12s %8s  %-7s %13s  %s%s%s\n", w, w, v->id, v->predicted_tokens, meas,
-              pct(v->ape, ape, sizeof ape), outcome, mem, brief, v->note ? "  note: " : "", v->note ? v->note : "");
+    sb_printf(&sb, "%-*.*s %12.1f %12s %8s  %-7s %13s", w, w, v->id, v->predicted_tokens, meas,
+              pct(v->ape, ape, sizeof ape), outcome, mem);
+    char best[160] = "";
+    if (s->searched) {
+      if (v->has_best) {
+        sb_printf(&sb, " %12.1f %8.3fx", v->best_tokens, v->best_tokens / v->predicted_tokens);
+        validate_plan_brief(&v->best_plan, COMPLETE_ALL, best, sizeof best);
+      } else {
+        sb_printf(&sb, " %12s %9s", "-", "-");
+      }
+    }
+    sb_printf(&sb, "  %s%s%s", brief, v->note ? "  note: " : "", v->note ? v->note : "");
+    if (s->searched && v->has_best) sb_printf(&sb, "  best: %s %s vpp%lld", best, plan_schedule_name(v->best_plan.schedule),
+                                              (long long)v->best_plan.vpp);
+    if (s->searched && v->search_note) sb_printf(&sb, "  search: %s", v->search_note);
+    sb_puts(&sb, "\n");
   }
   char p1[32], p2[32], p3[32];
   sb_printf(&sb, "\nrows: %lld (%lld with a measured throughput, %lld measured oom, %lld errors)\n", (long long)s->n_rows,
@@ -843,6 +968,15 @@ char *validate_report_text(const validate_report *r) {
     sb_printf(&sb, "%s%s %s over %lld", k ? "; " : " (", mem_names[k], pct(s->mem_mape_by[k], p1, sizeof p1),
               (long long)s->mem_n_by[k]);
   sb_puts(&sb, "); predicted total with overhead and allocator reserve\n");
+  if (s->searched) {
+    sb_printf(&sb, "search: the planner's best is at least as fast as the row's plan on %lld of %lld rows whose plan fits "
+                   "(slower on %lld); %lld rows' plans do not fit under the cost model; no plan fits on %lld; %lld "
+                   "searches stopped at the time budget\n",
+              (long long)s->search_at_least, (long long)s->search_compared, (long long)s->search_slower,
+              (long long)s->search_stated_unfit, (long long)s->search_none_fit, (long long)s->search_truncated);
+    if (s->search_worst_id)
+      sb_printf(&sb, "search: lags most on %s (best/plan %.4f)\n", s->search_worst_id, s->search_worst_ratio);
+  }
   return sb_take(&sb);
 }
 
@@ -853,9 +987,11 @@ ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char **out) 
   *out = NULL;
   ctx_clear(ctx);
   if (!csv_path || !*csv_path) return ctx_fail(ctx, AP_INVALID, "validate: expected the path of a runs CSV file");
-  if (flags & ~AP_VALIDATE_JSON) return ctx_fail(ctx, AP_INVALID, "ap_validate: unknown flags 0x%x", (unsigned)flags);
+  if (flags & ~(AP_VALIDATE_JSON | AP_VALIDATE_SEARCH))
+    return ctx_fail(ctx, AP_INVALID, "ap_validate: unknown flags 0x%x", (unsigned)flags);
   validate_report *rep = NULL;
-  ap_status st = validate_file(ctx, csv_path, &rep);
+  ap_status st = (flags & AP_VALIDATE_SEARCH) ? validate_file_search(ctx, csv_path, VALIDATE_SEARCH_BUDGET_S, &rep)
+                                              : validate_file(ctx, csv_path, &rep);
   if (st) return st;
   *out = (flags & AP_VALIDATE_JSON) ? validate_report_json(rep) : validate_report_text(rep);
   validate_report_free(rep);

@@ -68,6 +68,13 @@ typedef struct {
   int64_t n_evaluated; /* candidate plans costed to fill the unstated fields */
   double ape;          /* |predicted - measured| / measured; NAN when there is no measured throughput */
   double mem_ape;      /* NAN when no measured memory */
+  /* With a search (validate_file_search): the planner's best plan for the row's model, devices, global batch,
+   * sequence length and precision, under the same cost model as the prediction above. */
+  bool searched;          /* the search ran on this row (it was modelled) */
+  bool has_best;          /* it found a plan that fits */
+  double best_tokens;     /* its tokens/s per GPU */
+  plan best_plan;
+  const char *search_note; /* why there is no best plan, or that the time budget cut the search; NULL when none */
   /* Kept only by validate_file_keep: the row's model, cluster and cost environment, alive until the report is
    * freed, so that a calibration can re-evaluate the row's plan under other constants. */
   ap_model *kept_model;
@@ -97,6 +104,13 @@ typedef struct {
   double mem_mape;
   int64_t mem_n_by[VALIDATE_MEM_COUNT_];
   double mem_mape_by[VALIDATE_MEM_COUNT_];
+  /* With a search: rows whose stated plan fits under the cost model, and of those the rows where the planner's
+   * best is at least as fast (within one part in 10^9) and where it is slower; rows whose stated plan does not
+   * fit; rows where no plan fits; rows whose search the time budget cut. */
+  bool searched;
+  int64_t search_compared, search_at_least, search_slower, search_stated_unfit, search_none_fit, search_truncated;
+  const char *search_worst_id; /* the row where the planner lags most (NULL when it never does) */
+  double search_worst_ratio;   /* best / stated tokens on that row */
 } validate_summary;
 
 typedef struct validate_report validate_report;
@@ -106,6 +120,10 @@ typedef struct validate_report validate_report;
 AP_HIDDEN ap_status validate_file(ap_ctx *ctx, const char *csv_path, validate_report **out);
 /* The same, keeping each modelled row's model, cluster and cost environment in the row (kept_*). */
 AP_HIDDEN ap_status validate_file_keep(ap_ctx *ctx, const char *csv_path, validate_report **out);
+/* The same, and for every modelled row the planner's best plan (search.h) for its model, devices, global batch,
+ * sequence length and precision, each search within budget_per_row_s seconds (<= 0: no limit). */
+AP_HIDDEN ap_status validate_file_search(ap_ctx *ctx, const char *csv_path, double budget_per_row_s,
+                                         validate_report **out);
 AP_HIDDEN void validate_report_free(validate_report *r);
 AP_HIDDEN int64_t validate_report_n_rows(const validate_report *r);
 AP_HIDDEN const validate_row *validate_report_row(const validate_report *r, int64_t i);

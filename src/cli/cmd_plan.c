@@ -1,0 +1,160 @@
+/* `autopar plan`: search for the fastest plans of a model on a cluster and explain them (cli layer; the search
+ * and the explanation are the library's, ap_plan_search, docs/planner.md).
+ *
+ * Output: the explanation on stdout (text, or JSON with --json). With --export FORMAT the winner is also
+ * written for a framework: to stdout, the explanation then going to stderr so that `autopar plan … --export
+ * megatron > args.sh` captures the export alone; or, with -o FILE, atomically to FILE, the explanation staying
+ * on stdout. Progress goes to stderr while a search runs past one second, and only when stderr is a terminal.
+ * Exit status 1 when no plan fits (the closest plans are still printed), 2 on bad input. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "core/core.h"
+
+/* Progress on a terminal: one line rewritten in place, from the first second of the search on. */
+typedef struct {
+  double t0_s;
+  bool shown;
+} progress_state;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int on_progress(void *user, double fraction, const char *what) {
+  progress_state *ps = user;
+  if (now_s() - ps->t0_s < 1.0) return 0;
+  fprintf(stderr, "\r\033[Kautopar plan: %3.0f%% %s", 100 * fraction, what ? what : "");
+  fflush(stderr);
+  ps->shown = true;
+  return 0;
+}
+
+static bool parse_double(const char *name, const char *s, double *out) {
+  if (!s) return true;
+  char *end = NULL;
+  double v = strtod(s, &end);
+  if (end == s || *end) {
+    fprintf(stderr, "autopar plan: %s: expected a number, got \"%s\"\n", name, s);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
+  bool json = false, help = false;
+  const char *model = NULL, *cluster = NULL, *fix = NULL, *objective = NULL, *mem_frac = NULL, *budget = NULL;
+  const char *calibration = NULL, *export_format = NULL, *output = NULL, *compare = NULL, *strategy = NULL;
+  int64_t gbs = 0, seq = 0, top = 3;
+  cli_opt opts[] = {
+      {"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model},
+      {"cluster", OPT_STRING, "cluster preset, shorthand (h100:64, dgx-h100:8x8) or file", &cluster},
+      {"gbs", OPT_INT, "global batch, sequences per iteration (required)", &gbs},
+      {"seq", OPT_INT, "sequence length, tokens (default: the model's)", &seq},
+      {"top", OPT_INT, "plans to show, best first (default 3)", &top},
+      {"json", OPT_FLAG, "print JSON (format autopar-search/1, docs/planner.md)", &json},
+      {"fix", OPT_STRING, "hold plan fields fixed: tp=8,pp=4,schedule=1f1b (keys of estimate's flags)", &fix},
+      {"objective", OPT_STRING, "throughput (default) or memory (least peak memory, then fastest)", &objective},
+      {"max-mem-fraction", OPT_STRING, "share of device memory a plan may use, in (0, 1] (default 1)", &mem_frac},
+      {"time-budget", OPT_STRING, "stop searching after this many seconds (default: none)", &budget},
+      {"strategy", OPT_STRING, "search strategies to run, comma-separated (default: all that apply)", &strategy},
+      {"calibration", OPT_STRING, "cost-model constants from `autopar calibrate` (default: built in)", &calibration},
+      {"compare", OPT_STRING, "an autopar JSON plan to set beside the winner, breakdowns side by side", &compare},
+      {"export", OPT_STRING, "also write the winner as megatron, deepspeed, torchtitan or json (stdout)", &export_format},
+      {"output", OPT_STRING, "with --export: write the export to this file (atomically); also -o FILE", &output},
+      {"help", OPT_FLAG, "show this help", &help},
+  };
+  enum { N_OPTS = sizeof opts / sizeof opts[0], MAX_ARGS = 64 };
+  if (argc > MAX_ARGS) {
+    fprintf(stderr, "autopar plan: too many arguments (see autopar plan --help)\n");
+    return EXIT_BAD_INPUT;
+  }
+  char *args[MAX_ARGS];
+  static char long_output[] = "--output";
+  for (int i = 0; i < argc; i++) args[i] = strcmp(argv[i], "-o") == 0 ? long_output : argv[i];
+  const char *pos[1];
+  int n_pos;
+  if (!cli_parse("plan", argc, args, opts, N_OPTS, pos, 0, &n_pos)) return EXIT_BAD_INPUT;
+  if (help) {
+    cli_usage("plan",
+              "--model M --cluster C --gbs N [--seq S] [--top K] [--json] [--fix tp=8,pp=4,…]\n"
+              "            [--objective throughput|memory] [--max-mem-fraction F] [--time-budget SECONDS]\n"
+              "            [--calibration FILE] [--compare PLAN.json] [--export FORMAT [-o FILE]]\n\n"
+              "Searches data, tensor (+ sequence), pipeline, context and expert parallelism, ZeRO stages, recompute,\n"
+              "micro-batch size, virtual stages and schedule, and the rank order for the fastest plans that fit in\n"
+              "device memory, and explains the best: iteration time, tokens/s, MFU, time breakdown, what bounds it,\n"
+              "memory per stage, and what each runner-up loses on. Exit status 1 when nothing fits: the closest\n"
+              "plans are shown with what would make them fit. With --export the winner goes to stdout and the\n"
+              "explanation to stderr, or with -o FILE the export to FILE and the explanation to stdout.",
+              opts, N_OPTS);
+    return 0;
+  }
+  if (!model || !cluster || gbs <= 0) {
+    fprintf(stderr, "autopar plan: --model, --cluster and --gbs are required (see autopar plan --help)\n");
+    return EXIT_BAD_INPUT;
+  }
+  if (output && !export_format) {
+    fprintf(stderr, "autopar plan: -o/--output needs --export FORMAT\n");
+    return EXIT_BAD_INPUT;
+  }
+  if (top > 1000) {
+    fprintf(stderr, "autopar plan: --top: expected at most 1000, got %lld\n", (long long)top);
+    return EXIT_BAD_INPUT;
+  }
+  ap_search_opts so;
+  ap_search_opts_init(&so);
+  so.global_batch_size = gbs;
+  so.seq_length = seq;
+  so.top_k = (int)top;
+  so.objective = objective;
+  so.fix = fix;
+  so.strategies = strategy;
+  so.export_format = export_format;
+  if (!parse_double("--max-mem-fraction", mem_frac, &so.max_mem_fraction) ||
+      !parse_double("--time-budget", budget, &so.time_budget_s))
+    return EXIT_BAD_INPUT;
+
+  ap_model *m = NULL;
+  ap_cluster *c = NULL;
+  ap_plan *cmp = NULL, *best = NULL;
+  char *out = NULL, *exported = NULL;
+  ap_status st = calibration ? ap_ctx_set_calibration(ctx, calibration) : AP_OK;
+  if (!st) st = ap_model_load(ctx, model, &m);
+  if (!st) st = ap_cluster_load(ctx, cluster, &c);
+  if (!st && compare) st = ap_plan_load(ctx, compare, &cmp);
+  so.compare = cmp;
+  progress_state ps = {now_s(), false};
+  if (!st && isatty(STDERR_FILENO)) ap_ctx_set_progress(ctx, on_progress, &ps);
+  if (!st) st = ap_plan_search(ctx, m, c, &so, json ? AP_OUT_JSON : AP_OUT_TEXT, &out, &best);
+  ap_ctx_set_progress(ctx, NULL, NULL);
+  if (ps.shown) fprintf(stderr, "\r\033[K");
+  if (!st && export_format) {
+    ap_status est = ap_export(ctx, m, best, export_format, &exported);
+    if (!est && output) est = util_write_file_atomic(ctx, output, exported);
+    st = est;
+  }
+  /* The explanation goes to stderr when the export takes stdout. */
+  if (out) {
+    fputs(out, export_format && !output ? stderr : stdout);
+    ap_free(out);
+  }
+  int rc = 0;
+  if (st) {
+    rc = cli_fail(ctx, st);
+  } else if (exported && !output) {
+    fputs(exported, stdout);
+  }
+  ap_free(exported);
+  ap_plan_free(best);
+  ap_plan_free(cmp);
+  ap_cluster_free(c);
+  ap_model_free(m);
+  return rc;
+}

@@ -1,0 +1,495 @@
+/* The search driver and the strategy registry (search layer). See search.h for the contract; DESIGN.md
+ * "Search" for the place of the driver: strategies propose, the driver costs and ranks.
+ *
+ * Reading order: the registry table, the names, then struct search_run (one planning run: its options, its
+ * arena, the ranked top_k and the closest plans that do not fit), search_offer (check, cost, rank) and
+ * search_run_all (the loop over strategies and the result). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "search/search.h"
+
+/* ---- Registry ---------------------------------------------------------------------------------------- */
+
+/* The strategies in the order they run: grid first, so that its plans set the cutoff that the finer
+ * strategies (stage DP, layer DP, hetero) prune against. One line per strategy. */
+static const search_strategy *const registry[] = {
+    &search_grid,
+    &search_hetero,
+    &search_stage_dp,
+    &search_layer_dp,
+};
+
+const search_strategy *const *search_strategies(size_t *n_out) {
+  *n_out = AP_COUNT(registry);
+  return registry;
+}
+
+int search_strategy_find(const char *name) {
+  for (size_t i = 0; i < AP_COUNT(registry); i++)
+    if (strcmp(registry[i]->name, name) == 0) return (int)i;
+  return -1;
+}
+
+/* ---- Names ------------------------------------------------------------------------------------------- */
+
+static const char *const objective_names[] = {
+#define X(e, s) s,
+    SEARCH_OBJECTIVE_MAP(X)
+#undef X
+};
+_Static_assert(AP_COUNT(objective_names) == SEARCH_OBJ_COUNT_, "objective names and enum disagree");
+
+const char *search_objective_name(search_objective o) {
+  return (unsigned)o < SEARCH_OBJ_COUNT_ ? objective_names[o] : "?";
+}
+
+bool search_objective_from_name(const char *name, search_objective *out) {
+  for (int i = 0; i < SEARCH_OBJ_COUNT_; i++)
+    if (strcmp(objective_names[i], name) == 0) {
+      *out = (search_objective)i;
+      return true;
+    }
+  return false;
+}
+
+static const char *const extra_fix_names[] = {
+#define X(e, s) s,
+    SEARCH_FIX_EXTRA_MAP(X)
+#undef X
+};
+_Static_assert(AP_COUNT(extra_fix_names) == SEARCH_N_FIX_BITS - COMPLETE_N_FIELDS, "fix names and bits disagree");
+
+const char *search_fix_name(unsigned bit) {
+  if (bit < COMPLETE_N_FIELDS) return complete_field_name((complete_bit)bit);
+  if (bit < SEARCH_N_FIX_BITS) return extra_fix_names[bit - COMPLETE_N_FIELDS];
+  return "?";
+}
+
+search_opts search_opts_defaults(void) {
+  search_opts o;
+  memset(&o, 0, sizeof o);
+  o.top_k = 3;
+  o.max_mem_fraction = 1.0;
+  o.objective = SEARCH_OBJ_THROUGHPUT;
+  plan_defaults(&o.fixed);
+  return o;
+}
+
+/* ---- The run ------------------------------------------------------------------------------------------- */
+
+enum {
+  MAX_TOP_K = 1000,  /* more plans than anyone reads */
+  MIN_CLOSEST = 3,   /* closest plans kept for the infeasible report, at least */
+};
+/* TUNING: how often the progress callback hears from a search, seconds; a tenth of a second is smooth on a
+ * terminal and costs nothing next to thousands of evaluations. */
+static const double PROGRESS_EVERY_S = 0.1;
+/* Relative differences below this are ties, which keep the plan offered first. */
+static const double TIE_EPS = 1e-9;
+
+struct search_run {
+  ap_ctx *ctx;     /* the caller's: progress callback, hard failures */
+  ap_ctx scratch;  /* receives the messages of rejected plans */
+  const cost_env *env;
+  const graph *g;
+  search_opts opts;
+  arena *arena;
+  double t0_s, deadline_s, next_progress_s;
+  double limit_bytes, limit_fraction;
+  int64_t default_seq;
+  search_result *top; /* best first */
+  int n_top, cap_top;
+  search_result *closest; /* least memory first, one per mesh */
+  int n_closest, cap_closest;
+  search_stats st;
+  const char *strategy; /* the one running */
+  int ordinal, n_to_run; /* its place among the strategies that run */
+  double fraction;       /* its own progress */
+  bool stop;
+  cost_result cur;
+  char what[160];
+};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+const cost_env *search_env(const search_run *sr) { return sr->env; }
+const search_opts *search_options(const search_run *sr) { return &sr->opts; }
+arena *search_arena(search_run *sr) { return sr->arena; }
+double search_mem_limit_bytes(const search_run *sr) { return sr->limit_bytes; }
+
+void search_progress(search_run *sr, double fraction) {
+  sr->fraction = fraction < 0 ? 0 : fraction > 1 ? 1 : fraction;
+}
+
+/* Checks the clock and, every PROGRESS_EVERY_S, tells the progress callback; sets stop when the budget is
+ * spent or the callback asks to stop. */
+static void tick(search_run *sr) {
+  double t = now_s();
+  if (t >= sr->deadline_s && !sr->stop) {
+    sr->stop = true;
+    sr->st.truncated = true;
+  }
+  if (t < sr->next_progress_s) return;
+  sr->next_progress_s = t + PROGRESS_EVERY_S;
+  double f = sr->n_to_run > 0 ? ((double)sr->ordinal + sr->fraction) / (double)sr->n_to_run : 0;
+  if (sr->n_top > 0)
+    snprintf(sr->what, sizeof sr->what, "%s: %lld plans evaluated, best %.4g s per iteration", sr->strategy,
+             (long long)sr->st.n_evaluated, sr->top[0].r.iter_s);
+  else
+    snprintf(sr->what, sizeof sr->what, "%s: %lld plans evaluated, none fits yet", sr->strategy,
+             (long long)sr->st.n_evaluated);
+  if (ctx_progress(sr->ctx, f, sr->what)) {
+    sr->st.cancelled = true;
+    sr->stop = true;
+  }
+}
+
+bool search_should_stop(search_run *sr) {
+  if (!sr->stop) tick(sr);
+  return sr->stop;
+}
+
+const search_result *search_best(const search_run *sr, int i) {
+  return i >= 0 && i < sr->n_top ? &sr->top[i] : NULL;
+}
+
+double search_cutoff_s(const search_run *sr) {
+  if (sr->opts.objective != SEARCH_OBJ_THROUGHPUT || sr->n_top < sr->cap_top) return INFINITY;
+  return sr->top[sr->n_top - 1].r.iter_s;
+}
+
+/* ---- Ranking --------------------------------------------------------------------------------------------- */
+
+/* True when a ranks strictly before b under the objective. */
+static bool better(const search_run *sr, const cost_result *a, const cost_result *b) {
+  if (sr->opts.objective == SEARCH_OBJ_MEMORY) {
+    if (a->peak_mem_bytes < b->peak_mem_bytes * (1 - TIE_EPS)) return true;
+    if (a->peak_mem_bytes > b->peak_mem_bytes * (1 + TIE_EPS)) return false;
+  }
+  return a->iter_s < b->iter_s * (1 - TIE_EPS);
+}
+
+/* The plan with its memory savers cleared: two plans with the same key are one configuration. */
+static void config_key(const plan *p, plan *key) {
+  *key = *p;
+  key->recompute = PLAN_RECOMPUTE_NONE;
+  key->recompute_layers = 0;
+  key->n_chunk_recompute = 0;
+  key->zero_stage = 0;
+}
+
+static bool same_config(const plan *a, const plan *b) {
+  if (a->tp != b->tp || a->pp != b->pp || a->dp != b->dp || a->micro_batch_size != b->micro_batch_size ||
+      a->vpp != b->vpp || a->schedule != b->schedule)
+    return false; /* the cheap fields first: most pairs differ there */
+  plan ka, kb;
+  config_key(a, &ka);
+  config_key(b, &kb);
+  return plan_equal(&ka, &kb);
+}
+
+static bool same_mesh(const plan *a, const plan *b) {
+  return a->tp == b->tp && a->pp == b->pp && a->dp == b->dp && a->cp == b->cp && a->ep == b->ep &&
+         plan_etp(a) == plan_etp(b) && memcmp(a->order, b->order, sizeof a->order) == 0;
+}
+
+static void put(search_run *sr, search_result *slot, const plan *p, const cost_result *r) {
+  slot->p = *p;
+  memcpy(&slot->r, r, sizeof *r);
+  slot->found_by = sr->strategy;
+}
+
+/* Removes entry i of a list of n, keeping the order. */
+static void list_remove(search_result *list, int *n, int i) {
+  if (i < *n - 1) memmove(&list[i], &list[i + 1], sizeof list[0] * (size_t)(*n - 1 - i));
+  (*n)--;
+}
+
+/* Inserts at pos, dropping the last entry when the list is full. */
+static void list_insert(search_run *sr, search_result *list, int *n, int cap, int pos, const plan *p,
+                        const cost_result *r) {
+  int last = *n < cap ? *n : cap - 1;
+  if (last > pos) memmove(&list[pos + 1], &list[pos], sizeof list[0] * (size_t)(last - pos));
+  put(sr, &list[pos], p, r);
+  if (*n < cap) (*n)++;
+}
+
+/* Keeps a fitting plan if it ranks among the top_k configurations. */
+static void keep_top(search_run *sr, const plan *p, const cost_result *r) {
+  int same = -1;
+  for (int i = 0; i < sr->n_top; i++)
+    if (same_config(&sr->top[i].p, p)) {
+      if (!better(sr, r, &sr->top[i].r)) return;
+      same = i;
+      break;
+    }
+  int pos = same >= 0 ? same : sr->n_top;
+  while (pos > 0 && better(sr, r, &sr->top[pos - 1].r)) pos--;
+  if (pos >= sr->cap_top) return;
+  if (sr->opts.admit && !sr->opts.admit(sr->opts.admit_user, p)) {
+    sr->st.n_not_admitted++;
+    return;
+  }
+  if (same >= 0) list_remove(sr->top, &sr->n_top, same);
+  list_insert(sr, sr->top, &sr->n_top, sr->cap_top, pos, p, r);
+}
+
+/* Keeps a plan that does not fit if it is among the closest: least peak memory, then least time, one per
+ * mesh (so that the report shows different ways of cutting the model, each with its best memory savers). */
+static void keep_closest(search_run *sr, const plan *p, const cost_result *r) {
+  if (sr->n_top > 0) return; /* only needed while nothing fits */
+  int same = -1;
+  for (int i = 0; i < sr->n_closest; i++)
+    if (same_mesh(&sr->closest[i].p, p)) {
+      const cost_result *o = &sr->closest[i].r;
+      if (r->peak_mem_bytes >= o->peak_mem_bytes * (1 - TIE_EPS) &&
+          !(r->peak_mem_bytes <= o->peak_mem_bytes * (1 + TIE_EPS) && r->iter_s < o->iter_s * (1 - TIE_EPS)))
+        return;
+      same = i;
+      break;
+    }
+  if (same >= 0) list_remove(sr->closest, &sr->n_closest, same);
+  int pos = sr->n_closest;
+  while (pos > 0 && (r->peak_mem_bytes < sr->closest[pos - 1].r.peak_mem_bytes * (1 - TIE_EPS))) pos--;
+  if (pos >= sr->cap_closest) return;
+  list_insert(sr, sr->closest, &sr->n_closest, sr->cap_closest, pos, p, r);
+}
+
+/* ---- Offers ---------------------------------------------------------------------------------------------- */
+
+/* Fixed fields compared byte for byte: the scalar fields of the plan. */
+static const struct {
+  unsigned bit;
+  size_t offset, size;
+} fixed_scalars[] = {
+    {COMPLETE_BIT_TP, offsetof(plan, tp), sizeof(int64_t)},
+    {COMPLETE_BIT_PP, offsetof(plan, pp), sizeof(int64_t)},
+    {COMPLETE_BIT_DP, offsetof(plan, dp), sizeof(int64_t)},
+    {COMPLETE_BIT_CP, offsetof(plan, cp), sizeof(int64_t)},
+    {COMPLETE_BIT_EP, offsetof(plan, ep), sizeof(int64_t)},
+    {COMPLETE_BIT_VPP, offsetof(plan, vpp), sizeof(int64_t)},
+    {COMPLETE_BIT_MBS, offsetof(plan, micro_batch_size), sizeof(int64_t)},
+    {COMPLETE_BIT_SP, offsetof(plan, sequence_parallel), sizeof(bool)},
+    {COMPLETE_BIT_RECOMPUTE, offsetof(plan, recompute), sizeof(plan_recompute)},
+    {COMPLETE_BIT_ZERO, offsetof(plan, zero_stage), sizeof(int32_t)},
+    {COMPLETE_BIT_PRECISION, offsetof(plan, precision), sizeof(plan_precision)},
+    {COMPLETE_BIT_SCHEDULE, offsetof(plan, schedule), sizeof(plan_schedule)},
+    {SEARCH_BIT_RECOMPUTE_LAYERS, offsetof(plan, recompute_layers), sizeof(int32_t)},
+    {SEARCH_BIT_MICRO_BATCHES, offsetof(plan, n_micro_batches), sizeof(int64_t)},
+};
+
+/* Writes why p breaks a fixed field or the batch into why and returns true; false when it keeps them. */
+static bool breaks_fixed(const search_run *sr, const plan *p, char *why, size_t n) {
+  const search_opts *o = &sr->opts;
+  const plan *f = &o->fixed;
+  if (p->global_batch_size != o->global_batch_size) {
+    snprintf(why, n, "plan: global_batch_size = %lld, but the search is for %lld", (long long)p->global_batch_size,
+             (long long)o->global_batch_size);
+    return true;
+  }
+  int64_t want_seq = o->seq_length > 0 ? o->seq_length : sr->default_seq;
+  int64_t seq = p->seq_length > 0 ? p->seq_length : sr->default_seq;
+  if (seq != want_seq) {
+    snprintf(why, n, "plan: seq_length = %lld, but the search is for %lld", (long long)seq, (long long)want_seq);
+    return true;
+  }
+  for (size_t i = 0; i < AP_COUNT(fixed_scalars); i++) {
+    if (!search_opts_fixes(o, fixed_scalars[i].bit)) continue;
+    if (memcmp((const char *)p + fixed_scalars[i].offset, (const char *)f + fixed_scalars[i].offset,
+               fixed_scalars[i].size) != 0) {
+      snprintf(why, n, "plan: %s differs from the fixed value", search_fix_name(fixed_scalars[i].bit));
+      return true;
+    }
+  }
+  if (search_opts_fixes(o, SEARCH_BIT_ETP) && plan_etp(p) != plan_etp(f)) {
+    snprintf(why, n, "plan: etp = %lld, but etp = %lld is fixed", (long long)plan_etp(p), (long long)plan_etp(f));
+    return true;
+  }
+  if (search_opts_fixes(o, SEARCH_BIT_ORDER) && memcmp(p->order, f->order, sizeof p->order) != 0) {
+    snprintf(why, n, "plan: the mesh order differs from the fixed one");
+    return true;
+  }
+  if (search_opts_fixes(o, SEARCH_BIT_SPLIT) &&
+      (p->n_stage_layers != f->n_stage_layers ||
+       memcmp(p->stage_layers, f->stage_layers, sizeof p->stage_layers[0] * (size_t)p->n_stage_layers) != 0)) {
+    snprintf(why, n, "plan: the pipeline split differs from the fixed stage_layers");
+    return true;
+  }
+  return false;
+}
+
+static void reject(search_run *sr, const char *why) {
+  sr->st.n_rejected++;
+  if (!sr->st.first_rejection[0]) snprintf(sr->st.first_rejection, sizeof sr->st.first_rejection, "%s", why);
+}
+
+ap_status search_offer(search_run *sr, const plan *p, cost_result *cost) {
+  sr->st.n_offered++;
+  if (sr->st.cancelled) return AP_CANCELLED;
+  char why[1024];
+  if (breaks_fixed(sr, p, why, sizeof why)) {
+    reject(sr, why);
+    return AP_INVALID;
+  }
+  ctx_clear(&sr->scratch);
+  cost_result *r = &sr->cur;
+  ap_status st = cost_estimate(&sr->scratch, sr->env, p, r);
+  if (st == AP_INVALID || st == AP_UNSUPPORTED) {
+    reject(sr, sr->scratch.error);
+    return AP_INVALID;
+  }
+  if (st) return ctx_fail(sr->ctx, st, "%s", sr->scratch.error[0] ? sr->scratch.error : ap_status_str(st));
+  if (!isfinite(r->iter_s) || !isfinite(r->peak_mem_bytes) || r->iter_s <= 0) {
+    reject(sr, "plan: the cost model gave no finite time or memory");
+    return AP_INVALID;
+  }
+  sr->st.n_evaluated++;
+  if (r->fits && sr->limit_fraction < 1) r->fits = r->peak_mem_bytes <= sr->limit_fraction * r->capacity_bytes;
+  if (!r->fits) r->bound = "memory";
+  if (r->fits) {
+    sr->st.n_fit++;
+    keep_top(sr, p, r);
+  } else {
+    keep_closest(sr, p, r);
+  }
+  if (cost) memcpy(cost, r, sizeof *r);
+  tick(sr);
+  return sr->st.cancelled ? AP_CANCELLED : AP_OK;
+}
+
+/* ---- The whole search ------------------------------------------------------------------------------------- */
+
+static ap_status check_opts(ap_ctx *ctx, const search_opts *o) {
+  size_t n_reg;
+  search_strategies(&n_reg);
+  if (o->top_k < 1 || o->top_k > MAX_TOP_K)
+    return ctx_fail(ctx, AP_INVALID, "search: top_k = %d must be in [1, %d]", o->top_k, MAX_TOP_K);
+  if (!(o->max_mem_fraction > 0 && o->max_mem_fraction <= 1))
+    return ctx_fail(ctx, AP_INVALID, "search: max_mem_fraction = %g must be in (0, 1]", o->max_mem_fraction);
+  if (o->global_batch_size < 1 || o->global_batch_size > PLAN_MAX_COUNT)
+    return ctx_fail(ctx, AP_INVALID, "search: global_batch_size = %lld must be in [1, %lld]",
+                    (long long)o->global_batch_size, (long long)PLAN_MAX_COUNT);
+  if (o->seq_length < 0 || o->seq_length > PLAN_MAX_COUNT)
+    return ctx_fail(ctx, AP_INVALID, "search: seq_length = %lld must be in [0, %lld]", (long long)o->seq_length,
+                    (long long)PLAN_MAX_COUNT);
+  if ((unsigned)o->objective >= SEARCH_OBJ_COUNT_) return ctx_fail(ctx, AP_INVALID, "search: unknown objective");
+  if (n_reg < 32 && (o->strategies >> n_reg) != 0)
+    return ctx_fail(ctx, AP_INVALID, "search: strategy bits 0x%x name strategies the registry lacks", o->strategies);
+  if (isnan(o->time_budget_s)) return ctx_fail(ctx, AP_INVALID, "search: time budget is not a number");
+  return AP_OK;
+}
+
+/* Copies a result list into a heap array for the caller. */
+static search_result *copy_out(const search_result *list, int n) {
+  search_result *out = malloc(sizeof *out * (size_t)(n > 0 ? n : 1));
+  if (out && n > 0) memcpy(out, list, sizeof *out * (size_t)n);
+  return out;
+}
+
+ap_status search_run_all(ap_ctx *ctx, const cost_env *env, const search_opts *opts, search_result **out, int *n_out,
+                         search_stats *stats) {
+  *out = NULL;
+  *n_out = 0;
+  if (stats) memset(stats, 0, sizeof *stats);
+  ap_status st = check_opts(ctx, opts);
+  if (st) return st;
+  search_run *sr = calloc(1, sizeof *sr);
+  if (!sr || !(sr->arena = arena_new())) {
+    free(sr);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  sr->ctx = ctx;
+  sr->scratch = ctx_child(ctx);
+  sr->scratch.progress_fn = NULL;
+  sr->env = env;
+  sr->g = cost_env_graph(env);
+  sr->default_seq = sr->g->default_seq;
+  sr->opts = *opts;
+  sr->cap_top = opts->top_k;
+  sr->cap_closest = opts->top_k > MIN_CLOSEST ? opts->top_k : MIN_CLOSEST;
+  sr->top = arena_alloc(sr->arena, sizeof *sr->top * (size_t)sr->cap_top);
+  sr->closest = arena_alloc(sr->arena, sizeof *sr->closest * (size_t)sr->cap_closest);
+  if (!sr->top || !sr->closest) {
+    arena_free(sr->arena);
+    free(sr);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  /* The memory limit: the smallest device of the cluster times the usable fraction. */
+  const hw_cluster *hc = cost_env_cluster(env);
+  double cap = INFINITY;
+  for (int gi = 0; gi < hc->n_groups; gi++)
+    if ((double)hc->groups[gi].device.mem_bytes < cap) cap = (double)hc->groups[gi].device.mem_bytes;
+  sr->limit_fraction = opts->max_mem_fraction;
+  sr->limit_bytes = cap * opts->max_mem_fraction;
+  sr->t0_s = now_s();
+  sr->deadline_s = opts->time_budget_s > 0 ? sr->t0_s + opts->time_budget_s : INFINITY;
+  sr->next_progress_s = sr->t0_s + PROGRESS_EVERY_S;
+
+  size_t n_reg;
+  const search_strategy *const *reg = search_strategies(&n_reg);
+  bool runs[32] = {false};
+  for (size_t i = 0; i < n_reg && i < 32; i++) {
+    if (opts->strategies && !((opts->strategies >> i) & 1u)) continue;
+    runs[i] = !reg[i]->applies || reg[i]->applies(sr);
+    if (runs[i]) sr->n_to_run++;
+  }
+  for (size_t i = 0; i < n_reg && i < 32 && !st && !sr->stop; i++) {
+    if (!runs[i]) continue;
+    sr->strategy = reg[i]->name;
+    sr->fraction = 0;
+    sr->st.strategies_run |= 1u << i;
+    st = reg[i]->run(sr);
+    if (st == AP_CANCELLED) st = AP_OK;
+    sr->ordinal++;
+  }
+  sr->st.elapsed_s = now_s() - sr->t0_s;
+  sr->st.arena_bytes = arena_used_bytes(sr->arena);
+  if (stats) *stats = sr->st;
+
+  if (!st) {
+    if (sr->n_top > 0) {
+      *out = copy_out(sr->top, sr->n_top);
+      *n_out = sr->n_top;
+      st = sr->st.cancelled ? ctx_fail(ctx, AP_CANCELLED, "search cancelled; the plans found so far are returned")
+                            : AP_OK;
+    } else if (sr->st.n_not_admitted > 0) {
+      st = ctx_fail(ctx, AP_UNSUPPORTED,
+                    "%lld plans fit, but the admission filter (the export format) accepts none of them",
+                    (long long)sr->st.n_not_admitted);
+    } else if (sr->n_closest > 0) {
+      *out = copy_out(sr->closest, sr->n_closest);
+      *n_out = sr->n_closest;
+      const search_result *c = &sr->closest[0];
+      st = ctx_fail(ctx, AP_INFEASIBLE,
+                    "no plan fits in %.1f GiB per device%s; the closest needs %.1f GiB (%lld plans evaluated)",
+                    sr->limit_bytes / 1073741824.0,
+                    sr->st.truncated ? " within the time budget" : "", c->r.peak_mem_bytes / 1073741824.0,
+                    (long long)sr->st.n_evaluated);
+    } else if (sr->st.cancelled) {
+      st = ctx_fail(ctx, AP_CANCELLED, "search cancelled before any plan was evaluated");
+    } else if (sr->n_to_run == 0) {
+      st = ctx_fail(ctx, AP_UNSUPPORTED, "search: no strategy applies to this model and cluster");
+    } else if (sr->st.n_rejected > 0 && sr->st.n_evaluated == 0) {
+      st = ctx_fail(ctx, AP_INVALID, "no valid plan meets the fixed fields; the first candidate failed with: %s",
+                    sr->st.first_rejection);
+    } else {
+      st = ctx_fail(ctx, AP_INFEASIBLE, "no plan found%s (%lld plans evaluated)",
+                    sr->st.truncated ? " within the time budget" : "", (long long)sr->st.n_evaluated);
+    }
+    if (*n_out > 0 && !*out) {
+      *n_out = 0;
+      st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+    }
+  }
+  arena_free(sr->arena);
+  free(sr);
+  return st;
+}
