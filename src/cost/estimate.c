@@ -90,6 +90,7 @@ ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, cons
   }
   /* Pipeline units: the repeats of layer blocks (or of every block for graphs without layers). */
   env->n_layers = env->facts.n_layers;
+  env->memo = arena_alloc(env->a, sizeof *env->memo);
   env->unit_block = arena_alloc(env->a, sizeof(int) * (size_t)(env->n_layers > 0 ? env->n_layers : 1));
   if (!env->unit_block) {
     cost_env_free(env);
@@ -121,6 +122,23 @@ const graph *cost_env_graph(const cost_env *env) { return env->g; }
 const hw_cluster *cost_env_cluster(const cost_env *env) { return env->hc; }
 const cost_tuning *cost_env_tuning(const cost_env *env) { return &env->tuning; }
 
+/* comm_group_from_cluster through the environment's memo. */
+static ap_status cached_group(ap_ctx *ctx, const cost_env *env, int64_t stride, int64_t size, comm_group *out) {
+  group_memo *m = env->memo;
+  for (int i = 0; m && i < m->n; i++)
+    if (m->e[i].stride == stride && m->e[i].size == size) {
+      *out = m->e[i].g;
+      return AP_OK;
+    }
+  ap_status st = comm_group_from_cluster(ctx, env->hc, stride, size, 0, out);
+  if (st || !m) return st;
+  int slot = m->n < GROUP_MEMO_SIZE ? m->n++ : (m->next++ % GROUP_MEMO_SIZE);
+  m->e[slot].stride = stride;
+  m->e[slot].size = size;
+  m->e[slot].g = *out;
+  return AP_OK;
+}
+
 static ap_status axis_group(ap_ctx *ctx, const cost_env *env, const plan *p, unsigned axes, comm_group *out) {
   int64_t stride = 1, size = 1;
   if (!plan_axes_group(p, axes, &stride, &size)) {
@@ -132,7 +150,7 @@ static ap_status axis_group(ap_ctx *ctx, const cost_env *env, const plan *p, uns
     *out = comm_group_flat(1, 1, 0, COMM_LINK_SCALE_UP);
     return AP_OK;
   }
-  return comm_group_from_cluster(ctx, env->hc, stride, size, 0, out);
+  return cached_group(ctx, env, stride, size, out);
 }
 
 ap_status cost_plan_groups(ap_ctx *ctx, const cost_env *env, const plan *p, plan_groups *out) {
@@ -150,7 +168,7 @@ ap_status cost_plan_groups(ap_ctx *ctx, const cost_env *env, const plan *p, plan
   out->pp = comm_group_flat(1, 1, 0, COMM_LINK_SCALE_UP);
   if (p->pp > 1) {
     int64_t stride = plan_axis_stride(p, PLAN_AXIS_PP);
-    if ((st = comm_group_from_cluster(ctx, env->hc, stride, 2, 0, &out->pp))) return st;
+    if ((st = cached_group(ctx, env, stride, 2, &out->pp))) return st;
   }
   return AP_OK;
 }

@@ -8,6 +8,19 @@
 #include "cost/cost.h"
 #include "model/model.h"
 
+/* A memo of the communication groups already derived from the cluster, keyed by (stride, size): asking the
+ * hierarchy walks every rank (hw_cluster_level_for_group), and a search asks for the same few groups for
+ * thousands of plans. */
+enum { GROUP_MEMO_SIZE = 128 };
+typedef struct {
+  int n;
+  int next; /* round-robin replacement once full */
+  struct {
+    int64_t stride, size;
+    comm_group g;
+  } e[GROUP_MEMO_SIZE];
+} group_memo;
+
 struct cost_env {
   arena *a;
   const ap_model *model;
@@ -23,6 +36,7 @@ struct cost_env {
   plan_model_facts facts;
   int64_t n_layers;    /* pipeline units */
   int *unit_block;     /* for each pipeline unit (layer), the index of its block */
+  group_memo *memo;    /* mutable through a const env: a cache, invisible in results */
 };
 
 /* Costs of one block repeat (one layer) for one micro-batch on one device of its pipeline rank. */
