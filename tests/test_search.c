@@ -509,7 +509,7 @@ static void test_time_budget(void **state) {
   fixture f;
   fixture_load(&f, "llama-3.1-405b", "h100:16384");
   search_opts o = opts_for(2048, 8192, 3, 1.0);
-  o.time_budget_s = 0.05;
+  o.time_budget_s = 1e-4; /* far shorter than the whole search (tens of milliseconds) */
   search_result *res = NULL;
   int n = 0;
   search_stats st;
@@ -517,7 +517,7 @@ static void test_time_budget(void **state) {
   assert_true(s == AP_OK || s == AP_INFEASIBLE);
   assert_true(st.truncated);
   /* One evaluation may overrun the budget, never many. */
-  if (st.elapsed_s > 1.0) fail_msg("a 0.05 s budget took %.3f s", st.elapsed_s);
+  if (st.elapsed_s > 1.0) fail_msg("a 0.0001 s budget took %.3f s", st.elapsed_s);
   free(res);
   fixture_free(&f);
 }

@@ -431,7 +431,9 @@ ap_status search_run_all(ap_ctx *ctx, const cost_env *env, const search_opts *op
   sr->limit_bytes = cap * opts->max_mem_fraction;
   sr->t0_s = now_s();
   sr->deadline_s = opts->time_budget_s > 0 ? sr->t0_s + opts->time_budget_s : INFINITY;
-  sr->next_progress_s = sr->t0_s + PROGRESS_EVERY_S;
+  /* The first check reports at once (fraction 0), so that a caller can stop even a short search; then every
+   * PROGRESS_EVERY_S. The CLI prints only once a search has run past one second. */
+  sr->next_progress_s = sr->t0_s;
 
   size_t n_reg;
   const search_strategy *const *reg = search_strategies(&n_reg);
