@@ -6,8 +6,9 @@
 
 int cmd_validate(ap_ctx *ctx, int argc, char **argv) {
   bool json = false, help = false, search = false;
-  const char *file = NULL;
+  const char *file = NULL, *calibration = NULL;
   cli_opt opts[] = {{"json", OPT_FLAG, "print JSON: {\"rows\": [...], \"summary\": {...}}", &json},
+                    {"calibration", OPT_STRING, "cost-model constants from `autopar calibrate` (default: built in)", &calibration},
                     {"search", OPT_FLAG, "also plan every row: the planner's best plan and how it compares", &search},
                     {"help", OPT_FLAG, "show this help", &help}};
   enum { N_OPTS = sizeof opts / sizeof opts[0] };
@@ -32,7 +33,8 @@ int cmd_validate(ap_ctx *ctx, int argc, char **argv) {
     return EXIT_BAD_INPUT;
   }
   char *out = NULL;
-  ap_status st = ap_validate(ctx, file, (json ? AP_VALIDATE_JSON : 0) | (search ? AP_VALIDATE_SEARCH : 0), &out);
+  ap_status st = calibration ? ap_ctx_set_calibration(ctx, calibration) : AP_OK;
+  if (!st) st = ap_validate(ctx, file, (json ? AP_VALIDATE_JSON : 0) | (search ? AP_VALIDATE_SEARCH : 0), &out);
   if (st) return cli_fail(ctx, st);
   cli_print_free(out);
   return 0;
