@@ -22,13 +22,14 @@ static bool sb_reserve(strbuf *sb, size_t extra) {
 }
 
 void sb_vprintf(strbuf *sb, const char *fmt, va_list ap) {
+  /* Format straight into the free space; only when it does not fit, grow and format again. */
+  if (!sb_reserve(sb, 64)) return;
   va_list ap2;
   va_copy(ap2, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  if (n >= 0 && sb_reserve(sb, (size_t)n)) {
-    vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap2);
-    sb->len += (size_t)n;
-  }
+  size_t room = sb->cap - sb->len;
+  int n = vsnprintf(sb->buf + sb->len, room, fmt, ap);
+  if (n >= 0 && (size_t)n >= room && sb_reserve(sb, (size_t)n)) n = vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap2);
+  if (n >= 0 && !sb->oom) sb->len += (size_t)n;
   va_end(ap2);
 }
 

@@ -114,9 +114,10 @@ typedef struct {
  * Returns the pipeline time in seconds; when events is not NULL, writes up to cap events and sets *n_events
  * (the full count, which may exceed cap). */
 AP_HIDDEN double sim_pipeline(const plan *p, const cost_result *r, sim_event *events, size_t cap, size_t *n_events);
-/* A Chrome trace-event JSON document of the simulated iteration (one process per pipeline stage, a compute and a
- * communication thread in each); the caller frees it with free(). NULL when out of memory. */
-AP_HIDDEN char *sim_trace_json(const cost_env *env, const plan *p, const cost_result *r);
+/* Simulates the iteration once and returns it as a Chrome trace-event JSON document (one process per pipeline
+ * stage, a compute and a communication thread in each); *pipeline_s (may be NULL) receives the simulated
+ * pipeline time. The caller frees the document with free(). NULL when out of memory. */
+AP_HIDDEN char *sim_trace_json(const cost_env *env, const plan *p, const cost_result *r, double *pipeline_s);
 
 /* Evaluates plan p (validated against the model and cluster first). AP_INVALID names the violated constraint;
  * a plan that does not fit still evaluates (fits = false). */

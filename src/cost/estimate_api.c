@@ -40,10 +40,10 @@ ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
   char *trace = NULL;
   if (!r) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   if (!st) st = cost_estimate(ctx, env, &ap->p, r);
-  if (!st && !(trace = sim_trace_json(env, &ap->p, r))) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  double sim_s = 0;
+  if (!st && !(trace = sim_trace_json(env, &ap->p, r, &sim_s))) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   if (!st && trace_path) st = util_write_file_atomic(ctx, trace_path, trace);
   if (!st) {
-    double sim_s = sim_pipeline(&ap->p, r, NULL, 0, NULL);
     double iter_sim = sim_s + r->time.dp_comm + r->time.optimizer;
     strbuf sb = {0};
     if (format == AP_OUT_JSON)

@@ -177,12 +177,14 @@ out:
 
 static const char *const kind_names[] = {"F", "B", "W", "send", "dp-sync", "optimizer"};
 
-char *sim_trace_json(const cost_env *env, const plan *p, const cost_result *r) {
-  size_t n = 0;
-  (void)sim_pipeline(p, r, NULL, 0, &n);
-  sim_event *ev = malloc(sizeof(sim_event) * (n ? n : 1));
+char *sim_trace_json(const cost_env *env, const plan *p, const cost_result *r, double *pipeline_s) {
+  /* Every chunk pass of every micro-batch is one event: F and B, and W for zero-bubble schedules. */
+  size_t cap = (size_t)(plan_n_chunks(p) * p->n_micro_batches * 3), n = 0;
+  sim_event *ev = malloc(sizeof(sim_event) * (cap ? cap : 1));
   if (!ev) return NULL;
-  double pipe = sim_pipeline(p, r, ev, n, &n);
+  double pipe = sim_pipeline(p, r, ev, cap, &n);
+  if (pipeline_s) *pipeline_s = pipe;
+  if (n > cap) n = cap;
   strbuf sb = {0};
   sb_puts(&sb, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"model\":");
   jx_sb_str(&sb, env->g->name);
