@@ -206,6 +206,9 @@ static void enum_batch(search *s, plan *p) {
 /* tp, pp, cp and dp are set: expert parallelism, sequence parallelism, then the rest. */
 static void enum_experts(search *s, plan *p) {
   if (!is_stated(s, COMPLETE_BIT_SP)) p->sequence_parallel = p->tp > 1;
+  /* TP communication overlap (Megatron --tp-comm-overlap) needs sequence parallelism and never makes an
+   * iteration slower; a tuned team turns it on wherever it applies (Megatron-Bridge's performance recipes do). */
+  p->tp_comm_overlap = p->sequence_parallel && p->tp > 1;
   list ep = {.n = 0};
   if (is_stated(s, COMPLETE_BIT_EP) || s->facts.n_experts <= 0) {
     list_add(&ep, is_stated(s, COMPLETE_BIT_EP) ? p->ep : 1);

@@ -396,6 +396,8 @@ static void set_mesh(const grid *gr, const grid_mesh *m, plan *p) {
   p->etp = m->etp;
   memcpy(p->order, m->order, sizeof p->order);
   if (!fixes(gr, COMPLETE_BIT_SP)) p->sequence_parallel = m->tp > 1;
+  /* TP communication overlap needs sequence parallelism and never slows an iteration down (complete.c). */
+  p->tp_comm_overlap = p->sequence_parallel && m->tp > 1;
 }
 
 static void set_mbs(plan *p, int64_t mbs) {
