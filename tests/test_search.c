@@ -215,6 +215,7 @@ static void brute_force(brute *b) {
               p.tp = tp, p.cp = cp, p.pp = pp, p.dp = dp, p.ep = ev[ei], p.etp = etp;
               memcpy(p.order, oi ? alt : dflt, sizeof p.order);
               p.sequence_parallel = tp > 1;
+              p.tp_comm_overlap = tp > 1; /* the grid's rule: on wherever sequence parallelism is */
               divs(p.global_batch_size / dp, mv, &n_mv);
               for (int mi = 0; mi < n_mv; mi++) {
                 p.micro_batch_size = mv[mi];

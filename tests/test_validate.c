@@ -249,6 +249,7 @@ static void test_complete_matches_brute_force(void **state) {
   partial.tp = 8, partial.pp = 4, partial.dp = 2, partial.global_batch_size = 64, partial.seq_length = 4096;
   unsigned stated = COMPLETE_F(TP) | COMPLETE_F(PP) | COMPLETE_F(DP) | COMPLETE_F(VPP) | COMPLETE_F(SP);
   partial.sequence_parallel = true;
+  partial.tp_comm_overlap = true; /* completion's rule: on with sequence parallelism and tp > 1 */
   cost_result *cr = malloc(sizeof *cr), *c2 = malloc(sizeof *c2);
   assert_int_equal(complete_plan(ctx, f.env, &partial, stated, NULL, &best, cr, NULL), AP_OK);
   assert_int_equal(complete_plan(ctx, f.env, &partial, stated, NULL, &again, c2, NULL), AP_OK);
