@@ -191,10 +191,14 @@ static double saved_bytes(const graph_block *blk, const compute_shard *sh, doubl
     const graph_tensor *t = &blk->tensors[blk->input];
     return graph_tensor_bytes(t, b, s) / tensor_divisor(t, sh);
   }
+  /* mark bit 1: saved; bit 2: some saver needs it in 16 bits. With fp8 GEMMs a tensor saved only as a matmul
+   * input is kept in its fp8 copy, one byte per element (NVIDIA Transformer Engine saves the quantised inputs
+   * for the weight-gradient GEMM). */
   unsigned char mark_small[512];
   unsigned char *mark = blk->n_tensors <= 512 ? mark_small : calloc((size_t)blk->n_tensors, 1);
   if (!mark) return NAN;
   memset(mark, 0, blk->n_tensors <= 512 ? (size_t)blk->n_tensors : 0);
+  bool fp8 = sh->gemm_dtype == HW_DTYPE_FP8;
   double total = 0;
   for (int i = 0; i < blk->n_ops; i++) {
     const graph_op *op = &blk->ops[i];
@@ -202,12 +206,17 @@ static double saved_bytes(const graph_block *blk, const compute_shard *sh, doubl
     for (int k = 0; k < op->n_saved; k++) {
       int t = op->saved[k];
       if (sel && t != op->in[0] && t != op->in[1] && t != op->in[2]) continue;
-      if (mark[t]) continue;
-      mark[t] = 1;
-      total += graph_tensor_bytes(&blk->tensors[t], b, s) / tensor_divisor(&blk->tensors[t], sh);
+      mark[t] |= (unsigned char)(1 | (op->kind == OP_MATMUL ? 0 : 2));
     }
     if (op->mask_of >= 0 && !sel)
       total += graph_tensor_numel(&blk->tensors[op->mask_of], b, s) / tensor_divisor(&blk->tensors[op->mask_of], sh);
+  }
+  for (int t = 0; t < blk->n_tensors; t++) {
+    if (!(mark[t] & 1)) continue;
+    const graph_tensor *gt = &blk->tensors[t];
+    double bytes = graph_tensor_bytes(gt, b, s);
+    if (fp8 && !(mark[t] & 2) && dtype_bytes(gt->dt) == 2) bytes /= 2;
+    total += bytes / tensor_divisor(gt, sh);
   }
   if (mark != mark_small) free(mark);
   return total;
