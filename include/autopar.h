@@ -91,6 +91,10 @@ AP_API void ap_ctx_set_progress(ap_ctx *ctx, ap_progress_fn fn, void *user);
  * back to the built-in calibration. */
 AP_API ap_status ap_ctx_set_calibration(ap_ctx *ctx, const char *path);
 
+/* Writes text to path atomically: to a temporary file in the same folder, then renamed over path, so that a
+ * failure never leaves a partial file. AP_IO names the path and the reason. */
+AP_API ap_status ap_write_file(ap_ctx *ctx, const char *path, const char *text);
+
 /* ---- Models ----------------------------------------------------------------------------------- */
 
 typedef struct ap_model ap_model;

@@ -1,10 +1,25 @@
 /* Option parsing and error printing for the CLI (cli layer). */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/core.h"
+
+/* A strictly positive decimal integer with an optional k, M or G suffix (10^3, 10^6, 10^9). */
+static bool parse_count(const char *s, int64_t *out) {
+  if (!s || *s < '0' || *s > '9') return false;
+  errno = 0;
+  char *end = NULL;
+  long long v = strtoll(s, &end, 10);
+  if (errno || v <= 0) return false;
+  long long mul = *end == 'k' || *end == 'K' ? 1000 : *end == 'M' ? 1000000 : *end == 'G' ? 1000000000 : 1;
+  if (mul > 1) end++;
+  if (*end || v > INT64_MAX / mul) return false;
+  *out = v * mul;
+  return true;
+}
 
 bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n_opts, const char **positional,
                int n_pos_max, int *n_pos) {
@@ -48,7 +63,7 @@ bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int 
     }
     if (o->kind == OPT_STRING) {
       *(const char **)o->target = val;
-    } else if (!util_parse_i64(val, (int64_t *)o->target)) {
+    } else if (!parse_count(val, (int64_t *)o->target)) {
       fprintf(stderr, "autopar %s: option %s: expected a positive integer, got \"%s\"\n", cmd, name, val);
       return false;
     }

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/core.h"
 
 int cmd_export(ap_ctx *ctx, int argc, char **argv) {
   bool help = false;
@@ -46,7 +45,7 @@ int cmd_export(ap_ctx *ctx, int argc, char **argv) {
   ap_status st = ap_plan_load(ctx, plan_path, &p);
   if (!st && model) st = ap_model_load(ctx, model, &m);
   if (!st) st = ap_export(ctx, m, p, format, &text);
-  if (!st && output) st = util_write_file_atomic(ctx, output, text);
+  if (!st && output) st = ap_write_file(ctx, output, text);
   ap_model_free(m);
   ap_plan_free(p);
   if (st) {

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "core/core.h"
 
 /* Progress on a terminal: one line rewritten in place, from the first second of the search on. */
 typedef struct {
@@ -137,7 +136,7 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
   if (ps.shown) fprintf(stderr, "\r\033[K");
   if (!st && export_format) {
     ap_status est = ap_export(ctx, m, best, export_format, &exported);
-    if (!est && output) est = util_write_file_atomic(ctx, output, exported);
+    if (!est && output) est = ap_write_file(ctx, output, exported);
     st = est;
   }
   /* The explanation goes to stderr when the export takes stdout. */

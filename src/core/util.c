@@ -71,7 +71,11 @@ ap_status util_read_file(ap_ctx *ctx, const char *path, char **text_out, size_t 
         return ctx_fail(ctx, AP_IO, "%s: file larger than 1 GiB", path);
       }
       char *p = realloc(buf, cap * 2);
-      if (!p) break;
+      if (!p) {
+        free(buf);
+        fclose(f);
+        return ctx_fail(ctx, AP_NOMEM, "%s: out of memory reading the file", path);
+      }
       buf = p;
       cap *= 2;
     }
@@ -140,4 +144,9 @@ bool util_parse_i64(const char *s, int64_t *out) {
   if (v > INT64_MAX / mul) return false;
   *out = v * mul;
   return true;
+}
+
+ap_status ap_write_file(ap_ctx *ctx, const char *path, const char *text) {
+  ctx_clear(ctx);
+  return util_write_file_atomic(ctx, path, text);
 }

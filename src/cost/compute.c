@@ -171,6 +171,13 @@ double compute_op_divisor(const graph_block *blk, const graph_op *op, const comp
   return (double)sh->cp * (tp_split ? (double)sh->tp : 1.0);
 }
 
+/* The rate of vector (non-tensor-core) arithmetic: the fp32 peak, or a tenth of the bf16 tensor peak for a
+ * device file that states none (the CUDA-core to tensor-core ratio of A100/H100 is 1:16 to 1:15). */
+static double vector_peak(const hw_device *d) {
+  double fp32 = d->peak_flop_per_s[HW_DTYPE_FP32];
+  return fp32 > 0 ? fp32 : d->peak_flop_per_s[HW_DTYPE_BF16] / 10.0;
+}
+
 /* Memory-bound time of moving bytes. */
 static double mem_time_s(const compute_model *cm, double bytes) {
   return bytes / (cm->device.mem_bw_Bps * cm->tuning.mem_eff);
@@ -215,16 +222,16 @@ compute_op_time compute_op(const compute_model *cm, const graph_block *blk, cons
     double eff_dgrad = compute_gemm_eff(cm, dt, rows, k, n), eff_wgrad = compute_gemm_eff(cm, dt, k, n, rows);
     double t_fwd = fwd_gemm / (peak * eff_fwd * moe);
     double t_bwd = 0.5 * bwd_gemm / (peak * eff_dgrad * moe) + 0.5 * bwd_gemm / (peak * eff_wgrad * moe);
-    r.fwd_s = fmax(t_fwd, mem_fwd) + fwd_vec / (d->peak_flop_per_s[HW_DTYPE_FP32] + 1);
-    r.bwd_s = fmax(t_bwd, mem_bwd) + bwd_vec / (d->peak_flop_per_s[HW_DTYPE_FP32] + 1);
+    r.fwd_s = fmax(t_fwd, mem_fwd) + fwd_vec / vector_peak(d);
+    r.bwd_s = fmax(t_bwd, mem_bwd) + bwd_vec / vector_peak(d);
   } else if (op->kind == OP_ATTENTION) {
     double peak = d->peak_flop_per_s[HW_DTYPE_BF16];
     r.fwd_s = fmax(fwd_gemm / (peak * cm->tuning.attn_fwd_eff), mem_fwd);
     r.bwd_s = fmax(bwd_gemm / (peak * cm->tuning.attn_bwd_eff), mem_bwd);
   } else {
     /* Norms, activations, embedding lookups, permutations, the loss: memory-bound kernels. */
-    r.fwd_s = fmax(mem_fwd, fwd_vec / (d->peak_flop_per_s[HW_DTYPE_FP32] + 1));
-    r.bwd_s = fmax(mem_bwd, bwd_vec / (d->peak_flop_per_s[HW_DTYPE_FP32] + 1));
+    r.fwd_s = fmax(mem_fwd, fwd_vec / vector_peak(d));
+    r.bwd_s = fmax(mem_bwd, bwd_vec / vector_peak(d));
   }
   /* Every op is at least one kernel forward and two backward (input and weight gradients). */
   r.fwd_s += cm->tuning.op_latency_s;

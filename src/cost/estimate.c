@@ -296,6 +296,7 @@ layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const pl
     if (c.dgrad_flop + c.wgrad_flop > 0) lc.wgrad_s += t.bwd_s * c.wgrad_flop / (c.dgrad_flop + c.wgrad_flop);
     if (op->kind == OP_ATTENTION) {
       lc.attn_fwd_s += t.fwd_s;
+      lc.attn_fwd_flop += t.fwd_flop;
       lc.recompute_sel_s += t.fwd_s;
     }
     int64_t params = graph_op_params(op);
@@ -358,6 +359,16 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   memset(out, 0, sizeof *out);
   ap_status st = plan_validate(ctx, p, env->g, env->hc->n_devices, "plan");
   if (st) return st;
+  /* The precision must run on every device type of the cluster (plan.h leaves this check to the cost model). */
+  static const hw_dtype needs[] = {[PLAN_PREC_BF16] = HW_DTYPE_BF16, [PLAN_PREC_FP16] = HW_DTYPE_FP16,
+                                   [PLAN_PREC_FP8] = HW_DTYPE_FP8};
+  for (int gi = 0; gi < env->hc->n_groups; gi++) {
+    const hw_device *d = &env->hc->groups[gi].device;
+    if (d->peak_flop_per_s[needs[p->precision]] <= 0 || d->peak_flop_per_s[HW_DTYPE_BF16] <= 0)
+      return ctx_fail(ctx, AP_UNSUPPORTED, "plan: precision %s needs %s%s support, which device %s does not state",
+                      plan_precision_name(p->precision), hw_dtype_name(needs[p->precision]),
+                      d->peak_flop_per_s[HW_DTYPE_BF16] <= 0 ? " and bf16" : "", d->name);
+  }
   const graph *g = env->g;
   double b = (double)p->micro_batch_size;
   double s = (double)(p->seq_length > 0 ? p->seq_length : g->default_seq);
@@ -407,7 +418,8 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
       rank_tp[r] += sh.tp_exposed_s;
       rank_cp[r] += sh.cp_exposed_s;
       rank_ep[r] += sh.ep_exposed_s;
-      hw_flop_mb += (L->fwd_flop * (full ? 2 : 1) + L->bwd_flop) * (double)(p->tp * p->cp);
+      double again = full ? L->fwd_flop : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? L->attn_fwd_flop : 0;
+      hw_flop_mb += (L->fwd_flop + again + L->bwd_flop) * (double)(p->tp * p->cp);
     }
     out->chunk_tf_s[c] = R->tf - chunk_tf0;
     out->chunk_tb_s[c] = R->tb - chunk_tb0;
@@ -453,11 +465,14 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
                    ((p->sequence_parallel && p->tp > 1) ? (double)p->tp : 1.0);
     p2p_s = comm_time_s(&pg.pp, COMM_SENDRECV, COMM_AUTO, bytes, ct);
   }
+  /* Each micro-batch crosses a rank boundary once per chunk boundary: v times per direction with interleaving
+   * (every chunk hands on to the next rank), once otherwise (ZB-V turns around on the last rank). */
+  double crossings = p->schedule == PLAN_SCHED_INTERLEAVED_1F1B ? (double)p->vpp : 1.0;
   for (int r = 0; r < n_ranks; r++) {
     rc[r].p2p_s = p2p_s;
-    double exp_p2p = p2p_s * (1.0 - ov->pp_overlap) * (r > 0 ? 1 : 0);
-    rc[r].tf += exp_p2p;
-    rc[r].tb += p2p_s * (1.0 - ov->pp_overlap) * (r < n_ranks - 1 ? 1 : 0);
+    double exp_p2p = crossings * p2p_s * (1.0 - ov->pp_overlap);
+    rc[r].tf += exp_p2p * (r > 0 || crossings > 1 ? 1 : 0);
+    rc[r].tb += exp_p2p * (r < n_ranks - 1 || crossings > 1 ? 1 : 0);
   }
   out->p2p_s = p2p_s * (1.0 - ov->pp_overlap);
   double pipe_s = schedule_time_s(p, rc, n_ranks, &out->time);
@@ -474,7 +489,7 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   out->time.tp_comm = rank_tp[crit] * m;
   out->time.cp_comm = rank_cp[crit] * m;
   out->time.ep_comm = rank_ep[crit] * m;
-  out->time.pp_comm = p2p_s * (1.0 - ov->pp_overlap) * m * (n_ranks > 1 ? 2 : 0);
+  out->time.pp_comm = crossings * p2p_s * (1.0 - ov->pp_overlap) * m * (n_ranks > 1 ? 2 : 0);
   double busy = out->time.forward + out->time.backward + out->time.recompute + out->time.tp_comm +
                 out->time.cp_comm + out->time.ep_comm + out->time.pp_comm;
   out->time.bubble = fmax(0, pipe_s - busy);
@@ -502,6 +517,11 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
       /* Per micro-batch: gather for forward and for backward, reduce-scatter of gradients. */
       double per_mb = 2 * t_param + t_grad;
       dp_exposed = exposed(per_mb * m, (R->tf + R->tb) * m, ov->dp_overlap);
+    } else if (p->zero_stage == 2) {
+      /* Sharded gradients cannot accumulate locally over micro-batches: every micro-batch's backward reduce-
+       * scatters them (DeepSpeed stage 2, FSDP SHARD_GRAD_OP); parameters are gathered once per step. */
+      dp_exposed = exposed(t_grad * m, R->tb * m, ov->dp_overlap);
+      dp_exposed += p->overlap_param_gather ? exposed(t_param, R->tf, ov->dp_overlap) : t_param;
     } else {
       dp_exposed = p->overlap_grad_reduce ? exposed(t_grad, R->tb, ov->dp_overlap) : t_grad;
       dp_exposed += p->overlap_param_gather ? exposed(t_param, R->tf, ov->dp_overlap) : t_param;
@@ -614,6 +634,7 @@ layer_share cost_rank_add_layer(const cost_env *env, const plan *p, const layer_
   if (full) R->working_bytes = fmax(R->working_bytes, L->act_full_working_bytes);
   R->params_dense += L->params_dense;
   R->params_expert += L->params_expert;
+  R->n_layers++;
   return sh;
 }
 
@@ -651,8 +672,11 @@ void cost_rank_extras(const cost_env *env, const plan *p, const plan_groups *pg,
     double bytes = b * s / (double)p->cp * (double)g->hidden_size * 2.0 /
                    ((p->sequence_parallel && p->tp > 1) ? (double)p->tp : 1.0);
     out->p2p_s = comm_time_s(&pg->pp, COMM_SENDRECV, COMM_AUTO, bytes, &env->tuning.comm);
-    out->tf += out->p2p_s * (1.0 - ov->pp_overlap) * (r > 0 ? 1 : 0);
-    out->tb += out->p2p_s * (1.0 - ov->pp_overlap) * (r < p->pp - 1 ? 1 : 0);
+    /* As in cost_estimate: v crossings per direction with interleaving, one otherwise. */
+    double crossings = p->schedule == PLAN_SCHED_INTERLEAVED_1F1B ? (double)p->vpp : 1.0;
+    double exp_p2p = crossings * out->p2p_s * (1.0 - ov->pp_overlap);
+    out->tf += exp_p2p * (r > 0 || crossings > 1 ? 1 : 0);
+    out->tb += exp_p2p * (r < p->pp - 1 || crossings > 1 ? 1 : 0);
   }
 }
 

@@ -47,6 +47,7 @@ typedef struct {
   double tp_comm_s, cp_comm_s, ep_comm_s; /* per micro-batch, forward + backward, before overlap */
   double tp_recompute_comm_s;     /* the forward TP collectives again, paid by layers that fully recompute */
   double attn_fwd_s;              /* core attention forward compute (what CP's KV exchange can hide behind) */
+  double attn_fwd_flop;           /* its FLOP per device (selective recompute runs it again) */
   double act_bytes[PLAN_RECOMPUTE_COUNT_]; /* saved activations per micro-batch, by recompute policy */
   double act_full_working_bytes;  /* transient: the whole layer's activations while it is recomputed */
   double params_dense;            /* parameters held by this device (after tp split) */
@@ -79,6 +80,7 @@ typedef struct {
   double act_chunk_bytes_max; /* the largest chunk's */
   double working_bytes;       /* transient per-layer peak */
   double params_dense, params_expert;
+  int64_t n_layers;           /* layers of all the rank's chunks */
   double p2p_s;               /* send or receive of one boundary activation */
   bool has_embed, has_head;
 } rank_cost;

@@ -56,7 +56,7 @@ cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, in
    * of the layer in use and the one prefetched. */
   double h = (double)g->hidden_size;
   mem.buffers = (p->tp > 1 ? 2.0 * b * s / (double)p->cp * h * 2.0 : 0);
-  if (p->zero_stage >= 3 && env->n_layers > 0) mem.buffers += 2.0 * 2.0 * (dense + expert) / (double)env->n_layers;
+  if (p->zero_stage >= 3 && R->n_layers > 0) mem.buffers += 2.0 * 2.0 * (dense + expert) / (double)R->n_layers;
   mem.overhead = mt->overhead_bytes + mt->context_bytes;
   mem.total = mem.params + mem.grads + mem.optimizer + (mem.activations + mem.logits + mem.buffers) * mt->fragmentation +
               mem.overhead;

@@ -6,9 +6,9 @@
 #include "cost/internal.h"
 
 double schedule_time_s(const plan *p, const rank_cost *rc, int n, cost_time *out) {
-  (void)out;
+  (void)out; /* the breakdown is filled by estimate.c from the per-rank sums */
   double m = (double)p->n_micro_batches, v = (double)p->vpp;
-  double sum = 0, max = 0, zb_sum = 0, zb_max = 0;
+  double sum = 0, max = 0, zb_sum = 0, zb_max = 0, zbv_sum = 0, zbv_max = 0;
   for (int r = 0; r < n; r++) {
     double t = rc[r].tf + rc[r].tb;
     sum += t;
@@ -18,6 +18,11 @@ double schedule_time_s(const plan *p, const rank_cost *rc, int n, cost_time *out
     double zb = fmax(0, t - 2 * rc[r].tw);
     zb_sum += zb;
     zb_max = fmax(zb_max, zb);
+    /* ZB-V: two chunks per rank in a V; the fill of each chunk pass is its F + B − 3·W, zero when the three are
+     * equal (Qi et al. 2024 §6: "zero bubble when T_F = T_B = T_W"), in half-stage units. */
+    double zbv = fmax(0, t - 3 * rc[r].tw) / 2;
+    zbv_sum += zbv;
+    zbv_max = fmax(zbv_max, zbv);
   }
   switch (p->schedule) {
   case PLAN_SCHED_GPIPE:
@@ -31,8 +36,7 @@ double schedule_time_s(const plan *p, const rank_cost *rc, int n, cost_time *out
   case PLAN_SCHED_ZB_H1:
     return m * max + (zb_sum - zb_max);
   case PLAN_SCHED_ZB_V:
-    /* ZB-V runs two half-size chunks per rank in a V, halving the fill again (Qi et al. 2024 §6). */
-    return m * max + (zb_sum - zb_max) / 2;
+    return m * max + (zbv_sum - zbv_max);
   case PLAN_SCHED_COUNT_:
     break;
   }

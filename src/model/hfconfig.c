@@ -82,8 +82,10 @@ ap_status hf_config_read(ap_ctx *ctx, const char *file, json_t *root, tf_config 
     size_t n = hf_model_types(names, AP_COUNT(names));
     char sugg[256];
     util_suggest(type, names, n, sugg, sizeof sugg);
-    return ctx_fail(ctx, AP_UNSUPPORTED, "%s: model_type: unknown model type \"%s\"%s%s (supported: see `autopar models --types`)",
-                    file, type, *sugg ? "; did you mean " : "", sugg);
+    char list[512] = "";
+    for (size_t i = 0; i < n; i++) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+    return ctx_fail(ctx, AP_UNSUPPORTED, "%s: model_type: unknown model type \"%s\"%s%s (supported: %s)", file, type,
+                    *sugg ? "; did you mean " : "", sugg, list);
   }
   c->model_type = type;
   c->norm = fam->norm;

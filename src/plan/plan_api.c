@@ -133,7 +133,8 @@ ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *val
       int n = 0;
       char buf[128];
       snprintf(buf, sizeof buf, "%s", value);
-      for (char *tok = strtok(buf, ",-"); tok; tok = strtok(NULL, ",-")) {
+      char *save = NULL;
+      for (char *tok = strtok_r(buf, ",-", &save); tok; tok = strtok_r(NULL, ",-", &save)) {
         if (n >= PLAN_N_ORDER || !plan_axis_from_name(tok, &order[n]) || order[n] > PLAN_AXIS_PP)
           return ctx_fail(ctx, AP_INVALID, "--order: expected a permutation of tp,cp,ep,dp,pp, got \"%s\"", value);
         n++;

@@ -466,7 +466,7 @@ ap_status search_run_all(ap_ctx *ctx, const cost_env *env, const search_opts *op
       st = ctx_fail(ctx, AP_UNSUPPORTED,
                     "%lld plans fit, but the admission filter (the export format) accepts none of them",
                     (long long)sr->st.n_not_admitted);
-    } else if (sr->n_closest > 0) {
+    } else if (sr->n_closest > 0 && !sr->st.cancelled) {
       *out = copy_out(sr->closest, sr->n_closest);
       *n_out = sr->n_closest;
       const search_result *c = &sr->closest[0];
@@ -476,11 +476,13 @@ ap_status search_run_all(ap_ctx *ctx, const cost_env *env, const search_opts *op
                     sr->st.truncated ? " within the time budget" : "", c->r.peak_mem_bytes / 1073741824.0,
                     (long long)sr->st.n_evaluated);
     } else if (sr->st.cancelled) {
-      st = ctx_fail(ctx, AP_CANCELLED, "search cancelled before any plan was evaluated");
+      st = ctx_fail(ctx, AP_CANCELLED, "search cancelled before any plan that fits was found");
     } else if (sr->n_to_run == 0) {
       st = ctx_fail(ctx, AP_UNSUPPORTED, "search: no strategy applies to this model and cluster");
     } else if (sr->st.n_rejected > 0 && sr->st.n_evaluated == 0) {
-      st = ctx_fail(ctx, AP_INVALID, "no valid plan meets the fixed fields; the first candidate failed with: %s",
+      st = ctx_fail(ctx, sr->opts.fixed_mask ? AP_INVALID : AP_UNSUPPORTED,
+                    "%s; the first candidate failed with: %s",
+                    sr->opts.fixed_mask ? "no valid plan meets the fixed fields" : "no valid plan for this model and cluster",
                     sr->st.first_rejection);
     } else {
       st = ctx_fail(ctx, AP_INFEASIBLE, "no plan found%s (%lld plans evaluated)",
