@@ -73,6 +73,9 @@ static const struct {
     {"{\"format\":\"autopar-calibration/2\"}", "expected \"autopar-calibration/1\""},
     {"{\"format\":\"autopar-calibration/1\",\"global\":{\"bus_eff.network\":0}}", "bus_eff.network: expected a number in"},
     {"{\"format\":", "cal.json:1:"},
+    /* A device type name longer than HW_NAME_MAX - 1 bytes was cut short silently (found by fuzz_calibration). */
+    {"{\"format\":\"autopar-calibration/1\",\"devices\":{\"h100-sxm-0123456789012345678901234567890123456789012345678901234567\":{}}}",
+     "expected a device type name of at most 63 bytes"},
 };
 
 static void test_bad_calibrations(void **state) {
@@ -86,10 +89,60 @@ static void test_bad_calibrations(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* A calibration written by calib_to_json reads back even with every constant at an end of its range: six
+ * significant digits once rounded the 16 GiB bound of memory.overhead_bytes up to 1.71799e+10, past the bound,
+ * and calib_parse refused the file (found by fuzz/fuzz_calibration.c). */
+static void test_calibration_at_range_ends_reads_back(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  size_t n_params;
+  const calib_param *params = calib_params(&n_params);
+  for (int end = 0; end < 2; end++) {
+    cost_calib cal, back;
+    calib_defaults(&cal);
+    assert_non_null(calib_device_entry(&cal, "h100-sxm"));
+    for (size_t k = 0; k < n_params; k++) *calib_param_ref(&cal, &params[k], 0) = end ? params[k].max : params[k].min;
+    strbuf sb = {0};
+    calib_to_json(&cal, NULL, &sb);
+    char *json = sb_take(&sb);
+    assert_non_null(json);
+    if (calib_parse(ctx, "written.json", json, strlen(json), &back)) fail_msg("%s", ap_ctx_error(ctx));
+    for (size_t k = 0; k < n_params; k++)
+      assert_rel_close(*calib_param_ref(&back, &params[k], 0), *calib_param_ref(&cal, &params[k], 0), 1e-6);
+    free(json);
+  }
+  ap_ctx_free(ctx);
+}
+
+/* A source too long for cost_calib.source is cut to fit; a cut through a UTF-8 character once left half of it
+ * in the written file, which is then not JSON and did not read back (found by fuzz/fuzz_calibration.c). */
+static void test_long_source_reads_back(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  /* 254 ASCII bytes, then two-, three- and four-byte characters: the 255-byte cut falls inside each. */
+  static const char *const tails[] = {"\xc3\xa9", "x\xe2\x82\xac", "\xf0\x9f\x98\x80"};
+  for (size_t i = 0; i < AP_COUNT(tails); i++) {
+    char text[512];
+    snprintf(text, sizeof text, "{\"format\":\"autopar-calibration/1\",\"source\":\"%254.254d%s\"}", 0, tails[i]);
+    cost_calib cal, back;
+    if (calib_parse(ctx, "cal.json", text, strlen(text), &cal)) fail_msg("%s", ap_ctx_error(ctx));
+    strbuf sb = {0};
+    calib_to_json(&cal, NULL, &sb);
+    char *json = sb_take(&sb);
+    assert_non_null(json);
+    if (calib_parse(ctx, "written.json", json, strlen(json), &back)) fail_msg("%s", ap_ctx_error(ctx));
+    assert_int_equal(strncmp(back.source, cal.source, strlen(back.source)), 0);
+    free(json);
+  }
+  ap_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_builtin_calibration),
       cmocka_unit_test(test_bad_calibrations),
+      cmocka_unit_test(test_calibration_at_range_ends_reads_back),
+      cmocka_unit_test(test_long_source_reads_back),
       cmocka_unit_test(test_calibration_holds_out_of_sample),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -118,6 +118,12 @@ ap_status calib_parse(ap_ctx *ctx, const char *file, const char *text, size_t n,
         st = jx_fail(&ds, "", "expected an object of constants");
         break;
       }
+      /* A longer name would be cut to fit calib_device.name, and could then match no device or collide with
+       * another entry. */
+      if (strlen(name) >= HW_NAME_MAX) {
+        st = jx_fail(&ds, "", "expected a device type name of at most %d bytes", HW_NAME_MAX - 1);
+        break;
+      }
       calib_device *d = calib_device_entry(out, name);
       if (!d) {
         st = jx_fail(&ds, "", "more than %d device types", CALIB_MAX_DEVICES);
@@ -154,9 +160,37 @@ ap_status calib_builtin(ap_ctx *ctx, cost_calib *out) {
   return calib_parse(ctx, f->path, f->text, f->n_bytes, out);
 }
 
+/* Appends one constant. Six significant digits keep the file readable, but rounding can carry a constant at the
+ * end of its range past that end (the 16 GiB bound of memory.overhead_bytes prints as 1.71799e+10, which is
+ * more than 17179869184), and calib_parse would then refuse the file that calibrate wrote: such a value is
+ * written with all 17 digits, which read back exactly. */
+static void put_const(strbuf *sb, const calib_param *k, double x) {
+  char buf[40];
+  snprintf(buf, sizeof buf, "%.6g", x);
+  double back = strtod(buf, NULL);
+  if (back < k->min || back > k->max) snprintf(buf, sizeof buf, "%.17g", x);
+  sb_puts(sb, buf);
+}
+
+/* The length of s without a UTF-8 character cut short at its end. The source is copied into a fixed array
+ * (by calib_parse and by calibrate), which may cut a character in two, and a file holding half a character is
+ * not JSON: calib_parse would refuse what calib_to_json wrote. */
+static size_t utf8_whole_len(const char *s) {
+  size_t n = strlen(s), i = n;
+  while (i > 0 && n - i < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) i--; /* back to the last lead byte */
+  if (i == 0) return n;
+  unsigned char lead = (unsigned char)s[i - 1];
+  size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+  return n - (i - 1) < need ? i - 1 : n;
+}
+
 void calib_to_json(const cost_calib *c, const char *fit_summary, strbuf *sb) {
   sb_puts(sb, "{\n  \"format\": \"autopar-calibration/1\",\n  \"source\": ");
-  jx_sb_str(sb, c->source);
+  char source[sizeof c->source];
+  size_t len = utf8_whole_len(c->source);
+  memcpy(source, c->source, len);
+  source[len] = '\0';
+  jx_sb_str(sb, source);
   sb_puts(sb, ",\n  \"devices\": {");
   for (int i = 0; i < c->n_devices; i++) {
     sb_printf(sb, "%s\n    ", i ? "," : "");
@@ -165,8 +199,8 @@ void calib_to_json(const cost_calib *c, const char *fit_summary, strbuf *sb) {
     int n = 0;
     for (size_t k = 0; k < AP_COUNT(params); k++) {
       if (params[k].scope != CALIB_SCOPE_DEVICE) continue;
-      sb_printf(sb, "%s\"%s\": %.6g", n++ ? ", " : "", params[k].name,
-                *(const double *)((const char *)&c->devices[i].compute + params[k].offset));
+      sb_printf(sb, "%s\"%s\": ", n++ ? ", " : "", params[k].name);
+      put_const(sb, &params[k], *(const double *)((const char *)&c->devices[i].compute + params[k].offset));
     }
     sb_puts(sb, "}");
   }
@@ -174,8 +208,8 @@ void calib_to_json(const cost_calib *c, const char *fit_summary, strbuf *sb) {
   int n = 0;
   for (size_t k = 0; k < AP_COUNT(params); k++) {
     if (params[k].scope != CALIB_SCOPE_GLOBAL) continue;
-    sb_printf(sb, "%s\n    \"%s\": %.6g", n++ ? "," : "", params[k].name,
-              *(const double *)((const char *)c + params[k].offset));
+    sb_printf(sb, "%s\n    \"%s\": ", n++ ? "," : "", params[k].name);
+    put_const(sb, &params[k], *(const double *)((const char *)c + params[k].offset));
   }
   sb_puts(sb, "\n  }");
   if (fit_summary) sb_printf(sb, ",\n  \"fit\": %s", fit_summary);
