@@ -24,7 +24,10 @@ struct ap_ctx {
   ap_log_level log_max;
   ap_progress_fn progress_fn;
   void *progress_user;
-  char calibration_path[1024]; /* "" = the built-in calibration; set by ap_ctx_set_calibration */
+  /* The calibration in force (a cost_calib of src/cost/calib.h, opaque here), NULL for the built-in one; owned
+   * by the context when calibration_free is set (ap_ctx_set_calibration), borrowed otherwise (ctx_child). */
+  void *calibration;
+  void (*calibration_free)(void *);
 };
 
 /* Records a failure in ctx and returns status, so that callers write `return ctx_fail(ctx, AP_INVALID,

@@ -25,7 +25,10 @@ ap_ctx *ap_ctx_new(void) {
   return ctx;
 }
 
-void ap_ctx_free(ap_ctx *ctx) { free(ctx); }
+void ap_ctx_free(ap_ctx *ctx) {
+  if (ctx && ctx->calibration_free) ctx->calibration_free(ctx->calibration);
+  free(ctx);
+}
 
 const char *ap_ctx_error(const ap_ctx *ctx) { return ctx ? ctx->error : ""; }
 ap_status ap_ctx_status(const ap_ctx *ctx) { return ctx ? ctx->status : AP_OK; }
@@ -58,6 +61,7 @@ ap_ctx ctx_child(const ap_ctx *ctx) {
   ap_ctx c = ctx ? *ctx : (ap_ctx){0};
   c.status = AP_OK;
   c.error[0] = '\0';
+  c.calibration_free = NULL; /* the child borrows the parent's calibration */
   return c;
 }
 

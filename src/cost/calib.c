@@ -1,4 +1,5 @@
 /* Calibrations (cost layer); see calib.h. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,20 +218,32 @@ void calib_to_json(const cost_calib *c, const char *fit_summary, strbuf *sb) {
 }
 
 ap_status ap_ctx_set_calibration(ap_ctx *ctx, const char *path) {
-  if (!path || !*path) {
-    ctx->calibration_path[0] = '\0';
-    return AP_OK;
+  cost_calib *c = NULL;
+  if (path && *path) {
+    c = malloc(sizeof *c);
+    if (!c) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+    ap_status st = calib_load(ctx, path, c);
+    if (st) {
+      free(c);
+      return st;
+    }
   }
-  if (strlen(path) >= sizeof ctx->calibration_path) return ctx_fail(ctx, AP_INVALID, "--calibration: path too long");
-  cost_calib *c = malloc(sizeof *c);
-  if (!c) return ctx_fail(ctx, AP_NOMEM, "out of memory");
-  ap_status st = calib_load(ctx, path, c);
-  free(c);
-  if (!st) snprintf(ctx->calibration_path, sizeof ctx->calibration_path, "%s", path);
-  return st;
+  /* Read and checked: it replaces the previous one, which this context owned or borrowed. */
+  if (ctx->calibration_free) ctx->calibration_free(ctx->calibration);
+  ctx->calibration = c;
+  ctx->calibration_free = c ? free : NULL;
+  return AP_OK;
+}
+
+void calib_lend(ap_ctx *child, const cost_calib *c) {
+  child->calibration = (void *)(uintptr_t)c;
+  child->calibration_free = NULL;
 }
 
 ap_status calib_of_ctx(ap_ctx *ctx, cost_calib *out) {
-  if (ctx && ctx->calibration_path[0]) return calib_load(ctx, ctx->calibration_path, out);
+  if (ctx && ctx->calibration) {
+    *out = *(const cost_calib *)ctx->calibration;
+    return AP_OK;
+  }
   return calib_builtin(ctx, out);
 }

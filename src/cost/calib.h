@@ -38,6 +38,8 @@ AP_HIDDEN cost_tuning calib_tuning_for(const cost_calib *c, const char *device);
 /* The device's entry, added (from the defaults) when missing; NULL when the table is full. */
 AP_HIDDEN calib_device *calib_device_entry(cost_calib *c, const char *device);
 
+/* Makes a child context (ctx_child) evaluate with calibration c, which the caller keeps alive and frees. */
+AP_HIDDEN void calib_lend(ap_ctx *child, const cost_calib *c);
 /* The calibration in force for ctx: its --calibration file, else the built-in one. */
 AP_HIDDEN ap_status calib_of_ctx(ap_ctx *ctx, cost_calib *out);
 AP_HIDDEN ap_status calib_parse(ap_ctx *ctx, const char *file, const char *text, size_t n, cost_calib *out);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jsonx.h"
 #include "cost/calib.h"
 #include "report/calibrate.h"
 #include "report/validate.h"
@@ -147,6 +148,12 @@ static void fit(fit_state *f) {
       }
 }
 
+/* A figure in JSON: four decimals, or null when there is none (no rows to measure it on). */
+static void json_num(strbuf *sb, double x) {
+  if (isfinite(x)) sb_printf(sb, "%.4f", x);
+  else sb_puts(sb, "null");
+}
+
 /* The source group of a row: its source text up to the first space. */
 static int fold_of(const char *source, const char **names, int *n_names, int cap) {
   char key[128];
@@ -214,12 +221,11 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
   const char *fold_names[MAX_FOLDS] = {0};
   int n_folds = 0;
   strbuf sb = {0}, fitj = {0};
-  char *tmp_path = NULL;
   ap_status st = (!start || !cal || !loo || !scratch) ? ctx_fail(ctx, AP_NOMEM, "out of memory") : AP_OK;
   /* Start from the --calibration file when one is given, else from the documented defaults, so that the
    * shipped calibration (make calibrate) does not depend on the one it replaces. */
   if (!st) {
-    if (ctx->calibration_path[0]) st = calib_load(ctx, ctx->calibration_path, start);
+    if (ctx->calibration) st = calib_of_ctx(ctx, start);
     else calib_defaults(start);
   }
   double before = NAN, after_fixed = NAN, after = NAN, mem_before = NAN, mem_after = NAN;
@@ -233,29 +239,10 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
     rows = NULL;
     for (int i = 0; i < n_folds; i++) free((char *)fold_names[i]);
     n_folds = 0;
+    /* Validate under the current constants (the start, then the fitted ones). */
     ap_ctx vctx = ctx_child(ctx);
-    {
-      /* Validate under the current constants (the start, then the fitted ones): write them to a temporary
-       * file that the child context reads. */
-      strbuf tj = {0};
-      calib_to_json(cal, NULL, &tj);
-      char *text = sb_take(&tj);
-      size_t len = strlen(out_path) + 16;
-      tmp_path = malloc(len);
-      if (!text || !tmp_path) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
-      if (!st) {
-        snprintf(tmp_path, len, "%s.fit.tmp", out_path);
-        st = util_write_file_atomic(ctx, tmp_path, text);
-      }
-      free(text);
-      if (!st) snprintf(vctx.calibration_path, sizeof vctx.calibration_path, "%s", tmp_path);
-    }
+    calib_lend(&vctx, cal);
     if (!st && (st = validate_file_keep(&vctx, csv_path, &rep))) ctx_fail(ctx, st, "%s", vctx.error);
-    if (tmp_path) {
-      remove(tmp_path);
-      free(tmp_path);
-      tmp_path = NULL;
-    }
     if (st) break;
     rows = malloc(sizeof *rows * (size_t)(validate_report_n_rows(rep) + 1));
     if (!rows) {
@@ -285,8 +272,12 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
   double loo_sum = 0;
   int loo_n = 0;
   if (!st) {
-    sb_printf(&fitj, "{\"rows\": %d, \"mape_before\": %.4f, \"mape_after\": %.4f, \"leave_one_source_out\": [", n_rows,
-              before, after_fixed);
+    sb_printf(&fitj, "{\"rows\": %d, \"mape_before\": ", n_rows);
+    json_num(&fitj, before);
+    sb_puts(&fitj, ", \"mape_after\": ");
+    json_num(&fitj, after_fixed);
+    sb_puts(&fitj, ", \"leave_one_source_out\": [");
+    int n_listed = 0;
     for (int fo = 0; fo < n_folds; fo++) {
       /* Start from the constants in force before the fit, in the device order the rows index. */
       *loo = *cal;
@@ -298,17 +289,28 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
         loo->devices[d].compute = t0.compute;
       }
       fit_state f = {loo, rows, n_rows, scratch, fo, sweeps, steps, false};
-      fit(&f);
       int n = 0;
+      (void)mape_of(&f, fo, &n);
+      if (n == 0) continue; /* a source with no measured throughput has nothing to predict */
+      fit(&f);
       double m = mape_of(&f, fo, &n);
       loo_sum += m * n;
       loo_n += n;
-      sb_printf(&fitj, "%s{\"source\": \"%s\", \"rows\": %d, \"mape\": %.4f}", fo ? ", " : "", fold_names[fo], n, m);
+      sb_printf(&fitj, "%s{\"source\": ", n_listed++ ? ", " : "");
+      jx_sb_str(&fitj, fold_names[fo]);
+      sb_printf(&fitj, ", \"rows\": %d, \"mape\": ", n);
+      json_num(&fitj, m);
+      sb_puts(&fitj, "}");
     }
-    sb_printf(&fitj, "], \"leave_one_source_out_mape\": %.4f", loo_n ? loo_sum / loo_n : NAN);
+    sb_puts(&fitj, "], \"leave_one_source_out_mape\": ");
+    json_num(&fitj, loo_n ? loo_sum / loo_n : NAN);
   }
   if (!st) {
-    sb_printf(&fitj, ", \"memory_mape_before\": %.4f, \"memory_mape_after\": %.4f}", mem_before, mem_after);
+    sb_puts(&fitj, ", \"memory_mape_before\": ");
+    json_num(&fitj, mem_before);
+    sb_puts(&fitj, ", \"memory_mape_after\": ");
+    json_num(&fitj, mem_after);
+    sb_puts(&fitj, "}");
   }
   char *fit_summary = st ? NULL : sb_take(&fitj);
   if (!st && !fit_summary) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
@@ -319,13 +321,19 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
     calib_to_json(cal, fit_summary, &cj);
     char *text = sb_take(&cj);
     if (!text) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+    /* What is written must read back: parse it first, then write it (atomically). */
+    cost_calib *check = st ? NULL : malloc(sizeof *check);
+    if (!st && !check) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+    if (!st && (st = calib_parse(ctx, out_path, text, strlen(text), check)))
+      ctx_fail(ctx, AP_INTERNAL, "calibrate: the fitted calibration does not read back: %s", ap_ctx_error(ctx));
+    free(check);
     if (!st) st = util_write_file_atomic(ctx, out_path, text);
     free(text);
   }
   if (!st) {
-    /* The error after the fit, in sample, from a full validate run with the written calibration. */
+    /* The error after the fit, in sample, from a full validate run with the fitted constants. */
     ap_ctx vctx = ctx_child(ctx);
-    snprintf(vctx.calibration_path, sizeof vctx.calibration_path, "%s", out_path);
+    calib_lend(&vctx, cal);
     validate_report *final = NULL;
     if ((st = validate_file(&vctx, csv_path, &final))) ctx_fail(ctx, st, "%s", vctx.error);
     else after = validate_report_summary(final)->mape;
@@ -333,19 +341,33 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
   }
   if (!st) {
     double loo_mape = loo_n ? loo_sum / loo_n : NAN;
-    if (format == 1)
-      sb_printf(&sb, "{\"output\": \"%s\", \"rows\": %d, \"mape_before\": %.4f, \"mape_after_fixed_plans\": %.4f, "
-                     "\"mape_after\": %.4f, \"leave_one_source_out_mape\": %.4f, \"memory_mape_before\": %.4f, "
-                     "\"memory_mape_after\": %.4f, \"fit\": %s}\n",
-                out_path, n_rows, before, after_fixed, after, loo_mape, mem_before, mem_after, fit_summary);
-    else {
+    if (format == 1) {
+      const struct {
+        const char *key;
+        double v;
+      } figs[] = {{"mape_before", before},          {"mape_after_fixed_plans", after_fixed}, {"mape_after", after},
+                  {"leave_one_source_out_mape", loo_mape}, {"memory_mape_before", mem_before},
+                  {"memory_mape_after", mem_after}};
+      sb_puts(&sb, "{\"output\": ");
+      jx_sb_str(&sb, out_path);
+      sb_printf(&sb, ", \"rows\": %d", n_rows);
+      for (size_t i = 0; i < AP_COUNT(figs); i++) {
+        sb_printf(&sb, ", \"%s\": ", figs[i].key);
+        json_num(&sb, figs[i].v);
+      }
+      sb_printf(&sb, ", \"fit\": %s}\n", fit_summary);
+    } else {
       sb_printf(&sb, "calibrated %d rows of %s%s%s\n", n_rows, csv_path, device ? " on " : "", device ? device : "");
       sb_printf(&sb, "MAPE before        %.1f%%\nMAPE after         %.1f%% (in sample, full validate with the fitted constants)\n",
                 100 * before, 100 * after);
-      sb_printf(&sb, "leave-one-source-out MAPE %.1f%% (each source predicted by constants fitted on the others)\n",
-                100 * loo_mape);
-      sb_printf(&sb, "memory MAPE %.1f%% before, %.1f%% after (rows that report a measured peak)\n", 100 * mem_before,
-                100 * mem_after);
+      if (isfinite(loo_mape))
+        sb_printf(&sb, "leave-one-source-out MAPE %.1f%% (each source predicted by constants fitted on the others)\n",
+                  100 * loo_mape);
+      if (isfinite(mem_before))
+        sb_printf(&sb, "memory MAPE %.1f%% before, %.1f%% after (rows that report a measured peak)\n", 100 * mem_before,
+                  100 * mem_after);
+      else
+        sb_puts(&sb, "memory: no row reports a measured peak\n");
       sb_printf(&sb, "written to %s\n", out_path);
     }
     *report_out = sb_take(&sb);
