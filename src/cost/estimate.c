@@ -62,15 +62,17 @@ ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, cons
   env->g = model_graph(m);
   env->cluster = c;
   env->hc = hw_cluster_of(c);
+  /* The calibration in force (--calibration, else the shipped one) when no tuning is given: its constants for
+   * each node group's own device type. */
+  cost_calib *cal = NULL;
   if (t) {
     env->tuning = *t;
   } else {
-    /* The calibration in force (--calibration, else the shipped one) for this cluster's device type. */
-    cost_calib *cal = malloc(sizeof *cal);
+    cal = malloc(sizeof *cal);
     ap_status cst = cal ? calib_of_ctx(ctx, cal) : ctx_fail(ctx, AP_NOMEM, "out of memory");
     if (!cst) env->tuning = calib_tuning_for(cal, env->hc->groups[0].device.name);
-    free(cal);
     if (cst) {
+      free(cal);
       cost_env_free(env);
       return cst;
     }
@@ -81,9 +83,12 @@ ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, cons
   env->group_cm = st ? NULL : arena_alloc(env->a, sizeof(compute_model) * (size_t)env->hc->n_groups);
   if (!st && !env->group_cm) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   for (int gi = 0; !st && gi < env->hc->n_groups; gi++) {
+    const hw_device *dev = &env->hc->groups[gi].device;
+    compute_tuning ct = cal ? calib_tuning_for(cal, dev->name).compute : env->tuning.compute;
     if (gi == 0) env->group_cm[0] = env->cm;
-    else st = compute_model_init(ctx, env->a, &env->hc->groups[gi].device, &env->tuning.compute, &env->group_cm[gi]);
+    else st = compute_model_init(ctx, env->a, dev, &ct, &env->group_cm[gi]);
   }
+  free(cal);
   if (st) {
     cost_env_free(env);
     return st;
