@@ -26,6 +26,8 @@ bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int 
   *n_pos = 0;
   for (int i = 0; i < argc; i++) {
     const char *arg = argv[i];
+    /* "-o FILE" is the one short option, the usual spelling of --output FILE. */
+    if (strcmp(arg, "-o") == 0) arg = "--output";
     if (strncmp(arg, "--", 2) != 0 || strcmp(arg, "--") == 0) {
       if (*n_pos >= n_pos_max) {
         fprintf(stderr, "autopar %s: unexpected argument \"%s\" (see autopar %s --help)\n", cmd, arg, cmd);

@@ -13,16 +13,9 @@ int cmd_calibrate(ap_ctx *ctx, int argc, char **argv) {
                     {"json", OPT_FLAG, "print the report as JSON", &json},
                     {"help", OPT_FLAG, "show this help", &help}};
   enum { N = sizeof opts / sizeof opts[0] };
-  /* -o FILE is the usual spelling; map it onto --output. */
-  char *args[256];
-  int n_args = 0;
-  for (int i = 0; i < argc && n_args < 255; i++) {
-    if (strcmp(argv[i], "-o") == 0) args[n_args++] = (char *)"--output";
-    else args[n_args++] = argv[i];
-  }
   const char *pos[1];
   int n_pos;
-  if (!cli_parse("calibrate", n_args, args, opts, N, pos, 1, &n_pos)) return EXIT_BAD_INPUT;
+  if (!cli_parse("calibrate", argc, argv, opts, N, pos, 1, &n_pos)) return EXIT_BAD_INPUT;
   if (help) {
     cli_usage("calibrate", "FILE.csv [--device NAME] -o calibrated.json [--json]\n\nFits the cost model's constants "
                            "per device type and link class to measured runs (the runs.csv format).",

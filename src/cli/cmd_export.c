@@ -15,18 +15,10 @@ int cmd_export(ap_ctx *ctx, int argc, char **argv) {
       {"output", OPT_STRING, "write to this file (atomically) instead of stdout; also -o FILE", &output},
       {"help", OPT_FLAG, "show this help", &help},
   };
-  enum { N_OPTS = sizeof opts / sizeof opts[0], MAX_ARGS = 64 };
-  /* "-o FILE" is the one short option: spelled out before the shared parser sees it. */
-  if (argc > MAX_ARGS) {
-    fprintf(stderr, "autopar export: too many arguments (see autopar export --help)\n");
-    return EXIT_BAD_INPUT;
-  }
-  char *args[MAX_ARGS];
-  static char long_output[] = "--output";
-  for (int i = 0; i < argc; i++) args[i] = strcmp(argv[i], "-o") == 0 ? long_output : argv[i];
+  enum { N_OPTS = sizeof opts / sizeof opts[0] };
   const char *pos[1];
   int n_pos;
-  if (!cli_parse("export", argc, args, opts, N_OPTS, pos, 0, &n_pos)) return EXIT_BAD_INPUT;
+  if (!cli_parse("export", argc, argv, opts, N_OPTS, pos, 0, &n_pos)) return EXIT_BAD_INPUT;
   if (help) {
     cli_usage("export",
               "--plan FILE --format F [--model M] [-o FILE]\n\n"

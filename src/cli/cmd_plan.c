@@ -70,17 +70,10 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
       {"output", OPT_STRING, "with --export: write the export to this file (atomically); also -o FILE", &output},
       {"help", OPT_FLAG, "show this help", &help},
   };
-  enum { N_OPTS = sizeof opts / sizeof opts[0], MAX_ARGS = 64 };
-  if (argc > MAX_ARGS) {
-    fprintf(stderr, "autopar plan: too many arguments (see autopar plan --help)\n");
-    return EXIT_BAD_INPUT;
-  }
-  char *args[MAX_ARGS];
-  static char long_output[] = "--output";
-  for (int i = 0; i < argc; i++) args[i] = strcmp(argv[i], "-o") == 0 ? long_output : argv[i];
+  enum { N_OPTS = sizeof opts / sizeof opts[0] };
   const char *pos[1];
   int n_pos;
-  if (!cli_parse("plan", argc, args, opts, N_OPTS, pos, 0, &n_pos)) return EXIT_BAD_INPUT;
+  if (!cli_parse("plan", argc, argv, opts, N_OPTS, pos, 0, &n_pos)) return EXIT_BAD_INPUT;
   if (help) {
     cli_usage("plan",
               "--model M --cluster C --gbs N [--seq S] [--top K] [--json] [--fix tp=8,pp=4,…]\n"
