@@ -1,6 +1,5 @@
 /* `autopar calibrate FILE.csv [--device NAME] -o calibrated.json` (cli layer). */
 #include <stdio.h>
-#include <string.h>
 
 #include "cli/cli.h"
 

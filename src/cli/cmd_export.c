@@ -1,7 +1,6 @@
 /* `autopar export`: a plan file written as Megatron-LM arguments, a DeepSpeed config, a torchtitan TOML job
  * config or autopar's own JSON (cli layer; the exporters are the library's, docs/exports.md). */
 #include <stdio.h>
-#include <string.h>
 
 #include "cli/cli.h"
 
