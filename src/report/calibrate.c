@@ -180,6 +180,23 @@ static void json_num(strbuf *sb, double x) {
   else sb_puts(sb, "null");
 }
 
+/* Warns (through the context's log) about every fitted constant that ended within 1% of an end of its range:
+ * there the data pushed it as far as physics allows, a sign that something else in the model is missing. */
+static void warn_at_edges(ap_ctx *ctx, cost_calib *cal) {
+  size_t n_params;
+  const calib_param *ps = calib_params(&n_params);
+  for (size_t k = 0; k < n_params; k++) {
+    int n_dev = ps[k].scope == CALIB_SCOPE_DEVICE ? cal->n_devices : 1;
+    for (int d = 0; d < n_dev; d++) {
+      double x = *calib_param_ref(cal, &ps[k], d), span = ps[k].max - ps[k].min;
+      if (x - ps[k].min < 0.01 * span || ps[k].max - x < 0.01 * span)
+        ctx_log(ctx, AP_LOG_WARN, "calibrate: %s%s%s = %g is at the end of its range [%g, %g]",
+                ps[k].scope == CALIB_SCOPE_DEVICE ? cal->devices[d].name : "",
+                ps[k].scope == CALIB_SCOPE_DEVICE ? "." : "", ps[k].name, x, ps[k].min, ps[k].max);
+    }
+  }
+}
+
 /* The source group of a row: its source text up to the first space. */
 static int fold_of(const char *source, const char **names, int *n_names, int cap) {
   char key[128];
@@ -338,6 +355,7 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
     json_num(&fitj, mem_after);
     sb_puts(&fitj, "}");
   }
+  if (!st) warn_at_edges(ctx, cal);
   char *fit_summary = st ? NULL : sb_take(&fitj);
   if (!st && !fit_summary) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   if (!st) {
