@@ -79,7 +79,7 @@ ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, cons
   }
   plan_model_facts_of(env->g, &env->facts);
   ap_status st = compute_model_init(ctx, env->a, &env->hc->groups[0].device, &env->tuning.compute, &env->cm);
-  /* [hetero] A compute model per node group, so that each pipeline rank is costed on its own device. */
+  /* A compute model per node group, so that each pipeline rank is costed on its own device. */
   env->group_cm = st ? NULL : arena_alloc(env->a, sizeof(compute_model) * (size_t)env->hc->n_groups);
   if (!st && !env->group_cm) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   for (int gi = 0; !st && gi < env->hc->n_groups; gi++) {
@@ -120,7 +120,7 @@ void cost_env_free(cost_env *env) {
 void cost_env_set_tuning(cost_env *env, const cost_tuning *t) {
   env->tuning = *t;
   env->cm.tuning = t->compute;
-  for (int gi = 0; gi < env->hc->n_groups; gi++) env->group_cm[gi].tuning = t->compute; /* [hetero] */
+  for (int gi = 0; gi < env->hc->n_groups; gi++) env->group_cm[gi].tuning = t->compute; /* */
 }
 
 const graph *cost_env_graph(const cost_env *env) { return env->g; }
@@ -235,12 +235,12 @@ static compute_shard shard_of(const plan *p) {
   return sh;
 }
 
-/* [hetero] The compute model of node group g (the first group's for an index out of range). */
+/* The compute model of node group g (the first group's for an index out of range). */
 static const compute_model *group_model(const cost_env *env, int g) {
   return g > 0 && g < env->hc->n_groups ? &env->group_cm[g] : &env->cm;
 }
 
-/* [hetero] Whether a node group's devices [first, first + n) hold any device of pipeline rank r, whose devices
+/* Whether a node group's devices [first, first + n) hold any device of pipeline rank r, whose devices
  * are those d with (d / stride) mod pp = r. Steps a stride at a time, so at most pp + 1 steps find one. */
 static bool group_holds_rank(int64_t first, int64_t n, int64_t stride, int64_t pp, int64_t r) {
   for (int64_t d = first; d < first + n;) {
@@ -392,7 +392,7 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   if (g->n_blocks > 256) return ctx_fail(ctx, AP_UNSUPPORTED, "model: more than 256 distinct blocks");
 
   int n_ranks = (int)p->pp;
-  /* [hetero] Each pipeline rank's node group (its device) and memory capacity. */
+  /* Each pipeline rank's node group (its device) and memory capacity. */
   int rank_group[COST_MAX_RANKS];
   double rank_cap[COST_MAX_RANKS];
   for (int r = 0; r < n_ranks; r++) rank_group[r] = cost_rank_group(env, p, r, &rank_cap[r]);
@@ -542,7 +542,7 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
 
   /* Memory per pipeline rank. */
   out->n_ranks = n_ranks;
-  /* [hetero] The peak rank is the one with the least headroom on its own device; on one device type, the
+  /* The peak rank is the one with the least headroom on its own device; on one device type, the
    * one with the most bytes. capacity_bytes is that rank's device memory. */
   out->capacity_bytes = rank_cap[0];
   out->peak_mem_bytes = 0;
@@ -592,7 +592,7 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   out->flop_megatron = (gemm_tok - 0.5 * quad_tok) * out->tokens_per_iter;
   out->flop_hardware = hw_flop_mb * m * (double)(p->dp);
   double peak = env->cm.device.peak_flop_per_s[HW_DTYPE_BF16];
-  /* [hetero] Node groups of different devices: the device-weighted mean peak. */
+  /* Node groups of different devices: the device-weighted mean peak. */
   for (int gi = 1; gi < env->hc->n_groups; gi++)
     if (env->hc->groups[gi].device.peak_flop_per_s[HW_DTYPE_BF16] != peak) {
       double sum = 0;
