@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "search/cands.h"
 #include "search/complete.h"
 
 static const char *const field_names[] = {
@@ -27,22 +28,11 @@ const char *complete_field_name(complete_bit bit) {
 complete_options complete_options_defaults(void) { return (complete_options){.max_evaluations = 4096}; }
 
 enum {
-  LIST_MAX = 128, /* values one field may take; more divisors than any device count below 2^22 has */
   /* TUNING: candidates looked at (valid or not) per evaluation allowed, so that a space made mostly of invalid
    * plans still ends quickly; validation is about a hundred times cheaper than evaluation. */
   CONSIDER_PER_EVAL = 64,
 };
 
-typedef struct {
-  int64_t v[LIST_MAX];
-  int n;
-} list;
-
-static void list_add(list *l, int64_t v) {
-  for (int i = 0; i < l->n; i++)
-    if (l->v[i] == v) return;
-  if (l->n < LIST_MAX) l->v[l->n++] = v;
-}
 
 /* One completion in progress. */
 typedef struct {
@@ -165,34 +155,34 @@ static void set_split(search *s, plan *p) {
 
 /* The mesh is set (tp, pp, dp, cp, ep): micro-batch size, then virtual stages and the schedule. */
 static void enum_batch(search *s, plan *p) {
-  list mbs = {.n = 0};
+  cands mbs = {.n = 0};
   if (is_stated(s, COMPLETE_BIT_MBS)) {
-    list_add(&mbs, p->micro_batch_size);
+    cands_add(&mbs, p->micro_batch_size);
   } else {
     if (p->global_batch_size % p->dp != 0) {
-      list_add(&mbs, 1); /* invalid whatever the micro-batch; validation names the reason */
+      cands_add(&mbs, 1); /* invalid whatever the micro-batch; validation names the reason */
     } else {
       int64_t per_dp = p->global_batch_size / p->dp;
-      static const int64_t cands[] = {1, 2, 4, 8};
-      for (size_t i = 0; i < AP_COUNT(cands); i++)
-        if (per_dp % cands[i] == 0) list_add(&mbs, cands[i]);
+      static const int64_t sizes[] = {1, 2, 4, 8};
+      for (size_t i = 0; i < AP_COUNT(sizes); i++)
+        if (per_dp % sizes[i] == 0) cands_add(&mbs, sizes[i]);
     }
   }
   for (int mi = 0; mi < mbs.n && !s->stop; mi++) {
     p->micro_batch_size = mbs.v[mi];
     int64_t per = p->micro_batch_size * p->dp;
     p->n_micro_batches = per > 0 && p->global_batch_size / per >= 1 ? p->global_batch_size / per : 1;
-    list vpp = {.n = 0};
+    cands vpp = {.n = 0};
     if (is_stated(s, COMPLETE_BIT_VPP)) {
-      list_add(&vpp, p->vpp);
+      cands_add(&vpp, p->vpp);
     } else {
-      list_add(&vpp, 1);
+      cands_add(&vpp, 1);
       /* Megatron's interleaving: layers split evenly into pp·vpp chunks, micro-batches a multiple of pp. */
       int64_t L = s->facts.n_layers;
       for (int64_t v = 2; v <= 8 && p->pp > 1; v++)
         if ((L % (p->pp * v) == 0 || (L + 2) % (p->pp * v) == 0) && p->n_micro_batches % p->pp == 0 &&
             p->pp * v <= PLAN_MAX_CHUNKS)
-          list_add(&vpp, v);
+          cands_add(&vpp, v);
     }
     for (int vi = 0; vi < vpp.n && !s->stop; vi++) {
       p->vpp = vpp.v[vi];
@@ -209,14 +199,14 @@ static void enum_experts(search *s, plan *p) {
   /* TP communication overlap (Megatron --tp-comm-overlap) needs sequence parallelism and never makes an
    * iteration slower; a tuned team turns it on wherever it applies (Megatron-Bridge's performance recipes do). */
   p->tp_comm_overlap = p->sequence_parallel && p->tp > 1;
-  list ep = {.n = 0};
+  cands ep = {.n = 0};
   if (is_stated(s, COMPLETE_BIT_EP) || s->facts.n_experts <= 0) {
-    list_add(&ep, is_stated(s, COMPLETE_BIT_EP) ? p->ep : 1);
+    cands_add(&ep, is_stated(s, COMPLETE_BIT_EP) ? p->ep : 1);
   } else {
     /* Expert parallelism borrows its ranks from tp·cp·dp (plan.h): etp·ep must divide it. */
     int64_t room = p->tp * p->cp * p->dp;
-    for (int64_t e = 1; e <= s->facts.n_experts && ep.n < LIST_MAX; e++)
-      if (s->facts.n_experts % e == 0 && room % (plan_etp(p) * e) == 0) list_add(&ep, e);
+    for (int64_t e = 1; e <= s->facts.n_experts && ep.n < CANDS_MAX; e++)
+      if (s->facts.n_experts % e == 0 && room % (plan_etp(p) * e) == 0) cands_add(&ep, e);
   }
   for (int ei = 0; ei < ep.n && !s->stop; ei++) {
     p->ep = ep.v[ei];
@@ -248,34 +238,34 @@ static void enum_mesh(search *s, plan *p) {
       if (rest > 0 && n % rest == 0) p->cp = n / rest;
     }
   }
-  list tp = {.n = 0};
+  cands tp = {.n = 0};
   if (st_tp) {
-    list_add(&tp, p->tp);
+    cands_add(&tp, p->tp);
   } else if (st_pp && st_dp) {
     int64_t rest = p->pp * p->dp * p->cp;
-    list_add(&tp, rest > 0 && n % rest == 0 ? n / rest : 1);
+    cands_add(&tp, rest > 0 && n % rest == 0 ? n / rest : 1);
   } else {
     int64_t dom = nvlink_domain(cost_env_cluster(s->env));
-    static const int64_t cands[] = {1, 2, 4, 8};
-    for (size_t i = 0; i < AP_COUNT(cands); i++)
-      if (cands[i] <= dom && n % (cands[i] * p->cp) == 0) list_add(&tp, cands[i]);
-    if (tp.n == 0) list_add(&tp, 1);
+    static const int64_t degrees[] = {1, 2, 4, 8};
+    for (size_t i = 0; i < AP_COUNT(degrees); i++)
+      if (degrees[i] <= dom && n % (degrees[i] * p->cp) == 0) cands_add(&tp, degrees[i]);
+    if (tp.n == 0) cands_add(&tp, 1);
   }
   for (int ti = 0; ti < tp.n && !s->stop; ti++) {
     p->tp = tp.v[ti];
     int64_t tc = p->tp * p->cp;
-    list pp = {.n = 0};
+    cands pp = {.n = 0};
     if (st_pp) {
-      list_add(&pp, p->pp);
+      cands_add(&pp, p->pp);
     } else if (st_dp) {
       int64_t rest = tc * stated_dp;
-      list_add(&pp, rest > 0 && n % rest == 0 ? n / rest : 1);
+      cands_add(&pp, rest > 0 && n % rest == 0 ? n / rest : 1);
     } else if (n % tc == 0) {
       int64_t room = n / tc, most = s->facts.n_layers > 0 ? s->facts.n_layers : 1;
       for (int64_t d = 1; d <= room && d <= most && d <= PLAN_MAX_CHUNKS; d++)
-        if (room % d == 0) list_add(&pp, d);
+        if (room % d == 0) cands_add(&pp, d);
     } else {
-      list_add(&pp, 1);
+      cands_add(&pp, 1);
     }
     for (int pi = 0; pi < pp.n && !s->stop; pi++) {
       p->pp = pp.v[pi];

@@ -45,10 +45,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "search/cands.h"
 #include "search/search.h"
 
 enum {
-  LIST_MAX = 512,      /* values one list may hold; more divisors than any batch or device count here has */
   MAX_OPTS = 80,       /* pipeline options of one micro-batch size */
   MAX_FIT_RUNGS = 16,  /* fitting rungs remembered for the 1F1B shadow */
 };
@@ -61,27 +61,7 @@ static const int64_t CP_MIN_TOKENS = 4096;
  * (published runs use 2-8, and deeper ones at one or two layers per chunk). */
 static const int64_t VPP_ANY_MAX = 8;
 
-typedef struct {
-  int64_t v[LIST_MAX];
-  int n;
-} list;
 
-static void list_add(list *l, int64_t v) {
-  for (int i = 0; i < l->n; i++)
-    if (l->v[i] == v) return;
-  if (l->n < LIST_MAX) l->v[l->n++] = v;
-}
-
-static void divisors(int64_t x, list *out) {
-  out->n = 0;
-  list high = {.n = 0};
-  for (int64_t d = 1; d * d <= x; d++)
-    if (x % d == 0) {
-      list_add(out, d);
-      if (d != x / d) list_add(&high, x / d);
-    }
-  for (int i = high.n - 1; i >= 0; i--) list_add(out, high.v[i]);
-}
 
 static const plan_axis ORDER_DEFAULT[PLAN_N_ORDER] = {PLAN_AXIS_TP, PLAN_AXIS_CP, PLAN_AXIS_EP, PLAN_AXIS_DP,
                                                       PLAN_AXIS_PP};
@@ -217,78 +197,78 @@ static int64_t nvlink_domain(const hw_cluster *hc) {
   return d;
 }
 
-static void tp_list(const grid *gr, list *out) {
+static void tp_list(const grid *gr, cands *out) {
   out->n = 0;
   if (fixes(gr, COMPLETE_BIT_TP)) {
-    list_add(out, gr->o->fixed.tp);
+    cands_add(out, gr->o->fixed.tp);
     return;
   }
-  list all;
-  divisors(gr->n, &all);
+  cands all;
+  cands_divisors(gr->n, &all);
   int64_t dom = nvlink_domain(cost_env_cluster(gr->env));
   const plan_model_facts *f = &gr->facts;
   for (int i = 0; i < all.n; i++) {
     int64_t t = all.v[i];
     if (t > 1 && (!f->has_layers || !f->has_tp_ops || t > dom)) continue;
     if (t > 1 && f->n_attention_ops > 0 && (f->heads % t != 0 || f->kv_heads % t != 0)) continue;
-    list_add(out, t);
+    cands_add(out, t);
   }
 }
 
-static void cp_list(const grid *gr, int64_t tp, list *out) {
+static void cp_list(const grid *gr, int64_t tp, cands *out) {
   out->n = 0;
   if (fixes(gr, COMPLETE_BIT_CP)) {
-    list_add(out, gr->o->fixed.cp);
+    cands_add(out, gr->o->fixed.cp);
     return;
   }
-  list_add(out, 1);
+  cands_add(out, 1);
   if (!gr->facts.has_layers || gr->facts.n_attention_ops == 0) return;
   for (int64_t c = 2; c <= gr->n / tp && gr->seq / c >= CP_MIN_TOKENS; c *= 2)
-    if ((gr->n / tp) % c == 0 && gr->seq % (2 * c) == 0) list_add(out, c);
+    if ((gr->n / tp) % c == 0 && gr->seq % (2 * c) == 0) cands_add(out, c);
 }
 
-static void pp_list(const grid *gr, int64_t room, list *out) {
+static void pp_list(const grid *gr, int64_t room, cands *out) {
   out->n = 0;
   if (fixes(gr, COMPLETE_BIT_PP)) {
-    list_add(out, gr->o->fixed.pp);
+    cands_add(out, gr->o->fixed.pp);
     return;
   }
   if (fixes(gr, COMPLETE_BIT_DP)) {
-    list_add(out, gr->o->fixed.dp > 0 && room % gr->o->fixed.dp == 0 ? room / gr->o->fixed.dp : 1);
+    cands_add(out, gr->o->fixed.dp > 0 && room % gr->o->fixed.dp == 0 ? room / gr->o->fixed.dp : 1);
     return;
   }
-  list all;
-  divisors(room, &all);
+  cands all;
+  cands_divisors(room, &all);
   for (int i = 0; i < all.n; i++)
-    if (all.v[i] <= gr->L && all.v[i] <= PLAN_MAX_CHUNKS) list_add(out, all.v[i]);
+    if (all.v[i] <= gr->L && all.v[i] <= PLAN_MAX_CHUNKS) cands_add(out, all.v[i]);
 }
 
-static void ep_list(const grid *gr, int64_t dense, list *out) {
+static void ep_list(const grid *gr, int64_t dense, cands *out) {
   out->n = 0;
   if (fixes(gr, COMPLETE_BIT_EP) || gr->facts.n_experts <= 0) {
-    list_add(out, fixes(gr, COMPLETE_BIT_EP) ? gr->o->fixed.ep : 1);
+    cands_add(out, fixes(gr, COMPLETE_BIT_EP) ? gr->o->fixed.ep : 1);
     return;
   }
-  list all;
-  divisors(gr->facts.n_experts, &all);
+  cands all;
+  cands_divisors(gr->facts.n_experts, &all);
   for (int i = 0; i < all.n; i++)
-    if (dense % all.v[i] == 0) list_add(out, all.v[i]);
+    if (dense % all.v[i] == 0) cands_add(out, all.v[i]);
 }
 
 /* The micro-batch sizes of a mesh, ascending. */
-static void mbs_list(const grid *gr, int64_t dp, list *out) {
+static void mbs_list(const grid *gr, int64_t dp, cands *out) {
   out->n = 0;
   if (fixes(gr, COMPLETE_BIT_MBS)) {
-    list_add(out, gr->o->fixed.micro_batch_size);
+    cands_add(out, gr->o->fixed.micro_batch_size);
     return;
   }
   if (gr->gbs % dp != 0) return;
   if (fixes(gr, SEARCH_BIT_MICRO_BATCHES)) {
     int64_t m = gr->o->fixed.n_micro_batches;
-    if (m > 0 && (gr->gbs / dp) % m == 0) list_add(out, gr->gbs / dp / m);
+    if (m > 0 && (gr->gbs / dp) % m == 0) cands_add(out, gr->gbs / dp / m);
     return;
   }
-  divisors(gr->gbs / dp, out);
+  cands_divisors(gr->gbs / dp, out);
   if (gr->memory_objective && out->n > 1) out->n = 1; /* memory grows with the micro-batch */
 }
 
@@ -337,7 +317,7 @@ static void add_mesh(grid *gr, const grid_mesh *m) {
 }
 
 static void enum_meshes(grid *gr) {
-  list tps, cps, pps, eps;
+  cands tps, cps, pps, eps;
   tp_list(gr, &tps);
   for (int ti = 0; ti < tps.n && !gr->stop; ti++) {
     int64_t tp = tps.v[ti];
@@ -688,7 +668,7 @@ static double pipe_bound_s(const pipe_opt *po, double m, double pp, double S, do
 static void explore(grid *gr, grid_mesh *m) {
   if (m->zero_first < 0) return;
   gr->memo = m;
-  list mbs;
+  cands mbs;
   mbs_list(gr, m->dp, &mbs);
   plan p;
   set_mesh(gr, m, &p);
@@ -756,7 +736,7 @@ static void probe(grid *gr, grid_mesh *m) {
   m->probed = false;
   m->probe_res = (grid_eval){0};
   if (m->zero_first < 0) return;
-  list mbs;
+  cands mbs;
   mbs_list(gr, m->dp, &mbs);
   if (mbs.n == 0) return;
   plan p;
@@ -900,7 +880,7 @@ static ap_status grid_run(search_run *sr) {
     for (int i = 0; i < gr->n_meshes && !gr->stop; i++) {
       grid_mesh *m = &gr->meshes[i];
       if (m->zero_first >= 0) continue;
-      list mbs;
+      cands mbs;
       mbs_list(gr, m->dp, &mbs);
       if (mbs.n == 0) continue;
       plan p;
