@@ -71,7 +71,7 @@ $(BIN): $(OBJ_CLI) $(LIB_A)
 	$(CC) $(CFLAGS) -o $@ $(OBJ_CLI) $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
 # Tests reach module internals, so they link the static library and see src/.
-$(BUILD)/tests/%: tests/%.c tests/testutil.h $(LIB_A)
+$(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS) -lcmocka
 

@@ -5,30 +5,13 @@
 #include <stdlib.h>
 
 #include "testutil.h"
+#include "testmodels.h"
 
 #include "cost/internal.h"
 #include "model/model.h"
 #include "model/transformer.h"
 #include "search/search.h"
 
-static ap_model *small_model(ap_ctx *ctx, int64_t L, int64_t h, int64_t heads, int64_t vocab, bool windowed) {
-  tf_config c;
-  tf_config_defaults(&c);
-  c.name = "small";
-  c.model_type = "llama";
-  c.n_layers = L;
-  c.hidden = h;
-  c.ffn = 4 * h;
-  c.heads = c.kv_heads = heads;
-  c.head_dim = c.head_dim_v = h / heads;
-  c.vocab = vocab;
-  c.max_pos = 8192;
-  c.rope = true;
-  for (int64_t i = 0; windowed && i < L; i += 3) c.window_of_layer[i] = 512;
-  ap_model *m = NULL;
-  if (model_from_tf_config(ctx, &c, &m)) fail_msg("%s", ap_ctx_error(ctx));
-  return m;
-}
 
 typedef struct {
   const char *name;
@@ -80,7 +63,7 @@ static double peak_fraction(ap_ctx *ctx, const cost_env *env, const plan *p) {
 
 static void check_case(const layer_case *k) {
   ap_ctx *ctx = ap_ctx_new();
-  ap_model *m = small_model(ctx, k->layers, k->hidden, k->heads, k->vocab, k->windowed);
+  ap_model *m = test_small_model(ctx, k->layers, k->hidden, k->heads, k->vocab, k->windowed);
   char spec[32];
   snprintf(spec, sizeof spec, "h100:%lld", (long long)(k->pp * k->tp));
   ap_cluster *cl = NULL;
@@ -146,7 +129,7 @@ static void test_layer_dp_vs_brute_force(void **state) {
 static void test_per_chunk_recompute_cost(void **state) {
   (void)state;
   ap_ctx *ctx = ap_ctx_new();
-  ap_model *m = small_model(ctx, 12, 1024, 16, 32000, false);
+  ap_model *m = test_small_model(ctx, 12, 1024, 16, 32000, false);
   ap_cluster *cl = NULL;
   assert_int_equal(ap_cluster_load(ctx, "h100:2", &cl), AP_OK);
   cost_env *env = NULL;

@@ -5,32 +5,13 @@
 #include <stdlib.h>
 
 #include "testutil.h"
+#include "testmodels.h"
 
 #include "cost/internal.h"
 #include "model/model.h"
 #include "model/transformer.h"
 #include "search/search.h"
 
-/* A small decoder: L layers of width h with `heads` heads and vocabulary `vocab`; when windowed, every third
- * layer has sliding-window attention (a second, cheaper block). */
-static ap_model *small_model(ap_ctx *ctx, int64_t L, int64_t h, int64_t heads, int64_t vocab, bool windowed) {
-  tf_config c;
-  tf_config_defaults(&c);
-  c.name = "small";
-  c.model_type = "llama";
-  c.n_layers = L;
-  c.hidden = h;
-  c.ffn = 4 * h;
-  c.heads = c.kv_heads = heads;
-  c.head_dim = c.head_dim_v = h / heads;
-  c.vocab = vocab;
-  c.max_pos = 8192;
-  c.rope = true;
-  for (int64_t i = 0; windowed && i < L; i += 3) c.window_of_layer[i] = 512;
-  ap_model *m = NULL;
-  if (model_from_tf_config(ctx, &c, &m)) fail_msg("%s", ap_ctx_error(ctx));
-  return m;
-}
 
 typedef struct {
   const char *name;
@@ -105,7 +86,7 @@ static double brute_force(ap_ctx *ctx, const cost_env *env, const plan *base, do
 
 static void check_case(const stage_case *k) {
   ap_ctx *ctx = ap_ctx_new();
-  ap_model *m = small_model(ctx, k->layers, k->hidden, k->heads, k->vocab, k->windowed);
+  ap_model *m = test_small_model(ctx, k->layers, k->hidden, k->heads, k->vocab, k->windowed);
   char spec[32];
   snprintf(spec, sizeof spec, "h100:%lld", (long long)(k->pp * k->tp));
   ap_cluster *cl = NULL;
@@ -167,7 +148,7 @@ static void test_stage_dp_vs_brute_force(void **state) {
 static void test_stage_dp_heavy_head(void **state) {
   (void)state;
   ap_ctx *ctx = ap_ctx_new();
-  ap_model *m = small_model(ctx, 16, 512, 8, 256000, false);
+  ap_model *m = test_small_model(ctx, 16, 512, 8, 256000, false);
   ap_cluster *cl = NULL;
   assert_int_equal(ap_cluster_load(ctx, "h100:4", &cl), AP_OK);
   cost_env *env = NULL;
@@ -201,7 +182,7 @@ static void test_stage_dp_heavy_head(void **state) {
 static void test_stage_dp_unsupported(void **state) {
   (void)state;
   ap_ctx *ctx = ap_ctx_new();
-  ap_model *m = small_model(ctx, 12, 512, 8, 32000, true);
+  ap_model *m = test_small_model(ctx, 12, 512, 8, 32000, true);
   ap_cluster *cl = NULL;
   assert_int_equal(ap_cluster_load(ctx, "h100:2", &cl), AP_OK);
   cost_env *env = NULL;
