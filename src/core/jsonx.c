@@ -131,6 +131,11 @@ ap_status jx_bool(const jx_src *s, json_t *obj, const char *keys, bool required,
   return AP_OK;
 }
 
+void jx_sb_num(strbuf *sb, double x) {
+  if (isfinite(x)) sb_printf(sb, "%.10g", x);
+  else sb_puts(sb, "null");
+}
+
 void jx_sb_str(strbuf *sb, const char *str) {
   sb_puts(sb, "\"");
   for (const unsigned char *p = (const unsigned char *)str; *p; p++) {

@@ -174,12 +174,6 @@ static void fit(fit_state *f) {
       }
 }
 
-/* A figure in JSON: four decimals, or null when there is none (no rows to measure it on). */
-static void json_num(strbuf *sb, double x) {
-  if (isfinite(x)) sb_printf(sb, "%.4f", x);
-  else sb_puts(sb, "null");
-}
-
 /* Warns (through the context's log) about every fitted constant that ended within 1% of an end of its range:
  * there the data pushed it as far as physics allows, a sign that something else in the model is missing. */
 static void warn_at_edges(ap_ctx *ctx, cost_calib *cal) {
@@ -316,9 +310,9 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
   int loo_n = 0;
   if (!st) {
     sb_printf(&fitj, "{\"rows\": %d, \"mape_before\": ", n_rows);
-    json_num(&fitj, before);
+    jx_sb_num(&fitj, before);
     sb_puts(&fitj, ", \"mape_after\": ");
-    json_num(&fitj, after_fixed);
+    jx_sb_num(&fitj, after_fixed);
     sb_puts(&fitj, ", \"leave_one_source_out\": [");
     int n_listed = 0;
     for (int fo = 0; fo < n_folds; fo++) {
@@ -342,17 +336,17 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
       sb_printf(&fitj, "%s{\"source\": ", n_listed++ ? ", " : "");
       jx_sb_str(&fitj, fold_names[fo]);
       sb_printf(&fitj, ", \"rows\": %d, \"mape\": ", n);
-      json_num(&fitj, m);
+      jx_sb_num(&fitj, m);
       sb_puts(&fitj, "}");
     }
     sb_puts(&fitj, "], \"leave_one_source_out_mape\": ");
-    json_num(&fitj, loo_n ? loo_sum / loo_n : NAN);
+    jx_sb_num(&fitj, loo_n ? loo_sum / loo_n : NAN);
   }
   if (!st) {
     sb_puts(&fitj, ", \"memory_mape_before\": ");
-    json_num(&fitj, mem_before);
+    jx_sb_num(&fitj, mem_before);
     sb_puts(&fitj, ", \"memory_mape_after\": ");
-    json_num(&fitj, mem_after);
+    jx_sb_num(&fitj, mem_after);
     sb_puts(&fitj, "}");
   }
   if (!st) warn_at_edges(ctx, cal);
@@ -397,7 +391,7 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
       sb_printf(&sb, ", \"rows\": %d", n_rows);
       for (size_t i = 0; i < AP_COUNT(figs); i++) {
         sb_printf(&sb, ", \"%s\": ", figs[i].key);
-        json_num(&sb, figs[i].v);
+        jx_sb_num(&sb, figs[i].v);
       }
       sb_printf(&sb, ", \"fit\": %s}\n", fit_summary);
     } else {

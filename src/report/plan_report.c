@@ -448,11 +448,6 @@ static void text_closest(strbuf *sb, const cost_env *env, const search_result *r
 
 /* ---- JSON ------------------------------------------------------------------------------------------------------ */
 
-static void json_num(strbuf *sb, double x) {
-  if (isfinite(x)) sb_printf(sb, "%.10g", x);
-  else sb_puts(sb, "null");
-}
-
 static void json_mem(strbuf *sb, const cost_mem *m) {
   sb_printf(sb,
             "{\"params_bytes\":%.6g,\"grads_bytes\":%.6g,\"optimizer_bytes\":%.6g,\"activations_bytes\":%.6g,"
@@ -470,32 +465,32 @@ static void json_figures(strbuf *sb, const plan *p, const cost_result *r) {
   sb_puts(sb, ",\"plan\":");
   plan_to_json(p, sb);
   sb_puts(sb, ",\"iteration_time_s\":");
-  json_num(sb, r->iter_s);
+  jx_sb_num(sb, r->iter_s);
   sb_puts(sb, ",\"tokens_per_s\":");
-  json_num(sb, r->tokens_per_s);
+  jx_sb_num(sb, r->tokens_per_s);
   sb_puts(sb, ",\"tokens_per_s_per_device\":");
-  json_num(sb, r->tokens_per_s_per_device);
+  jx_sb_num(sb, r->tokens_per_s_per_device);
   sb_puts(sb, ",\"mfu\":{\"palm\":");
-  json_num(sb, r->mfu_palm);
+  jx_sb_num(sb, r->mfu_palm);
   sb_puts(sb, ",\"megatron\":");
-  json_num(sb, r->mfu_megatron);
+  jx_sb_num(sb, r->mfu_megatron);
   sb_puts(sb, ",\"hardware\":");
-  json_num(sb, r->hfu);
+  jx_sb_num(sb, r->hfu);
   sb_puts(sb, "},\"tflops_per_device\":");
-  json_num(sb, r->tflops_per_device_palm);
+  jx_sb_num(sb, r->tflops_per_device_palm);
   sb_printf(sb, ",\"bound\":\"%s\",\"bound_detail\":", r->bound ? r->bound : "compute");
   jx_sb_str(sb, bound);
   sb_puts(sb, ",\"time_breakdown_s\":{");
   for (size_t i = 0; i < N_PARTS; i++) {
     sb_printf(sb, "%s\"%s\":", i ? "," : "", time_parts[i].key);
-    json_num(sb, part(&r->time, i));
+    jx_sb_num(sb, part(&r->time, i));
   }
   sb_puts(sb, "},\"peak_mem_bytes\":");
-  json_num(sb, r->peak_mem_bytes);
+  jx_sb_num(sb, r->peak_mem_bytes);
   sb_printf(sb, ",\"peak_stage\":%d,\"fits\":%s,\"stage_mem_bytes\":[", r->peak_rank, r->fits ? "true" : "false");
   for (int i = 0; i < r->n_ranks; i++) {
     if (i) sb_puts(sb, ",");
-    json_num(sb, r->mem[i].total);
+    jx_sb_num(sb, r->mem[i].total);
   }
   sb_puts(sb, "],\"peak_stage_memory\":");
   json_mem(sb, &r->mem[r->peak_rank]);
@@ -503,13 +498,13 @@ static void json_figures(strbuf *sb, const plan *p, const cost_result *r) {
 
 static void json_vs(strbuf *sb, const cost_result *best, const cost_result *r) {
   sb_puts(sb, "{\"slowdown\":");
-  json_num(sb, r->iter_s / best->iter_s - 1);
+  jx_sb_num(sb, r->iter_s / best->iter_s - 1);
   sb_puts(sb, ",\"peak_mem_delta_bytes\":");
-  json_num(sb, r->peak_mem_bytes - best->peak_mem_bytes);
+  jx_sb_num(sb, r->peak_mem_bytes - best->peak_mem_bytes);
   sb_puts(sb, ",\"delta_s\":{");
   for (size_t i = 0; i < N_PARTS; i++) {
     sb_printf(sb, "%s\"%s\":", i ? "," : "", time_parts[i].key);
-    json_num(sb, part(&r->time, i) - part(&best->time, i));
+    jx_sb_num(sb, part(&r->time, i) - part(&best->time, i));
   }
   sb_puts(sb, "}}");
 }
@@ -521,7 +516,7 @@ static void json_closest(strbuf *sb, const cost_env *env, const search_result *r
     sb_printf(sb, "%s{\"rank\":%d,", i ? "," : "", i + 1);
     json_figures(sb, &c->p, &c->r);
     sb_puts(sb, ",\"over_bytes\":");
-    json_num(sb, c->r.peak_mem_bytes - limit);
+    jx_sb_num(sb, c->r.peak_mem_bytes - limit);
     sb_puts(sb, ",\"fixes\":[");
     fix_try f[4];
     int nf = try_fixes(env, &c->p, limit, f);
@@ -531,7 +526,7 @@ static void json_closest(strbuf *sb, const cost_env *env, const search_result *r
       sb_puts(sb, k++ ? ",{\"change\":" : "{\"change\":");
       jx_sb_str(sb, f[j].change);
       sb_puts(sb, ",\"peak_mem_bytes\":");
-      json_num(sb, f[j].peak_bytes);
+      jx_sb_num(sb, f[j].peak_bytes);
       sb_printf(sb, ",\"fits\":%s}", f[j].fits ? "true" : "false");
     }
     int64_t need = devices_needed(env, &c->p, &c->r, limit);
@@ -705,16 +700,16 @@ static char *report_json(const report_in *in) {
   sb_printf(&sb, ",\"n_devices\":%lld,\"device\":", (long long)hc->n_devices);
   jx_sb_str(&sb, hc->groups[0].device.name);
   sb_printf(&sb, ",\"device_memory_bytes\":%lld,\"mem_limit_bytes\":", (long long)hc->groups[0].device.mem_bytes);
-  json_num(&sb, limit);
+  jx_sb_num(&sb, limit);
   sb_printf(&sb, ",\"global_batch_size\":%lld,\"seq_length\":%lld,\"objective\":\"%s\"",
             (long long)in->so->global_batch_size, (long long)seq, search_objective_name(in->so->objective));
   sb_puts(&sb, ",\"search\":{\"strategies\":[");
   strategies_run(st, &sb, true);
   sb_printf(&sb, "],\"n_offered\":%lld,\"n_rejected\":%lld,\"n_evaluated\":%lld,\"n_fit\":%lld,\"elapsed_s\":",
             (long long)st->n_offered, (long long)st->n_rejected, (long long)st->n_evaluated, (long long)st->n_fit);
-  json_num(&sb, st->elapsed_s);
+  jx_sb_num(&sb, st->elapsed_s);
   sb_puts(&sb, ",\"plans_per_s\":");
-  json_num(&sb, st->elapsed_s > 0 ? (double)st->n_evaluated / st->elapsed_s : NAN);
+  jx_sb_num(&sb, st->elapsed_s > 0 ? (double)st->n_evaluated / st->elapsed_s : NAN);
   sb_printf(&sb, ",\"truncated\":%s,\"cancelled\":%s,\"arena_bytes\":%zu}", st->truncated ? "true" : "false",
             st->cancelled ? "true" : "false", st->arena_bytes);
   bool feasible = in->st != AP_INFEASIBLE && in->n > 0;

@@ -740,26 +740,20 @@ void validate_plan_brief(const plan *p, unsigned stated, char *out, size_t n) {
 #undef MARK
 }
 
-/* A JSON number, or null when it is not finite (JSON has no NaN). */
-static void json_num(strbuf *sb, double x) {
-  if (isfinite(x)) sb_printf(sb, "%.10g", x);
-  else sb_puts(sb, "null");
-}
-
 static void json_row(strbuf *sb, const validate_row *v) {
   sb_puts(sb, "{\"id\":");
   jx_sb_str(sb, v->id);
   bool ok = !v->error;
   sb_puts(sb, ",\"predicted_tokens_per_s_per_gpu\":");
-  json_num(sb, ok ? v->predicted_tokens : NAN);
+  jx_sb_num(sb, ok ? v->predicted_tokens : NAN);
   sb_puts(sb, ",\"measured_tokens_per_s_per_gpu\":");
-  json_num(sb, v->has_measured ? v->measured_tokens : NAN);
+  jx_sb_num(sb, v->has_measured ? v->measured_tokens : NAN);
   sb_puts(sb, ",\"ape\":");
-  json_num(sb, v->ape);
+  jx_sb_num(sb, v->ape);
   sb_puts(sb, ",\"predicted_outcome\":");
   sb_puts(sb, !ok ? "null" : v->fits ? "\"ok\"" : "\"oom\"");
   sb_puts(sb, ",\"predicted_peak_mem_bytes\":");
-  json_num(sb, ok ? round(v->predicted_peak_mem_bytes) : NAN);
+  jx_sb_num(sb, ok ? round(v->predicted_peak_mem_bytes) : NAN);
   sb_printf(sb, ",\"line\":%lld,\"model\":", (long long)v->line);
   jx_sb_str(sb, v->model);
   sb_puts(sb, ",\"gpu\":");
@@ -767,11 +761,11 @@ static void json_row(strbuf *sb, const validate_row *v) {
   sb_printf(sb, ",\"num_gpus\":%lld,\"outcome\":\"%s\"", (long long)v->num_gpus, v->measured_oom ? "oom" : "ok");
   if (v->has_mem) {
     sb_puts(sb, ",\"measured_peak_mem_bytes\":");
-    json_num(sb, round(v->measured_mem_bytes));
+    jx_sb_num(sb, round(v->measured_mem_bytes));
     sb_printf(sb, ",\"mem_convention\":\"%s\",\"compared_mem_bytes\":", mem_names[v->mem_convention]);
-    json_num(sb, ok ? round(v->compared_mem_bytes) : NAN);
+    jx_sb_num(sb, ok ? round(v->compared_mem_bytes) : NAN);
     sb_puts(sb, ",\"mem_ape\":");
-    json_num(sb, v->mem_ape);
+    jx_sb_num(sb, v->mem_ape);
   }
   if (ok) {
     char brief[160];
@@ -785,17 +779,17 @@ static void json_row(strbuf *sb, const validate_row *v) {
         sb_printf(sb, "%s\"%s\"", k++ ? "," : "", complete_field_name((complete_bit)b));
       }
     sb_printf(sb, "],\"n_evaluated\":%lld,\"iter_s\":", (long long)v->n_evaluated);
-    json_num(sb, v->iter_s);
+    jx_sb_num(sb, v->iter_s);
     sb_puts(sb, ",\"mfu_palm\":");
-    json_num(sb, v->mfu_palm);
+    jx_sb_num(sb, v->mfu_palm);
     sb_puts(sb, ",\"bound\":");
     jx_sb_str(sb, v->bound ? v->bound : "");
   }
   if (ok && v->searched) {
     sb_puts(sb, ",\"best_predicted_tokens_per_s_per_gpu\":");
-    json_num(sb, v->has_best ? v->best_tokens : NAN);
+    jx_sb_num(sb, v->has_best ? v->best_tokens : NAN);
     sb_puts(sb, ",\"best_vs_plan\":");
-    json_num(sb, v->has_best && v->predicted_tokens > 0 ? v->best_tokens / v->predicted_tokens : NAN);
+    jx_sb_num(sb, v->has_best && v->predicted_tokens > 0 ? v->best_tokens / v->predicted_tokens : NAN);
     sb_puts(sb, ",\"best_plan\":");
     if (v->has_best) plan_to_json(&v->best_plan, sb);
     else sb_puts(sb, "null");
@@ -824,26 +818,26 @@ char *validate_report_json(const validate_report *r) {
     json_row(&sb, &r->rows[i]);
   }
   sb_puts(&sb, "],\"summary\":{\"mape\":");
-  json_num(&sb, s->mape);
+  jx_sb_num(&sb, s->mape);
   sb_puts(&sb, ",\"median_ape\":");
-  json_num(&sb, s->median_ape);
+  jx_sb_num(&sb, s->median_ape);
   sb_printf(&sb, ",\"n\":%lld,\"n_rows\":%lld,\"n_errors\":%lld,\"miss_ape\":", (long long)s->n, (long long)s->n_rows,
             (long long)s->n_errors);
-  json_num(&sb, MISS_APE);
+  jx_sb_num(&sb, MISS_APE);
   sb_puts(&sb, ",\"mean_signed_error\":");
-  json_num(&sb, s->mean_signed_error);
+  jx_sb_num(&sb, s->mean_signed_error);
   sb_puts(&sb, ",\"worst\":");
   if (s->worst_id) {
     sb_puts(&sb, "{\"id\":");
     jx_sb_str(&sb, s->worst_id);
     sb_puts(&sb, ",\"ape\":");
-    json_num(&sb, s->worst_ape);
+    jx_sb_num(&sb, s->worst_ape);
     sb_puts(&sb, "}");
   } else {
     sb_puts(&sb, "null");
   }
   sb_puts(&sb, ",\"spearman\":");
-  json_num(&sb, s->spearman);
+  jx_sb_num(&sb, s->spearman);
   sb_printf(&sb, ",\"spearman_groups\":%lld,\"spearman_by_group\":[", (long long)s->n_ranked);
   for (int64_t g = 0; g < s->n_groups; g++) {
     sb_puts(&sb, g ? ",{\"model\":" : "{\"model\":");
@@ -851,17 +845,17 @@ char *validate_report_json(const validate_report *r) {
     sb_puts(&sb, ",\"gpu\":");
     jx_sb_str(&sb, s->groups[g].gpu);
     sb_printf(&sb, ",\"n\":%lld,\"rho\":", (long long)s->groups[g].n);
-    json_num(&sb, s->groups[g].rho);
+    jx_sb_num(&sb, s->groups[g].rho);
     sb_puts(&sb, "}");
   }
   sb_printf(&sb, "],\"oom\":{\"oom_rows\":%lld,\"oom_predicted_oom\":%lld,\"ok_rows\":%lld,\"ok_predicted_fit\":%lld}",
             (long long)s->oom_rows, (long long)s->oom_predicted_oom, (long long)s->ok_rows, (long long)s->ok_predicted_fit);
   sb_printf(&sb, ",\"memory\":{\"n\":%lld,\"mape\":", (long long)s->mem_n);
-  json_num(&sb, s->mem_mape);
+  jx_sb_num(&sb, s->mem_mape);
   sb_puts(&sb, ",\"by_convention\":{");
   for (int k = 0; k < VALIDATE_MEM_COUNT_; k++) {
     sb_printf(&sb, "%s\"%s\":{\"n\":%lld,\"mape\":", k ? "," : "", mem_names[k], (long long)s->mem_n_by[k]);
-    json_num(&sb, s->mem_mape_by[k]);
+    jx_sb_num(&sb, s->mem_mape_by[k]);
     sb_puts(&sb, "}");
   }
   sb_puts(&sb, "},\"compared\":\"predicted total per device (fixed overhead and allocator reserve included); "
@@ -876,7 +870,7 @@ char *validate_report_json(const validate_report *r) {
       sb_puts(&sb, "{\"id\":");
       jx_sb_str(&sb, s->search_worst_id);
       sb_puts(&sb, ",\"best_vs_plan\":");
-      json_num(&sb, s->search_worst_ratio);
+      jx_sb_num(&sb, s->search_worst_ratio);
       sb_puts(&sb, "}");
     } else {
       sb_puts(&sb, "null");
