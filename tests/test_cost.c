@@ -97,6 +97,44 @@ static void test_korthikanti_table2(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* Per-op selective checkpointing (torchtitan's selective_ac_option "op", parallelize.py _custom_policy) on a
+ * Llama 3 8B layer: of the matmuls q, k, v, o, gate, up, down it keeps q, v, gate and down (every second one is
+ * recomputed), plus the layer input, the attention output and flash attention's fp32 log-sum-exp per head, so
+ * 2·(4h + kv + f) + 4·a bytes per token; the recompute runs k, o, up, the norms, rope and the activation again. */
+static void test_op_checkpointing(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  ap_model *m = NULL;
+  ap_cluster *cl = NULL;
+  cost_env *env = NULL;
+  assert_int_equal(ap_model_load(ctx, "llama-3.1-8b", &m), AP_OK);
+  assert_int_equal(ap_cluster_load(ctx, "dgx-h100:8", &cl), AP_OK);
+  assert_int_equal(cost_env_new(ctx, m, cl, NULL, &env), AP_OK);
+  const double s = 8192, b = 2, h = 4096, kv = 1024, f = 14336, a = 32;
+  plan p;
+  plan_defaults(&p);
+  p.dp = 8;
+  p.seq_length = (int64_t)s;
+  p.micro_batch_size = (int64_t)b;
+  plan_groups pg;
+  assert_int_equal(cost_plan_groups(ctx, env, &p, &pg), AP_OK);
+  layer_cost lc = cost_block(env, &p, &pg, layer_block(model_graph(m)), b, s);
+  double want = b * s * (2 * (4 * h + kv + f) + 4 * a);
+  print_message("# op checkpointing: %.6g bytes per layer, expected %.6g (none: %.6g)\n", lc.act_bytes[PLAN_RECOMPUTE_OP],
+                want, lc.act_bytes[PLAN_RECOMPUTE_NONE]);
+  assert_rel_close(lc.act_bytes[PLAN_RECOMPUTE_OP], want, 1e-9);
+  /* The recomputed forward: at least the three dropped matmuls' share of the GEMM work (k: kv·h, o: h·h,
+   * up: h·f of h·(2h + 2kv) + 3·h·f in all) of the forward outside attention (which also holds the
+   * elementwise ops, all recomputed; 0.9 for GEMM efficiencies that differ by shape), less than the whole. */
+  double mm_share = (kv * h + h * h + h * f) / (h * (2 * h + 2 * kv) + 3 * h * f);
+  assert_true(lc.recompute_op_s > mm_share * 0.9 * (lc.fwd_s - lc.attn_fwd_s));
+  assert_true(lc.recompute_op_s < lc.fwd_s);
+  cost_env_free(env);
+  ap_cluster_free(cl);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
 /* Model-state bytes per parameter: Megatron's table (bf16 params, fp32 grads: 18 unsharded, 6 + 12/d with the
  * distributed optimizer) and the ZeRO paper's stages with 16-bit gradients (2+2+12 = 16; 4 + 12/N_d;
  * 2 + 14/N_d; 16/N_d). */
@@ -253,6 +291,7 @@ static void test_trace_event_schema(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_korthikanti_table2),
+      cmocka_unit_test(test_op_checkpointing),
       cmocka_unit_test(test_zero_model_states),
       cmocka_unit_test(test_closed_form_equals_simulation),
       cmocka_unit_test(test_simulator_uneven),

@@ -138,6 +138,8 @@ static void bf_savers(brute *b, plan *p) {
     bf_cost(b, p);
     p->recompute = PLAN_RECOMPUTE_SELECTIVE;
     bf_cost(b, p);
+    p->recompute = PLAN_RECOMPUTE_OP;
+    bf_cost(b, p);
     p->recompute = PLAN_RECOMPUTE_FULL;
     for (int32_t k = 0; k < most; k++) {
       p->recompute_layers = k;

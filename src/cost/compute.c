@@ -22,9 +22,9 @@ compute_tuning compute_tuning_defaults(void) {
        * H200 (data/profiles/h200.json "memory"); fused framework kernels are less regular, so 0.7. */
       .mem_eff = 0.7,
       /* TUNING: the H200 profile measures fp8 GEMMs at a median 0.663 of the fp8 peak against 0.685 of the
-       * bf16 peak for bf16, i.e. 1.94x; scaling and casts in training (Transformer Engine delayed scaling) cost
-       * more, so 1.6. */
-      .fp8_gemm_speedup = 1.6,
+       * bf16 peak for bf16, i.e. 1.94x; the casts are costed on their own (compute_op), the scaling bookkeeping
+       * of training (amax histories, scale updates) costs a little more, so 1.8. */
+      .fp8_gemm_speedup = 1.8,
       /* TUNING: grouped GEMMs over many small experts run below a dense GEMM of the same per-expert shape
        * (token counts per expert vary, tiles are padded); Megatron's grouped GEMM reports 70-90% of the dense
        * rate (NVIDIA Megatron-Core MoE docs, moe-grouped-gemm). */
@@ -224,6 +224,18 @@ compute_op_time compute_op(const compute_model *cm, const graph_block *blk, cons
     double t_bwd = 0.5 * bwd_gemm / (peak * eff_dgrad * moe) + 0.5 * bwd_gemm / (peak * eff_wgrad * moe);
     r.fwd_s = fmax(t_fwd, mem_fwd) + fwd_vec / vector_peak(d);
     r.bwd_s = fmax(t_bwd, mem_bwd) + bwd_vec / vector_peak(d);
+    if (dt == HW_DTYPE_FP8) {
+      /* fp8 training quantises each GEMM's 16-bit input before the forward GEMM and the output gradient before
+       * the backward ones, each into a row-wise and a transposed (column-wise) fp8 copy, since fp8 tensor cores
+       * take only the TN layout on Hopper: read 2 bytes, write 1 + 1 per element, in separate memory-bound
+       * kernels (Micikevicius et al. 2022, "FP8 formats for deep learning", §4; NVIDIA Transformer Engine
+       * docs, "FP8 primer", casts and transposes; torchao float8 dynamic scaling). Weights are cast once a
+       * step and cached over micro-batches (Transformer Engine is_first_microbatch), so they are not counted.
+       * The cost per FLOP falls as 1/k and 1/n: it matters for small hidden sizes. */
+      double local_experts = op->n_experts > 1 ? (double)op->n_experts / (double)(sh->ep > 0 ? sh->ep : 1) : 1.0;
+      r.fwd_s += mem_time_s(cm, rows * k * local_experts * 4.0);
+      r.bwd_s += mem_time_s(cm, rows * n * local_experts * 4.0);
+    }
   } else if (op->kind == OP_ATTENTION) {
     double peak = d->peak_flop_per_s[HW_DTYPE_BF16];
     r.fwd_s = fmax(fwd_gemm / (peak * cm->tuning.attn_fwd_eff), mem_fwd);

@@ -16,7 +16,7 @@ typedef struct {
   double attn_fwd_eff;     /* fraction of peak that fused (flash) attention reaches in the forward pass */
   double attn_bwd_eff;     /* the same for its backward pass */
   double mem_eff;          /* fraction of memory bandwidth that memory-bound kernels reach */
-  double fp8_gemm_speedup; /* GEMM speed in fp8 relative to bf16 at the same shape (scaling overheads included) */
+  double fp8_gemm_speedup; /* GEMM speed in fp8 relative to bf16 at the same shape (casts costed apart) */
   double moe_gemm_factor;  /* efficiency of grouped expert GEMMs relative to a dense GEMM of the same shape */
   double op_latency_s;     /* fixed time per kernel launch: launch, synchronisation and tail (small models) */
 } compute_tuning;

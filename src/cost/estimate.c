@@ -187,10 +187,31 @@ static double tensor_divisor(const graph_tensor *t, const compute_shard *sh) {
   return d;
 }
 
+/* Whether per-op selective checkpointing keeps op i's output (torchtitan's selective_ac_option "op",
+ * parallelize.py _custom_policy: the outputs of attention and of every matmul but each second one, counted
+ * within the layer, are saved; every other op runs again in the backward pass). Router, dispatch and combine
+ * are kept too: recomputing them would repeat the all-to-alls. *n_mm counts the matmuls seen so far. */
+static bool op_policy_keeps(const graph_op *op, int *n_mm) {
+  switch (op->kind) {
+  case OP_MATMUL:
+    return ++*n_mm % 2 == 1;
+  case OP_ATTENTION:
+  case OP_ROUTER:
+  case OP_DISPATCH:
+  case OP_COMBINE:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static double saved_bytes_op(const graph_block *blk, const compute_shard *sh, double b, double s);
+
 /* Saved activation bytes of a block per micro-batch under a recompute policy (see plan.h). Selective recompute
  * drops what the core attention keeps for itself beyond its inputs q, k, v (the s×s scores and their masks,
  * or flash attention's statistics), as Megatron's core_attn recompute does (Korthikanti et al. 2022 §5). */
 static double saved_bytes(const graph_block *blk, const compute_shard *sh, double b, double s, plan_recompute rc) {
+  if (rc == PLAN_RECOMPUTE_OP) return saved_bytes_op(blk, sh, b, s);
   if (rc == PLAN_RECOMPUTE_FULL) {
     if (blk->input < 0) return 0;
     const graph_tensor *t = &blk->tensors[blk->input];
@@ -214,6 +235,47 @@ static double saved_bytes(const graph_block *blk, const compute_shard *sh, doubl
       mark[t] |= (unsigned char)(1 | (op->kind == OP_MATMUL ? 0 : 2));
     }
     if (op->mask_of >= 0 && !sel)
+      total += graph_tensor_numel(&blk->tensors[op->mask_of], b, s) / tensor_divisor(&blk->tensors[op->mask_of], sh);
+  }
+  for (int t = 0; t < blk->n_tensors; t++) {
+    if (!(mark[t] & 1)) continue;
+    const graph_tensor *gt = &blk->tensors[t];
+    double bytes = graph_tensor_bytes(gt, b, s);
+    if (fp8 && !(mark[t] & 2) && dtype_bytes(gt->dt) == 2) bytes /= 2;
+    total += bytes / tensor_divisor(gt, sh);
+  }
+  if (mark != mark_small) free(mark);
+  return total;
+}
+
+/* Saved bytes under per-op selective checkpointing: the block input, the outputs of the kept ops, and what a
+ * kept op saves for itself that no op of the block produces (flash attention's softmax statistics, dropout
+ * masks of kept ops). A tensor only ever read by matmuls is kept in its fp8 copy under fp8, as in saved_bytes. */
+static double saved_bytes_op(const graph_block *blk, const compute_shard *sh, double b, double s) {
+  unsigned char mark_small[512];
+  unsigned char *mark = blk->n_tensors <= 512 ? mark_small : calloc((size_t)blk->n_tensors, 1);
+  if (!mark) return NAN;
+  memset(mark, 0, blk->n_tensors <= 512 ? (size_t)blk->n_tensors : 0);
+  /* bit 4: produced by an op of the block; bit 2: some non-matmul op reads or saves it. */
+  for (int i = 0; i < blk->n_ops; i++) {
+    const graph_op *op = &blk->ops[i];
+    if (op->out >= 0) mark[op->out] |= 4;
+    if (op->kind != OP_MATMUL) {
+      for (int k = 0; k < op->n_in; k++) mark[op->in[k]] |= 2;
+      for (int k = 0; k < op->n_saved; k++) mark[op->saved[k]] |= 2;
+    }
+  }
+  bool fp8 = sh->gemm_dtype == HW_DTYPE_FP8;
+  double total = 0;
+  int n_mm = 0;
+  if (blk->input >= 0) mark[blk->input] |= 1;
+  for (int i = 0; i < blk->n_ops; i++) {
+    const graph_op *op = &blk->ops[i];
+    if (!op_policy_keeps(op, &n_mm)) continue;
+    if (op->out >= 0 && op->out != blk->output) mark[op->out] |= 1;
+    for (int k = 0; k < op->n_saved; k++)
+      if (!(mark[op->saved[k]] & 4)) mark[op->saved[k]] |= 1;
+    if (op->mask_of >= 0)
       total += graph_tensor_numel(&blk->tensors[op->mask_of], b, s) / tensor_divisor(&blk->tensors[op->mask_of], sh);
   }
   for (int t = 0; t < blk->n_tensors; t++) {
@@ -286,7 +348,7 @@ layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const pl
    * and one on the gradient of each distinct unsplit input of column-parallel matmuls in the backward pass
    * (q, k and v share one); with sequence parallelism each becomes a reduce-scatter plus an all-gather of the
    * same total volume (Korthikanti et al. 2022 §4.2.2), which a ring costs the same. */
-  int n_fwd_ar = 0, n_bwd_ar = 0;
+  int n_fwd_ar = 0, n_bwd_ar = 0, n_mm = 0;
   int seen_in[64];
   int n_seen = 0;
   double ar_bytes = 0;
@@ -303,6 +365,10 @@ layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const pl
       lc.attn_fwd_s += t.fwd_s;
       lc.attn_fwd_flop += t.fwd_flop;
       lc.recompute_sel_s += t.fwd_s;
+    }
+    if (!op_policy_keeps(op, &n_mm)) {
+      lc.recompute_op_s += t.fwd_s;
+      lc.recompute_op_flop += t.fwd_flop;
     }
     int64_t params = graph_op_params(op);
     if (op->n_experts > 1) lc.params_expert += (double)params / (double)(p->ep * plan_etp(p));
@@ -423,7 +489,10 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
       rank_tp[r] += sh.tp_exposed_s;
       rank_cp[r] += sh.cp_exposed_s;
       rank_ep[r] += sh.ep_exposed_s;
-      double again = full ? L->fwd_flop : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? L->attn_fwd_flop : 0;
+      double again = full                                     ? L->fwd_flop
+                     : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? L->attn_fwd_flop
+                     : p->recompute == PLAN_RECOMPUTE_OP        ? L->recompute_op_flop
+                                                                : 0;
       hw_flop_mb += (L->fwd_flop + again + L->bwd_flop) * (double)(p->tp * p->cp);
     }
     out->chunk_tf_s[c] = R->tf - chunk_tf0;
@@ -622,10 +691,10 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
 layer_share cost_rank_add_layer(const cost_env *env, const plan *p, const layer_cost *L, bool full, rank_cost *R,
                                 double *chunk_act_bytes) {
   const overlap_tuning *ov = &env->tuning.overlap;
-  bool sel = p->recompute == PLAN_RECOMPUTE_SELECTIVE;
+  bool sel = p->recompute == PLAN_RECOMPUTE_SELECTIVE, op = p->recompute == PLAN_RECOMPUTE_OP;
   layer_share sh = {0};
-  sh.recompute_s = full ? L->recompute_full_s : sel ? L->recompute_sel_s : 0;
-  plan_recompute pol = full ? PLAN_RECOMPUTE_FULL : sel ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE;
+  sh.recompute_s = full ? L->recompute_full_s : sel ? L->recompute_sel_s : op ? L->recompute_op_s : 0;
+  plan_recompute pol = full ? PLAN_RECOMPUTE_FULL : (sel || op) ? p->recompute : PLAN_RECOMPUTE_NONE;
   /* A layer that recomputes repeats its forward TP collectives. */
   double tp_all = L->tp_comm_s + (full ? L->tp_recompute_comm_s : 0);
   sh.tp_exposed_s = p->tp_comm_overlap ? exposed(tp_all, L->fwd_s + L->bwd_s, ov->tp_overlap) : tp_all;
@@ -637,6 +706,8 @@ layer_share cost_rank_add_layer(const cost_env *env, const plan *p, const layer_
   R->tw += L->wgrad_s;
   *chunk_act_bytes += L->act_bytes[pol];
   if (full) R->working_bytes = fmax(R->working_bytes, L->act_full_working_bytes);
+  /* Per-op checkpointing rebuilds one layer's dropped tensors at a time during the backward pass. */
+  if (op) R->working_bytes = fmax(R->working_bytes, L->act_full_working_bytes - L->act_bytes[PLAN_RECOMPUTE_OP]);
   R->params_dense += L->params_dense;
   R->params_expert += L->params_expert;
   R->n_layers++;

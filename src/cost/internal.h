@@ -44,6 +44,8 @@ typedef struct {
   double fwd_s, bwd_s, wgrad_s;   /* compute; wgrad_s is the part of bwd_s that computes weight gradients */
   double recompute_full_s;        /* one more forward of the whole layer */
   double recompute_sel_s;         /* one more forward of the core attention */
+  double recompute_op_s;          /* one more forward of the ops per-op checkpointing drops (plan.h "op") */
+  double recompute_op_flop;       /* their FLOP per device */
   double tp_comm_s, cp_comm_s, ep_comm_s; /* per micro-batch, forward + backward, before overlap */
   double tp_recompute_comm_s;     /* the forward TP collectives again, paid by layers that fully recompute */
   double attn_fwd_s;              /* core attention forward compute (what CP's KV exchange can hide behind) */

@@ -279,6 +279,10 @@ ap_status export_megatron(ap_ctx *ctx, const plan *p, const graph *g, strbuf *ou
                     "megatron export: Megatron-LM has no %s schedule (it runs 1F1B and interleaved 1F1B); "
                     "re-plan with --schedule 1f1b or interleaved-1f1b",
                     plan_schedule_name(p->schedule));
+  if (p->recompute == PLAN_RECOMPUTE_OP)
+    return ctx_fail(ctx, AP_UNSUPPORTED,
+                    "megatron export: Megatron-LM has no per-op selective checkpointing (recompute \"op\", "
+                    "torchtitan's selective_ac_option op); re-plan with --recompute selective or full");
   int64_t seq = export_seq_length(p, g);
   if (s.learned_pos && seq > s.pos_rows)
     return ctx_fail(ctx, AP_INVALID,

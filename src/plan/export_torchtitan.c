@@ -140,8 +140,16 @@ ap_status export_torchtitan(ap_ctx *ctx, const plan *p, const graph *g, strbuf *
   sb_printf(&sb, "expert_tensor_parallel_degree = %lld\n", (long long)(moe && p->ep > 1 ? etp : 1));
 
   sb_puts(&sb, "\n[activation_checkpoint]\n");
-  sb_printf(&sb, "mode = \"%s\"\n", plan_recompute_name(p->recompute)); /* none, selective, full: the same names */
-  if (p->recompute == PLAN_RECOMPUTE_SELECTIVE) sb_puts(&sb, "selective_ac_option = \"op\"\n");
+  if (p->recompute == PLAN_RECOMPUTE_OP) {
+    sb_puts(&sb, "mode = \"selective\"\nselective_ac_option = \"op\"\n");
+  } else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE) {
+    /* Megatron's core-attention recompute: torchtitan's attention is SDPA's flash kernel, which keeps no s×s
+     * scores, so there is nothing to recompute (the plan's memory assumes the same). */
+    sb_puts(&sb, "# recompute \"selective\" (core attention only): SDPA flash attention keeps no scores to drop\n"
+                 "mode = \"none\"\n");
+  } else {
+    sb_printf(&sb, "mode = \"%s\"\n", plan_recompute_name(p->recompute)); /* none, full: the same names */
+  }
 
   if (async_tp) sb_puts(&sb, "\n# async tensor parallelism takes effect only when compiled\n[compile]\nenable = true\n"
                               "components = [\"model\", \"loss\"]\n");

@@ -87,11 +87,13 @@ typedef enum {
 } plan_schedule;
 
 /* Activation recomputation (Korthikanti et al. 2022): none; selective (the core attention of every layer,
- * Megatron's --recompute-granularity selective with its default module core_attn); full (whole layers,
- * --recompute-granularity full). */
+ * Megatron's --recompute-granularity selective with its default module core_attn); op (per-op selective
+ * checkpointing: every layer keeps the outputs of its attention and of every other matmul and recomputes the
+ * rest, torchtitan's selective_ac_option "op"); full (whole layers, --recompute-granularity full). */
 #define PLAN_RECOMPUTE_MAP(X) \
   X(NONE, "none")             \
   X(SELECTIVE, "selective")   \
+  X(OP, "op")                 \
   X(FULL, "full")
 
 typedef enum {

@@ -282,7 +282,7 @@ ap_status plan_from_json(ap_ctx *ctx, const char *file, json_t *root, plan *out)
     jx_src r = {ctx, file, "recompute"};
     if ((st = check_keys(&r, obj, recompute_keys, AP_COUNT(recompute_keys)))) return st;
     int gran = (int)out->recompute;
-    if ((st = read_enum(&r, obj, "granularity", recompute_from, "none, selective, full", &gran, NULL))) return st;
+    if ((st = read_enum(&r, obj, "granularity", recompute_from, "none, selective, op, full", &gran, NULL))) return st;
     out->recompute = (plan_recompute)gran;
     if ((st = read_i32(&r, obj, "num_layers", 0, PLAN_MAX_LAYERS, &out->recompute_layers))) return st;
     if ((st = read_per_chunk(&r, obj, out))) return st;

@@ -58,8 +58,9 @@ typedef struct {
 static const char *const mlp_names[] = {"gelu", "swiglu"};
 static const char *const arch_names[] = {"dense", "moe"};
 static const char *const outcome_names[] = {"ok", "oom"};
-static const char *const recompute_names[] = {"none", "selective", "full"};
-static const plan_recompute recompute_values[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FULL};
+static const char *const recompute_names[] = {"none", "selective", "op", "full"};
+static const plan_recompute recompute_values[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_OP,
+                                                  PLAN_RECOMPUTE_FULL};
 _Static_assert(AP_COUNT(recompute_names) == AP_COUNT(recompute_values), "recompute table");
 /* mxfp8 (Blackwell's block-scaled fp8) runs its GEMMs at the fp8 rate, which is what the plan's fp8 means. */
 static const char *const precision_names[] = {"bf16", "fp16", "fp8", "mxfp8"};
@@ -79,6 +80,7 @@ typedef struct {
   cluster_spec cl;
   plan partial;
   unsigned stated;
+  unsigned recompute_allowed; /* complete_options.recompute_allowed: a stated "selective" leaves two open */
 } row_spec;
 
 /* Reads an optional integer plan field; sets the complete_field bit when it is stated. */
@@ -176,7 +178,11 @@ static ap_status row_read(ap_ctx *ctx, const runs_table *t, const runs_row *r, v
   bool found = false;
   if ((st = runs_enum(ctx, t, r, "recompute", false, recompute_names, (int)AP_COUNT(recompute_names), &rc, &found)))
     return st;
-  if (found) {
+  if (found && recompute_values[rc] == PLAN_RECOMPUTE_SELECTIVE) {
+    /* "selective" names a family: Megatron's core-attention recompute or per-op checkpointing (torchtitan's
+     * selective AC); which of the two ran is chosen like an unstated field, between those two only. */
+    rs->recompute_allowed = 1u << PLAN_RECOMPUTE_SELECTIVE | 1u << PLAN_RECOMPUTE_OP;
+  } else if (found) {
     p->recompute = recompute_values[rc];
     *s |= COMPLETE_F(RECOMPUTE);
   }
@@ -431,7 +437,9 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
   if (!st) st = row_cluster(&rctx, v, &rs->cl, &cl);
   if (!st) st = cost_env_new(&rctx, m, cl, NULL, &env);
   complete_stats cs = {0};
-  if (!st) st = complete_plan(&rctx, env, &rs->partial, rs->stated, NULL, &v->plan, cr, &cs);
+  complete_options co = complete_options_defaults();
+  co.recompute_allowed = rs->recompute_allowed;
+  if (!st) st = complete_plan(&rctx, env, &rs->partial, rs->stated, &co, &v->plan, cr, &cs);
   v->note = note;
   v->n_evaluated = cs.n_evaluated;
   if (st == AP_NOMEM) {

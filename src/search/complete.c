@@ -25,7 +25,7 @@ const char *complete_field_name(complete_bit bit) {
   return (unsigned)bit < COMPLETE_N_FIELDS ? field_names[bit] : "?";
 }
 
-complete_options complete_options_defaults(void) { return (complete_options){.max_evaluations = 4096}; }
+complete_options complete_options_defaults(void) { return (complete_options){.max_evaluations = 8192}; }
 
 enum {
   /* TUNING: candidates looked at (valid or not) per evaluation allowed, so that a space made mostly of invalid
@@ -117,21 +117,24 @@ static int evaluate(search *s, const plan *p) {
  * that fits, and once a stage fits without recompute no later stage can win. */
 static void enum_memory(search *s, plan *p) {
   static const int32_t zero_order[] = {1, 2, 3, 0};
-  static const plan_recompute rc_order[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FULL};
+  static const plan_recompute rc_order[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_OP,
+                                              PLAN_RECOMPUTE_FULL};
   int nz = is_stated(s, COMPLETE_BIT_ZERO) ? 1 : (int)AP_COUNT(zero_order);
   int nr = is_stated(s, COMPLETE_BIT_RECOMPUTE) ? 1 : (int)AP_COUNT(rc_order);
   for (int zi = 0; zi < nz && !s->stop; zi++) {
     if (!is_stated(s, COMPLETE_BIT_ZERO)) p->zero_stage = zero_order[zi];
-    bool fit_first = false;
+    bool fit_first = false, first = true;
     for (int ri = 0; ri < nr && !s->stop; ri++) {
       if (!is_stated(s, COMPLETE_BIT_RECOMPUTE)) {
+        if (s->opt.recompute_allowed && !(s->opt.recompute_allowed & (1u << rc_order[ri]))) continue;
         p->recompute = rc_order[ri];
         p->recompute_layers = 0;
       }
       if (evaluate(s, p) == 1) {
-        fit_first = ri == 0;
+        fit_first = first;
         break;
       }
+      first = false;
     }
     if (fit_first) break;
   }

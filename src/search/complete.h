@@ -68,9 +68,12 @@ AP_HIDDEN const char *complete_field_name(complete_bit bit);
 /* Limits of one completion. */
 typedef struct {
   /* The most candidates evaluated with cost_estimate; the enumeration stops there (stats.truncated).
-   * TUNING: a cost evaluation takes tens of microseconds, so 4096 keeps one completion within a fraction of a
+   * TUNING: a cost evaluation takes tens of microseconds, so 8192 keeps one completion within a fraction of a
    * second; the fields a measured run leaves open rarely make more than a few hundred. */
   int64_t max_evaluations;
+  /* The recompute granularities tried when recompute is not stated, as a mask of 1 << plan_recompute values;
+   * 0 = all of them. (A runs.csv "selective" leaves open which selective granularity ran.) */
+  unsigned recompute_allowed;
 } complete_options;
 
 AP_HIDDEN complete_options complete_options_defaults(void);

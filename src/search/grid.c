@@ -482,6 +482,7 @@ static int rc_order(const grid *gr, plan_recompute *out) {
   int n = 0;
   out[n++] = PLAN_RECOMPUTE_NONE;
   if (gr->facts.n_attention_ops > 0) out[n++] = PLAN_RECOMPUTE_SELECTIVE;
+  if (gr->facts.has_layers) out[n++] = PLAN_RECOMPUTE_OP;
   out[n++] = PLAN_RECOMPUTE_FULL;
   return n;
 }
@@ -537,13 +538,13 @@ static void ladder(grid *gr, const grid_mesh *m, plan *p, ladder_out *lo) {
   lo->best_s = INFINITY;
   lo->first_s = INFINITY;
   lo->frugal_unfit = true;
-  plan_recompute rcs[3];
+  plan_recompute rcs[PLAN_RECOMPUTE_COUNT_];
   int n_rc = rc_order(gr, rcs);
-  double t_prev[3] = {-1, -1, -1};
-  bool fit_prev[3] = {false, false, false};
+  double t_prev[PLAN_RECOMPUTE_COUNT_] = {-1, -1, -1, -1};
+  bool fit_prev[PLAN_RECOMPUTE_COUNT_] = {false, false, false, false};
   /* Per rung, lower bounds of its memory at ZeRO 2 and 3 from its last evaluation (0 = unknown); for full
    * recompute, of every layer recomputing. */
-  double mem2_prev[3] = {0, 0, 0}, mem3_prev[3] = {0, 0, 0};
+  double mem2_prev[PLAN_RECOMPUTE_COUNT_] = {0}, mem3_prev[PLAN_RECOMPUTE_COUNT_] = {0};
   int32_t most = most_chunk_layers(gr, p), k_top = most;
   for (int zi = m->zero_first; zi >= 0 && zi < gr->n_zeros && !gr->stop; zi++) {
     int32_t z = gr->zeros[zi];
@@ -621,7 +622,7 @@ static void ladder(grid *gr, const grid_mesh *m, plan *p, ladder_out *lo) {
 /* The most frugal plan of a mesh and micro-batch size at every ZeRO stage: whether any fits. Costs what the
  * ladder did not. */
 static bool frugal_fits(grid *gr, const grid_mesh *m, plan *p) {
-  plan_recompute rcs[3];
+  plan_recompute rcs[PLAN_RECOMPUTE_COUNT_];
   int n_rc = rc_order(gr, rcs);
   for (int zi = m->zero_first < 0 ? 0 : m->zero_first; zi < gr->n_zeros && !gr->stop; zi++) {
     if (zi > m->zero_first && gr->zeros[zi] >= 2 && !zero_shards(m)) continue;
@@ -744,7 +745,7 @@ static void probe(grid *gr, grid_mesh *m) {
   set_mbs(&p, mbs.v[0]);
   pipe_opt opts[MAX_OPTS];
   int n_opts = pipe_options(gr, m->pp, p.n_micro_batches, opts);
-  plan_recompute rcs[3];
+  plan_recompute rcs[PLAN_RECOMPUTE_COUNT_];
   rc_order(gr, rcs);
   rung r = {gr->zeros[m->zero_first], rcs[0], 0};
   if (r.rc == PLAN_RECOMPUTE_FULL && fixes(gr, SEARCH_BIT_RECOMPUTE_LAYERS)) r.k = gr->o->fixed.recompute_layers;

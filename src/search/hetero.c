@@ -172,11 +172,12 @@ static ap_status hetero_run(search_run *sr) {
     if (hc->groups[gi].devices_per_node < per_node) per_node = hc->groups[gi].devices_per_node;
   }
   static const int64_t tp_list[] = {1, 2, 4, 8}, mbs_list[] = {1, 2, 4, 8},
-                       rc_list[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FULL};
-  int64_t tps[4], mbss[4], rcs[3];
+                       rc_list[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_OP,
+                                    PLAN_RECOMPUTE_FULL};
+  int64_t tps[4], mbss[4], rcs[4];
   int n_tp = values(o, COMPLETE_BIT_TP, o->fixed.tp, tp_list, 4, tps);
   int n_mbs = values(o, COMPLETE_BIT_MBS, o->fixed.micro_batch_size, mbs_list, 4, mbss);
-  int n_rc = values(o, COMPLETE_BIT_RECOMPUTE, (int64_t)o->fixed.recompute, rc_list, 3, rcs);
+  int n_rc = values(o, COMPLETE_BIT_RECOMPUTE, (int64_t)o->fixed.recompute, rc_list, 4, rcs);
   ap_ctx scratch;
   memset(&scratch, 0, sizeof scratch);
   for (int it = 0; it < n_tp; it++) {
