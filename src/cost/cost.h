@@ -18,6 +18,7 @@ typedef struct {
   double context_bytes;      /* CUDA context and NCCL buffers, outside the framework's allocator */
   double fragmentation;      /* allocator reserve over live bytes (PyTorch caching allocator) */
   double grad_bytes_per_param; /* 4: Megatron keeps fp32 main grads; 2: bf16 grads */
+  double loss_bytes_per_logit; /* peak bytes per logit element while the loss runs, the 16-bit logits included */
   /* What nvidia-smi shows beyond the peak need: the caching allocator keeps freed blocks reserved, so the
    * pool it holds exceeds the live peak by this fraction. A property of the measurement, not of the plan: it
    * never enters the fits-in-memory decision. */

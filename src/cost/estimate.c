@@ -22,6 +22,14 @@ memory_tuning memory_tuning_defaults(void) {
       .fragmentation = 1.05,
       /* Megatron accumulates gradients in fp32 main_grad buffers (COSTMODEL.md §2.3: 18 = 2 + 4 + 12 bytes). */
       .grad_bytes_per_param = 4,
+      /* TUNING: Megatron's fused vocab-parallel cross entropy (tensor_parallel/cross_entropy.py) works in place
+       * on one fp32 copy of the 16-bit logits: 2 + 4 = 6 bytes per element. Other losses differ: flash-attn's
+       * in-place cross entropy (llm-foundry's fused_crossentropy) keeps about the 2 bytes of the logits;
+       * PyTorch's cross_entropy over logits upcast to fp32 (torchtitan, HF Transformers) holds at its backward
+       * the log-softmax output, the incoming and the input gradient, 4 bytes each (aten
+       * log_softmax_backward), 12 in all; a calibration file sets memory.loss_bytes_per_logit for such a stack
+       * (docs/calibration.md). */
+      .loss_bytes_per_logit = 6,
       /* TUNING: PyTorch's caching allocator rounds and caches blocks; reserved exceeds allocated by 5-20% in
        * published training runs (PyTorch docs, "CUDA memory management"). */
       .smi_pool_fraction = 0.1,

@@ -49,8 +49,9 @@ cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, in
   mem.optimizer = 12.0 * (o_shard ? dense / n_dp + expert / n_edp : dense + expert);
   mem.activations = R->act_bytes * in_flight(p, r) + R->working_bytes;
   if (R->has_head) {
-    /* The loss upcasts the vocabulary-parallel logits to fp32 (Megatron's vocab-parallel cross entropy). */
-    mem.logits = b * s / (double)p->cp * (double)g->vocab_size / (double)p->tp * 4.0;
+    /* The loss's working set over the vocabulary-parallel logits; the 16-bit logits themselves (2 bytes) are
+     * among the head's saved activations. */
+    mem.logits = b * s / (double)p->cp * (double)g->vocab_size / (double)p->tp * (mt->loss_bytes_per_logit - 2.0);
   }
   /* Buffers: sequence-parallel all-gather of one layer input and output; with ZeRO-3, the gathered parameters
    * of the layer in use and the one prefetched. */
