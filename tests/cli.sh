@@ -69,6 +69,7 @@ done <<CASES
 2|clusters --show dgx-h1000|did you mean
 0|validate ../shared/reference/runs.csv --json|"mape"
 0|validate ../shared/reference/runs.csv|oom agreement
+0|validate ../shared/reference/runs.csv --json|"data_floor":{"identical_input_groups"
 0|validate --help|FILE.csv
 2|validate|expected a CSV file
 2|validate /nonexistent/runs.csv|/nonexistent/runs.csv: cannot open

@@ -258,7 +258,7 @@ static void test_complete_matches_brute_force(void **state) {
   static const int64_t mbs[] = {1, 2, 4, 8};
   for (size_t m = 0; m < 4; m++)
     for (int z = 0; z < 4; z++)
-      for (int rc = 0; rc < 3; rc++) {
+      for (int rc = 0; rc < PLAN_RECOMPUTE_COUNT_; rc++) {
         p = partial;
         p.micro_batch_size = mbs[m];
         p.n_micro_batches = 64 / (2 * mbs[m]);
@@ -482,6 +482,9 @@ static void test_validate_reference(void **state) {
     if (v->error) fail_msg("row %s: %s", v->id, v->error);
   }
   assert_true(isfinite(s->mape) && s->mape > 0);
+  /* The table repeats configurations across releases: its floor is above zero and below the model's error. */
+  assert_true(s->floor.n_groups > 0 && s->floor.n_rows == s->n);
+  assert_true(s->floor.mape_floor > 0 && s->floor.mape_floor < s->mape);
   validate_report_free(rep);
   ap_ctx_free(ctx);
 }

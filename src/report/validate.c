@@ -92,6 +92,34 @@ static ap_status plan_int(ap_ctx *ctx, const runs_table *t, const runs_row *r, c
   return st;
 }
 
+/* The columns that are a run's inputs: what a prediction may read. Two rows equal in all of them are the same
+ * configuration measured twice (data_floor.h). */
+static const char *const input_columns[] = {
+    "model_config", "arch", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_kv_heads",
+    "vocab_size", "seq_length", "mlp", "num_experts", "top_k", "moe_ffn_hidden_size", "gpu", "num_gpus",
+    "gpus_per_node", "inter_node_GBps_per_gpu", "global_batch_size", "micro_batch_size", "tp", "pp", "dp", "cp", "ep",
+    "vpp", "sequence_parallel", "recompute", "zero_stage", "precision"};
+
+/* The row's input columns joined by a unit separator, each trimmed; vpp is left out without pipelining. */
+static const char *input_key(arena *a, const runs_table *t, const runs_row *r) {
+  strbuf sb = {0};
+  const char *pp = runs_text(t, r, "pp");
+  while (*pp == ' ') pp++;
+  bool piped = *pp && strcmp(pp, "1") != 0;
+  for (size_t i = 0; i < AP_COUNT(input_columns); i++) {
+    const char *x = runs_text(t, r, input_columns[i]);
+    if (strcmp(input_columns[i], "vpp") == 0 && !piped) x = "";
+    while (*x == ' ') x++;
+    size_t n = strlen(x);
+    while (n > 0 && x[n - 1] == ' ') n--;
+    sb_printf(&sb, "%.*s\x1f", (int)n, x);
+  }
+  char *joined = sb_take(&sb);
+  const char *key = joined ? arena_strdup(a, joined) : NULL;
+  free(joined);
+  return key;
+}
+
 /* Reads every field the prediction needs; bad input is an error with file:line:col. */
 static ap_status row_read(ap_ctx *ctx, const runs_table *t, const runs_row *r, validate_row *v, row_spec *rs) {
   ap_status st;
@@ -519,6 +547,9 @@ static double spearman(const double *x, const double *y, int64_t n, double *scra
   return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : NAN;
 }
 
+/* The APE bar of the data floor's row count (data_floor.h): the issue's "no row worse than 25%". */
+#define FLOOR_BAR 0.25
+
 /* A modelled row measured ok: it has both throughputs. */
 static bool is_compared(const validate_row *v) { return !v->error && v->has_measured && !v->measured_oom; }
 
@@ -610,6 +641,20 @@ static ap_status summarise(ap_ctx *ctx, validate_report *rep) {
     }
   }
   if (s->n_ranked > 0) s->spearman = rho_sum / (double)s->n_ranked;
+  /* The floor the data puts under the throughput error: every row with a measured throughput, modelled or not. */
+  floor_row *fr = arena_alloc(rep->a, sizeof *fr * (size_t)(n > 0 ? n : 1));
+  int64_t n_fr = 0;
+  for (int64_t i = 0; fr && i < n; i++) {
+    const validate_row *v = &rep->rows[i];
+    if (v->has_measured && !v->measured_oom) fr[n_fr++] = (floor_row){v->input_key, v->id, v->measured_tokens};
+  }
+  ap_status fst = fr ? data_floor_compute(ctx, rep->a, fr, n_fr, FLOOR_BAR, &s->floor) : ctx_fail(ctx, AP_NOMEM, "out of memory");
+  if (fst) {
+    free(buf);
+    free(members);
+    free(grouped);
+    return fst;
+  }
   /* The planner against the stated plans. */
   s->searched = rep->search;
   for (int64_t i = 0; rep->search && i < n; i++) {
@@ -674,6 +719,10 @@ static ap_status validate_run(ap_ctx *ctx, const char *csv_path, bool keep, bool
     row_spec rs;
     validate_row *v = &rep->rows[i];
     if ((st = row_read(ctx, rep->t, &rep->t->rows[i], v, &rs))) break;
+    if (!(v->input_key = input_key(rep->a, rep->t, &rep->t->rows[i]))) {
+      st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+      break;
+    }
     /* Ids name rows in the figures, so a repeated id is bad input. */
     for (int64_t j = 0; j < i; j++)
       if (strcmp(rep->rows[j].id, v->id) == 0) {
@@ -817,6 +866,31 @@ static void json_row(strbuf *sb, const validate_row *v) {
   sb_puts(sb, "}");
 }
 
+/* summary.data_floor: what rows with identical inputs force on any prediction (data_floor.h). */
+static void json_floor(strbuf *sb, const data_floor *f) {
+  sb_printf(sb, ",\"data_floor\":{\"identical_input_groups\":%lld,\"rows_in_them\":%lld,\"mape_floor\":",
+            (long long)f->n_groups, (long long)f->n_rows_grouped);
+  jx_sb_num(sb, f->mape_floor);
+  sb_puts(sb, ",\"ape_bar\":");
+  jx_sb_num(sb, f->bar);
+  sb_printf(sb, ",\"min_rows_over_bar\":%lld,\"groups_over_bar\":[", (long long)f->min_rows_over);
+  for (int64_t g = 0; g < f->n_listed; g++) {
+    const floor_group *fg = &f->listed[g];
+    sb_printf(sb, "%s{\"rows_over_bar\":%lld,\"ids\":[", g ? "," : "", (long long)fg->n_over);
+    for (int64_t k = 0; k < fg->n; k++) {
+      if (k) sb_puts(sb, ",");
+      jx_sb_str(sb, fg->ids[k]);
+    }
+    sb_puts(sb, "],\"measured\":[");
+    for (int64_t k = 0; k < fg->n; k++) {
+      if (k) sb_puts(sb, ",");
+      jx_sb_num(sb, fg->measured[k]);
+    }
+    sb_puts(sb, "]}");
+  }
+  sb_puts(sb, "]}");
+}
+
 char *validate_report_json(const validate_report *r) {
   strbuf sb = {0};
   const validate_summary *s = &r->sum;
@@ -869,6 +943,7 @@ char *validate_report_json(const validate_report *r) {
   sb_puts(&sb, "},\"compared\":\"predicted total per device (fixed overhead and allocator reserve included); "
                "nvidia-smi rows: the first node's most loaded pipeline rank; max_memory_reserved rows: the peak "
                "over all ranks\"}");
+  json_floor(&sb, &s->floor);
   if (s->searched) {
     sb_printf(&sb, ",\"search\":{\"compared\":%lld,\"at_least_as_fast\":%lld,\"slower\":%lld,\"stated_plan_unfit\":%lld,"
               "\"no_plan_fits\":%lld,\"cut_by_budget\":%lld,\"worst\":",
@@ -970,6 +1045,20 @@ char *validate_report_text(const validate_report *r) {
     sb_printf(&sb, "%s%s %s over %lld", k ? "; " : " (", mem_names[k], pct(s->mem_mape_by[k], p1, sizeof p1),
               (long long)s->mem_n_by[k]);
   sb_puts(&sb, "); predicted total with overhead and allocator reserve\n");
+  const data_floor *f = &s->floor;
+  if (f->n_groups > 0) {
+    sb_printf(&sb, "data floor: %lld groups of rows with identical inputs (%lld rows) measured apart; no prediction "
+                   "from the rows' fields can do better than MAPE %s, nor leave fewer than %lld rows above %s\n",
+              (long long)f->n_groups, (long long)f->n_rows_grouped, pct(f->mape_floor, p1, sizeof p1),
+              (long long)f->min_rows_over, pct(f->bar, p2, sizeof p2));
+    for (int64_t g = 0; g < f->n_listed; g++) {
+      const floor_group *fg = &f->listed[g];
+      sb_printf(&sb, "data floor: at least %lld above %s whatever the prediction:", (long long)fg->n_over,
+                pct(f->bar, p2, sizeof p2));
+      for (int64_t k = 0; k < fg->n; k++) sb_printf(&sb, "%s %s %.0f", k ? "," : "", fg->ids[k], fg->measured[k]);
+      sb_puts(&sb, "\n");
+    }
+  }
   if (s->searched) {
     sb_printf(&sb, "search: the planner's best is at least as fast as the row's plan on %lld of %lld rows whose plan fits "
                    "(slower on %lld); %lld rows' plans do not fit under the cost model; no plan fits on %lld; %lld "

@@ -18,7 +18,10 @@
  *    node) it is the most loaded pipeline rank among the first node's devices; for max_memory_reserved
  *    (PyTorch's reserved bytes, the maximum over GPUs) it is the peak over all ranks. Reserved bytes leave
  *    out the CUDA context and NCCL's own buffers, so the total overstates that convention by part of the
- *    fixed overhead; the report states the convention of every row so the two can be told apart.
+ *    fixed overhead; the report states the convention of every row so the two can be told apart;
+ *  - the data floor (data_floor.h): rows whose input columns are all equal but whose measurements differ (the
+ *    same configuration on two software releases) force an error on any prediction; the report gives the
+ *    least MAPE and the least number of rows above 25% that any prediction from the rows' fields can reach.
  * Bad input (a malformed CSV, a missing required column, a field that is not what its column holds) fails
  * the whole run with a one-line message naming file:line:column. A row that is well formed but cannot be
  * modelled (an unknown device, a model config that does not load, a plan that no completion makes valid)
@@ -32,6 +35,7 @@
 
 #include "cost/cost.h"
 #include "plan/plan.h"
+#include "report/data_floor.h"
 
 /* How a row's measured peak memory was read (the mem_convention column), and so what it is compared with. */
 #define VALIDATE_MEM_MAP(X)                                                                     \
@@ -49,6 +53,7 @@ typedef enum {
 typedef struct {
   const char *id, *model, *gpu;
   const char *source; /* the source column ("" when absent): calibration groups rows by it */
+  const char *input_key; /* every input column's text, joined: equal keys = identical inputs (data_floor.h) */
   int64_t line; /* where the row starts in the CSV file */
   int64_t num_gpus;
   bool measured_oom;        /* the source reports the run did not fit */
@@ -111,6 +116,8 @@ typedef struct {
   int64_t search_compared, search_at_least, search_slower, search_stated_unfit, search_none_fit, search_truncated;
   const char *search_worst_id; /* the row where the planner lags most (NULL when it never does) */
   double search_worst_ratio;   /* best / stated tokens on that row */
+  /* The error that rows with identical inputs and different measurements force on any prediction. */
+  data_floor floor;
 } validate_summary;
 
 typedef struct validate_report validate_report;
