@@ -25,6 +25,7 @@ static const calib_param params[] = {
     {"bus_eff.network", CALIB_SCOPE_GLOBAL, GLOB(comm.bus_eff[COMM_LINK_NETWORK]), 0.05, 1.0, "1"},
     {"overlap.tp", CALIB_SCOPE_GLOBAL, GLOB(overlap.tp_overlap), 0.0, 1.0, "1"},
     {"overlap.dp", CALIB_SCOPE_GLOBAL, GLOB(overlap.dp_overlap), 0.0, 1.0, "1"},
+    {"overlap.zero3", CALIB_SCOPE_GLOBAL, GLOB(overlap.zero3_overlap), 0.0, 1.0, "1"},
     {"overlap.cp", CALIB_SCOPE_GLOBAL, GLOB(overlap.cp_overlap), 0.0, 1.0, "1"},
     {"overlap.ep", CALIB_SCOPE_GLOBAL, GLOB(overlap.ep_overlap), 0.0, 1.0, "1"},
     {"overlap.pp", CALIB_SCOPE_GLOBAL, GLOB(overlap.pp_overlap), 0.0, 1.0, "1"},

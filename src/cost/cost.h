@@ -31,6 +31,7 @@ AP_HIDDEN memory_tuning memory_tuning_defaults(void);
 typedef struct {
   double tp_overlap;   /* with --tp-comm-overlap (userbuffers), fraction of TP traffic hidden */
   double dp_overlap;   /* fraction of the data-parallel reduce/gather that can hide behind backward/forward */
+  double zero3_overlap; /* the same for ZeRO-3/FSDP's per-micro-batch parameter gathers and gradient scatters */
   double cp_overlap;   /* ring attention's KV exchange hidden behind attention compute */
   double ep_overlap;   /* MoE all-to-all hidden (1F1B A2A overlap); 0 without it */
   double pp_overlap;   /* pipeline send/recv hidden in the steady state */

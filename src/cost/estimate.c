@@ -44,6 +44,11 @@ overlap_tuning overlap_tuning_defaults(void) {
       /* TUNING: bucketed gradient reduce-scatter overlaps the backward of the last micro-batch except its
        * last bucket (Megatron --overlap-grad-reduce, ddp bucket 40M parameters). */
       .dp_overlap = 0.9,
+      /* TUNING: ZeRO-3 (FSDP FULL_SHARD) gathers each layer's parameters just before its forward and its
+       * backward, every micro-batch: the gathers sit on the critical path of the layer they feed and prefetch
+       * hides them one layer ahead only, while the NCCL kernels share SMs and HBM with the GEMMs (FSDP paper,
+       * Zhao et al. 2023, §3.3 and §7.2: overlap is partial and falls with small per-layer compute); 0.7. */
+      .zero3_overlap = 0.7,
       /* TUNING: ring attention sends the next KV block while computing on the current one (Liu et al. 2023,
        * Ring Attention §3); hidden when attention compute per step exceeds the transfer. */
       .cp_overlap = 0.9,
@@ -598,7 +603,7 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
     if (p->zero_stage == 3) {
       /* Per micro-batch: gather for forward and for backward, reduce-scatter of gradients. */
       double per_mb = 2 * t_param + t_grad;
-      dp_exposed = exposed(per_mb * m, (R->tf + R->tb) * m, ov->dp_overlap);
+      dp_exposed = exposed(per_mb * m, (R->tf + R->tb) * m, ov->zero3_overlap);
     } else if (p->zero_stage == 2) {
       /* Sharded gradients cannot accumulate locally over micro-batches: every micro-batch's backward reduce-
        * scatters them (DeepSpeed stage 2, FSDP SHARD_GRAD_OP); parameters are gathered once per step. */

@@ -27,7 +27,8 @@
  * fit, attn_bwd_eff follows attn_fwd_eff at its default ratio). */
 static const char *const fitted[] = {"gemm_eff_max",     "attn_fwd_eff",     "mem_eff",     "fp8_gemm_speedup",
                                      "moe_gemm_factor",  "op_latency_s",     "bus_eff.scale_up", "bus_eff.network",
-                                     "overlap.tp",       "overlap.dp",       "overlap.ep",  "overlap.pp"};
+                                     "overlap.tp",       "overlap.dp",       "overlap.zero3", "overlap.ep",
+                                     "overlap.pp"};
 
 /* TUNING: three sweeps of 14 golden-section steps each settle every constant to about 0.1% of its range
  * (0.618^14 ≈ 1e-3); further sweeps change the fitted MAPE by less than 0.1 point on runs.csv. */

@@ -789,8 +789,11 @@ void validate_plan_brief(const plan *p, unsigned stated, char *out, size_t n) {
   PUT("tp%lld%s pp%lld%s dp%lld%s", (long long)p->tp, MARK(TP), (long long)p->pp, MARK(PP), (long long)p->dp, MARK(DP));
   if (p->cp > 1) PUT(" cp%lld%s", (long long)p->cp, MARK(CP));
   if (p->ep > 1) PUT(" ep%lld%s", (long long)p->ep, MARK(EP));
-  PUT(" mbs%lld%s vpp%lld%s sp%d%s rc=%s%s z%d%s", (long long)p->micro_batch_size, MARK(MBS), (long long)p->vpp,
-      MARK(VPP), p->sequence_parallel ? 1 : 0, MARK(SP), plan_recompute_name(p->recompute), MARK(RECOMPUTE),
+  char layers[24] = "";
+  if (p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0)
+    snprintf(layers, sizeof layers, "/%d", (int)p->recompute_layers);
+  PUT(" mbs%lld%s vpp%lld%s sp%d%s rc=%s%s%s z%d%s", (long long)p->micro_batch_size, MARK(MBS), (long long)p->vpp,
+      MARK(VPP), p->sequence_parallel ? 1 : 0, MARK(SP), plan_recompute_name(p->recompute), layers, MARK(RECOMPUTE),
       (int)p->zero_stage, MARK(ZERO));
   if (p->precision != PLAN_PREC_BF16) PUT(" %s%s", plan_precision_name(p->precision), MARK(PRECISION));
 #undef PUT

@@ -111,6 +111,24 @@ static int evaluate(search *s, const plan *p) {
   return s->cur.fits ? 1 : 0;
 }
 
+/* Full recompute chosen by the completion: the fewest layers per chunk that fit (Megatron's --recompute-method
+ * block --recompute-num-layers k), found by bisection since memory falls and time grows with k; p fits with
+ * every layer recomputing (k = 0) on entry and is left so. Every candidate goes through evaluate, which keeps
+ * the best. */
+static void fewest_full_layers(search *s, plan *p) {
+  int32_t layers[PLAN_MAX_CHUNKS], most = 0;
+  if (!plan_chunk_layers(p, s->facts.n_layers, layers)) return;
+  for (int64_t c = 0; c < plan_n_chunks(p); c++) most = layers[c] > most ? layers[c] : most;
+  int32_t lo = 1, hi = most; /* k = most recomputes every layer: it fits */
+  while (lo < hi && !s->stop) {
+    int32_t mid = lo + (hi - lo) / 2;
+    p->recompute_layers = mid;
+    if (evaluate(s, p) == 1) hi = mid;
+    else lo = mid + 1;
+  }
+  p->recompute_layers = 0;
+}
+
 /* The innermost loops: ZeRO stage, then recompute. Both are memory savers, and a memory saver never makes an
  * iteration faster: recompute adds compute, a higher ZeRO stage adds communication (stage 0 is tried last,
  * since stage 1 needs no more time and less memory). So the recompute loop stops at the first granularity
@@ -132,6 +150,7 @@ static void enum_memory(search *s, plan *p) {
       }
       if (evaluate(s, p) == 1) {
         fit_first = first;
+        if (p->recompute == PLAN_RECOMPUTE_FULL && !is_stated(s, COMPLETE_BIT_RECOMPUTE)) fewest_full_layers(s, p);
         break;
       }
       first = false;
