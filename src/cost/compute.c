@@ -29,8 +29,9 @@ compute_tuning compute_tuning_defaults(void) {
        * (token counts per expert vary, tiles are padded); Megatron's grouped GEMM reports 70-90% of the dense
        * rate (NVIDIA Megatron-Core MoE docs, moe-grouped-gemm). */
       .moe_gemm_factor = 0.8,
-      /* TUNING: a CUDA kernel launch and its tail cost a few microseconds (NVIDIA CUDA best practices guide:
-       * launch overhead ~5 us); 4 us per op forward, twice per op backward. */
+      /* TUNING: the host issues kernels one by one: a CUDA launch costs ~5 us (NVIDIA CUDA C++ best practices
+       * guide, "kernel launch overhead") and an eager PyTorch op adds its dispatch on top; 4 us per kernel. A
+       * layer takes at least its kernel count times this (cost_block), whatever the GPU time. */
       .op_latency_s = 4e-6,
   };
 }
@@ -245,8 +246,5 @@ compute_op_time compute_op(const compute_model *cm, const graph_block *blk, cons
     r.fwd_s = fmax(mem_fwd, fwd_vec / vector_peak(d));
     r.bwd_s = fmax(mem_bwd, bwd_vec / vector_peak(d));
   }
-  /* Every op is at least one kernel forward and two backward (input and weight gradients). */
-  r.fwd_s += cm->tuning.op_latency_s;
-  r.bwd_s += 2 * cm->tuning.op_latency_s;
   return r;
 }

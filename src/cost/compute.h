@@ -18,7 +18,7 @@ typedef struct {
   double mem_eff;          /* fraction of memory bandwidth that memory-bound kernels reach */
   double fp8_gemm_speedup; /* GEMM speed in fp8 relative to bf16 at the same shape (casts costed apart) */
   double moe_gemm_factor;  /* efficiency of grouped expert GEMMs relative to a dense GEMM of the same shape */
-  double op_latency_s;     /* fixed time per kernel launch: launch, synchronisation and tail (small models) */
+  double op_latency_s;     /* host time to issue one kernel: a layer is never faster than its kernels' issue */
 } compute_tuning;
 
 /* Defaults for a device with no fitted constants; see compute.c for sources. */

@@ -410,10 +410,14 @@ layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const pl
       lc.cp_comm_s += 3.0 * (double)(p->cp - 1) * comm_time_s(&pg->cp, COMM_SENDRECV, COMM_AUTO, kv, ct);
     }
     /* Expert parallelism: dispatch and combine are all-to-alls of the routed token copies, forward and backward
-     * (Lepikhin et al. 2020, GShard §2.2). */
+     * (Lepikhin et al. 2020, GShard §2.2). With fp8 GEMMs the tokens are quantised before the forward dispatch
+     * and the gradients before the backward one, since the expert GEMMs take them in fp8 anyway: those two
+     * carry one byte per element, both combines stay 16-bit (DeepSeek-V3 technical report 2024, §3.3.2). */
     if (op->kind == OP_DISPATCH && p->ep > 1) {
       double bytes = graph_tensor_bytes(&blk->tensors[op->out], b, s) / ((double)p->cp * (double)p->tp);
-      lc.ep_comm_s += 4.0 * comm_time_s(&pg->ep, COMM_ALLTOALL, COMM_AUTO, bytes, ct);
+      double dispatch = sh.gemm_dtype == HW_DTYPE_FP8 ? bytes / 2.0 : bytes;
+      lc.ep_comm_s += 2.0 * comm_time_s(&pg->ep, COMM_ALLTOALL, COMM_AUTO, dispatch, ct) +
+                      2.0 * comm_time_s(&pg->ep, COMM_ALLTOALL, COMM_AUTO, bytes, ct);
     }
   }
   if (p->tp > 1 && ar_bytes > 0) {
@@ -422,6 +426,13 @@ layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const pl
     /* Full recompute repeats the forward collectives (Calculon's needs_recomm, COSTMODEL.md §1.6). */
     lc.tp_recompute_comm_s = (double)n_fwd_ar * one;
   }
+  /* The host issues the kernels while the GPU runs earlier ones: a layer takes the longer of its GPU time and
+   * its issue time, one kernel per op forward and two backward (input and weight gradients). Small layers
+   * (small models, small micro-batches, fine-grained experts) are issue-bound (the roofline of Williams et al.
+   * 2009 with the host as a third resource). */
+  double issue_s = (double)blk->n_ops * cm->tuning.op_latency_s;
+  lc.fwd_s = fmax(lc.fwd_s, issue_s);
+  lc.bwd_s = fmax(lc.bwd_s, 2.0 * issue_s);
   lc.recompute_full_s = lc.fwd_s;
   for (int rc = 0; rc < PLAN_RECOMPUTE_COUNT_; rc++) lc.act_bytes[rc] = saved_bytes(blk, &sh, b, s, (plan_recompute)rc);
   lc.act_full_working_bytes = lc.act_bytes[PLAN_RECOMPUTE_NONE];
@@ -432,6 +443,21 @@ layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const pl
  * the chunk's own count when the plan lists chunk_recompute_layers). */
 static bool layer_recomputes(const plan *p, int64_t chunk, int64_t index_in_chunk) {
   return plan_layer_recomputes(p, chunk, index_in_chunk);
+}
+
+/* The share of pipeline send/recv hidden behind compute. Megatron overlaps it only in the interleaved schedule
+ * (--overlap-p2p-comm, forward_backward_pipelining_with_interleaving); its plain 1F1B and GPipe wait on each
+ * blocking send/recv, as DeepSpeed's pipeline engine does; the zero-bubble schedules post them asynchronously
+ * (Qi et al. 2024, §4). */
+static double pp_hidden_fraction(const plan *p, const overlap_tuning *ov) {
+  switch (p->schedule) {
+  case PLAN_SCHED_INTERLEAVED_1F1B:
+  case PLAN_SCHED_ZB_H1:
+  case PLAN_SCHED_ZB_V:
+    return ov->pp_overlap;
+  default:
+    return 0.0;
+  }
 }
 
 static double exposed(double comm_s, double hide_s, double fraction) {
@@ -557,7 +583,7 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   double crossings = p->schedule == PLAN_SCHED_INTERLEAVED_1F1B ? (double)p->vpp : 1.0;
   for (int r = 0; r < n_ranks; r++) {
     rc[r].p2p_s = p2p_s;
-    double exp_p2p = crossings * p2p_s * (1.0 - ov->pp_overlap);
+    double exp_p2p = crossings * p2p_s * (1.0 - pp_hidden_fraction(p, ov));
     rc[r].tf += exp_p2p * (r > 0 || crossings > 1 ? 1 : 0);
     rc[r].tb += exp_p2p * (r < n_ranks - 1 || crossings > 1 ? 1 : 0);
   }
@@ -576,7 +602,7 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   out->time.tp_comm = rank_tp[crit] * m;
   out->time.cp_comm = rank_cp[crit] * m;
   out->time.ep_comm = rank_ep[crit] * m;
-  out->time.pp_comm = crossings * p2p_s * (1.0 - ov->pp_overlap) * m * (n_ranks > 1 ? 2 : 0);
+  out->time.pp_comm = crossings * p2p_s * (1.0 - pp_hidden_fraction(p, ov)) * m * (n_ranks > 1 ? 2 : 0);
   double busy = out->time.forward + out->time.backward + out->time.recompute + out->time.tp_comm +
                 out->time.cp_comm + out->time.ep_comm + out->time.pp_comm;
   out->time.bubble = fmax(0, pipe_s - busy);
@@ -763,7 +789,7 @@ void cost_rank_extras(const cost_env *env, const plan *p, const plan_groups *pg,
     out->p2p_s = comm_time_s(&pg->pp, COMM_SENDRECV, COMM_AUTO, bytes, &env->tuning.comm);
     /* As in cost_estimate: v crossings per direction with interleaving, one otherwise. */
     double crossings = p->schedule == PLAN_SCHED_INTERLEAVED_1F1B ? (double)p->vpp : 1.0;
-    double exp_p2p = crossings * out->p2p_s * (1.0 - ov->pp_overlap);
+    double exp_p2p = crossings * out->p2p_s * (1.0 - pp_hidden_fraction(p, ov));
     out->tf += exp_p2p * (r > 0 || crossings > 1 ? 1 : 0);
     out->tb += exp_p2p * (r < p->pp - 1 || crossings > 1 ? 1 : 0);
   }
