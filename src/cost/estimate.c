@@ -627,8 +627,19 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
       if (p->zero_stage >= 1) t_param += comm_time_s(&pg.edp, COMM_ALLGATHER, COMM_AUTO, R->params_expert * 2.0, ct);
     }
     if (p->zero_stage == 3) {
-      /* Per micro-batch: gather for forward and for backward, reduce-scatter of gradients. */
-      double per_mb = 2 * t_param + t_grad;
+      /* Per micro-batch: gather for forward and for backward, reduce-scatter of gradients, each one collective
+       * per layer (FSDP wraps every transformer block as a unit, Zhao et al. 2023 §3.2; DeepSpeed ZeRO-3
+       * fetches per submodule), so the latency term counts once per layer. */
+      double units = R->n_layers > 0 ? (double)R->n_layers : 1.0, u_grad = 0, u_param = 0;
+      if (n_dp > 1) {
+        u_grad += comm_time_s(&pg.dp, gcoll, COMM_AUTO, R->params_dense * gb / units, ct);
+        u_param += comm_time_s(&pg.dp, COMM_ALLGATHER, COMM_AUTO, R->params_dense * 2.0 / units, ct);
+      }
+      if (n_edp > 1 && R->params_expert > 0) {
+        u_grad += comm_time_s(&pg.edp, gcoll, COMM_AUTO, R->params_expert * gb / units, ct);
+        u_param += comm_time_s(&pg.edp, COMM_ALLGATHER, COMM_AUTO, R->params_expert * 2.0 / units, ct);
+      }
+      double per_mb = units * (2 * u_param + u_grad);
       dp_exposed = exposed(per_mb * m, (R->tf + R->tb) * m, ov->zero3_overlap);
     } else if (p->zero_stage == 2) {
       /* Sharded gradients cannot accumulate locally over micro-batches: every micro-batch's backward reduce-

@@ -176,6 +176,13 @@ static void fit(fit_state *f) {
             if (param_applies(f, &ps[k], d)) fit_one(f, &ps[k], d);
         }
       }
+  /* The calibration holds the backward attention efficiency the fit evaluated with (row_error derives it from
+   * the forward one at the default ratio), so that the written file predicts what the fit saw. */
+  compute_tuning def = compute_tuning_defaults();
+  for (int d = 0; d < f->cal->n_devices; d++) {
+    compute_tuning *c = &f->cal->devices[d].compute;
+    c->attn_bwd_eff = fmin(1.0, c->attn_fwd_eff * def.attn_bwd_eff / def.attn_fwd_eff);
+  }
 }
 
 /* Warns (through the context's log) about every fitted constant that ended within 1% of an end of its range:
