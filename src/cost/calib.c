@@ -32,7 +32,7 @@ static const calib_param params[] = {
     {"memory.overhead_bytes", CALIB_SCOPE_GLOBAL, GLOB(memory.overhead_bytes), 0.0, 16.0 * 1073741824.0, "bytes"},
     {"memory.context_bytes", CALIB_SCOPE_GLOBAL, GLOB(memory.context_bytes), 0.0, 4.0 * 1073741824.0, "bytes"},
     {"memory.fragmentation", CALIB_SCOPE_GLOBAL, GLOB(memory.fragmentation), 1.0, 1.6, "1"},
-    {"memory.smi_pool_fraction", CALIB_SCOPE_GLOBAL, GLOB(memory.smi_pool_fraction), 0.0, 0.6, "1"},
+    {"memory.pool_fraction", CALIB_SCOPE_GLOBAL, GLOB(memory.pool_fraction), 0.0, 0.6, "1"},
     {"memory.loss_bytes_per_logit", CALIB_SCOPE_GLOBAL, GLOB(memory.loss_bytes_per_logit), 2.0, 16.0, "bytes"},
 };
 

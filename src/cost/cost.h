@@ -19,10 +19,10 @@ typedef struct {
   double fragmentation;      /* allocator reserve over live bytes (PyTorch caching allocator) */
   double grad_bytes_per_param; /* 4: Megatron keeps fp32 main grads; 2: bf16 grads */
   double loss_bytes_per_logit; /* peak bytes per logit element while the loss runs, the 16-bit logits included */
-  /* What nvidia-smi shows beyond the peak need: the caching allocator keeps freed blocks reserved, so the
-   * pool it holds exceeds the live peak by this fraction. A property of the measurement, not of the plan: it
-   * never enters the fits-in-memory decision. */
-  double smi_pool_fraction;
+  /* What the caching allocator holds beyond the live peak: it keeps freed blocks reserved, so its pool (PyTorch's
+   * reserved bytes, and nvidia-smi less the context) exceeds the peak need by this fraction. A property of the
+   * measurement, not of the plan: it never enters the fits-in-memory decision. */
+  double pool_fraction;
 } memory_tuning;
 
 AP_HIDDEN memory_tuning memory_tuning_defaults(void);

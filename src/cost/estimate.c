@@ -32,7 +32,7 @@ memory_tuning memory_tuning_defaults(void) {
       .loss_bytes_per_logit = 6,
       /* TUNING: PyTorch's caching allocator rounds and caches blocks; reserved exceeds allocated by 5-20% in
        * published training runs (PyTorch docs, "CUDA memory management"). */
-      .smi_pool_fraction = 0.1,
+      .pool_fraction = 0.1,
   };
 }
 

@@ -158,7 +158,7 @@ static void fit_one(fit_state *f, const calib_param *k, int dev) {
 /* Only constants of the measurement conventions: the ones that decide whether a plan fits (overhead,
  * fragmentation) keep their documented values, since the reported peaks mix allocator pools of several stacks
  * and a fit to them would make feasible plans look infeasible. */
-static const char *const fitted_memory[] = {"memory.smi_pool_fraction", "memory.context_bytes"};
+static const char *const fitted_memory[] = {"memory.pool_fraction", "memory.context_bytes"};
 
 static void fit(fit_state *f) {
   size_t n_params;

@@ -80,7 +80,7 @@ typedef struct {
   cluster_spec cl;
   plan partial;
   unsigned stated;
-  unsigned recompute_allowed; /* complete_options.recompute_allowed: a stated "selective" leaves two open */
+  bool selective; /* recompute "selective": which selective granularity depends on the model (row_predict) */
 } row_spec;
 
 /* Reads an optional integer plan field; sets the complete_field bit when it is stated. */
@@ -207,9 +207,7 @@ static ap_status row_read(ap_ctx *ctx, const runs_table *t, const runs_row *r, v
   if ((st = runs_enum(ctx, t, r, "recompute", false, recompute_names, (int)AP_COUNT(recompute_names), &rc, &found)))
     return st;
   if (found && recompute_values[rc] == PLAN_RECOMPUTE_SELECTIVE) {
-    /* "selective" names a family: Megatron's core-attention recompute or per-op checkpointing (torchtitan's
-     * selective AC); which of the two ran is chosen like an unstated field, between those two only. */
-    rs->recompute_allowed = 1u << PLAN_RECOMPUTE_SELECTIVE | 1u << PLAN_RECOMPUTE_OP;
+    rs->selective = true;
   } else if (found) {
     p->recompute = recompute_values[rc];
     *s |= COMPLETE_F(RECOMPUTE);
@@ -401,21 +399,28 @@ static ap_status row_cluster(ap_ctx *ctx, const validate_row *v, const cluster_s
 
 /* ---- Prediction ----------------------------------------------------------------------------------------- */
 
+/* What a device shows of a predicted peak: the caching allocator holds the live peak plus its pool of freed
+ * blocks (PyTorch's reserved bytes); nvidia-smi adds the CUDA context and NCCL's buffers outside it. */
+static double shown_mem(const cost_env *env, double peak_bytes, bool with_context) {
+  const memory_tuning *mt = &cost_env_tuning(env)->memory;
+  double reserved = (peak_bytes - mt->context_bytes) * (1.0 + mt->pool_fraction);
+  return with_context ? reserved + mt->context_bytes : reserved;
+}
+
 /* The memory to compare with the row's measurement (validate.h): the peak over all ranks, or for nvidia-smi
  * on the first node the most loaded pipeline rank among that node's devices. */
 double validate_compared_mem(const validate_row *v, const cost_env *env, const cost_result *cr) {
   const hw_cluster *hc = cost_env_cluster(env);
-  /* PyTorch's reserved bytes leave out the CUDA context and NCCL's buffers. */
-  if (v->mem_convention == VALIDATE_MEM_MAX_RESERVED) return cr->peak_mem_bytes - cost_env_tuning(env)->memory.context_bytes;
+  if (v->mem_convention == VALIDATE_MEM_MAX_RESERVED) return shown_mem(env, cr->peak_mem_bytes, false);
   if (v->mem_convention != VALIDATE_MEM_NVIDIA_SMI) return cr->peak_mem_bytes;
   int64_t node = hc->groups[0].devices_per_node, stride = plan_axis_stride(&v->plan, PLAN_AXIS_PP);
-  if (stride < 1) return cr->peak_mem_bytes;
+  if (stride < 1) return shown_mem(env, cr->peak_mem_bytes, true);
   double most = 0;
   for (int64_t rank = 0; rank < node && rank < hc->n_devices; rank++) {
     int64_t pr = (rank / stride) % v->plan.pp;
     if (pr < cr->n_ranks && cr->mem[pr].total > most) most = cr->mem[pr].total;
   }
-  return (most > 0 ? most : cr->peak_mem_bytes) * (1.0 + cost_env_tuning(env)->memory.smi_pool_fraction);
+  return shown_mem(env, most > 0 ? most : cr->peak_mem_bytes, true);
 }
 
 /* The planner's best plan for the row's model, devices, global batch, sequence length and precision (the
@@ -453,6 +458,28 @@ static ap_status row_search(validate_report *rep, validate_row *v, const cost_en
   return AP_OK;
 }
 
+/* Whether the model's attention keeps its s×s scores for the backward pass (no flash attention). A runs.csv
+ * "selective" names the selective recompute that saves memory on the row's model: Megatron's core-attention
+ * recompute (Korthikanti et al. 2022 §5) where attention keeps the scores; with flash attention, which keeps
+ * none, that recompute saves nothing, and selective checkpointing is the per-op kind (torchtitan's selective
+ * AC; Megatron's --recompute-modules of layernorm and activations come close). */
+static bool attention_keeps_scores(const graph *g) {
+  for (int bi = 0; bi < g->n_blocks; bi++) {
+    const graph_block *blk = &g->blocks[bi];
+    for (int i = 0; i < blk->n_ops; i++) {
+      const graph_op *op = &blk->ops[i];
+      if (op->kind != OP_ATTENTION) continue;
+      for (int k = 0; k < op->n_saved; k++) {
+        const graph_tensor *t = &blk->tensors[op->saved[k]];
+        int n_s = 0;
+        for (int d = 0; d < t->n_dims; d++) n_s += t->dims[d] == DIM_S;
+        if (n_s >= 2) return true;
+      }
+    }
+  }
+  return false;
+}
+
 /* Models one row; any failure becomes the row's error (only out of memory stops the run). */
 static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_dir, validate_row *v,
                              const row_spec *rs, cost_result *cr) {
@@ -465,9 +492,13 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
   if (!st) st = row_cluster(&rctx, v, &rs->cl, &cl);
   if (!st) st = cost_env_new(&rctx, m, cl, NULL, &env);
   complete_stats cs = {0};
-  complete_options co = complete_options_defaults();
-  co.recompute_allowed = rs->recompute_allowed;
-  if (!st) st = complete_plan(&rctx, env, &rs->partial, rs->stated, &co, &v->plan, cr, &cs);
+  plan partial = rs->partial;
+  unsigned stated = rs->stated;
+  if (!st && rs->selective) {
+    partial.recompute = attention_keeps_scores(model_graph(m)) ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_OP;
+    stated |= COMPLETE_F(RECOMPUTE);
+  }
+  if (!st) st = complete_plan(&rctx, env, &partial, stated, NULL, &v->plan, cr, &cs);
   v->note = note;
   v->n_evaluated = cs.n_evaluated;
   if (st == AP_NOMEM) {

@@ -16,9 +16,9 @@
  *    cost model's total per device, which includes its fixed overhead (CUDA context, workspaces, NCCL
  *    buffers) and the allocator's reserve over live bytes. For mem_convention nvidia-smi (read on the first
  *    node) it is the most loaded pipeline rank among the first node's devices; for max_memory_reserved
- *    (PyTorch's reserved bytes, the maximum over GPUs) it is the peak over all ranks. Reserved bytes leave
- *    out the CUDA context and NCCL's own buffers, so the total overstates that convention by part of the
- *    fixed overhead; the report states the convention of every row so the two can be told apart;
+ *    (PyTorch's reserved bytes, the maximum over GPUs) it is the peak over all ranks. Both conventions see
+ *    the caching allocator's pool of freed blocks on top of the live peak (memory.pool_fraction); reserved
+ *    bytes leave out the CUDA context and NCCL's own buffers, which nvidia-smi shows;
  *  - the data floor (data_floor.h): rows whose input columns are all equal but whose measurements differ (the
  *    same configuration on two software releases) force an error on any prediction; the report gives the
  *    least MAPE and the least number of rows above 25% that any prediction from the rows' fields can reach.
@@ -139,9 +139,9 @@ AP_HIDDEN const validate_summary *validate_report_summary(const validate_report 
  * caller frees the string with free(). */
 AP_HIDDEN char *validate_report_json(const validate_report *r);
 AP_HIDDEN char *validate_report_text(const validate_report *r);
-/* The memory to compare with a row's measured peak under its mem_convention: the peak over all ranks less
- * the CUDA context and NCCL buffers for PyTorch's reserved bytes; for nvidia-smi on the first node, the most
- * loaded pipeline rank among that node's devices, everything included. */
+/* The memory to compare with a row's measured peak under its mem_convention: for PyTorch's reserved bytes the
+ * peak over all ranks less the CUDA context and NCCL buffers, with the allocator's pool on top; for nvidia-smi
+ * on the first node, the most loaded pipeline rank among that node's devices, pool and context included. */
 AP_HIDDEN double validate_compared_mem(const validate_row *v, const struct cost_env *env, const cost_result *cr);
 /* The plan in one short line, "tp8 pp4 dp2 mbs1 vpp1 sp1 rc=selective z1", with '*' after each field that
  * the tool chose (not in `stated`); cp and ep appear when above 1, the precision when not bf16, and "rc=full/k"
