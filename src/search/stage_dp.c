@@ -8,7 +8,8 @@
  *
  * The objective is the closed form of the schedule (cost/schedule.c) over the ranks' per-micro-batch times
  * t_r = tf + tb: sum_r t_r + (m - 1)·max_r t_r for gpipe and 1f1b; m·max + (sum - max)/v for interleaved-1f1b
- * with v chunks per rank; m·max + (sum - max) of z_r = max(0, t_r - 2·tw_r) for zb-h1, halved for zb-v. Each
+ * with v chunks per rank; m·max + (sum - max) of z_r = max(0, t_r - 2·tw_r) for zb-h1, and of
+ * z_r = max(0, t_r - 3·tw_r)/2 for zb-v. Each
  * is A·max_r t_r + B·(sum_r z_r, less max_r z_r for the last three). A maximum plus a sum does not decompose
  * over prefixes, so, as Alpa's training_dp does, the DP minimises the sum under a bound t_max on every stage,
  * and the bound runs over the sorted distinct stage times: the optimum is found when t_max equals the optimal
@@ -57,6 +58,7 @@ typedef struct {
   /* The objective A·max_r t_r + B·(sum_r z_r, less max_r z_r when excl): see the file comment. */
   double A, B;
   bool excl, zb;
+  double zb_w; /* weight-gradient multiples a zero-bubble rank's share drops: 2 (zb-h1), 3 (zb-v) */
   size_t w;          /* L + 1 */
   size_t row;        /* entries of one rank's stage table: w², or w with v > 1 */
   double *t, *z;     /* stage tables [r][i][k] (v = 1) or [r][0][n] (v > 1): time, and its share of the sum */
@@ -94,7 +96,7 @@ static void stage_eval(stage_dp *d, int r, rank_cost R, const rank_cost *extras,
   *t = *z = INFINITY;
   if (m.total > limit_bytes) return;
   *t = R.tf + R.tb;
-  *z = d->zb ? fmax(0, *t - 2 * R.tw) : *t;
+  *z = d->zb ? fmax(0, *t - d->zb_w * R.tw) : *t;
 }
 
 /* How rank r's n layers spread over its v chunks: as evenly as possible (its first n mod v chunks one more),
@@ -309,9 +311,10 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
     d->excl = true;
     break;
   case PLAN_SCHED_ZB_H1: /* m·max + (sum - max) of z = max(0, t - 2·tw) */
-  case PLAN_SCHED_ZB_V:  /* the same halved */
+  case PLAN_SCHED_ZB_V:  /* m·max + (sum - max) of z = max(0, t - 3·tw)/2 */
     d->A = m;
     d->B = base->schedule == PLAN_SCHED_ZB_V ? 0.5 : 1;
+    d->zb_w = base->schedule == PLAN_SCHED_ZB_V ? 3 : 2;
     d->excl = d->zb = true;
     break;
   default:
