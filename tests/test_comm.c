@@ -220,6 +220,41 @@ static void test_hierarchical_is_sum_of_phases(void **state) {
   }
 }
 
+/* MoE dispatch, DeepEP style: the inner phase on the whole buffer, the network phase on the share of distinct
+ * remote nodes, N(1 - (1 - 1/N)^k)/k of the copies; one expert per token is the plain all-to-all; the result
+ * never exceeds the plain all-to-all (comm_dispatch_time_s takes the faster). */
+static void test_dispatch_dedup(void **state) {
+  (void)state;
+  comm_tuning t = comm_tuning_defaults();
+  t.call_latency_s = 0;
+  const struct {
+    int64_t k, nodes, top_k;
+    double bytes;
+  } cases[] = {{8, 2, 8, 1e9}, {8, 4, 8, 5e8}, {8, 8, 4, 2e8}, {4, 16, 6, 1e8}, {8, 3, 2, 4e8}};
+  for (size_t i = 0; i < AP_COUNT(cases); i++) {
+    int64_t k = cases[i].k, nodes = cases[i].nodes;
+    double S = cases[i].bytes, N = (double)nodes, K = (double)cases[i].top_k;
+    comm_group g = two_level(k, nodes, NV_BW, NV_A, NET_BW, NET_A);
+    comm_group inner = comm_group_flat(k, NV_BW, NV_A, COMM_LINK_SCALE_UP);
+    comm_group across = comm_group_flat(nodes, NET_BW, NET_A, COMM_LINK_NETWORK);
+    double share = N * (1 - pow(1 - 1 / N, K)) / K;
+    double want = comm_time_s(&inner, COMM_ALLTOALL, COMM_RING, S, &t) +
+                  comm_time_s(&across, COMM_ALLTOALL, COMM_RING, S * share, &t);
+    double plain = comm_time_s(&g, COMM_ALLTOALL, COMM_AUTO, S, &t);
+    assert_rel_close(comm_dispatch_time_s(&g, S, cases[i].top_k, &t), fmin(want, plain), 1e-12);
+    assert_true(comm_dispatch_time_s(&g, S, cases[i].top_k, &t) <= plain);
+    assert_rel_close(comm_dispatch_time_s(&g, S, 1, &t), plain, 1e-12);
+  }
+  /* Two nodes, top-8: a token reaches the other node with probability 1 - 2^-8, so the network carries about
+   * a quarter of the plain exchange's copies (4 of 8 land there). */
+  comm_group g = two_level(8, 2, NV_BW, NV_A, NET_BW, NET_A);
+  comm_group inner = comm_group_flat(8, NV_BW, NV_A, COMM_LINK_SCALE_UP);
+  double net_plain = comm_time_s(&g, COMM_ALLTOALL, COMM_HIERARCHICAL, 1e9, &t) -
+                     comm_time_s(&inner, COMM_ALLTOALL, COMM_RING, 1e9, &t) - NET_A;
+  double net_dedup = comm_dispatch_time_s(&g, 1e9, 8, &t) - comm_time_s(&inner, COMM_ALLTOALL, COMM_RING, 1e9, &t) - NET_A;
+  assert_rel_close(net_dedup / net_plain, 2 * (1 - pow(0.5, 8)) / 8, 1e-9);
+}
+
 /* The flat ring across nodes: 2(n-N) steps at NVLink latency and 2(N-1) at network latency (NCCL's
  * nInterSteps), bandwidth set by the slower of NVLink and the k NICs of a node; NCCL's tree: a chain in the
  * node and a tree across nodes. Ideal tuning, so the numbers are the raw alpha-beta ones. */
@@ -470,6 +505,7 @@ int main(void) {
       cmocka_unit_test(test_textbook_sweep),
       cmocka_unit_test(test_tuning_applies),
       cmocka_unit_test(test_hierarchical_is_sum_of_phases),
+      cmocka_unit_test(test_dispatch_dedup),
       cmocka_unit_test(test_multilevel_ring_and_tree),
       cmocka_unit_test(test_auto_is_minimum),
       cmocka_unit_test(test_monotonic_in_bytes),

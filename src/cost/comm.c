@@ -377,6 +377,33 @@ double comm_time_s(const comm_group *g, comm_coll coll, comm_algo algo, double b
   return time + t->call_latency_s;
 }
 
+/* DeepEP's internode dispatch (DeepSeek-V3 report §3.2.2; deepseek-ai/DeepEP README, "normal kernels"): each
+ * token goes over the network once per distinct remote domain that holds one of its experts and is forwarded
+ * to the experts there over the inner level, and the combine mirrors it. With top_k experts drawn evenly from
+ * N outermost domains, a token reaches N·(1 - (1 - 1/N)^k) distinct domains on average (its own among them
+ * with the same chance as any), so the outermost level carries that share, N·(1 - (1 - 1/N)^k)/k, of the
+ * plain two-phase exchange's k copies per token; the inner levels carry the whole buffer as before. */
+double comm_dispatch_time_s(const comm_group *g, double bytes, int64_t top_k, const comm_tuning *t) {
+  double plain = comm_time_s(g, COMM_ALLTOALL, COMM_AUTO, bytes, t);
+  if (g->n_ranks <= 1 || g->n_levels <= 0 || !(bytes > 0) || top_k <= 1) return plain;
+  comm_tuning defaults;
+  if (!t) defaults = comm_tuning_defaults(), t = &defaults;
+  view v;
+  view_of(g, t, &v);
+  int top = v.n_levels - 1;
+  while (top > 0 && v.f[top] <= 1) top--;
+  double N = v.f[top], k = (double)top_k, time = 0;
+  if (N <= 1) return plain;
+  double share = N * (1.0 - pow(1.0 - 1.0 / N, k)) / k;
+  for (int i = 0; i <= top; i++) {
+    if (v.f[i] <= 1) continue;
+    double S = i == top ? bytes * share : bytes;
+    time += (v.f[i] - 1) * v.a[i] + (v.f[i] - 1) / v.f[i] * S / v.b[i];
+  }
+  time += t->call_latency_s;
+  return time < plain ? time : plain;
+}
+
 comm_algo comm_algo_pick(const comm_group *g, comm_coll coll, double bytes, const comm_tuning *t) {
   if ((unsigned)coll >= COMM_COLL_COUNT || g->n_ranks <= 1 || g->n_levels <= 0 || !(bytes > 0)) return COMM_RING;
   comm_tuning defaults;

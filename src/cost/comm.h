@@ -133,6 +133,12 @@ AP_HIDDEN bool comm_algo_applies(comm_coll coll, comm_algo algo);
 AP_HIDDEN double comm_time_s(const comm_group *g, comm_coll coll, comm_algo algo, double bytes,
                              const comm_tuning *t);
 
+/* Seconds of one MoE token dispatch (or combine) of `bytes` per rank, the routed copies of its tokens to top_k
+ * experts spread evenly over the group: the faster of a flat all-to-all and the node-deduplicating two-phase
+ * one of DeepEP and HybridEP, in which a token crosses the outermost level once per distinct remote domain
+ * among its experts and fans out inside it. */
+AP_HIDDEN double comm_dispatch_time_s(const comm_group *g, double bytes, int64_t top_k, const comm_tuning *t);
+
 /* The algorithm that COMM_AUTO picks for this call (the fastest that applies; ties go to the earlier of
  * ring, tree, hierarchical). */
 AP_HIDDEN comm_algo comm_algo_pick(const comm_group *g, comm_coll coll, double bytes, const comm_tuning *t);

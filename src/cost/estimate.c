@@ -414,10 +414,11 @@ layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const pl
      * and the gradients before the backward one, since the expert GEMMs take them in fp8 anyway: those two
      * carry one byte per element, both combines stay 16-bit (DeepSeek-V3 technical report 2024, §3.3.2). */
     if (op->kind == OP_DISPATCH && p->ep > 1) {
-      double bytes = graph_tensor_bytes(&blk->tensors[op->out], b, s) / ((double)p->cp * (double)p->tp);
+      const graph_tensor *out = &blk->tensors[op->out];
+      double bytes = graph_tensor_bytes(out, b, s) / ((double)p->cp * (double)p->tp);
       double dispatch = sh.gemm_dtype == HW_DTYPE_FP8 ? bytes / 2.0 : bytes;
-      lc.ep_comm_s += 2.0 * comm_time_s(&pg->ep, COMM_ALLTOALL, COMM_AUTO, dispatch, ct) +
-                      2.0 * comm_time_s(&pg->ep, COMM_ALLTOALL, COMM_AUTO, bytes, ct);
+      int64_t k = out->n_dims >= 3 && out->dims[2] > 0 ? out->dims[2] : 1; /* [B, S, top_k, h] */
+      lc.ep_comm_s += 2.0 * comm_dispatch_time_s(&pg->ep, dispatch, k, ct) + 2.0 * comm_dispatch_time_s(&pg->ep, bytes, k, ct);
     }
   }
   if (p->tp > 1 && ar_bytes > 0) {
