@@ -135,6 +135,69 @@ static void test_op_checkpointing(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* Pipeline send/recv hides behind compute only in the interleaved schedule (Megatron's --overlap-p2p-comm);
+ * plain 1F1B waits on every transfer. The same boundary activation either way: the exposed transfer of 1F1B
+ * is the interleaved one over (1 - overlap.pp). */
+static void test_p2p_overlap_by_schedule(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  ap_model *m = NULL;
+  ap_cluster *cl = NULL;
+  cost_env *env = NULL;
+  assert_int_equal(ap_model_load(ctx, "llama-3-70b", &m), AP_OK);
+  assert_int_equal(ap_cluster_load(ctx, "dgx-h100:8x8", &cl), AP_OK);
+  assert_int_equal(cost_env_new(ctx, m, cl, NULL, &env), AP_OK);
+  plan p;
+  plan_defaults(&p);
+  p.tp = 8, p.pp = 4, p.dp = 2, p.micro_batch_size = 1, p.n_micro_batches = 16, p.global_batch_size = 32;
+  p.seq_length = 4096, p.sequence_parallel = true;
+  cost_result a, b;
+  p.schedule = PLAN_SCHED_1F1B, p.vpp = 1;
+  assert_int_equal(cost_estimate(ctx, env, &p, &a), AP_OK);
+  p.schedule = PLAN_SCHED_INTERLEAVED_1F1B, p.vpp = 2;
+  assert_int_equal(cost_estimate(ctx, env, &p, &b), AP_OK);
+  double ov = cost_env_tuning(env)->overlap.pp_overlap;
+  assert_true(a.p2p_s > 0 && ov < 1);
+  assert_rel_close(a.p2p_s, b.p2p_s / (1 - ov), 1e-12);
+  cost_env_free(env);
+  ap_cluster_free(cl);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
+/* The host issues one kernel per op forward and two backward: with a launch cost far above the GPU time, a
+ * layer takes exactly its issue time, and the weight-gradient share of the backward pass is kept. */
+static void test_host_issue_bound(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  ap_model *m = NULL;
+  ap_cluster *cl = NULL;
+  cost_env *env = NULL;
+  assert_int_equal(ap_model_load(ctx, "gpt2", &m), AP_OK);
+  assert_int_equal(ap_cluster_load(ctx, "dgx-h100:8", &cl), AP_OK);
+  assert_int_equal(cost_env_new(ctx, m, cl, NULL, &env), AP_OK);
+  plan p;
+  plan_defaults(&p);
+  p.dp = 8, p.seq_length = 1024;
+  plan_groups pg;
+  assert_int_equal(cost_plan_groups(ctx, env, &p, &pg), AP_OK);
+  int li = layer_block(model_graph(m));
+  layer_cost gpu = cost_block(env, &p, &pg, li, 1, 1024);
+  cost_tuning t = *cost_env_tuning(env);
+  t.compute.op_latency_s = 1e-3; /* 1 ms per kernel: far above a GPT-2 layer's GPU time */
+  cost_env_set_tuning(env, &t);
+  layer_cost host = cost_block(env, &p, &pg, li, 1, 1024);
+  double n_ops = (double)model_graph(m)->blocks[li].n_ops;
+  assert_true(gpu.fwd_s < n_ops * 1e-3);
+  assert_rel_close(host.fwd_s, n_ops * 1e-3, 1e-12);
+  assert_rel_close(host.bwd_s, 2 * n_ops * 1e-3, 1e-12);
+  assert_rel_close(host.wgrad_s / host.bwd_s, gpu.wgrad_s / gpu.bwd_s, 1e-12);
+  cost_env_free(env);
+  ap_cluster_free(cl);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
 /* Model-state bytes per parameter: Megatron's table (bf16 params, fp32 grads: 18 unsharded, 6 + 12/d with the
  * distributed optimizer) and the ZeRO paper's stages with 16-bit gradients (2+2+12 = 16; 4 + 12/N_d;
  * 2 + 14/N_d; 16/N_d). */
@@ -292,6 +355,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_korthikanti_table2),
       cmocka_unit_test(test_op_checkpointing),
+      cmocka_unit_test(test_p2p_overlap_by_schedule),
+      cmocka_unit_test(test_host_issue_bound),
       cmocka_unit_test(test_zero_model_states),
       cmocka_unit_test(test_closed_form_equals_simulation),
       cmocka_unit_test(test_simulator_uneven),

@@ -238,7 +238,8 @@ static void test_complete_valid_and_honours_stated(void **state) {
 }
 
 /* With the mesh stated, the choice of micro-batch, ZeRO stage and recompute equals brute force over the same
- * candidates (the recompute early exit must not lose the best plan), and repeated runs agree. */
+ * candidates (none, selective, full of the first k layers of each chunk for every k; the recompute early exit
+ * and the bisection over k must not lose the best plan), and repeated runs agree. */
 static void test_complete_matches_brute_force(void **state) {
   (void)state;
   ap_ctx *ctx = ap_ctx_new();
@@ -256,17 +257,23 @@ static void test_complete_matches_brute_force(void **state) {
   assert_true(plan_equal(&best, &again));
   double top = -1;
   static const int64_t mbs[] = {1, 2, 4, 8};
+  static const plan_recompute rcs[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FULL};
+  int64_t tried_partial = 0;
   for (size_t m = 0; m < 4; m++)
     for (int z = 0; z < 4; z++)
-      for (int rc = 0; rc < PLAN_RECOMPUTE_COUNT_; rc++) {
-        p = partial;
-        p.micro_batch_size = mbs[m];
-        p.n_micro_batches = 64 / (2 * mbs[m]);
-        p.zero_stage = z;
-        p.recompute = (plan_recompute)rc;
-        if (cost_estimate(ctx, f.env, &p, c2)) continue;
-        if (c2->fits && c2->tokens_per_s_per_device > top) top = c2->tokens_per_s_per_device;
-      }
+      for (size_t rc = 0; rc < AP_COUNT(rcs); rc++)
+        for (int32_t k = 0; k <= (rcs[rc] == PLAN_RECOMPUTE_FULL ? 20 : 0); k++) { /* 80 layers over pp 4 */
+          p = partial;
+          p.micro_batch_size = mbs[m];
+          p.n_micro_batches = 64 / (2 * mbs[m]);
+          p.zero_stage = z;
+          p.recompute = rcs[rc];
+          p.recompute_layers = k;
+          if (cost_estimate(ctx, f.env, &p, c2)) continue;
+          tried_partial += k > 0;
+          if (c2->fits && c2->tokens_per_s_per_device > top) top = c2->tokens_per_s_per_device;
+        }
+  assert_true(tried_partial > 0);
   assert_true(top > 0);
   assert_true(cr->fits);
   assert_rel_close(cr->tokens_per_s_per_device, top, 1e-9);

@@ -361,7 +361,7 @@ layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const pl
    * and one on the gradient of each distinct unsplit input of column-parallel matmuls in the backward pass
    * (q, k and v share one); with sequence parallelism each becomes a reduce-scatter plus an all-gather of the
    * same total volume (Korthikanti et al. 2022 §4.2.2), which a ring costs the same. */
-  int n_fwd_ar = 0, n_bwd_ar = 0, n_mm = 0;
+  int n_fwd_ar = 0, n_bwd_ar = 0, n_mm = 0, n_op_recomputed = 0, n_attention = 0;
   int seen_in[64];
   int n_seen = 0;
   double ar_bytes = 0;
@@ -382,7 +382,9 @@ layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const pl
     if (!op_policy_keeps(op, &n_mm)) {
       lc.recompute_op_s += t.fwd_s;
       lc.recompute_op_flop += t.fwd_flop;
+      n_op_recomputed++;
     }
+    if (op->kind == OP_ATTENTION) n_attention++;
     int64_t params = graph_op_params(op);
     if (op->n_experts > 1) lc.params_expert += (double)params / (double)(p->ep * plan_etp(p));
     else lc.params_dense += op->tp_split ? (double)params / (double)p->tp : (double)params;
@@ -431,9 +433,12 @@ layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const pl
    * its issue time, one kernel per op forward and two backward (input and weight gradients). Small layers
    * (small models, small micro-batches, fine-grained experts) are issue-bound (the roofline of Williams et al.
    * 2009 with the host as a third resource). */
-  double issue_s = (double)blk->n_ops * cm->tuning.op_latency_s;
+  double lat = cm->tuning.op_latency_s, issue_s = (double)blk->n_ops * lat;
   lc.fwd_s = fmax(lc.fwd_s, issue_s);
+  if (2.0 * issue_s > lc.bwd_s && lc.bwd_s > 0) lc.wgrad_s *= 2.0 * issue_s / lc.bwd_s; /* its share stays */
   lc.bwd_s = fmax(lc.bwd_s, 2.0 * issue_s);
+  lc.recompute_sel_s = fmax(lc.recompute_sel_s, (double)n_attention * lat);
+  lc.recompute_op_s = fmax(lc.recompute_op_s, (double)n_op_recomputed * lat);
   lc.recompute_full_s = lc.fwd_s;
   for (int rc = 0; rc < PLAN_RECOMPUTE_COUNT_; rc++) lc.act_bytes[rc] = saved_bytes(blk, &sh, b, s, (plan_recompute)rc);
   lc.act_full_working_bytes = lc.act_bytes[PLAN_RECOMPUTE_NONE];
@@ -588,7 +593,7 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
     rc[r].tf += exp_p2p * (r > 0 || crossings > 1 ? 1 : 0);
     rc[r].tb += exp_p2p * (r < n_ranks - 1 || crossings > 1 ? 1 : 0);
   }
-  out->p2p_s = p2p_s * (1.0 - ov->pp_overlap);
+  out->p2p_s = p2p_s * (1.0 - pp_hidden_fraction(p, ov));
   double pipe_s = schedule_time_s(p, rc, n_ranks, &out->time);
   out->pipeline_s = pipe_s;
   /* The critical rank's breakdown: the slowest rank's share of compute and communication over m micro-batches;
@@ -641,7 +646,9 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
         u_param += comm_time_s(&pg.edp, COMM_ALLGATHER, COMM_AUTO, R->params_expert * 2.0 / units, ct);
       }
       double per_mb = units * (2 * u_param + u_grad);
-      dp_exposed = exposed(per_mb * m, (R->tf + R->tb) * m, ov->zero3_overlap);
+      /* Gathers a layer waits on hide no better than the step's own collectives (the grid's pruning relies on
+       * ZeRO-3 never beating ZeRO-2 on time). */
+      dp_exposed = exposed(per_mb * m, (R->tf + R->tb) * m, fmin(ov->zero3_overlap, ov->dp_overlap));
     } else if (p->zero_stage == 2) {
       /* Sharded gradients cannot accumulate locally over micro-batches: every micro-batch's backward reduce-
        * scatters them (DeepSpeed stage 2, FSDP SHARD_GRAD_OP); parameters are gathered once per step. */

@@ -37,6 +37,9 @@ ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, strbuf *o
   if (p->ep > 1)
     return unsupported(ctx, "DeepSpeed-MoE sets the expert-parallel size in model code (deepspeed.moe.layer.MoE"
                             "(ep_size=...)), not in the config; re-plan with ep = 1");
+  if (p->recompute == PLAN_RECOMPUTE_OP)
+    return unsupported(ctx, "Megatron-DeepSpeed has no per-op selective checkpointing (recompute \"op\", "
+                            "torchtitan's selective_ac_option op); re-plan with --recompute selective or full");
   bool pipe = p->pp > 1;
   if (pipe && p->schedule != PLAN_SCHED_1F1B && p->schedule != PLAN_SCHED_GPIPE)
     return ctx_fail(ctx, AP_UNSUPPORTED,

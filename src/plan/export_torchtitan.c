@@ -144,7 +144,8 @@ ap_status export_torchtitan(ap_ctx *ctx, const plan *p, const graph *g, strbuf *
     sb_puts(&sb, "mode = \"selective\"\nselective_ac_option = \"op\"\n");
   } else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE) {
     /* Megatron's core-attention recompute: torchtitan's attention is SDPA's flash kernel, which keeps no s×s
-     * scores, so there is nothing to recompute (the plan's memory assumes the same). */
+     * scores, so there is nothing to recompute (the plan's memory is the same; its time counted the attention
+     * forward once more, which torchtitan then saves). */
     sb_puts(&sb, "# recompute \"selective\" (core attention only): SDPA flash attention keeps no scores to drop\n"
                  "mode = \"none\"\n");
   } else {

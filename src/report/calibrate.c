@@ -56,6 +56,18 @@ typedef struct {
 
 static double row_error(fit_state *f, const cal_row *r);
 
+/* The backward attention efficiency that goes with a fitted forward one: the default ratio of the two, kept
+ * inside attn_bwd_eff's own range (calib.c), so that the written file loads. */
+static double derived_attn_bwd(double fwd) {
+  compute_tuning d = compute_tuning_defaults();
+  size_t n;
+  const calib_param *ps = calib_params(&n);
+  double lo = 0, hi = 1, x = fwd * d.attn_bwd_eff / d.attn_fwd_eff;
+  for (size_t k = 0; k < n; k++)
+    if (strcmp(ps[k].name, "attn_bwd_eff") == 0) lo = ps[k].min, hi = ps[k].max;
+  return x < lo ? lo : x > hi ? hi : x;
+}
+
 /* The row's measured quantity under the current constants: tokens/s per device, or the compared memory. */
 static double row_predict(fit_state *f, const cal_row *r) {
   (void)row_error(f, r);
@@ -67,8 +79,7 @@ static double row_predict(fit_state *f, const cal_row *r) {
 static double row_error(fit_state *f, const cal_row *r) {
   cost_tuning t = calib_tuning_for(f->cal, f->cal->devices[r->dev].name);
   /* attn_bwd_eff keeps its default ratio to attn_fwd_eff. */
-  compute_tuning d = compute_tuning_defaults();
-  t.compute.attn_bwd_eff = t.compute.attn_fwd_eff * d.attn_bwd_eff / d.attn_fwd_eff;
+  t.compute.attn_bwd_eff = derived_attn_bwd(t.compute.attn_fwd_eff);
   cost_env_set_tuning(r->v->kept_env, &t);
   ap_ctx ctx = {0};
   if (cost_estimate(&ctx, r->v->kept_env, &r->v->plan, f->scratch)) return 5.0; /* cannot happen for a kept row */
@@ -178,11 +189,13 @@ static void fit(fit_state *f) {
         }
       }
   /* The calibration holds the backward attention efficiency the fit evaluated with (row_error derives it from
-   * the forward one at the default ratio), so that the written file predicts what the fit saw. */
-  compute_tuning def = compute_tuning_defaults();
-  for (int d = 0; d < f->cal->n_devices; d++) {
-    compute_tuning *c = &f->cal->devices[d].compute;
-    c->attn_bwd_eff = fmin(1.0, c->attn_fwd_eff * def.attn_bwd_eff / def.attn_fwd_eff);
+   * the forward one), so that the written file predicts what the fit saw; devices without rows keep theirs. */
+  for (size_t k = 0; k < n_params && !f->memory; k++) {
+    if (strcmp(ps[k].name, "attn_fwd_eff") != 0) continue;
+    for (int d = 0; d < f->cal->n_devices; d++) {
+      compute_tuning *c = &f->cal->devices[d].compute;
+      if (param_applies(f, &ps[k], d)) c->attn_bwd_eff = derived_attn_bwd(c->attn_fwd_eff);
+    }
   }
 }
 

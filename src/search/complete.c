@@ -132,28 +132,32 @@ static void fewest_full_layers(search *s, plan *p) {
 /* The innermost loops: ZeRO stage, then recompute. Both are memory savers, and a memory saver never makes an
  * iteration faster: recompute adds compute, a higher ZeRO stage adds communication (stage 0 is tried last,
  * since stage 1 needs no more time and less memory). So the recompute loop stops at the first granularity
- * that fits, and once a stage fits without recompute no later stage can win. */
+ * that fits (then also trying full recompute of the fewest layers, which a lighter granularity on every layer
+ * need not beat), and once a stage fits without recompute no later stage can win. The completion offers the
+ * granularities every framework runs: per-op checkpointing (torchtitan only) is taken when stated. */
 static void enum_memory(search *s, plan *p) {
   static const int32_t zero_order[] = {1, 2, 3, 0};
-  static const plan_recompute rc_order[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_OP,
-                                              PLAN_RECOMPUTE_FULL};
+  static const plan_recompute rc_order[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FULL};
   int nz = is_stated(s, COMPLETE_BIT_ZERO) ? 1 : (int)AP_COUNT(zero_order);
   int nr = is_stated(s, COMPLETE_BIT_RECOMPUTE) ? 1 : (int)AP_COUNT(rc_order);
   for (int zi = 0; zi < nz && !s->stop; zi++) {
     if (!is_stated(s, COMPLETE_BIT_ZERO)) p->zero_stage = zero_order[zi];
-    bool fit_first = false, first = true;
+    bool fit_first = false;
     for (int ri = 0; ri < nr && !s->stop; ri++) {
       if (!is_stated(s, COMPLETE_BIT_RECOMPUTE)) {
-        if (s->opt.recompute_allowed && !(s->opt.recompute_allowed & (1u << rc_order[ri]))) continue;
         p->recompute = rc_order[ri];
         p->recompute_layers = 0;
       }
       if (evaluate(s, p) == 1) {
-        fit_first = first;
-        if (p->recompute == PLAN_RECOMPUTE_FULL && !is_stated(s, COMPLETE_BIT_RECOMPUTE)) fewest_full_layers(s, p);
+        fit_first = ri == 0;
+        /* Recomputing only some layers fully can beat a lighter granularity on every layer: once anything
+         * but none fits, so does full recompute of every layer, and the fewest layers that fit are tried. */
+        if (ri > 0 && !is_stated(s, COMPLETE_BIT_RECOMPUTE)) {
+          p->recompute = PLAN_RECOMPUTE_FULL;
+          fewest_full_layers(s, p);
+        }
         break;
       }
-      first = false;
     }
     if (fit_first) break;
   }

@@ -22,11 +22,13 @@
  *  - the split of the layers (unless the partial plan lists one): even, or Megatron's split that counts the
  *    embedding and the loss as a layer each when pp·vpp exceeds the layers by one or two;
  *  - sequence_parallel: on when tp > 1 (Megatron's recommended setting; required for MoE with tp > 1);
- *  - recompute: none, selective, full; zero_stage: 1 (the distributed optimizer), 2, 3, 0. These are memory
- *    savers, and a memory saver never makes an iteration faster (recompute adds compute, a higher ZeRO stage
- *    adds communication, stage 0 needs as much time as stage 1 and more memory), so for each stage the
+ *  - recompute: none, selective, full (the granularities every framework runs; per-op checkpointing, which
+ *    only torchtitan runs, when stated); zero_stage: 1 (the distributed optimizer), 2, 3, 0. These are
+ *    memory savers, and a memory saver never makes an iteration faster (recompute adds compute, a higher ZeRO
+ *    stage adds communication, stage 0 needs as much time as stage 1 and more memory), so for each stage the
  *    recompute granularities are tried only until one fits, and the stages only until one fits without
- *    recompute;
+ *    recompute; once recompute is needed, full recompute of the fewest layers of each chunk that fit
+ *    (Megatron's block method, found by bisection) is tried as well;
  *  - precision: bf16.
  * Internal header: not installed, not part of the public API. */
 #ifndef AP_SEARCH_COMPLETE_H
@@ -71,9 +73,6 @@ typedef struct {
    * TUNING: a cost evaluation takes tens of microseconds, so 8192 keeps one completion within a fraction of a
    * second; the fields a measured run leaves open rarely make more than a few hundred. */
   int64_t max_evaluations;
-  /* The recompute granularities tried when recompute is not stated, as a mask of 1 << plan_recompute values;
-   * 0 = all of them. (A runs.csv "selective" leaves open which selective granularity ran.) */
-  unsigned recompute_allowed;
 } complete_options;
 
 AP_HIDDEN complete_options complete_options_defaults(void);

@@ -15,7 +15,8 @@
  *    and zb-v (vpp 2). GPipe is left out: it takes the time of 1F1B and holds every micro-batch;
  *  - sequence parallel on when tp > 1 (it only saves memory); precision bf16 unless fixed;
  *  - memory savers: ZeRO 1, 2, 3 (2 and 3 only where a data-parallel group shards something); recompute none,
- *    selective (core attention), full on the first k layers of each chunk for every k. ZeRO 0 is left out:
+ *    selective (core attention), op (per-op checkpointing), full on the first k layers of each chunk for every
+ *    k. ZeRO 0 is left out:
  *    the distributed optimizer reduce-scatters the same gradient bytes and all-gathers half as many where
  *    plain data parallelism all-reduces them, so it is never slower and holds less.
  * Every fixed field (--fix) replaces its list with its one value.
@@ -530,7 +531,7 @@ static int32_t most_chunk_layers(const grid *gr, const plan *p) {
 }
 
 /* Runs the ladder on p (mesh, micro-batch and pipeline set), from the first ZeRO stage whose states fit. A
- * rung without a parameter (none, selective) takes at least the time it took at the stage before (ZeRO 2
+ * rung without a parameter (none, selective, op) takes at least the time it took at the stage before (ZeRO 2
  * takes ZeRO 1's time, ZeRO 3 more), so it is not costed again when it fitted there or was already too slow;
  * full recompute looks only for fewer layers than fitted before. */
 static void ladder(grid *gr, const grid_mesh *m, plan *p, ladder_out *lo) {
