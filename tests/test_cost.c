@@ -198,6 +198,35 @@ static void test_host_issue_bound(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* The loss's memory on the last rank: loss_bytes_per_logit per logit element less the 16-bit logits the head
+ * keeps among its activations, or with a fused in-place loss one fp32 log-sum-exp per token. */
+static void test_loss_memory(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  ap_model *m = NULL;
+  ap_cluster *cl = NULL;
+  cost_env *env = NULL;
+  assert_int_equal(ap_model_load(ctx, "llama-3.1-8b", &m), AP_OK);
+  assert_int_equal(ap_cluster_load(ctx, "dgx-h100:8", &cl), AP_OK);
+  assert_int_equal(cost_env_new(ctx, m, cl, NULL, &env), AP_OK);
+  plan p;
+  plan_defaults(&p);
+  p.tp = 2, p.dp = 4, p.sequence_parallel = true, p.seq_length = 8192, p.micro_batch_size = 2;
+  p.n_micro_batches = 1, p.global_batch_size = 8;
+  cost_result r;
+  assert_int_equal(cost_estimate(ctx, env, &p, &r), AP_OK);
+  double tokens = 2.0 * 8192, vocab = 128256;
+  double per_logit = cost_env_tuning(env)->memory.loss_bytes_per_logit - 2;
+  assert_rel_close(r.mem[0].logits, tokens * vocab / 2 * per_logit, 1e-12);
+  p.fused_loss = true;
+  assert_int_equal(cost_estimate(ctx, env, &p, &r), AP_OK);
+  assert_rel_close(r.mem[0].logits, tokens * 4.0, 1e-12);
+  cost_env_free(env);
+  ap_cluster_free(cl);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
 /* Model-state bytes per parameter: Megatron's table (bf16 params, fp32 grads: 18 unsharded, 6 + 12/d with the
  * distributed optimizer) and the ZeRO paper's stages with 16-bit gradients (2+2+12 = 16; 4 + 12/N_d;
  * 2 + 14/N_d; 16/N_d). */
@@ -357,6 +386,7 @@ int main(void) {
       cmocka_unit_test(test_op_checkpointing),
       cmocka_unit_test(test_p2p_overlap_by_schedule),
       cmocka_unit_test(test_host_issue_bound),
+      cmocka_unit_test(test_loss_memory),
       cmocka_unit_test(test_zero_model_states),
       cmocka_unit_test(test_closed_form_equals_simulation),
       cmocka_unit_test(test_simulator_uneven),

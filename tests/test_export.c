@@ -441,8 +441,13 @@ static const struct {
       "--recompute-granularity selective", "--use-distributed-optimizer", "--overlap-grad-reduce",
       "--overlap-param-gather", "--tp-comm-overlap", "--bf16"},
      {"--num-virtual-stages-per-pipeline-rank", "--recompute-method", "--recompute-num-layers", "--kv-channels",
+      "--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl",
       "--num-experts", "--expert-model-parallel-size", "--fp16", "--fp8-format", "--decoder-first-pipeline-num-layers",
       "--decoder-last-pipeline-num-layers", "--use-megatron-fsdp", "--use-torch-fsdp2", "--multi-latent-attention"}},
+    /* A fused in-place loss: Transformer Engine's cross entropy. */
+    {M_LLAMA70, "{'parallel':{'dp':8,'tp':8},'sequence_parallel':true,'fused_loss':true}",
+     {"--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl te"},
+     {"--recompute-granularity"}},
     /* DeepSeek-V3: expert parallel 8 with etp 1, three dense layers first, MLA, an uneven first and last stage. */
     {M_DSV3,
      "{'parallel':{'dp':8,'pp':8,'ep':8,'etp':1},'pipeline':{'stage_layers':[6,8,8,8,8,8,8,7],'n_micro_batches':32},"
@@ -638,6 +643,7 @@ static const struct {
     {M_LLAMA70, "{'parallel':{'dp':2,'pp':4},'optimizer':{'zero_stage':2}}", "deepspeed", AP_UNSUPPORTED,
      "ZeRO-2 and ZeRO-3 are incompatible with DeepSpeed pipeline parallelism"},
     {M_LLAMA70, "{'precision':'fp16'}", "torchtitan", AP_UNSUPPORTED, "not fp16"},
+    {M_LLAMA70, "{'parallel':{'dp':8},'fused_loss':true}", "torchtitan", AP_UNSUPPORTED, "no fused in-place option"},
     {M_LLAMA70, "{'parallel':{'pp':2},'recompute':{'granularity':'full','num_layers':2}}", "torchtitan", AP_UNSUPPORTED,
      "cannot recompute only the first layers of each chunk"},
     {M_MIXTRAL, "{'parallel':{'dp':2,'tp':4,'ep':2,'etp':2},'sequence_parallel':true}", "torchtitan", AP_UNSUPPORTED,

@@ -348,6 +348,7 @@ static void test_json_random_round_trip(void **state) {
     for (int32_t c = 0; c < p.n_chunk_recompute; c++) p.chunk_recompute_layers[c] = (int32_t)RND(40);
     p.zero_stage = (int32_t)RND(4);
     p.precision = (plan_precision)RND(PLAN_PREC_COUNT_);
+    p.fused_loss = RND(2);
     p.overlap_grad_reduce = RND(2);
     p.overlap_param_gather = RND(2);
     p.tp_comm_overlap = RND(2);

@@ -50,8 +50,10 @@ cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, in
   mem.activations = R->act_bytes * in_flight(p, r) + R->working_bytes;
   if (R->has_head) {
     /* The loss's working set over the vocabulary-parallel logits; the 16-bit logits themselves (2 bytes) are
-     * among the head's saved activations. */
-    mem.logits = b * s / (double)p->cp * (double)g->vocab_size / (double)p->tp * (mt->loss_bytes_per_logit - 2.0);
+     * among the head's saved activations. A fused in-place loss keeps only an fp32 log-sum-exp per token. */
+    double tokens = b * s / (double)p->cp;
+    mem.logits = p->fused_loss ? tokens * 4.0
+                               : tokens * (double)g->vocab_size / (double)p->tp * (mt->loss_bytes_per_logit - 2.0);
   }
   /* Buffers: sequence-parallel all-gather of one layer input and output; with ZeRO-3, the gathered parameters
    * of the layer in use and the one prefetched. */

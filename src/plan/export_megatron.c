@@ -333,6 +333,11 @@ ap_status export_megatron(ap_ctx *ctx, const plan *p, const graph *g, strbuf *ou
     else note(&a, "note: --overlap-param-gather left out: Megatron accepts it only with --overlap-grad-reduce");
   }
   if (p->tp_comm_overlap && sp) flag(&a, "--tp-comm-overlap", NULL);
+  if (p->fused_loss) {
+    /* Transformer Engine's cross entropy writes the gradient over the logits (plan.h fused_loss). */
+    flag(&a, "--cross-entropy-loss-fusion", NULL);
+    flag(&a, "--cross-entropy-fusion-impl", "te");
+  }
 
   flag(&a, p->precision == PLAN_PREC_FP16 ? "--fp16" : "--bf16", NULL);
   if (p->precision == PLAN_PREC_FP8) flag(&a, "--fp8-format", "hybrid");

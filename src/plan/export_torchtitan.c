@@ -70,6 +70,9 @@ ap_status export_torchtitan(ap_ctx *ctx, const plan *p, const graph *g, strbuf *
                     g->name);
   if (p->precision == PLAN_PREC_FP16)
     return unsupported(ctx, "torchtitan's mixed precision is bfloat16 or float32, not fp16; re-plan with bf16");
+  if (p->fused_loss)
+    return unsupported(ctx, "torchtitan's loss is PyTorch's cross_entropy, with no fused in-place option in its "
+                            "job config; re-plan without fused_loss");
   int64_t etp = plan_etp(p);
   bool moe = f.n_experts > 1;
   if (moe && p->ep > 1 && etp != 1 && etp != p->tp)

@@ -105,6 +105,7 @@ void plan_defaults(plan *p) {
   p->n_chunk_recompute = 0;
   p->zero_stage = 1;
   p->precision = PLAN_PREC_BF16;
+  p->fused_loss = false;
   p->overlap_grad_reduce = true;
   p->overlap_param_gather = true;
   p->tp_comm_overlap = false;
@@ -128,7 +129,8 @@ bool plan_equal(const plan *a, const plan *b) {
              (size_t)a->n_chunk_recompute * sizeof a->chunk_recompute_layers[0]) != 0)
     return false;
   if (a->sequence_parallel != b->sequence_parallel || a->recompute != b->recompute ||
-      a->recompute_layers != b->recompute_layers || a->zero_stage != b->zero_stage || a->precision != b->precision)
+      a->recompute_layers != b->recompute_layers || a->zero_stage != b->zero_stage || a->precision != b->precision ||
+      a->fused_loss != b->fused_loss)
     return false;
   if (a->overlap_grad_reduce != b->overlap_grad_reduce || a->overlap_param_gather != b->overlap_param_gather ||
       a->tp_comm_overlap != b->tp_comm_overlap)

@@ -156,6 +156,11 @@ typedef struct {
    * Megatron-FSDP optim_grads); 3 also parameters (ZeRO-3, FSDP full shard, optim_grads_params). */
   int32_t zero_stage;
   plan_precision precision;
+  /* The loss as one fused kernel that writes the logits' gradient over the logits in place, with no fp32 copy
+   * (flash-attn's cross entropy with inplace_backward, as llm-foundry's fused_crossentropy runs it; Transformer
+   * Engine's parallel cross entropy behind Megatron's --cross-entropy-loss-fusion
+   * --cross-entropy-fusion-impl te; Liger's). false: the framework's default loss (memory.loss_bytes_per_logit). */
+  bool fused_loss;
 
   /* Overlap of communication with compute. Each is a no-op where its communication does not occur
    * (param_gather without sharded parameters or optimizer, tp_comm with tp = 1). */

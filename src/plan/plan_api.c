@@ -77,6 +77,7 @@ static const struct {
     {"recompute-layers", K_I32, offsetof(plan, recompute_layers), "layers per chunk with full recompute"},
     {"zero", K_I32, offsetof(plan, zero_stage), "ZeRO stage 0-3"},
     {"sp", K_BOOL, offsetof(plan, sequence_parallel), "sequence parallel (0 or 1)"},
+    {"fused-loss", K_BOOL, offsetof(plan, fused_loss), "fused in-place cross entropy (0 or 1)"},
     {"tp-comm-overlap", K_BOOL, offsetof(plan, tp_comm_overlap), "TP communication overlap"},
     {"overlap-grad-reduce", K_BOOL, offsetof(plan, overlap_grad_reduce), "overlap gradient reduction"},
     {"overlap-param-gather", K_BOOL, offsetof(plan, overlap_param_gather), "overlap parameter gather"},

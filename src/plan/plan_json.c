@@ -84,6 +84,8 @@ void plan_to_json(const plan *p, strbuf *sb) {
   put_i64(sb, "zero_stage", p->zero_stage, false);
   sb_puts(sb, "}");
   put_str(sb, "precision", plan_precision_name(p->precision), true);
+  /* Written only when set, so that the files of every other plan keep their form. */
+  if (p->fused_loss) put_bool(sb, "fused_loss", true, true);
   sb_puts(sb, ",\"overlap\":{");
   put_bool(sb, "grad_reduce", p->overlap_grad_reduce, false);
   put_bool(sb, "param_gather", p->overlap_param_gather, true);
@@ -96,7 +98,8 @@ void plan_to_json(const plan *p, strbuf *sb) {
 /* The keys each object may hold, so that a misspelt key is reported rather than silently ignored. */
 static const char *const top_keys[] = {"format",   "model",             "cluster",   "global_batch_size",
                                        "seq_length", "parallel",        "pipeline",  "sequence_parallel",
-                                       "recompute",  "optimizer",       "precision", "overlap"};
+                                       "recompute",  "optimizer",       "precision", "fused_loss",
+                                       "overlap"};
 static const char *const parallel_keys[] = {"dp", "tp", "pp", "cp", "ep", "etp", "vpp", "order"};
 static const char *const pipeline_keys[] = {"schedule", "micro_batch_size", "n_micro_batches", "stage_layers"};
 static const char *const recompute_keys[] = {"granularity", "num_layers", "per_chunk"};
@@ -296,6 +299,7 @@ ap_status plan_from_json(ap_ctx *ctx, const char *file, json_t *root, plan *out)
   int prec = (int)out->precision;
   if ((st = read_enum(&s, root, "precision", precision_from, "bf16, fp16, fp8", &prec, NULL))) return st;
   out->precision = (plan_precision)prec;
+  if ((st = jx_bool(&s, root, "fused_loss", false, &out->fused_loss, NULL))) return st;
   if ((st = section(&s, root, "overlap", &obj))) return st;
   if (obj) {
     jx_src o = {ctx, file, "overlap"};

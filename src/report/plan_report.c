@@ -43,6 +43,7 @@ static const struct {
     {"tp-comm-overlap", NO_BIT},
     {"overlap-grad-reduce", NO_BIT},
     {"overlap-param-gather", NO_BIT},
+    {"fused-loss", NO_BIT},
 };
 
 static void trim(char *s) {
@@ -70,7 +71,8 @@ static ap_status fix_one(ap_ctx *ctx, char *pair, ap_plan *ap, unsigned *mask) {
     char sugg[128];
     util_suggest(key, names, AP_COUNT(fix_keys), sugg, sizeof sugg);
     return ctx_fail(ctx, AP_INVALID, "--fix: unknown plan field \"%.64s\"%s%s%s (fields: tp, pp, dp, cp, ep, etp, vpp, mbs, "
-                    "micro-batches, schedule, recompute, recompute-layers, zero, precision, sp, order, stage-layers)",
+                    "micro-batches, schedule, recompute, recompute-layers, zero, precision, sp, order, stage-layers, "
+                    "tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, fused-loss)",
                     key, *sugg ? "; did you mean " : "", sugg, *sugg ? "?" : "");
   }
   if (!*value) return ctx_fail(ctx, AP_INVALID, "--fix: %s needs a value (%s=VALUE)", key, key);
@@ -228,6 +230,7 @@ void plan_report_brief(const plan *p, char *out, size_t n) {
     sb_printf(&sb, " (%d layers per chunk)", (int)p->recompute_layers);
   sb_printf(&sb, " | ZeRO %d | %s", (int)p->zero_stage, plan_precision_name(p->precision));
   if (p->tp_comm_overlap && p->tp > 1) sb_puts(&sb, " | tp-comm-overlap");
+  if (p->fused_loss) sb_puts(&sb, " | fused loss");
   char *s = sb_take(&sb);
   snprintf(out, n, "%s", s ? s : "?");
   free(s);

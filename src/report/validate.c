@@ -827,6 +827,7 @@ void validate_plan_brief(const plan *p, unsigned stated, char *out, size_t n) {
       MARK(VPP), p->sequence_parallel ? 1 : 0, MARK(SP), plan_recompute_name(p->recompute), layers, MARK(RECOMPUTE),
       (int)p->zero_stage, MARK(ZERO));
   if (p->precision != PLAN_PREC_BF16) PUT(" %s%s", plan_precision_name(p->precision), MARK(PRECISION));
+  if (p->fused_loss) PUT(" fused-loss*");
 #undef PUT
 #undef MARK
 }

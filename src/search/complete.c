@@ -321,6 +321,14 @@ ap_status complete_plan(ap_ctx *ctx, const cost_env *env, const plan *partial, u
   s->split_given = partial->n_stage_layers != 0;
   if (!is_stated(s, COMPLETE_BIT_PRECISION)) p.precision = PLAN_PREC_BF16;
   enum_mesh(s, &p);
+  /* The last memory saver: a fused in-place loss (plan.h fused_loss) is not what frameworks run by default, so
+   * a team reaches for it when nothing fits without it. */
+  if (!s->stop && !partial->fused_loss && s->facts.has_layers && (!s->have_best || !s->best_cost->fits)) {
+    p = *partial;
+    if (!is_stated(s, COMPLETE_BIT_PRECISION)) p.precision = PLAN_PREC_BF16;
+    p.fused_loss = true;
+    enum_mesh(s, &p);
+  }
 
   ap_status st = AP_OK;
   if (s->hard) {

@@ -29,7 +29,9 @@
  *    recompute granularities are tried only until one fits, and the stages only until one fits without
  *    recompute; once recompute is needed, full recompute of the fewest layers of each chunk that fit
  *    (Megatron's block method, found by bisection) is tried as well;
- *  - precision: bf16.
+ *  - precision: bf16;
+ *  - the loss: the framework's default, and a fused in-place loss (plan.h fused_loss) when no plan fits
+ *    without it.
  * Internal header: not installed, not part of the public API. */
 #ifndef AP_SEARCH_COMPLETE_H
 #define AP_SEARCH_COMPLETE_H
