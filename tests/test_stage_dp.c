@@ -37,6 +37,10 @@ static const stage_case cases[] = {
     {"16 layers, pp 4, zb-h1, heavy head", 16, 512, 8, 256000, false, 4, 1, 1, 1, 8, 1024, PLAN_SCHED_ZB_H1, PLAN_RECOMPUTE_NONE, 0, false},
     {"18 layers, pp 3, zb-h1, windowed, memory binds", 18, 1024, 16, 64000, true, 3, 1, 1, 4, 6, 4096, PLAN_SCHED_ZB_H1, PLAN_RECOMPUTE_NONE, 0, true},
     {"12 layers, pp 2, zb-v", 12, 512, 8, 128000, false, 2, 2, 1, 1, 8, 1024, PLAN_SCHED_ZB_V, PLAN_RECOMPUTE_NONE, 0, false},
+    {"16 layers, pp 4, zb-v, heavy head", 16, 512, 8, 256000, false, 4, 2, 1, 1, 8, 1024, PLAN_SCHED_ZB_V, PLAN_RECOMPUTE_NONE, 0, false},
+    {"20 layers, pp 2, zb-v, long seq", 20, 1024, 16, 64000, false, 2, 2, 1, 1, 4, 8192, PLAN_SCHED_ZB_V, PLAN_RECOMPUTE_NONE, 0, false},
+    {"18 layers, pp 3, zb-v, memory binds", 18, 1024, 16, 64000, false, 3, 2, 1, 2, 6, 4096, PLAN_SCHED_ZB_V, PLAN_RECOMPUTE_NONE, 0, true},
+    {"24 layers, pp 4, zb-v, small head", 24, 768, 12, 32000, false, 4, 2, 1, 2, 16, 2048, PLAN_SCHED_ZB_V, PLAN_RECOMPUTE_NONE, 0, false},
     {"12 layers, pp 3, vpp 2, memory binds", 12, 1024, 16, 32000, false, 3, 2, 1, 4, 6, 4096, PLAN_SCHED_INTERLEAVED_1F1B, PLAN_RECOMPUTE_NONE, 0, true},
 };
 
