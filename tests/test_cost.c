@@ -198,6 +198,43 @@ static void test_host_issue_bound(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* An fp8 matmul pays its GEMM at the fp8 rate plus two memory-bound casts: the input before the forward GEMM
+ * and the output gradient before the backward ones, 4 bytes an element each (read 2, write a row-wise and a
+ * transposed fp8 copy). A bf16 matmul pays none. */
+static void test_fp8_casts(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  ap_model *m = NULL;
+  ap_cluster *cl = NULL;
+  cost_env *env = NULL;
+  assert_int_equal(ap_model_load(ctx, "llama-3.1-8b", &m), AP_OK);
+  assert_int_equal(ap_cluster_load(ctx, "dgx-h100:8", &cl), AP_OK);
+  assert_int_equal(cost_env_new(ctx, m, cl, NULL, &env), AP_OK);
+  const graph_block *blk = &model_graph(m)->blocks[layer_block(model_graph(m))];
+  const graph_op *op = NULL;
+  for (int i = 0; i < blk->n_ops && !op; i++)
+    if (strcmp(blk->ops[i].name, "mlp_up") == 0) op = &blk->ops[i];
+  assert_non_null(op);
+  const compute_model *cm = &env->cm;
+  const double b = 2, s = 4096, rows = b * s, k = 4096, n = 14336;
+  compute_shard sh = {.tp = 1, .cp = 1, .ep = 1, .etp = 1, .gemm_dtype = HW_DTYPE_FP8};
+  compute_op_time t8 = compute_op(cm, blk, op, b, s, &sh);
+  double peak = cm->device.peak_flop_per_s[HW_DTYPE_FP8], bw = cm->device.mem_bw_Bps * cm->tuning.mem_eff;
+  double gemm_fwd = 2 * rows * k * n / (peak * compute_gemm_eff(cm, HW_DTYPE_FP8, rows, n, k));
+  assert_rel_close(t8.fwd_s, gemm_fwd + rows * k * 4 / bw, 1e-9);
+  double gemm_bwd = 2 * rows * k * n / (peak * compute_gemm_eff(cm, HW_DTYPE_FP8, rows, k, n)) +
+                    2 * rows * k * n / (peak * compute_gemm_eff(cm, HW_DTYPE_FP8, k, n, rows));
+  assert_rel_close(t8.bwd_s, gemm_bwd + rows * n * 4 / bw, 1e-9);
+  sh.gemm_dtype = HW_DTYPE_BF16;
+  compute_op_time t16 = compute_op(cm, blk, op, b, s, &sh);
+  double peak16 = cm->device.peak_flop_per_s[HW_DTYPE_BF16];
+  assert_rel_close(t16.fwd_s, 2 * rows * k * n / (peak16 * compute_gemm_eff(cm, HW_DTYPE_BF16, rows, n, k)), 1e-9);
+  cost_env_free(env);
+  ap_cluster_free(cl);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
 /* The loss's memory on the last rank: loss_bytes_per_logit per logit element less the 16-bit logits the head
  * keeps among its activations, or with a fused in-place loss one fp32 log-sum-exp per token. */
 static void test_loss_memory(void **state) {
@@ -387,6 +424,7 @@ int main(void) {
       cmocka_unit_test(test_p2p_overlap_by_schedule),
       cmocka_unit_test(test_host_issue_bound),
       cmocka_unit_test(test_loss_memory),
+      cmocka_unit_test(test_fp8_casts),
       cmocka_unit_test(test_zero_model_states),
       cmocka_unit_test(test_closed_form_equals_simulation),
       cmocka_unit_test(test_simulator_uneven),
