@@ -10,6 +10,7 @@ printf '{"model_type":"llama","hidden_size":-64,"num_hidden_layers":2,"num_atten
 printf '{"model_type":"rwkv","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100}' >"$tmp/type.json"
 printf 'id,gpu\n"a"b,h100\n' >"$tmp/badquote.csv"
 printf 'id,model,arch,num_layers,hidden_size,num_attention_heads,vocab_size,seq_length,mlp,gpu,num_gpus,global_batch_size,micro_batch_size,tp,pp,dp,recompute,zero_stage,precision,outcome,measured_tokens_per_s_per_gpu\ngpt-1,GPT 1.3B,dense,24,2048,16,51200,2048,gelu,a100-80gb,8,512,4,1,1,8,none,1,bf16,ok,10000\nllama-16,Llama 1B,dense,16,2048,16,32000,4096,swiglu,h100-sxm,16,64,,,,,,,,ok,20000\n' >"$tmp/small_runs.csv"
+printf 'id,model,arch,num_layers,hidden_size,num_attention_heads,num_kv_heads,vocab_size,seq_length,mlp,num_experts,top_k,gpu,num_gpus,global_batch_size,outcome,measured_tokens_per_s_per_gpu\noss,GPT OSS 120B,moe,36,2880,64,8,201088,4096,swiglu,128,4,b200,8,64,ok,10000\nother,GPT OSS 120B,moe,36,2880,48,8,201088,4096,swiglu,128,4,b200,8,64,ok,10000\n' >"$tmp/named_runs.csv"
 n=0
 run_case() {
   want_rc=$1
@@ -116,6 +117,7 @@ done <<CASES
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --export bogus|unknown export format "bogus"
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 -o $tmp/x.sh|-o/--output needs --export FORMAT
 0|validate $tmp/small_runs.csv --search|search: the planner's best is at least as fast as the row's plan on 2 of 2
+0|validate $tmp/named_runs.csv --json|"note":"architecture of the built-in preset data/models/gpt-oss-120b.json
 0|validate $tmp/small_runs.csv --search --json|"best_predicted_tokens_per_s_per_gpu"
 0|validate $tmp/small_runs.csv --search --json|"best_plan":{"format":"autopar-plan/1"
 CASES

@@ -235,6 +235,45 @@ static void test_fp8_casts(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* Attention whose head dimension is not a multiple of 8 runs off the tensor cores: per FLOP it takes the vector
+ * rate where an aligned one takes the fitted attention efficiency of the tensor peak (BLOOM's 225-wide heads
+ * against 224-wide ones). */
+static void attention_time_per_flop(int64_t h, int64_t a, double *fwd, double *bwd, double *vector, double *tensor) {
+  ap_ctx *ctx = ap_ctx_new();
+  ap_model *m = korthikanti_gpt(ctx, 2, h, a);
+  ap_cluster *cl = NULL;
+  cost_env *env = NULL;
+  assert_int_equal(ap_cluster_load(ctx, "dgx-a100-80gb:8", &cl), AP_OK);
+  assert_int_equal(cost_env_new(ctx, m, cl, NULL, &env), AP_OK);
+  const graph_block *blk = &model_graph(m)->blocks[layer_block(model_graph(m))];
+  const graph_op *op = NULL;
+  for (int i = 0; i < blk->n_ops && !op; i++)
+    if (blk->ops[i].kind == OP_ATTENTION) op = &blk->ops[i];
+  assert_non_null(op);
+  compute_shard sh = {.tp = 1, .cp = 1, .ep = 1, .etp = 1, .gemm_dtype = HW_DTYPE_BF16};
+  compute_op_time t = compute_op(&env->cm, blk, op, 1, 2048, &sh);
+  op_cost c = graph_op_eval(blk, op, 1, 2048);
+  *fwd = t.fwd_s / c.fwd_gemm_flop;
+  *bwd = t.bwd_s / c.bwd_gemm_flop;
+  *vector = 1.0 / env->cm.device.peak_flop_per_s[HW_DTYPE_FP32];
+  *tensor = 1.0 / (env->cm.device.peak_flop_per_s[HW_DTYPE_BF16] * env->cm.tuning.attn_fwd_eff);
+  cost_env_free(env);
+  ap_cluster_free(cl);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
+static void test_unaligned_heads(void **state) {
+  (void)state;
+  double f225, b225, f224, b224, vec, tc;
+  attention_time_per_flop(14400, 64, &f225, &b225, &vec, &tc);
+  attention_time_per_flop(14336, 64, &f224, &b224, &vec, &tc);
+  assert_rel_close(f225, vec, 1e-9);
+  assert_rel_close(b225, vec, 1e-9);
+  assert_rel_close(f224, tc, 1e-9);
+  assert_true(f225 > 5 * f224);
+}
+
 /* The loss's memory on the last rank: loss_bytes_per_logit per logit element less the 16-bit logits the head
  * keeps among its activations, or with a fused in-place loss one fp32 log-sum-exp per token. */
 static void test_loss_memory(void **state) {
@@ -425,6 +464,7 @@ int main(void) {
       cmocka_unit_test(test_host_issue_bound),
       cmocka_unit_test(test_loss_memory),
       cmocka_unit_test(test_fp8_casts),
+      cmocka_unit_test(test_unaligned_heads),
       cmocka_unit_test(test_zero_model_states),
       cmocka_unit_test(test_closed_form_equals_simulation),
       cmocka_unit_test(test_simulator_uneven),

@@ -239,8 +239,19 @@ compute_op_time compute_op(const compute_model *cm, const graph_block *blk, cons
     }
   } else if (op->kind == OP_ATTENTION) {
     double peak = d->peak_flop_per_s[HW_DTYPE_BF16];
-    r.fwd_s = fmax(fwd_gemm / (peak * cm->tuning.attn_fwd_eff), mem_fwd);
-    r.bwd_s = fmax(bwd_gemm / (peak * cm->tuning.attn_bwd_eff), mem_bwd);
+    if (op->head_dim_qk % 8 != 0 || op->head_dim_v % 8 != 0) {
+      /* A head dimension that is not a multiple of 8 elements (16 bytes in 16-bit) keeps the attention's
+       * matmuls off the tensor cores: cuBLAS needs that alignment for them (NVIDIA Deep Learning Performance
+       * Guide, "Matrix multiplication background", tensor core requirements) and FlashAttention-2 accepts only
+       * such head dimensions (Dao 2023, README requirements), so they run on the vector units. BigScience found
+       * its 176B shape by avoiding such effects (BigScience blog, "What language model to train if you have
+       * two million GPU hours", 2022). */
+      r.fwd_s = fmax(fwd_gemm / vector_peak(d), mem_fwd);
+      r.bwd_s = fmax(bwd_gemm / vector_peak(d), mem_bwd);
+    } else {
+      r.fwd_s = fmax(fwd_gemm / (peak * cm->tuning.attn_fwd_eff), mem_fwd);
+      r.bwd_s = fmax(bwd_gemm / (peak * cm->tuning.attn_bwd_eff), mem_bwd);
+    }
   } else {
     /* Norms, activations, embedding lookups, permutations, the loss: memory-bound kernels. */
     r.fwd_s = fmax(mem_fwd, fwd_vec / vector_peak(d));

@@ -265,6 +265,43 @@ static void inline_config(const arch_spec *a, int64_t seq, const char *name, tf_
   }
 }
 
+/* The built-in preset that a row's model name stands for: the name lowercased with runs of spaces and
+ * underscores as one '-' ("GPT OSS 120B" -> gpt-oss-120b); NULL when there is none. */
+static const embedded_file *preset_for_name(const char *model) {
+  char want[96 + 24];
+  size_t n = 0;
+  bool dash = false;
+  snprintf(want, sizeof want, "data/models/");
+  n = strlen(want);
+  for (const char *q = model; *q && n + 6 < sizeof want; q++) {
+    char ch = *q;
+    if (ch == ' ' || ch == '_') {
+      dash = true;
+      continue;
+    }
+    if (dash && n > 12) want[n++] = '-';
+    dash = false;
+    want[n++] = (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+  }
+  snprintf(want + n, sizeof want - n, ".json");
+  return embedded_find(want);
+}
+
+/* Whether a config agrees with every architecture column the row states (the vocabulary excepted: the row's
+ * is the padded one the run used). The columns cannot say a head dimension apart from hidden/heads, sliding
+ * windows or attention sinks; a preset of the row's model name that agrees supplies them. */
+static bool agrees(const arch_spec *a, const tf_config *c) {
+  if (a->has_layers && a->layers != c->n_layers) return false;
+  if (a->has_hidden && a->hidden != c->hidden) return false;
+  if (a->has_heads && a->heads != c->heads) return false;
+  if (a->has_kv && a->kv != c->kv_heads) return false;
+  bool moe = a->has_experts && a->experts > 1;
+  if (moe != (c->n_experts > 1)) return false;
+  if (moe && (a->experts != c->n_experts || (a->has_top_k && a->top_k != c->top_k))) return false;
+  if (moe && a->has_moe_ffn && a->moe_ffn != c->moe_ffn) return false;
+  return true;
+}
+
 /* The built-in preset that a missing models/ file stands for: the longest preset name that is the config's
  * base name or ends it after a '-' ("meta-llama-Llama-3.1-8B.json" -> "llama-3.1-8b"), ignoring case; NULL
  * when none. Presets are data/models/NAME.json files compiled into the library. */
@@ -341,7 +378,16 @@ static ap_status row_model(ap_ctx *ctx, arena *a, const char *csv_dir, const val
       st = ctx_fail(ctx, AP_NOTFOUND, "%s: cannot open, and the inline architecture columns are incomplete", path);
     }
   } else {
-    inline_config(as, v->plan.seq_length, v->model, c);
+    const embedded_file *named = preset_for_name(v->model);
+    if (named && !(st = read_config(ctx, named->path, named->text, named->n_bytes, &root, c)) && agrees(as, c)) {
+      from_config = true;
+      c->source = named->path;
+      *note = arena_printf(a, "architecture of the built-in preset %s, which the row's columns agree with", named->path);
+    } else if (!st) {
+      json_decref(root);
+      root = NULL;
+      inline_config(as, v->plan.seq_length, v->model, c);
+    }
   }
   if (!st && from_config) {
     c->name = v->model;
