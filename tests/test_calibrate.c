@@ -78,6 +78,28 @@ static const struct {
      "expected a device type name of at most 63 bytes"},
 };
 
+/* A device type the calibration does not list takes a listed one's constants when both are the same chip (an
+ * H200 or an H800 those of an H100), and the documented defaults otherwise. */
+static void test_same_chip_fallback(void **state) {
+  (void)state;
+  cost_calib c;
+  calib_defaults(&c);
+  calib_device *h100 = calib_device_entry(&c, "h100-sxm");
+  calib_device *a100 = calib_device_entry(&c, "a100-80gb");
+  assert_non_null(h100);
+  assert_non_null(a100);
+  h100->compute.gemm_eff_max = 0.55;
+  a100->compute.gemm_eff_max = 0.65;
+  assert_rel_close(calib_tuning_for(&c, "h200").compute.gemm_eff_max, 0.55, 0);
+  assert_rel_close(calib_tuning_for(&c, "h800").compute.gemm_eff_max, 0.55, 0);
+  assert_rel_close(calib_tuning_for(&c, "a100-40gb").compute.gemm_eff_max, 0.65, 0);
+  assert_rel_close(calib_tuning_for(&c, "gb200").compute.gemm_eff_max, compute_tuning_defaults().gemm_eff_max, 0);
+  assert_int_equal(calib_sibling(&c, "h200", NULL), (int)(h100 - c.devices));
+  bool usable[CALIB_MAX_DEVICES] = {false};
+  usable[a100 - c.devices] = true;
+  assert_int_equal(calib_sibling(&c, "h200", usable), -1); /* the only H100 entry is not usable */
+}
+
 static void test_bad_calibrations(void **state) {
   (void)state;
   ap_ctx *ctx = ap_ctx_new();
@@ -140,6 +162,7 @@ static void test_long_source_reads_back(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_builtin_calibration),
+      cmocka_unit_test(test_same_chip_fallback),
       cmocka_unit_test(test_bad_calibrations),
       cmocka_unit_test(test_calibration_at_range_ends_reads_back),
       cmocka_unit_test(test_long_source_reads_back),

@@ -64,10 +64,37 @@ calib_device *calib_device_entry(cost_calib *c, const char *device) {
   return d;
 }
 
+/* The chip of a device type ("" when unknown or not stated). */
+static void chip_of(const char *device, char *chip, size_t n) {
+  ap_ctx scratch;
+  memset(&scratch, 0, sizeof scratch);
+  hw_device d;
+  snprintf(chip, n, "%s", hw_device_find(&scratch, device, &d) == AP_OK ? d.chip : "");
+}
+
+int calib_sibling(const cost_calib *c, const char *device, const bool *usable) {
+  char want[HW_NAME_MAX], have[HW_NAME_MAX];
+  chip_of(device, want, sizeof want);
+  if (!*want) return -1;
+  for (int i = 0; i < c->n_devices; i++) {
+    if ((usable && !usable[i]) || strcasecmp(c->devices[i].name, device) == 0) continue;
+    chip_of(c->devices[i].name, have, sizeof have);
+    if (strcmp(have, want) == 0) return i;
+  }
+  return -1;
+}
+
 cost_tuning calib_tuning_for(const cost_calib *c, const char *device) {
   cost_tuning t = {compute_tuning_defaults(), c->comm, c->memory, c->overlap};
   for (int i = 0; i < c->n_devices; i++)
-    if (strcasecmp(c->devices[i].name, device) == 0) t.compute = c->devices[i].compute;
+    if (strcasecmp(c->devices[i].name, device) == 0) {
+      t.compute = c->devices[i].compute;
+      return t;
+    }
+  /* A device type the calibration does not list takes the constants of one it lists on the same chip (an H200
+   * those of an H100): the same silicon and kernels, a different memory or power limit. */
+  int s = calib_sibling(c, device, NULL);
+  if (s >= 0) t.compute = c->devices[s].compute;
   return t;
 }
 

@@ -33,8 +33,12 @@ AP_HIDDEN void calib_defaults(cost_calib *c);
 /* The shipped calibration (data/calibration/default.json) when the build embedded one, else the defaults.
  * Parsed once per call; cheap enough for per-run use. */
 AP_HIDDEN ap_status calib_builtin(ap_ctx *ctx, cost_calib *out);
-/* The tuning that applies to one device type: its entry, or the documented compute defaults. */
+/* The tuning that applies to one device type: its entry, else the entry of a listed device type on the same
+ * chip (calib_sibling), else the documented compute defaults. */
 AP_HIDDEN cost_tuning calib_tuning_for(const cost_calib *c, const char *device);
+/* The index of the first device of c (among those with usable[i], or all when usable is NULL) that is another
+ * device type on the same chip as `device` (hw_device.chip); -1 when none. */
+AP_HIDDEN int calib_sibling(const cost_calib *c, const char *device, const bool *usable);
 /* The device's entry, added (from the defaults) when missing; NULL when the table is full. */
 AP_HIDDEN calib_device *calib_device_entry(cost_calib *c, const char *device);
 

@@ -54,6 +54,8 @@ typedef struct {
   char vendor[HW_NAME_MAX];       /* "nvidia", "amd"; "" when not stated */
   char description[HW_TEXT_MAX];  /* "NVIDIA H100 SXM5 80 GB"; "" when not stated */
   char default_node[HW_NAME_MAX]; /* cluster preset that "NAME:COUNT" builds on; "" when none */
+  char chip[HW_NAME_MAX];         /* the GPU silicon ("GH100"); devices of one chip share fitted compute
+                                   * constants where only one of them was calibrated; "" when not stated */
   double peak_flop_per_s[HW_DTYPE_COUNT]; /* dense (not sparse) peak; 0 = unsupported */
   int64_t mem_bytes;                      /* device memory capacity */
   double mem_bw_Bps;                      /* peak device memory bandwidth */

@@ -13,8 +13,9 @@
  *
  * Out of sample: leave-one-source-out. Rows are grouped by their source (the text of the source column up to
  * its first space, e.g. "mosaicml/llm-foundry"); for each group the constants are fitted on the other groups
- * only and the group is predicted with them. A device type seen only in the left-out group keeps the
- * constants it had before the fit, which is what a user with no runs of that device would get. */
+ * only and the group is predicted with them. A device type seen only in the left-out group takes the fitted
+ * constants of a device type on the same chip (an H100 96 GB those of the H100 SXM), or keeps the constants
+ * it had before the fit when there is none, which is what a user with no runs of that device would get. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,6 +257,20 @@ static int collect_rows(const validate_report *rep, cost_calib *cal, const char 
   return n;
 }
 
+/* After a fit that left out some rows: a device type with no training row takes the fitted compute constants
+ * of a device type on the same chip that had some (calib_tuning_for's rule for an unlisted device), as a user
+ * without runs of that device would get them. */
+static void borrow_for_unfitted(fit_state *f) {
+  bool trained[CALIB_MAX_DEVICES] = {false};
+  for (int i = 0; i < f->n_rows; i++)
+    if (f->rows[i].fold != f->exclude_fold && f->rows[i].tput) trained[f->rows[i].dev] = true;
+  for (int d = 0; d < f->cal->n_devices; d++) {
+    if (trained[d]) continue;
+    int s = calib_sibling(f->cal, f->cal->devices[d].name, trained);
+    if (s >= 0) f->cal->devices[d].compute = f->cal->devices[s].compute;
+  }
+}
+
 /* MAPE of the rows of one fold (or all rows when fold < 0) under the calibration. */
 static double mape_of(fit_state *f, int fold, int *n_out) {
   double sum = 0;
@@ -356,6 +371,7 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
       (void)mape_of(&f, fo, &n);
       if (n == 0) continue; /* a source with no measured throughput has nothing to predict */
       fit(&f);
+      borrow_for_unfitted(&f);
       double m = mape_of(&f, fo, &n);
       loo_sum += m * n;
       loo_n += n;
