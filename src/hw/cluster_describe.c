@@ -41,6 +41,10 @@ static void put_device(strbuf *sb, const hw_device *d) {
     put_key(sb, &first, "node");
     jx_sb_str(sb, d->default_node);
   }
+  if (d->chip[0]) {
+    put_key(sb, &first, "chip");
+    jx_sb_str(sb, d->chip);
+  }
   put_key(sb, &first, "peak_flop_per_s");
   sb_puts(sb, "{");
   bool first_dtype = true;
