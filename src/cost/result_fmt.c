@@ -55,12 +55,12 @@ char *cost_result_text(const cost_env *env, const plan *p, const cost_result *r)
   sb_printf(&sb, "model    %s on %s (%lld x %s)\n", env->g->name, env->hc->name, (long long)env->hc->n_devices,
             env->cm.device.name);
   sb_printf(&sb, "plan     dp %lld, tp %lld, pp %lld, cp %lld, ep %lld, vpp %lld, %s, mbs %lld x %lld micro-batches, "
-                 "gbs %lld, seq %lld, sp %d, recompute %s, zero %d, %s\n",
+                 "gbs %lld, seq %lld, sp %d, recompute %s, zero %d, %s%s\n",
             (long long)p->dp, (long long)p->tp, (long long)p->pp, (long long)p->cp, (long long)p->ep, (long long)p->vpp,
             plan_schedule_name(p->schedule), (long long)p->micro_batch_size, (long long)p->n_micro_batches,
             (long long)p->global_batch_size, (long long)(p->seq_length ? p->seq_length : env->g->default_seq),
             p->sequence_parallel ? 1 : 0, plan_recompute_name(p->recompute), p->zero_stage,
-            plan_precision_name(p->precision));
+            plan_precision_name(p->precision), p->fused_loss ? ", fused loss" : "");
   sb_printf(&sb, "\niteration  %.4f s   %.0f tokens/s   %.1f tokens/s/device   bound: %s\n", r->iter_s, r->tokens_per_s,
             r->tokens_per_s_per_device, r->bound);
   sb_printf(&sb, "MFU        %.1f%% (PaLM: 6N + attention, no causal discount)   %.1f%% (Megatron: causal /2)   "

@@ -62,6 +62,7 @@ void export_summary(const plan *p, const graph *g, strbuf *sb) {
   sb_printf(sb, ", recompute %s", plan_recompute_name(p->recompute));
   if (p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0) sb_printf(sb, " (%d per chunk)", (int)p->recompute_layers);
   sb_printf(sb, ", zero %d, %s", (int)p->zero_stage, plan_precision_name(p->precision));
+  if (p->fused_loss) sb_puts(sb, ", fused loss");
   if (p->cluster[0]) sb_printf(sb, ", for %.*s", PLAN_NAME_MAX - 1, p->cluster);
 }
 
