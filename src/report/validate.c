@@ -379,11 +379,12 @@ static ap_status row_model(ap_ctx *ctx, arena *a, const char *csv_dir, const val
     }
   } else {
     const embedded_file *named = preset_for_name(v->model);
-    if (named && !(st = read_config(ctx, named->path, named->text, named->n_bytes, &root, c)) && agrees(as, c)) {
+    ap_ctx pctx = ctx_child(ctx); /* a preset that does not read leaves the row to its columns */
+    if (named && !read_config(&pctx, named->path, named->text, named->n_bytes, &root, c) && agrees(as, c)) {
       from_config = true;
       c->source = named->path;
       *note = arena_printf(a, "architecture of the built-in preset %s, which the row's columns agree with", named->path);
-    } else if (!st) {
+    } else {
       json_decref(root);
       root = NULL;
       inline_config(as, v->plan.seq_length, v->model, c);
