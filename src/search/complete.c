@@ -112,9 +112,9 @@ static int evaluate(search *s, const plan *p) {
 }
 
 /* Full recompute chosen by the completion: the fewest layers per chunk that fit (Megatron's --recompute-method
- * block --recompute-num-layers k), found by bisection since memory falls and time grows with k; p fits with
- * every layer recomputing (k = 0) on entry and is left so. Every candidate goes through evaluate, which keeps
- * the best. */
+ * block --recompute-num-layers k), found by bisection since memory falls and time grows with k. On entry p
+ * recomputes every layer (k = 0), which fits: it did, or a lighter granularity did, and full recompute keeps
+ * less. p is left so. Every candidate goes through evaluate, which keeps the best. */
 static void fewest_full_layers(search *s, plan *p) {
   int32_t layers[PLAN_MAX_CHUNKS], most = 0;
   if (!plan_chunk_layers(p, s->facts.n_layers, layers)) return;
