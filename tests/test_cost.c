@@ -45,6 +45,44 @@ static int layer_block(const graph *g) {
   return -1;
 }
 
+/* A model on a cluster and its cost environment (m, cluster and env), freed with env_close. With model NULL,
+ * f->ctx and f->m are the caller's (a model it built). */
+typedef struct {
+  ap_ctx *ctx;
+  ap_model *m;
+  ap_cluster *cl;
+  cost_env *env;
+  const graph *g;
+} env_fixture;
+
+static void env_open(env_fixture *f, const char *model, const char *cluster) {
+  if (model) {
+    f->ctx = ap_ctx_new();
+    f->m = NULL;
+    assert_int_equal(ap_model_load(f->ctx, model, &f->m), AP_OK);
+  }
+  f->cl = NULL;
+  f->env = NULL;
+  assert_int_equal(ap_cluster_load(f->ctx, cluster, &f->cl), AP_OK);
+  assert_int_equal(cost_env_new(f->ctx, f->m, f->cl, NULL, &f->env), AP_OK);
+  f->g = model_graph(f->m);
+}
+
+static void env_close(env_fixture *f) {
+  cost_env_free(f->env);
+  ap_cluster_free(f->cl);
+  ap_model_free(f->m);
+  ap_ctx_free(f->ctx);
+}
+
+/* The first op of a layer block of the given kind (and name, unless NULL). */
+static const graph_op *layer_op(const graph_block *blk, op_kind kind, const char *name) {
+  for (int i = 0; i < blk->n_ops; i++)
+    if (blk->ops[i].kind == kind && (!name || strcmp(blk->ops[i].name, name) == 0)) return &blk->ops[i];
+  fail_msg("no %s op in the layer", name ? name : "such");
+  return NULL;
+}
+
 /* Korthikanti et al. 2022 Table 2, bytes per layer per micro-batch. */
 static void test_korthikanti_table2(void **state) {
   (void)state;
@@ -103,13 +141,10 @@ static void test_korthikanti_table2(void **state) {
  * 2·(4h + kv + f) + 4·a bytes per token; the recompute runs k, o, up, the norms, rope and the activation again. */
 static void test_op_checkpointing(void **state) {
   (void)state;
-  ap_ctx *ctx = ap_ctx_new();
-  ap_model *m = NULL;
-  ap_cluster *cl = NULL;
-  cost_env *env = NULL;
-  assert_int_equal(ap_model_load(ctx, "llama-3.1-8b", &m), AP_OK);
-  assert_int_equal(ap_cluster_load(ctx, "dgx-h100:8", &cl), AP_OK);
-  assert_int_equal(cost_env_new(ctx, m, cl, NULL, &env), AP_OK);
+  env_fixture fx;
+  env_open(&fx, "llama-3.1-8b", "dgx-h100:8");
+  ap_ctx *ctx = fx.ctx;
+  cost_env *env = fx.env;
   const double s = 8192, b = 2, h = 4096, kv = 1024, f = 14336, a = 32;
   plan p;
   plan_defaults(&p);
@@ -118,7 +153,7 @@ static void test_op_checkpointing(void **state) {
   p.micro_batch_size = (int64_t)b;
   plan_groups pg;
   assert_int_equal(cost_plan_groups(ctx, env, &p, &pg), AP_OK);
-  layer_cost lc = cost_block(env, &p, &pg, layer_block(model_graph(m)), b, s);
+  layer_cost lc = cost_block(env, &p, &pg, layer_block(fx.g), b, s);
   double want = b * s * (2 * (4 * h + kv + f) + 4 * a);
   print_message("# op checkpointing: %.6g bytes per layer, expected %.6g (none: %.6g)\n", lc.act_bytes[PLAN_RECOMPUTE_OP],
                 want, lc.act_bytes[PLAN_RECOMPUTE_NONE]);
@@ -129,10 +164,7 @@ static void test_op_checkpointing(void **state) {
   double mm_share = (kv * h + h * h + h * f) / (h * (2 * h + 2 * kv) + 3 * h * f);
   assert_true(lc.recompute_op_s > mm_share * 0.9 * (lc.fwd_s - lc.attn_fwd_s));
   assert_true(lc.recompute_op_s < lc.fwd_s);
-  cost_env_free(env);
-  ap_cluster_free(cl);
-  ap_model_free(m);
-  ap_ctx_free(ctx);
+  env_close(&fx);
 }
 
 /* Pipeline send/recv hides behind compute only in the interleaved schedule (Megatron's --overlap-p2p-comm);
@@ -140,13 +172,10 @@ static void test_op_checkpointing(void **state) {
  * is the interleaved one over (1 - overlap.pp). */
 static void test_p2p_overlap_by_schedule(void **state) {
   (void)state;
-  ap_ctx *ctx = ap_ctx_new();
-  ap_model *m = NULL;
-  ap_cluster *cl = NULL;
-  cost_env *env = NULL;
-  assert_int_equal(ap_model_load(ctx, "llama-3-70b", &m), AP_OK);
-  assert_int_equal(ap_cluster_load(ctx, "dgx-h100:8x8", &cl), AP_OK);
-  assert_int_equal(cost_env_new(ctx, m, cl, NULL, &env), AP_OK);
+  env_fixture f;
+  env_open(&f, "llama-3-70b", "dgx-h100:8x8");
+  ap_ctx *ctx = f.ctx;
+  cost_env *env = f.env;
   plan p;
   plan_defaults(&p);
   p.tp = 8, p.pp = 4, p.dp = 2, p.micro_batch_size = 1, p.n_micro_batches = 16, p.global_batch_size = 32;
@@ -159,43 +188,34 @@ static void test_p2p_overlap_by_schedule(void **state) {
   double ov = cost_env_tuning(env)->overlap.pp_overlap;
   assert_true(a.p2p_s > 0 && ov < 1);
   assert_rel_close(a.p2p_s, b.p2p_s / (1 - ov), 1e-12);
-  cost_env_free(env);
-  ap_cluster_free(cl);
-  ap_model_free(m);
-  ap_ctx_free(ctx);
+  env_close(&f);
 }
 
 /* The host issues one kernel per op forward and two backward: with a launch cost far above the GPU time, a
  * layer takes exactly its issue time, and the weight-gradient share of the backward pass is kept. */
 static void test_host_issue_bound(void **state) {
   (void)state;
-  ap_ctx *ctx = ap_ctx_new();
-  ap_model *m = NULL;
-  ap_cluster *cl = NULL;
-  cost_env *env = NULL;
-  assert_int_equal(ap_model_load(ctx, "gpt2", &m), AP_OK);
-  assert_int_equal(ap_cluster_load(ctx, "dgx-h100:8", &cl), AP_OK);
-  assert_int_equal(cost_env_new(ctx, m, cl, NULL, &env), AP_OK);
+  env_fixture f;
+  env_open(&f, "gpt2", "dgx-h100:8");
+  ap_ctx *ctx = f.ctx;
+  cost_env *env = f.env;
   plan p;
   plan_defaults(&p);
   p.dp = 8, p.seq_length = 1024;
   plan_groups pg;
   assert_int_equal(cost_plan_groups(ctx, env, &p, &pg), AP_OK);
-  int li = layer_block(model_graph(m));
+  int li = layer_block(f.g);
   layer_cost gpu = cost_block(env, &p, &pg, li, 1, 1024);
   cost_tuning t = *cost_env_tuning(env);
   t.compute.op_latency_s = 1e-3; /* 1 ms per kernel: far above a GPT-2 layer's GPU time */
   cost_env_set_tuning(env, &t);
   layer_cost host = cost_block(env, &p, &pg, li, 1, 1024);
-  double n_ops = (double)model_graph(m)->blocks[li].n_ops;
+  double n_ops = (double)f.g->blocks[li].n_ops;
   assert_true(gpu.fwd_s < n_ops * 1e-3);
   assert_rel_close(host.fwd_s, n_ops * 1e-3, 1e-12);
   assert_rel_close(host.bwd_s, 2 * n_ops * 1e-3, 1e-12);
   assert_rel_close(host.wgrad_s / host.bwd_s, gpu.wgrad_s / gpu.bwd_s, 1e-12);
-  cost_env_free(env);
-  ap_cluster_free(cl);
-  ap_model_free(m);
-  ap_ctx_free(ctx);
+  env_close(&f);
 }
 
 /* An fp8 matmul pays its GEMM at the fp8 rate plus two memory-bound casts: the input before the forward GEMM
@@ -203,19 +223,11 @@ static void test_host_issue_bound(void **state) {
  * transposed fp8 copy). A bf16 matmul pays none. */
 static void test_fp8_casts(void **state) {
   (void)state;
-  ap_ctx *ctx = ap_ctx_new();
-  ap_model *m = NULL;
-  ap_cluster *cl = NULL;
-  cost_env *env = NULL;
-  assert_int_equal(ap_model_load(ctx, "llama-3.1-8b", &m), AP_OK);
-  assert_int_equal(ap_cluster_load(ctx, "dgx-h100:8", &cl), AP_OK);
-  assert_int_equal(cost_env_new(ctx, m, cl, NULL, &env), AP_OK);
-  const graph_block *blk = &model_graph(m)->blocks[layer_block(model_graph(m))];
-  const graph_op *op = NULL;
-  for (int i = 0; i < blk->n_ops && !op; i++)
-    if (strcmp(blk->ops[i].name, "mlp_up") == 0) op = &blk->ops[i];
-  assert_non_null(op);
-  const compute_model *cm = &env->cm;
+  env_fixture f;
+  env_open(&f, "llama-3.1-8b", "dgx-h100:8");
+  const graph_block *blk = &f.g->blocks[layer_block(f.g)];
+  const graph_op *op = layer_op(blk, OP_MATMUL, "mlp_up");
+  const compute_model *cm = &f.env->cm;
   const double b = 2, s = 4096, rows = b * s, k = 4096, n = 14336;
   compute_shard sh = {.tp = 1, .cp = 1, .ep = 1, .etp = 1, .gemm_dtype = HW_DTYPE_FP8};
   compute_op_time t8 = compute_op(cm, blk, op, b, s, &sh);
@@ -229,38 +241,28 @@ static void test_fp8_casts(void **state) {
   compute_op_time t16 = compute_op(cm, blk, op, b, s, &sh);
   double peak16 = cm->device.peak_flop_per_s[HW_DTYPE_BF16];
   assert_rel_close(t16.fwd_s, 2 * rows * k * n / (peak16 * compute_gemm_eff(cm, HW_DTYPE_BF16, rows, n, k)), 1e-9);
-  cost_env_free(env);
-  ap_cluster_free(cl);
-  ap_model_free(m);
-  ap_ctx_free(ctx);
+  env_close(&f);
 }
 
 /* Attention whose head dimension is not a multiple of 8 runs off the tensor cores: per FLOP it takes the vector
  * rate where an aligned one takes the fitted attention efficiency of the tensor peak (BLOOM's 225-wide heads
  * against 224-wide ones). */
 static void attention_time_per_flop(int64_t h, int64_t a, double *fwd, double *bwd, double *vector, double *tensor) {
-  ap_ctx *ctx = ap_ctx_new();
-  ap_model *m = korthikanti_gpt(ctx, 2, h, a);
-  ap_cluster *cl = NULL;
-  cost_env *env = NULL;
-  assert_int_equal(ap_cluster_load(ctx, "dgx-a100-80gb:8", &cl), AP_OK);
-  assert_int_equal(cost_env_new(ctx, m, cl, NULL, &env), AP_OK);
-  const graph_block *blk = &model_graph(m)->blocks[layer_block(model_graph(m))];
-  const graph_op *op = NULL;
-  for (int i = 0; i < blk->n_ops && !op; i++)
-    if (blk->ops[i].kind == OP_ATTENTION) op = &blk->ops[i];
-  assert_non_null(op);
+  env_fixture f;
+  f.ctx = ap_ctx_new();
+  f.m = korthikanti_gpt(f.ctx, 2, h, a);
+  env_open(&f, NULL, "dgx-a100-80gb:8");
+  const graph_block *blk = &f.g->blocks[layer_block(f.g)];
+  const graph_op *op = layer_op(blk, OP_ATTENTION, NULL);
   compute_shard sh = {.tp = 1, .cp = 1, .ep = 1, .etp = 1, .gemm_dtype = HW_DTYPE_BF16};
-  compute_op_time t = compute_op(&env->cm, blk, op, 1, 2048, &sh);
+  const compute_model *cm = &f.env->cm;
+  compute_op_time t = compute_op(cm, blk, op, 1, 2048, &sh);
   op_cost c = graph_op_eval(blk, op, 1, 2048);
   *fwd = t.fwd_s / c.fwd_gemm_flop;
   *bwd = t.bwd_s / c.bwd_gemm_flop;
-  *vector = 1.0 / env->cm.device.peak_flop_per_s[HW_DTYPE_FP32];
-  *tensor = 1.0 / (env->cm.device.peak_flop_per_s[HW_DTYPE_BF16] * env->cm.tuning.attn_fwd_eff);
-  cost_env_free(env);
-  ap_cluster_free(cl);
-  ap_model_free(m);
-  ap_ctx_free(ctx);
+  *vector = 1.0 / cm->device.peak_flop_per_s[HW_DTYPE_FP32];
+  *tensor = 1.0 / (cm->device.peak_flop_per_s[HW_DTYPE_BF16] * cm->tuning.attn_fwd_eff);
+  env_close(&f);
 }
 
 static void test_unaligned_heads(void **state) {
@@ -278,13 +280,10 @@ static void test_unaligned_heads(void **state) {
  * keeps among its activations, or with a fused in-place loss one fp32 log-sum-exp per token. */
 static void test_loss_memory(void **state) {
   (void)state;
-  ap_ctx *ctx = ap_ctx_new();
-  ap_model *m = NULL;
-  ap_cluster *cl = NULL;
-  cost_env *env = NULL;
-  assert_int_equal(ap_model_load(ctx, "llama-3.1-8b", &m), AP_OK);
-  assert_int_equal(ap_cluster_load(ctx, "dgx-h100:8", &cl), AP_OK);
-  assert_int_equal(cost_env_new(ctx, m, cl, NULL, &env), AP_OK);
+  env_fixture f;
+  env_open(&f, "llama-3.1-8b", "dgx-h100:8");
+  ap_ctx *ctx = f.ctx;
+  cost_env *env = f.env;
   plan p;
   plan_defaults(&p);
   p.tp = 2, p.dp = 4, p.sequence_parallel = true, p.seq_length = 8192, p.micro_batch_size = 2;
@@ -297,10 +296,7 @@ static void test_loss_memory(void **state) {
   p.fused_loss = true;
   assert_int_equal(cost_estimate(ctx, env, &p, &r), AP_OK);
   assert_rel_close(r.mem[0].logits, tokens * 4.0, 1e-12);
-  cost_env_free(env);
-  ap_cluster_free(cl);
-  ap_model_free(m);
-  ap_ctx_free(ctx);
+  env_close(&f);
 }
 
 /* Model-state bytes per parameter: Megatron's table (bf16 params, fp32 grads: 18 unsharded, 6 + 12/d with the

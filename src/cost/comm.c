@@ -326,19 +326,26 @@ static double tree_time(const view *v, double S, double tree_bw_factor) {
  *    DeepEP): sum of (f_i-1) a_i + (f_i-1)/f_i * S/b_i; at the network this moves (n-k)/n of the data, k the
  *    members per node;
  *  broadcast: a pipelined chain at each level in turn: sum of (f_i-1) a_i + S/b_i;
- *  send/recv: as flat. */
-static double hier_time(const view *v, comm_coll coll, double S) {
+ *  send/recv: as flat.
+ * top_share scales what the outermost joining level carries: 1 for every collective (hier_time); less for
+ * DeepEP's deduplicated dispatch (comm_dispatch_time_s). */
+static double hier_time_share(const view *v, comm_coll coll, double S, double top_share) {
   if (coll == COMM_SENDRECV) return ring_time(v, coll, S);
+  int top = v->n_levels - 1;
+  while (top > 0 && v->f[top] <= 1) top--;
   double t = 0;
   for (int i = 0; i < v->n_levels; i++) {
     double f = v->f[i];
     if (f <= 1) continue;
     double part = coll == COMM_ALLTOALL || coll == COMM_BROADCAST ? S : S / v->inner[i];
+    if (i == top) part *= top_share;
     double share = coll == COMM_BROADCAST ? 1 : (f - 1) / f;
     t += (f - 1) * v->a[i] + share * part / v->b[i];
   }
   return coll == COMM_ALLREDUCE ? 2 * t : t;
 }
+
+static double hier_time(const view *v, comm_coll coll, double S) { return hier_time_share(v, coll, S, 1.0); }
 
 static double algo_time(const view *v, comm_coll coll, comm_algo algo, double S, const comm_tuning *t) {
   switch (algo) {
@@ -392,15 +399,9 @@ double comm_dispatch_time_s(const comm_group *g, double bytes, int64_t top_k, co
   view_of(g, t, &v);
   int top = v.n_levels - 1;
   while (top > 0 && v.f[top] <= 1) top--;
-  double N = v.f[top], k = (double)top_k, time = 0;
+  double N = v.f[top], k = (double)top_k;
   if (N <= 1) return plain;
-  double share = N * (1.0 - pow(1.0 - 1.0 / N, k)) / k;
-  for (int i = 0; i <= top; i++) {
-    if (v.f[i] <= 1) continue;
-    double S = i == top ? bytes * share : bytes;
-    time += (v.f[i] - 1) * v.a[i] + (v.f[i] - 1) / v.f[i] * S / v.b[i];
-  }
-  time += t->call_latency_s;
+  double time = hier_time_share(&v, COMM_ALLTOALL, bytes, N * (1.0 - pow(1.0 - 1.0 / N, k)) / k) + t->call_latency_s;
   return time < plain ? time : plain;
 }
 

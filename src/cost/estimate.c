@@ -218,58 +218,36 @@ static bool op_policy_keeps(const graph_op *op, int *n_mm) {
   }
 }
 
-static double saved_bytes_op(const graph_block *blk, const compute_shard *sh, double b, double s);
+/* The tensor marks saved_bytes works with: bit 1, saved; bit 2, some non-matmul op reads or saves it, so it is
+ * kept in 16 bits (with fp8 GEMMs a tensor only matmuls read is kept in its fp8 copy, one byte per element:
+ * NVIDIA Transformer Engine saves the quantised inputs for the weight-gradient GEMM); bit 4, an op of the block
+ * produces it. Each marker sets bit 1 for its policy and returns the bytes of the dropout masks it keeps. */
 
-/* Saved activation bytes of a block per micro-batch under a recompute policy (see plan.h). Selective recompute
- * drops what the core attention keeps for itself beyond its inputs q, k, v (the s×s scores and their masks,
- * or flash attention's statistics), as Megatron's core_attn recompute does (Korthikanti et al. 2022 §5). */
-static double saved_bytes(const graph_block *blk, const compute_shard *sh, double b, double s, plan_recompute rc) {
-  if (rc == PLAN_RECOMPUTE_OP) return saved_bytes_op(blk, sh, b, s);
-  if (rc == PLAN_RECOMPUTE_FULL) {
-    if (blk->input < 0) return 0;
-    const graph_tensor *t = &blk->tensors[blk->input];
-    return graph_tensor_bytes(t, b, s) / tensor_divisor(t, sh);
-  }
-  /* mark bit 1: saved; bit 2: some saver needs it in 16 bits. With fp8 GEMMs a tensor saved only as a matmul
-   * input is kept in its fp8 copy, one byte per element (NVIDIA Transformer Engine saves the quantised inputs
-   * for the weight-gradient GEMM). */
-  unsigned char mark_small[512];
-  unsigned char *mark = blk->n_tensors <= 512 ? mark_small : calloc((size_t)blk->n_tensors, 1);
-  if (!mark) return NAN;
-  memset(mark, 0, blk->n_tensors <= 512 ? (size_t)blk->n_tensors : 0);
-  bool fp8 = sh->gemm_dtype == HW_DTYPE_FP8;
-  double total = 0;
+/* No recompute, or selective: every op's saved tensors, except that selective recompute drops what the core
+ * attention keeps for itself beyond its inputs q, k, v (the s×s scores and their masks, or flash attention's
+ * statistics), as Megatron's core_attn recompute does (Korthikanti et al. 2022 §5). */
+static double mark_saved(const graph_block *blk, const compute_shard *sh, double b, double s, bool selective,
+                         unsigned char *mark) {
+  double masks = 0;
   for (int i = 0; i < blk->n_ops; i++) {
     const graph_op *op = &blk->ops[i];
-    bool sel = rc == PLAN_RECOMPUTE_SELECTIVE && op->kind == OP_ATTENTION;
+    bool sel = selective && op->kind == OP_ATTENTION;
     for (int k = 0; k < op->n_saved; k++) {
       int t = op->saved[k];
       if (sel && t != op->in[0] && t != op->in[1] && t != op->in[2]) continue;
       mark[t] |= (unsigned char)(1 | (op->kind == OP_MATMUL ? 0 : 2));
     }
     if (op->mask_of >= 0 && !sel)
-      total += graph_tensor_numel(&blk->tensors[op->mask_of], b, s) / tensor_divisor(&blk->tensors[op->mask_of], sh);
+      masks += graph_tensor_numel(&blk->tensors[op->mask_of], b, s) / tensor_divisor(&blk->tensors[op->mask_of], sh);
   }
-  for (int t = 0; t < blk->n_tensors; t++) {
-    if (!(mark[t] & 1)) continue;
-    const graph_tensor *gt = &blk->tensors[t];
-    double bytes = graph_tensor_bytes(gt, b, s);
-    if (fp8 && !(mark[t] & 2) && dtype_bytes(gt->dt) == 2) bytes /= 2;
-    total += bytes / tensor_divisor(gt, sh);
-  }
-  if (mark != mark_small) free(mark);
-  return total;
+  return masks;
 }
 
-/* Saved bytes under per-op selective checkpointing: the block input, the outputs of the kept ops, and what a
+/* Per-op selective checkpointing: the block input, the outputs of the kept ops (op_policy_keeps), and what a
  * kept op saves for itself that no op of the block produces (flash attention's softmax statistics, dropout
- * masks of kept ops). A tensor only ever read by matmuls is kept in its fp8 copy under fp8, as in saved_bytes. */
-static double saved_bytes_op(const graph_block *blk, const compute_shard *sh, double b, double s) {
-  unsigned char mark_small[512];
-  unsigned char *mark = blk->n_tensors <= 512 ? mark_small : calloc((size_t)blk->n_tensors, 1);
-  if (!mark) return NAN;
-  memset(mark, 0, blk->n_tensors <= 512 ? (size_t)blk->n_tensors : 0);
-  /* bit 4: produced by an op of the block; bit 2: some non-matmul op reads or saves it. */
+ * masks of kept ops). */
+static double mark_op_policy(const graph_block *blk, const compute_shard *sh, double b, double s,
+                             unsigned char *mark) {
   for (int i = 0; i < blk->n_ops; i++) {
     const graph_op *op = &blk->ops[i];
     if (op->out >= 0) mark[op->out] |= 4;
@@ -278,8 +256,7 @@ static double saved_bytes_op(const graph_block *blk, const compute_shard *sh, do
       for (int k = 0; k < op->n_saved; k++) mark[op->saved[k]] |= 2;
     }
   }
-  bool fp8 = sh->gemm_dtype == HW_DTYPE_FP8;
-  double total = 0;
+  double masks = 0;
   int n_mm = 0;
   if (blk->input >= 0) mark[blk->input] |= 1;
   for (int i = 0; i < blk->n_ops; i++) {
@@ -289,8 +266,25 @@ static double saved_bytes_op(const graph_block *blk, const compute_shard *sh, do
     for (int k = 0; k < op->n_saved; k++)
       if (!(mark[op->saved[k]] & 4)) mark[op->saved[k]] |= 1;
     if (op->mask_of >= 0)
-      total += graph_tensor_numel(&blk->tensors[op->mask_of], b, s) / tensor_divisor(&blk->tensors[op->mask_of], sh);
+      masks += graph_tensor_numel(&blk->tensors[op->mask_of], b, s) / tensor_divisor(&blk->tensors[op->mask_of], sh);
   }
+  return masks;
+}
+
+/* Saved activation bytes of a block per micro-batch under a recompute policy (see plan.h). */
+static double saved_bytes(const graph_block *blk, const compute_shard *sh, double b, double s, plan_recompute rc) {
+  if (rc == PLAN_RECOMPUTE_FULL) {
+    if (blk->input < 0) return 0;
+    const graph_tensor *t = &blk->tensors[blk->input];
+    return graph_tensor_bytes(t, b, s) / tensor_divisor(t, sh);
+  }
+  unsigned char mark_small[512];
+  unsigned char *mark = blk->n_tensors <= 512 ? mark_small : calloc((size_t)blk->n_tensors, 1);
+  if (!mark) return NAN;
+  memset(mark, 0, blk->n_tensors <= 512 ? (size_t)blk->n_tensors : 0);
+  double total = rc == PLAN_RECOMPUTE_OP ? mark_op_policy(blk, sh, b, s, mark)
+                                         : mark_saved(blk, sh, b, s, rc == PLAN_RECOMPUTE_SELECTIVE, mark);
+  bool fp8 = sh->gemm_dtype == HW_DTYPE_FP8;
   for (int t = 0; t < blk->n_tensors; t++) {
     if (!(mark[t] & 1)) continue;
     const graph_tensor *gt = &blk->tensors[t];

@@ -199,6 +199,16 @@ static int64_t most_members_per_domain(const hw_cluster *c, int level, int64_t f
   return most;
 }
 
+int64_t hw_cluster_fast_domain(const hw_cluster *c) {
+  int64_t d = c->n_devices;
+  for (int gi = 0; gi < c->n_groups; gi++) {
+    const hw_node_group *g = &c->groups[gi];
+    int64_t dom = g->n_levels > 1 ? g->levels[0].domain_devices : g->n_devices;
+    if (dom > 0 && dom < d) d = dom;
+  }
+  return d;
+}
+
 ap_status hw_cluster_level_for_group(ap_ctx *ctx, const hw_cluster *c, int64_t stride, int64_t size,
                                      hw_group_link *out) {
   memset(out, 0, sizeof *out);

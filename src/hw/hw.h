@@ -143,6 +143,9 @@ AP_HIDDEN ap_status hw_cluster_parse(ap_ctx *ctx, const char *file, const char *
 AP_HIDDEN const hw_cluster *hw_cluster_of(const ap_cluster *cluster);
 /* The node group that holds a global rank, or NULL when rank is out of range. Owned by the cluster. */
 AP_HIDDEN const hw_node_group *hw_cluster_group_of_rank(const hw_cluster *c, int64_t rank);
+/* The innermost link level's domain over every node group: the most devices a tensor-parallel group may span
+ * on fast links anywhere in the cluster. */
+AP_HIDDEN int64_t hw_cluster_fast_domain(const hw_cluster *c);
 /* The link level crossed by the communication groups of one mesh axis: groups of `size` ranks whose
  * consecutive members are `stride` ranks apart, i.e. for each block of stride*size consecutive ranks and
  * each offset i < stride, the ranks {block + i + k*stride : k < size}. Every such group in the cluster is

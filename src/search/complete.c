@@ -240,17 +240,6 @@ static void enum_experts(search *s, plan *p) {
   }
 }
 
-/* The innermost link level's domain: the most devices a tensor-parallel group may span on fast links. */
-static int64_t nvlink_domain(const hw_cluster *hc) {
-  int64_t d = hc->n_devices;
-  for (int gi = 0; gi < hc->n_groups; gi++) {
-    const hw_node_group *g = &hc->groups[gi];
-    int64_t dom = g->n_levels > 1 ? g->levels[0].domain_devices : g->n_devices;
-    if (dom > 0 && dom < d) d = dom;
-  }
-  return d;
-}
-
 static void enum_mesh(search *s, plan *p) {
   const int64_t n = s->n_devices;
   bool st_tp = is_stated(s, COMPLETE_BIT_TP), st_pp = is_stated(s, COMPLETE_BIT_PP),
@@ -271,7 +260,7 @@ static void enum_mesh(search *s, plan *p) {
     int64_t rest = p->pp * p->dp * p->cp;
     cands_add(&tp, rest > 0 && n % rest == 0 ? n / rest : 1);
   } else {
-    int64_t dom = nvlink_domain(cost_env_cluster(s->env));
+    int64_t dom = hw_cluster_fast_domain(cost_env_cluster(s->env));
     static const int64_t degrees[] = {1, 2, 4, 8};
     for (size_t i = 0; i < AP_COUNT(degrees); i++)
       if (degrees[i] <= dom && n % (degrees[i] * p->cp) == 0) cands_add(&tp, degrees[i]);

@@ -187,17 +187,6 @@ static grid_eval eval(grid *gr, const plan *p) {
 
 /* ---- Candidate lists ------------------------------------------------------------------------------------ */
 
-/* The innermost link level's domain: the most devices a tensor-parallel group may span on fast links. */
-static int64_t nvlink_domain(const hw_cluster *hc) {
-  int64_t d = hc->n_devices;
-  for (int gi = 0; gi < hc->n_groups; gi++) {
-    const hw_node_group *g = &hc->groups[gi];
-    int64_t dom = g->n_levels > 1 ? g->levels[0].domain_devices : g->n_devices;
-    if (dom > 0 && dom < d) d = dom;
-  }
-  return d;
-}
-
 static void tp_list(const grid *gr, cands *out) {
   out->n = 0;
   if (fixes(gr, COMPLETE_BIT_TP)) {
@@ -206,7 +195,7 @@ static void tp_list(const grid *gr, cands *out) {
   }
   cands all;
   cands_divisors(gr->n, &all);
-  int64_t dom = nvlink_domain(cost_env_cluster(gr->env));
+  int64_t dom = hw_cluster_fast_domain(cost_env_cluster(gr->env));
   const plan_model_facts *f = &gr->facts;
   for (int i = 0; i < all.n; i++) {
     int64_t t = all.v[i];
