@@ -91,6 +91,25 @@ AP_API void ap_ctx_set_progress(ap_ctx *ctx, ap_progress_fn fn, void *user);
  * back to the built-in calibration. */
 AP_API ap_status ap_ctx_set_calibration(ap_ctx *ctx, const char *path);
 
+/* ---- Optional parts ------------------------------------------------------------------------------
+ * The pieces of autopar that need a third-party library (ONNX import: protobuf-c; the intra-op ILP: CBC) are
+ * built as separate static libraries, libautopar-<part>.a, kept out of libautopar's own link line
+ * (docs/build.md). A host that links a part adds it to each context that should use it, as a Lua host opens
+ * the libraries it wants; a context without a part answers AP_UNSUPPORTED naming the part where it would be
+ * needed. The CLI adds every part it was built with. */
+typedef struct ap_part ap_part;
+
+/* Makes part available to every later call in ctx (and to contexts derived from it). Adding a part of a name
+ * the context already has replaces it. AP_INVALID on a NULL argument, AP_NOMEM when the context holds its
+ * maximum of parts. The part is borrowed: it must outlive the context (the parts' own tables are static). */
+AP_API ap_status ap_ctx_add_part(ap_ctx *ctx, const ap_part *part);
+/* The part's name ("onnx", "ilp"); "" for NULL. */
+AP_API const char *ap_part_name(const ap_part *part);
+/* The parts' entry points, each defined only in its own library: ONNX import (libautopar-onnx.a) and the
+ * intra-op ILP solver (libautopar-ilp.a). Each returns a static table, never NULL. */
+AP_API const ap_part *ap_part_onnx(void);
+AP_API const ap_part *ap_part_ilp(void);
+
 /* Writes text to path atomically: to a temporary file in the same folder, then renamed over path, so that a
  * failure never leaves a partial file. AP_IO names the path and the reason. */
 AP_API ap_status ap_write_file(ap_ctx *ctx, const char *path, const char *text);
