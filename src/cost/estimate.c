@@ -301,6 +301,7 @@ static compute_shard shard_of(const plan *p) {
                       .sequence_parallel = p->sequence_parallel && p->tp > 1, .gemm_dtype = HW_DTYPE_BF16};
   if (p->precision == PLAN_PREC_FP8) sh.gemm_dtype = HW_DTYPE_FP8;
   if (p->precision == PLAN_PREC_FP16) sh.gemm_dtype = HW_DTYPE_FP16;
+  if (p->precision == PLAN_PREC_FP32) sh.gemm_dtype = HW_DTYPE_FP32;
   return sh;
 }
 
@@ -471,7 +472,7 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   if (st) return st;
   /* The precision must run on every device type of the cluster (plan.h leaves this check to the cost model). */
   static const hw_dtype needs[] = {[PLAN_PREC_BF16] = HW_DTYPE_BF16, [PLAN_PREC_FP16] = HW_DTYPE_FP16,
-                                   [PLAN_PREC_FP8] = HW_DTYPE_FP8};
+                                   [PLAN_PREC_FP8] = HW_DTYPE_FP8, [PLAN_PREC_FP32] = HW_DTYPE_FP32};
   for (int gi = 0; gi < env->hc->n_groups; gi++) {
     const hw_device *d = &env->hc->groups[gi].device;
     if (d->peak_flop_per_s[needs[p->precision]] <= 0 || d->peak_flop_per_s[HW_DTYPE_BF16] <= 0)

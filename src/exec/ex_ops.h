@@ -1,0 +1,49 @@
+/* The executor's elementwise and GEMM primitives with their hand-written backward passes (exec layer,
+ * ex_ops.c): linear layers over cblas_sgemm, RMSNorm and LayerNorm, rotate-half RoPE, causal softmax
+ * attention with grouped KV heads, SiLU and the tanh GELU. Every tensor is row-major fp32; T is the number of
+ * token rows. Internal header: not installed, not part of the public API. */
+#ifndef AP_EXEC_OPS_H
+#define AP_EXEC_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+/* y[T, out] (leading dimension ldy) = x[T, in] (ldx) · W[out, in]ᵀ (+ b) (beta: 0 overwrites, 1 adds). */
+AP_HIDDEN void exo_linear(int64_t T, int64_t out, int64_t in, const float *x, int64_t ldx, const float *W, const float *b,
+                float *y, int64_t ldy, float beta);
+/* Backward of exo_linear: dx (+)= dy·W (beta as above; dx NULL skips), dW += dyᵀ·x, db += Σ dy (db NULL skips). */
+AP_HIDDEN void exo_linear_bwd(int64_t T, int64_t out, int64_t in, const float *x, int64_t ldx, const float *W, const float *dy,
+                    int64_t ldy, float *dx, int64_t lddx, float beta, float *dW, float *db);
+
+/* RMSNorm (b NULL; Zhang and Sennrich 2019, transformers LlamaRMSNorm: x·rsqrt(mean(x²)+eps)·w) or LayerNorm
+ * (b given; Ba et al. 2016). Saves mean (LayerNorm only) and rstd per row. */
+AP_HIDDEN void exo_norm_fwd(bool layernorm, int64_t T, int64_t H, float eps, const float *x, const float *w, const float *b,
+                  float *y, float *mu, float *rstd);
+/* dx = ∂/∂x (written, not added); gw, gb accumulate. */
+AP_HIDDEN void exo_norm_bwd(bool layernorm, int64_t T, int64_t H, const float *x, const float *w, const float *mu,
+                  const float *rstd, const float *dy, float *dx, float *gw, float *gb);
+
+/* Rotate-half RoPE (Su et al. 2021; transformers apply_rotary_pos_emb with rotate_half) on n_heads heads of hd
+ * at column col of each row of qkv (leading dimension ld), position = row mod S. inverse applies the
+ * transpose (the backward). */
+AP_HIDDEN void exo_rope(float *qkv, int64_t ld, int64_t col, int64_t n_heads, int64_t hd, int64_t T, int64_t S, double theta,
+              bool inverse);
+
+/* Causal attention over B sequences of S tokens: q, k, v are nh, nkv, nkv heads of hd at columns 0, nh·hd,
+ * (nh+nkv)·hd of qkv (leading dimension D); head h reads KV head h / (nh/nkv). P[B, nh, S, S] keeps the
+ * probabilities; out[T, nh·hd]. */
+AP_HIDDEN void exo_attn_fwd(int64_t B, int64_t S, int64_t nh, int64_t nkv, int64_t hd, const float *qkv, float *P, float *out);
+/* The backward: dqkv (written) from dout; P as the forward left it; tmp holds S·S floats. */
+AP_HIDDEN void exo_attn_bwd(int64_t B, int64_t S, int64_t nh, int64_t nkv, int64_t hd, const float *qkv, const float *P,
+                  const float *dout, float *dqkv, float *tmp);
+
+/* SwiGLU on up[T, 2F] = [gate | up]: h = silu(gate)·up (Shazeer 2020). */
+AP_HIDDEN void exo_swiglu_fwd(int64_t T, int64_t F, const float *up, float *h);
+AP_HIDDEN void exo_swiglu_bwd(int64_t T, int64_t F, const float *up, const float *dh, float *dup);
+/* GELU, tanh approximation (transformers NewGELUActivation, "gelu_new"; Hendrycks and Gimpel 2016 eq. 2). */
+AP_HIDDEN void exo_gelu_fwd(int64_t n, const float *x, float *y);
+AP_HIDDEN void exo_gelu_bwd(int64_t n, const float *x, const float *dy, float *dx);
+
+#endif

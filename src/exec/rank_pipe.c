@@ -1,0 +1,212 @@
+/* One training step of one rank under the plan's pipeline schedule (exec layer, rank program). The rank walks
+ * its order of work (rank_sched.c): a forward item takes its chunk's input from the embedding (chunk 0) or from
+ * the previous chunk's rank, runs the chunk's layers, and sends the output on, or, on the last chunk, computes
+ * the loss head and keeps its gradient; a backward item takes the gradient from the next chunk (or the loss),
+ * runs the layers' backward, and sends the input gradient back, or, on chunk 0, finishes in the embedding.
+ * Activations are sent with MPI_Isend and received with blocking MPI_Recv matched by tag (micro-batch, chunk,
+ * direction), so every schedule whose order respects its dependencies runs without deadlock; a chunk whose
+ * neighbour lives on the same rank (zb-v's turn) hands over through a local mailbox. With pp = 1 this is the
+ * plain gradient-accumulation loop over micro-batches. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/rank.h"
+
+typedef struct {
+  int tag;
+  float *buf;
+} mail;
+
+typedef struct {
+  rk_state *s;
+  int64_t T, H, S;
+  ex_act ***acts;  /* [mb · n_chunks + chunk] → array of the chunk's layer activations */
+  float **dhead;   /* [mb]: the loss head's gradient w.r.t. the last chunk's output */
+  MPI_Request *req;
+  float **sendbuf;
+  int n_req, cap_req;
+  mail box[2 * RK_MAX_CHUNKS];
+  int n_box;
+  int64_t n_chunks;
+} step_ctx;
+
+static int tag_of(int64_t mb, int64_t chunk, int dir, int64_t n_chunks) { return (int)((mb * n_chunks + chunk) * 2 + dir); }
+
+/* Sends buf (T·H floats, handed over) to the rank of chunk dst; dir 0 activations, 1 gradients. */
+static bool send_to(step_ctx *c, float *buf, int64_t mb, int64_t dst, int dir) {
+  int tag = tag_of(mb, dst, dir, c->n_chunks);
+  int peer = (int)c->s->p.chunk_rank[dst];
+  if (peer == c->s->pp_rank) {
+    if (c->n_box == (int)AP_COUNT(c->box)) return false;
+    c->box[c->n_box++] = (mail){tag, buf};
+    return true;
+  }
+  if (c->n_req == c->cap_req) {
+    int cap = c->cap_req ? 2 * c->cap_req : 16;
+    MPI_Request *r = realloc(c->req, (size_t)cap * sizeof *r);
+    if (r) c->req = r;
+    float **b = realloc(c->sendbuf, (size_t)cap * sizeof *b);
+    if (b) c->sendbuf = b;
+    if (!r || !b) return false;
+    c->cap_req = cap;
+  }
+  c->sendbuf[c->n_req] = buf;
+  MPI_Isend(buf, (int)(c->T * c->H), MPI_FLOAT, peer, tag, c->s->pp_comm, &c->req[c->n_req]);
+  c->n_req++;
+  return true;
+}
+
+/* Receives the T·H floats for chunk `chunk` (dir as above) from the rank of src; the caller frees them. */
+static float *recv_from(step_ctx *c, int64_t mb, int64_t chunk, int64_t src, int dir) {
+  int tag = tag_of(mb, chunk, dir, c->n_chunks);
+  int peer = (int)c->s->p.chunk_rank[src];
+  if (peer == c->s->pp_rank) {
+    for (int i = 0; i < c->n_box; i++)
+      if (c->box[i].tag == tag) {
+        float *b = c->box[i].buf;
+        c->box[i] = c->box[--c->n_box];
+        return b;
+      }
+    return NULL; /* the schedule consumed before it produced */
+  }
+  float *b = malloc((size_t)(c->T * c->H) * sizeof *b);
+  if (b) MPI_Recv(b, (int)(c->T * c->H), MPI_FLOAT, peer, tag, c->s->pp_comm, MPI_STATUS_IGNORE);
+  return b;
+}
+
+/* The tokens and labels of micro-batch mb of this data-parallel rank at step t. */
+static void tokens(const rk_state *s, int64_t t, int64_t mb, int32_t *in, int32_t *lab) {
+  const rk_plan *p = &s->p;
+  for (int64_t i = 0; i < p->mbs; i++) {
+    int64_t j = (int64_t)s->dp_rank * p->mbs * p->n_mb + mb * p->mbs + i;
+    ex_data_batch(&s->data, t, p->gbs, j, p->seq, in + i * p->seq, lab + i * p->seq);
+  }
+}
+
+static bool run_forward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int32_t *in, int32_t *lab, double *loss) {
+  rk_state *s = c->s;
+  const rk_plan *p = &s->p;
+  int64_t n = c->T * c->H;
+  float *x = chunk == 0 ? malloc((size_t)n * sizeof *x) : recv_from(c, mb, chunk, chunk - 1, 0);
+  float *y = malloc((size_t)n * sizeof *y);
+  if (!x || !y) {
+    free(x);
+    free(y);
+    return false;
+  }
+  if (chunk == 0 || chunk == c->n_chunks - 1) tokens(s, t, mb, in, lab);
+  if (chunk == 0) ex_embed_fwd(&s->m, s->w, in, p->mbs, p->seq, x);
+  int64_t nl = p->chunk_layers[chunk];
+  ex_act **acts = calloc((size_t)(nl ? nl : 1), sizeof *acts);
+  bool ok = acts != NULL;
+  for (int64_t i = 0; i < nl && ok; i++) {
+    acts[i] = ex_layer_fwd(&s->m, (int)(s->chunk_l0[chunk] + i), s->w, x, y, p->mbs, p->seq, p->rc);
+    ok = acts[i] != NULL;
+    float *tmp = x;
+    x = y;
+    y = tmp;
+  }
+  c->acts[mb * c->n_chunks + chunk] = acts;
+  if (ok && chunk == c->n_chunks - 1) {
+    double scale = 1.0 / ((double)p->gbs * (double)p->seq);
+    double l = ex_head_loss(&s->m, s->w, s->g, x, lab, c->T, scale, p->fused_loss, y);
+    ok = l == l; /* not NaN (out of memory) */
+    *loss += l;
+    c->dhead[mb] = y;
+    y = NULL;
+    free(x);
+  } else if (ok) {
+    ok = send_to(c, x, mb, chunk + 1, 0);
+    if (!ok) free(x);
+  } else {
+    free(x);
+  }
+  free(y);
+  return ok;
+}
+
+static bool run_backward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int32_t *in, int32_t *lab) {
+  rk_state *s = c->s;
+  const rk_plan *p = &s->p;
+  float *d;
+  if (chunk == c->n_chunks - 1) {
+    d = c->dhead[mb];
+    c->dhead[mb] = NULL;
+  } else {
+    d = recv_from(c, mb, chunk, chunk + 1, 1);
+  }
+  ex_act **acts = c->acts[mb * c->n_chunks + chunk];
+  c->acts[mb * c->n_chunks + chunk] = NULL;
+  bool ok = d && acts;
+  int64_t nl = p->chunk_layers[chunk];
+  for (int64_t i = nl - 1; i >= 0 && ok; i--) {
+    ok = ex_layer_bwd(&s->m, (int)(s->chunk_l0[chunk] + i), s->w, s->g, acts[i], d, d);
+    acts[i] = NULL;
+  }
+  for (int64_t i = 0; i < nl && acts; i++) ex_act_free(acts[i]);
+  free(acts);
+  if (!ok) {
+    free(d);
+    return false;
+  }
+  if (chunk == 0) {
+    tokens(s, t, mb, in, lab);
+    ex_embed_bwd(&s->m, s->g, in, p->mbs, p->seq, d);
+    free(d);
+    return true;
+  }
+  ok = send_to(c, d, mb, chunk - 1, 1);
+  if (!ok) free(d);
+  return ok;
+}
+
+double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg) {
+  const rk_plan *p = &s->p;
+  step_ctx c = {0};
+  c.s = s;
+  c.S = p->seq;
+  c.T = p->mbs * p->seq;
+  c.H = s->m.c.H;
+  c.n_chunks = p->pp * p->vpp;
+  int cap = (int)(2 * p->n_mb * p->vpp + 4);
+  rk_item *items = malloc((size_t)cap * sizeof *items);
+  c.acts = calloc((size_t)(p->n_mb * c.n_chunks), sizeof *c.acts);
+  c.dhead = calloc((size_t)p->n_mb, sizeof *c.dhead);
+  int32_t *in = malloc((size_t)c.T * sizeof *in), *lab = malloc((size_t)c.T * sizeof *lab);
+  double loss = 0.0;
+  bool ok = items && c.acts && c.dhead && in && lab;
+  int n = ok ? rk_schedule_order(p, s->pp_rank, items, cap) : 0;
+  if (ok && n < 0) {
+    snprintf(msg, n_msg, "plan: pipeline.schedule: \"%s\" is not run by the executor", p->schedule_name);
+    ok = false;
+  } else if (!ok) {
+    snprintf(msg, n_msg, "out of memory");
+  }
+  for (int i = 0; i < n && ok; i++) {
+    const rk_item *it = &items[i];
+    ok = it->kind == RK_F ? run_forward(&c, t, it->mb, it->chunk, in, lab, &loss)
+                          : run_backward(&c, t, it->mb, it->chunk, in, lab);
+    if (!ok) snprintf(msg, n_msg, "step %lld: %s of micro-batch %d on chunk %d failed (out of memory or a schedule "
+                      "that consumes before it produces)", (long long)t + 1, it->kind == RK_F ? "forward" : "backward",
+                      it->mb, it->chunk);
+  }
+  if (c.n_req) MPI_Waitall(c.n_req, c.req, MPI_STATUSES_IGNORE);
+  for (int i = 0; i < c.n_req; i++) free(c.sendbuf[i]);
+  for (int i = 0; i < c.n_box; i++) free(c.box[i].buf);
+  for (int64_t i = 0; c.acts && i < p->n_mb * c.n_chunks; i++) {
+    ex_act **acts = c.acts[i];
+    int64_t ch = i % c.n_chunks;
+    for (int64_t k = 0; acts && k < p->chunk_layers[ch]; k++) ex_act_free(acts[k]);
+    free(acts);
+  }
+  for (int64_t i = 0; c.dhead && i < p->n_mb; i++) free(c.dhead[i]);
+  free(c.req);
+  free(c.sendbuf);
+  free(c.acts);
+  free(c.dhead);
+  free(items);
+  free(in);
+  free(lab);
+  return ok ? loss : -1.0;
+}
