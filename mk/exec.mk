@@ -9,7 +9,7 @@ EXEC_MPI_LIBS   := $(shell pkg-config --libs ompi 2>/dev/null)
 PART_SRC_exec    := $(sort $(wildcard src/exec/*.c))
 PART_CFLAGS_exec := $(shell pkg-config --cflags openblas 2>/dev/null) $(EXEC_MPI_CFLAGS)
 PART_LIBS_exec   := -Wl,--as-needed $(shell pkg-config --libs openblas 2>/dev/null)
-PART_TESTS_exec  := tests/test_exec.c
+PART_TESTS_exec  := tests/test_exec.c tests/test_exec_run.c
 EXEC_RANK_SRC    := $(sort $(wildcard src/exec/rank*.c))
 ifneq ($(CORE_ONLY),1)
 EXEC_RANK_BIN    := $(dir $(BIN))autopar-rank
