@@ -128,6 +128,13 @@ static const plan_case cases[] = {
     {"pp2-dp2-zero1", LLAMA, "{" B "\"parallel\":{\"pp\":2,\"dp\":2},\"pipeline\":{\"micro_batch_size\":1},\"optimizer\":{\"zero_stage\":1}}"},
     {"gpt2-pp2-tied", GPT2, "{" B "\"parallel\":{\"pp\":2},\"pipeline\":{\"schedule\":\"1f1b\",\"micro_batch_size\":2}}"},
     {"gpt2-pp2-dp2-zero3", GPT2, "{" B "\"parallel\":{\"pp\":2,\"dp\":2},\"pipeline\":{\"micro_batch_size\":2},\"optimizer\":{\"zero_stage\":3}}"},
+    {"tp2", LLAMA, "{" B "\"parallel\":{\"tp\":2},\"pipeline\":{\"micro_batch_size\":4}}"},
+    {"tp2-sp", LLAMA, "{" B "\"parallel\":{\"tp\":2},\"sequence_parallel\":true,\"pipeline\":{\"micro_batch_size\":2}}"},
+    {"tp2-sp-op", LLAMA, "{" B "\"parallel\":{\"tp\":2},\"sequence_parallel\":true,\"recompute\":{\"granularity\":\"op\"}}"},
+    {"tp2-sp-dp2-zero2", LLAMA, "{" B "\"parallel\":{\"tp\":2,\"dp\":2},\"sequence_parallel\":true,\"pipeline\":{\"micro_batch_size\":2},\"optimizer\":{\"zero_stage\":2}}"},
+    {"tp2-pp2-full", LLAMA, "{" B "\"parallel\":{\"tp\":2,\"pp\":2},\"pipeline\":{\"micro_batch_size\":2},\"recompute\":{\"granularity\":\"full\"}}"},
+    {"gpt2-tp2", GPT2, "{" B "\"parallel\":{\"tp\":2},\"pipeline\":{\"micro_batch_size\":4}}"},
+    {"gpt2-tp2-sp-pp2", GPT2, "{" B "\"parallel\":{\"tp\":2,\"pp\":2},\"sequence_parallel\":true,\"pipeline\":{\"micro_batch_size\":2}}"},
     {"moe-dp2", MOE, "{" B "\"parallel\":{\"dp\":2},\"pipeline\":{\"micro_batch_size\":2},\"optimizer\":{\"zero_stage\":1}}"},
     {"moe-pp2", MOE, "{" B "\"parallel\":{\"pp\":2},\"pipeline\":{\"micro_batch_size\":2}}"},
 };
@@ -196,7 +203,7 @@ static void test_refused_plans(void **s) {
   struct {
     const char *model, *plan, *want;
   } bad[] = {
-      {LLAMA, "{" B "\"parallel\":{\"tp\":2},\"sequence_parallel\":true}", "parallel.tp"},
+      {MOE, "{" B "\"parallel\":{\"tp\":2},\"sequence_parallel\":true}", "parallel.tp"},
       {LLAMA, "{" B "\"parallel\":{\"pp\":2},\"pipeline\":{\"schedule\":\"zb-h1\"}}", "pipeline.schedule"},
       {LLAMA, "{" B "\"parallel\":{\"dp\":3}}", "global_batch_size"},
       {GPT2, "{\"global_batch_size\":1,\"seq_length\":128}", "seq_length"},

@@ -1,8 +1,9 @@
 /* One transformer layer's forward and backward, the embedding and the loss head (exec layer; declared in
  * exec.h). A pre-norm block: x_mid = x + Attn(Norm1(x)), y = x_mid + MLP(Norm2(x_mid)), as transformers'
- * LlamaDecoderLayer, MixtralDecoderLayer and GPT2Block compute it. The MoE MLP is Mixtral's
- * (modeling_mixtral.py MixtralSparseMoeBlock): softmax over the router logits, the top k, their weights
- * renormalised to sum to 1, dropless, no auxiliary loss.
+ * LlamaDecoderLayer, MixtralDecoderLayer and GPT2Block compute it; the MoE MLP is in ex_moe.c. Under tensor
+ * parallelism (ex_tp in exec.h) each rank computes its heads and its share of the MLP width, with Megatron's
+ * communication: f/g conjugates (Shoeybi et al. 2019 §3, Fig. 3) without sequence parallelism, all-gather and
+ * reduce-scatter with it (Korthikanti et al. 2022 §4.2.2, Fig. 5).
  *
  * Recompute (plan recompute granularity) changes only what stays between forward and backward: full keeps
  * the layer input and runs the forward again in the backward; selective drops the attention probabilities
@@ -12,22 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/ex_act.h"
 #include "exec/ex_ops.h"
-#include "exec/exec.h"
 
-struct ex_act {
-  int layer;
-  int64_t B, S, T;
-  ex_recompute rc;
-  float *x, *a, *mu1, *r1, *qkv, *P, *att, *xmid, *m, *mu2, *r2, *up, *hact;
-  /* MoE: router probabilities, the chosen experts and weights, and per expert its tokens and activations. */
-  float *probs, *wt;
-  int32_t *sel;
-  int64_t n_e[EX_MAX_EXPERTS];
-  int32_t *tok_e[EX_MAX_EXPERTS], *slot_e[EX_MAX_EXPERTS];
-  float *up_e[EX_MAX_EXPERTS], *h_e[EX_MAX_EXPERTS], *y_e[EX_MAX_EXPERTS];
-  size_t bytes;
-};
+static const ex_tp one_rank = {0, 1, false, NULL, NULL, NULL, NULL, NULL};
 
 static float *fbuf(ex_act *a, int64_t n, bool *oom) {
   float *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
@@ -37,6 +26,7 @@ static float *fbuf(ex_act *a, int64_t n, bool *oom) {
 }
 
 static void drop(ex_act *a, float **p, int64_t n) {
+  if (!*p) return;
   free(*p);
   *p = NULL;
   a->bytes -= (size_t)n * sizeof(float);
@@ -44,26 +34,10 @@ static void drop(ex_act *a, float **p, int64_t n) {
 
 size_t ex_act_bytes(const ex_act *a) { return a ? a->bytes : 0; }
 
-static void free_moe(ex_act *a, const ex_cfg *c) {
-  for (int64_t e = 0; e < c->E; e++) {
-    free(a->tok_e[e]);
-    free(a->slot_e[e]);
-    free(a->up_e[e]);
-    free(a->h_e[e]);
-    free(a->y_e[e]);
-    a->tok_e[e] = a->slot_e[e] = NULL;
-    a->up_e[e] = a->h_e[e] = a->y_e[e] = NULL;
-    a->bytes -= (size_t)a->n_e[e] * (size_t)(3 * c->F + c->H) * sizeof(float);
-    a->n_e[e] = 0;
-  }
-  free(a->sel);
-  a->sel = NULL;
-}
-
 /* Frees every saved tensor but the input. */
 static void free_inner(ex_act *a) {
-  float **all[] = {&a->a, &a->mu1, &a->r1, &a->qkv, &a->P, &a->att, &a->xmid, &a->m, &a->mu2, &a->r2, &a->up, &a->hact,
-                   &a->probs, &a->wt};
+  float **all[] = {&a->a, &a->mu1, &a->r1, &a->a_full, &a->qkv, &a->P, &a->att, &a->xmid, &a->m, &a->mu2, &a->r2,
+                   &a->m_full, &a->up, &a->hact, &a->probs, &a->wt};
   for (size_t i = 0; i < AP_COUNT(all); i++) {
     free(*all[i]);
     *all[i] = NULL;
@@ -85,144 +59,186 @@ void ex_act_free(ex_act *a) {
   free(a);
 }
 
-/* The MoE MLP forward: out[T, H] from m[T, H]. */
-static bool moe_fwd(const ex_model *md, const ex_layer_w *lw, const float *w, ex_act *a, float *out) {
-  const ex_cfg *c = &md->c;
-  int64_t T = a->T, H = c->H, F = c->F, E = c->E, K = c->K;
-  bool oom = false;
-  if (!a->probs) a->probs = fbuf(a, T * E, &oom);
-  if (!a->wt) a->wt = fbuf(a, T * K, &oom);
-  a->sel = calloc((size_t)(T * K), sizeof *a->sel);
-  if (oom || !a->sel) return false;
-  exo_linear(T, E, H, a->m, H, w + lw->router, NULL, a->probs, E, 0.0f);
-  for (int64_t t = 0; t < T; t++) {
-    float *p = a->probs + t * E, mx = p[0];
-    for (int64_t e = 1; e < E; e++) mx = p[e] > mx ? p[e] : mx;
-    double sum = 0.0;
-    for (int64_t e = 0; e < E; e++) sum += (p[e] = expf(p[e] - mx));
-    for (int64_t e = 0; e < E; e++) p[e] = (float)(p[e] / sum);
-    /* top k, ties to the lower index */
-    double tot = 0.0;
-    for (int64_t k = 0; k < K; k++) {
-      int64_t best = -1;
-      for (int64_t e = 0; e < E; e++) {
-        bool taken = false;
-        for (int64_t j = 0; j < k; j++) taken |= a->sel[t * K + j] == e;
-        if (!taken && (best < 0 || p[e] > p[best])) best = e;
-      }
-      a->sel[t * K + k] = (int32_t)best;
-      tot += p[best];
-    }
-    for (int64_t k = 0; k < K; k++) a->wt[t * K + k] = (float)(p[a->sel[t * K + k]] / tot);
-  }
-  memset(out, 0, (size_t)(T * H) * sizeof *out);
-  for (int64_t e = 0; e < E; e++) {
-    int64_t n = 0;
-    for (int64_t i = 0; i < T * K; i++) n += a->sel[i] == e;
-    a->n_e[e] = n;
-    a->tok_e[e] = calloc((size_t)(n ? n : 1), sizeof(int32_t));
-    a->slot_e[e] = calloc((size_t)(n ? n : 1), sizeof(int32_t));
-    float *x_e = calloc((size_t)(n ? n * H : 1), sizeof(float));
-    a->up_e[e] = calloc((size_t)(n ? n * 2 * F : 1), sizeof(float));
-    a->h_e[e] = calloc((size_t)(n ? n * F : 1), sizeof(float));
-    a->y_e[e] = calloc((size_t)(n ? n * H : 1), sizeof(float));
-    a->bytes += (size_t)n * (size_t)(3 * F + H) * sizeof(float);
-    if (!a->tok_e[e] || !a->slot_e[e] || !x_e || !a->up_e[e] || !a->h_e[e] || !a->y_e[e]) {
-      free(x_e);
-      return false;
-    }
-    int64_t j = 0;
-    for (int64_t i = 0; i < T * K; i++)
-      if (a->sel[i] == e) {
-        a->tok_e[e][j] = (int32_t)(i / K);
-        a->slot_e[e][j] = (int32_t)i;
-        memcpy(x_e + j * H, a->m + (i / K) * H, (size_t)H * sizeof(float));
-        j++;
-      }
-    if (n) {
-      exo_linear(n, 2 * F, H, x_e, H, w + lw->e13[e], NULL, a->up_e[e], 2 * F, 0.0f);
-      exo_swiglu_fwd(n, F, a->up_e[e], a->h_e[e]);
-      exo_linear(n, H, F, a->h_e[e], F, w + lw->e2[e], NULL, a->y_e[e], H, 0.0f);
-    }
-    for (int64_t i = 0; i < n; i++) {
-      float wk = a->wt[a->slot_e[e][i]];
-      float *o = out + (int64_t)a->tok_e[e][i] * H;
-      for (int64_t h = 0; h < H; h++) o[h] += wk * a->y_e[e][i * H + h];
-    }
-    free(x_e);
-  }
-  return true;
+/* This rank's sizes. */
+typedef struct {
+  int64_t nhl, nkvl, qdl, kvl, Dl, Fl, upl;       /* local heads, KV heads, q width, kv width, qkv width, MLP */
+  int64_t q0, k0, v0, f0;                          /* first local row of q, k, v in W_qkv; first MLP row */
+} local_dims;
+
+static local_dims dims_of(const ex_cfg *c, const ex_tp *tp) {
+  local_dims d;
+  int64_t t = tp->size, r = tp->rank;
+  d.nhl = c->nh / t;
+  d.nkvl = c->nkv / t;
+  d.qdl = d.nhl * c->hd;
+  d.kvl = d.nkvl * c->hd;
+  d.Dl = d.qdl + 2 * d.kvl;
+  d.Fl = c->F / t;
+  d.upl = c->family == EX_LLAMA ? 2 * d.Fl : d.Fl;
+  d.q0 = r * d.qdl;
+  d.k0 = c->nh * c->hd + r * d.kvl;
+  d.v0 = (c->nh + c->nkv) * c->hd + r * d.kvl;
+  d.f0 = r * d.Fl;
+  return d;
 }
 
-/* Runs the layer's forward from a->x, filling every saved tensor; writes y. */
+/* The column-parallel q, k, v projection: qkv[T, Dl] = a_full · W_rowsᵀ (+ b). */
+static void qkv_fwd(const ex_cfg *c, const ex_layer_w *lw, const float *w, const local_dims *d, int64_t T,
+                    const float *a_full, float *qkv) {
+  bool ln = c->family == EX_GPT2;
+  int64_t H = c->H, rows[3] = {d->q0, d->k0, d->v0}, n[3] = {d->qdl, d->kvl, d->kvl}, col = 0;
+  for (int i = 0; i < 3; i++) {
+    exo_linear(T, n[i], H, a_full, H, w + lw->qkv + rows[i] * H, H, ln ? w + lw->bqkv + rows[i] : NULL, qkv + col,
+               d->Dl, 0.0f);
+    col += n[i];
+  }
+}
+
+static void qkv_bwd(const ex_cfg *c, const ex_layer_w *lw, const float *w, float *g, const local_dims *d, int64_t T,
+                    const float *a_full, const float *dqkv, float *da) {
+  bool ln = c->family == EX_GPT2;
+  int64_t H = c->H, rows[3] = {d->q0, d->k0, d->v0}, n[3] = {d->qdl, d->kvl, d->kvl}, col = 0;
+  for (int i = 0; i < 3; i++) {
+    exo_linear_bwd(T, n[i], H, a_full, H, w + lw->qkv + rows[i] * H, H, dqkv + col, d->Dl, da, H, i ? 1.0f : 0.0f,
+                   g + lw->qkv + rows[i] * H, ln ? g + lw->bqkv + rows[i] : NULL);
+    col += n[i];
+  }
+}
+
+/* The column-parallel first MLP matmul: Llama's [gate | up] slices into up[T, 2Fl], GPT-2's c_fc into [T, Fl]. */
+static void up_fwd(const ex_cfg *c, const ex_layer_w *lw, const float *w, const local_dims *d, int64_t T,
+                   const float *m_full, float *up) {
+  int64_t H = c->H;
+  if (c->family == EX_GPT2) {
+    exo_linear(T, d->Fl, H, m_full, H, w + lw->up + d->f0 * H, H, w + lw->bup + d->f0, up, d->Fl, 0.0f);
+    return;
+  }
+  exo_linear(T, d->Fl, H, m_full, H, w + lw->up + d->f0 * H, H, NULL, up, 2 * d->Fl, 0.0f);
+  exo_linear(T, d->Fl, H, m_full, H, w + lw->up + (c->F + d->f0) * H, H, NULL, up + d->Fl, 2 * d->Fl, 0.0f);
+}
+
+static void up_bwd(const ex_cfg *c, const ex_layer_w *lw, const float *w, float *g, const local_dims *d, int64_t T,
+                   const float *m_full, const float *dup, float *dm) {
+  int64_t H = c->H;
+  if (c->family == EX_GPT2) {
+    exo_linear_bwd(T, d->Fl, H, m_full, H, w + lw->up + d->f0 * H, H, dup, d->Fl, dm, H, 0.0f, g + lw->up + d->f0 * H,
+                   g + lw->bup + d->f0);
+    return;
+  }
+  exo_linear_bwd(T, d->Fl, H, m_full, H, w + lw->up + d->f0 * H, H, dup, 2 * d->Fl, dm, H, 0.0f,
+                 g + lw->up + d->f0 * H, NULL);
+  exo_linear_bwd(T, d->Fl, H, m_full, H, w + lw->up + (c->F + d->f0) * H, H, dup + d->Fl, 2 * d->Fl, dm, H, 1.0f,
+                 g + lw->up + (c->F + d->f0) * H, NULL);
+}
+
+/* The row-parallel output's reduction: all-reduce (out stays [T, H]) or reduce-scatter into loc [T_loc, H]. */
+static void reduce_out(const ex_act *a, float *full, float *loc, int64_t H) {
+  const ex_tp *tp = &a->tp;
+  if (tp->size == 1) {
+    if (loc != full) memcpy(loc, full, (size_t)(a->T * H) * sizeof *loc);
+  } else if (tp->sp) {
+    tp->reduce_scatter_seq(tp->user, full, loc, a->B, a->S, H);
+  } else {
+    tp->all_reduce(tp->user, full, a->T * H);
+    if (loc != full) memcpy(loc, full, (size_t)(a->T * H) * sizeof *loc);
+  }
+}
+
+/* The column-parallel input: the whole sequence (gathered under sequence parallelism, else loc itself). */
+static const float *gather_in(const ex_act *a, const float *loc, float *full, int64_t H) {
+  if (!a->tp.sp || a->tp.size == 1) return loc;
+  a->tp.all_gather_seq(a->tp.user, loc, full, a->B, a->S, H);
+  return full;
+}
+
+/* Runs the layer's forward from a->x, filling every saved tensor; writes y [T_loc, H]. */
 static bool fwd_compute(const ex_model *md, const float *w, ex_act *a, float *y) {
   const ex_cfg *c = &md->c;
   const ex_layer_w *lw = &md->lw[a->layer];
-  int64_t T = a->T, H = c->H, D = (c->nh + 2 * c->nkv) * c->hd, qd = c->nh * c->hd, F = c->F;
-  bool ln = c->family == EX_GPT2, oom = false;
-  int64_t up_w = c->family == EX_LLAMA ? 2 * F : F;
-  if (!a->a) a->a = fbuf(a, T * H, &oom);
-  if (!a->r1) a->r1 = fbuf(a, T, &oom);
-  if (ln && !a->mu1) a->mu1 = fbuf(a, T, &oom);
-  if (!a->qkv) a->qkv = fbuf(a, T * D, &oom);
-  if (!a->P) a->P = fbuf(a, a->B * c->nh * a->S * a->S, &oom);
-  if (!a->att) a->att = fbuf(a, T * qd, &oom);
-  if (!a->xmid) a->xmid = fbuf(a, T * H, &oom);
-  if (!a->m) a->m = fbuf(a, T * H, &oom);
-  if (!a->r2) a->r2 = fbuf(a, T, &oom);
-  if (ln && !a->mu2) a->mu2 = fbuf(a, T, &oom);
-  if (!c->E && !a->up) a->up = fbuf(a, T * up_w, &oom);
-  if (!c->E && !a->hact) a->hact = fbuf(a, T * F, &oom);
-  if (oom) return false;
-  exo_norm_fwd(ln, T, H, c->eps, a->x, w + lw->n1w, ln ? w + lw->n1b : NULL, a->a, a->mu1, a->r1);
-  exo_linear(T, D, H, a->a, H, w + lw->qkv, ln ? w + lw->bqkv : NULL, a->qkv, D, 0.0f);
-  if (c->family == EX_LLAMA) exo_rope(a->qkv, D, 0, c->nh + c->nkv, c->hd, T, a->S, c->rope_theta, false);
-  exo_attn_fwd(a->B, a->S, c->nh, c->nkv, c->hd, a->qkv, a->P, a->att);
-  memcpy(a->xmid, a->x, (size_t)(T * H) * sizeof(float));
-  exo_linear(T, H, qd, a->att, qd, w + lw->o, ln ? w + lw->bo : NULL, a->xmid, H, 1.0f);
-  exo_norm_fwd(ln, T, H, c->eps, a->xmid, w + lw->n2w, ln ? w + lw->n2b : NULL, a->m, a->mu2, a->r2);
-  if (c->E) {
-    if (a->sel) free_moe(a, c);
-    if (!moe_fwd(md, lw, w, a, y)) return false;
-  } else {
-    exo_linear(T, up_w, H, a->m, H, w + lw->up, ln ? w + lw->bup : NULL, a->up, up_w, 0.0f);
-    if (ln)
-      exo_gelu_fwd(T * F, a->up, a->hact);
-    else
-      exo_swiglu_fwd(T, F, a->up, a->hact);
-    exo_linear(T, H, F, a->hact, F, w + lw->down, ln ? w + lw->bdown : NULL, y, H, 0.0f);
+  local_dims d = dims_of(c, &a->tp);
+  int64_t T = a->T, TL = a->T_loc, H = c->H;
+  bool ln = c->family == EX_GPT2, oom = false, sp = a->tp.sp && a->tp.size > 1;
+  if (!a->a) a->a = fbuf(a, TL * H, &oom);
+  if (!a->r1) a->r1 = fbuf(a, TL, &oom);
+  if (ln && !a->mu1) a->mu1 = fbuf(a, TL, &oom);
+  if (sp && !a->a_full) a->a_full = fbuf(a, T * H, &oom);
+  if (!a->qkv) a->qkv = fbuf(a, T * d.Dl, &oom);
+  if (!a->P) a->P = fbuf(a, a->B * d.nhl * a->S * a->S, &oom);
+  if (!a->att) a->att = fbuf(a, T * d.qdl, &oom);
+  if (!a->xmid) a->xmid = fbuf(a, TL * H, &oom);
+  if (!a->m) a->m = fbuf(a, TL * H, &oom);
+  if (!a->r2) a->r2 = fbuf(a, TL, &oom);
+  if (ln && !a->mu2) a->mu2 = fbuf(a, TL, &oom);
+  if (sp && !a->m_full) a->m_full = fbuf(a, T * H, &oom);
+  if (!c->E && !a->up) a->up = fbuf(a, T * d.upl, &oom);
+  if (!c->E && !a->hact) a->hact = fbuf(a, T * d.Fl, &oom);
+  float *full = malloc((size_t)(T * H) * sizeof *full);
+  if (oom || !full) {
+    free(full);
+    return false;
   }
-  for (int64_t i = 0; i < T * H; i++) y[i] += a->xmid[i];
+  exo_norm_fwd(ln, TL, H, c->eps, a->x, w + lw->n1w, ln ? w + lw->n1b : NULL, a->a, a->mu1, a->r1);
+  const float *a_full = gather_in(a, a->a, a->a_full, H);
+  qkv_fwd(c, lw, w, &d, T, a_full, a->qkv);
+  if (c->family == EX_LLAMA) exo_rope(a->qkv, d.Dl, 0, d.nhl + d.nkvl, c->hd, T, a->S, c->rope_theta, false);
+  exo_attn_fwd(a->B, a->S, d.nhl, d.nkvl, c->hd, a->qkv, a->P, a->att);
+  exo_linear(T, H, d.qdl, a->att, d.qdl, w + lw->o + d.q0, c->nh * c->hd, NULL, full, H, 0.0f);
+  reduce_out(a, full, a->xmid, H);
+  for (int64_t i = 0; i < TL * H; i++) a->xmid[i] += a->x[i] + (ln ? w[lw->bo + i % H] : 0.0f);
+  exo_norm_fwd(ln, TL, H, c->eps, a->xmid, w + lw->n2w, ln ? w + lw->n2b : NULL, a->m, a->mu2, a->r2);
+  if (c->E) {
+    if (a->sel) ex_moe_free(a, c);
+    if (!ex_moe_fwd(md, lw, w, a, y)) {
+      free(full);
+      return false;
+    }
+  } else {
+    const float *m_full = gather_in(a, a->m, a->m_full, H);
+    up_fwd(c, lw, w, &d, T, m_full, a->up);
+    if (ln)
+      exo_gelu_fwd(T * d.Fl, a->up, a->hact);
+    else
+      exo_swiglu_fwd(T, d.Fl, a->up, a->hact);
+    exo_linear(T, H, d.Fl, a->hact, d.Fl, w + lw->down + d.f0, c->F, NULL, full, H, 0.0f);
+    reduce_out(a, full, y, H);
+  }
+  for (int64_t i = 0; i < TL * H; i++) y[i] += a->xmid[i] + (ln ? w[lw->bdown + i % H] : 0.0f);
+  free(full);
   return true;
 }
 
 ex_act *ex_layer_fwd(const ex_model *m, int layer, const float *w, const float *x, float *y, int64_t B, int64_t S,
-                     ex_recompute rc) {
+                     ex_recompute rc, const ex_tp *tp) {
   ex_act *a = calloc(1, sizeof *a);
   if (!a) return NULL;
   a->layer = layer;
   a->B = B;
   a->S = S;
   a->T = B * S;
+  a->tp = tp ? *tp : one_rank;
+  a->T_loc = a->tp.sp && a->tp.size > 1 ? a->T / a->tp.size : a->T;
   a->rc = rc;
   bool oom = false;
-  a->x = fbuf(a, a->T * m->c.H, &oom);
-  if (oom || (memcpy(a->x, x, (size_t)(a->T * m->c.H) * sizeof(float)), !fwd_compute(m, w, a, y))) {
+  int64_t H = m->c.H;
+  a->x = fbuf(a, a->T_loc * H, &oom);
+  if (oom || (memcpy(a->x, x, (size_t)(a->T_loc * H) * sizeof(float)), !fwd_compute(m, w, a, y))) {
     ex_act_free(a);
     return NULL;
   }
   const ex_cfg *c = &m->c;
-  int64_t T = a->T, H = c->H;
+  local_dims d = dims_of(c, &a->tp);
   if (rc == EX_RC_FULL) {
     free_inner(a);
-    if (c->E) free_moe(a, c);
-    a->bytes = (size_t)(T * H) * sizeof(float);
+    if (c->E) ex_moe_free(a, c);
+    a->bytes = (size_t)(a->T_loc * H) * sizeof(float);
   } else if (rc == EX_RC_SELECTIVE) {
-    drop(a, &a->P, a->B * c->nh * a->S * a->S);
+    drop(a, &a->P, a->B * d.nhl * a->S * a->S);
   } else if (rc == EX_RC_OP) {
-    drop(a, &a->a, T * H);
-    drop(a, &a->m, T * H);
-    if (!c->E) drop(a, &a->hact, T * c->F);
+    drop(a, &a->a, a->T_loc * H);
+    drop(a, &a->a_full, a->T * H);
+    drop(a, &a->m, a->T_loc * H);
+    drop(a, &a->m_full, a->T * H);
+    if (!c->E) drop(a, &a->hact, a->T * d.Fl);
   }
   return a;
 }
@@ -231,133 +247,104 @@ ex_act *ex_layer_fwd(const ex_model *m, int layer, const float *w, const float *
 static bool restore(const ex_model *md, const float *w, ex_act *a) {
   const ex_cfg *c = &md->c;
   const ex_layer_w *lw = &md->lw[a->layer];
-  int64_t T = a->T, H = c->H;
-  bool ln = c->family == EX_GPT2, oom = false;
+  local_dims d = dims_of(c, &a->tp);
+  int64_t T = a->T, TL = a->T_loc, H = c->H;
+  bool ln = c->family == EX_GPT2, oom = false, sp = a->tp.sp && a->tp.size > 1;
   if (a->rc == EX_RC_FULL) {
-    float *y = malloc((size_t)(T * H) * sizeof *y);
+    float *y = malloc((size_t)(TL * H) * sizeof *y);
     bool ok = y && fwd_compute(md, w, a, y);
     free(y);
     return ok;
   }
   if (a->rc == EX_RC_SELECTIVE) {
-    a->P = fbuf(a, a->B * c->nh * a->S * a->S, &oom);
-    if (oom) return false;
-    float *tmp = malloc((size_t)(T * c->nh * c->hd) * sizeof *tmp);
-    if (!tmp) return false;
-    exo_attn_fwd(a->B, a->S, c->nh, c->nkv, c->hd, a->qkv, a->P, tmp);
+    a->P = fbuf(a, a->B * d.nhl * a->S * a->S, &oom);
+    float *tmp = malloc((size_t)(T * d.qdl) * sizeof *tmp);
+    if (oom || !tmp) {
+      free(tmp);
+      return false;
+    }
+    exo_attn_fwd(a->B, a->S, d.nhl, d.nkvl, c->hd, a->qkv, a->P, tmp);
     free(tmp);
   } else if (a->rc == EX_RC_OP) {
-    a->a = fbuf(a, T * H, &oom);
-    a->m = fbuf(a, T * H, &oom);
-    if (!c->E) a->hact = fbuf(a, T * c->F, &oom);
+    a->a = fbuf(a, TL * H, &oom);
+    a->m = fbuf(a, TL * H, &oom);
+    if (sp) a->a_full = fbuf(a, T * H, &oom);
+    if (sp) a->m_full = fbuf(a, T * H, &oom);
+    if (!c->E) a->hact = fbuf(a, T * d.Fl, &oom);
     if (oom) return false;
-    exo_norm_fwd(ln, T, H, c->eps, a->x, w + lw->n1w, ln ? w + lw->n1b : NULL, a->a, a->mu1, a->r1);
-    exo_norm_fwd(ln, T, H, c->eps, a->xmid, w + lw->n2w, ln ? w + lw->n2b : NULL, a->m, a->mu2, a->r2);
+    exo_norm_fwd(ln, TL, H, c->eps, a->x, w + lw->n1w, ln ? w + lw->n1b : NULL, a->a, a->mu1, a->r1);
+    exo_norm_fwd(ln, TL, H, c->eps, a->xmid, w + lw->n2w, ln ? w + lw->n2b : NULL, a->m, a->mu2, a->r2);
+    gather_in(a, a->a, a->a_full, H);
     if (!c->E) {
+      gather_in(a, a->m, a->m_full, H);
       if (ln)
-        exo_gelu_fwd(T * c->F, a->up, a->hact);
+        exo_gelu_fwd(T * d.Fl, a->up, a->hact);
       else
-        exo_swiglu_fwd(T, c->F, a->up, a->hact);
+        exo_swiglu_fwd(T, d.Fl, a->up, a->hact);
     }
   }
   return true;
 }
 
-/* The MoE MLP backward: dm (written) from dout. */
-static bool moe_bwd(const ex_model *md, const ex_layer_w *lw, const float *w, float *g, ex_act *a, const float *dout,
-                    float *dm) {
-  const ex_cfg *c = &md->c;
-  int64_t T = a->T, H = c->H, F = c->F, E = c->E, K = c->K;
-  float *dwt = calloc((size_t)(T * K), sizeof *dwt), *dlog = calloc((size_t)(T * E), sizeof *dlog);
-  bool ok = dwt && dlog;
-  memset(dm, 0, (size_t)(T * H) * sizeof *dm);
-  for (int64_t e = 0; e < E && ok; e++) {
-    int64_t n = a->n_e[e];
-    if (!n) continue;
-    float *dy = malloc((size_t)(n * H) * sizeof *dy), *dh = malloc((size_t)(n * F) * sizeof *dh),
-          *dup = malloc((size_t)(n * 2 * F) * sizeof *dup), *x_e = malloc((size_t)(n * H) * sizeof *x_e),
-          *dx = malloc((size_t)(n * H) * sizeof *dx);
-    ok = dy && dh && dup && x_e && dx;
-    for (int64_t i = 0; i < n && ok; i++) {
-      int64_t t = a->tok_e[e][i], s = a->slot_e[e][i];
-      double dot = 0.0;
-      for (int64_t h = 0; h < H; h++) {
-        dot += (double)dout[t * H + h] * a->y_e[e][i * H + h];
-        dy[i * H + h] = a->wt[s] * dout[t * H + h];
-      }
-      dwt[s] = (float)dot;
-      memcpy(x_e + i * H, a->m + t * H, (size_t)H * sizeof(float));
-    }
-    if (ok) {
-      exo_linear_bwd(n, H, F, a->h_e[e], F, w + lw->e2[e], dy, H, dh, F, 0.0f, g + lw->e2[e], NULL);
-      exo_swiglu_bwd(n, F, a->up_e[e], dh, dup);
-      exo_linear_bwd(n, 2 * F, H, x_e, H, w + lw->e13[e], dup, 2 * F, dx, H, 0.0f, g + lw->e13[e], NULL);
-      for (int64_t i = 0; i < n; i++)
-        for (int64_t h = 0; h < H; h++) dm[(int64_t)a->tok_e[e][i] * H + h] += dx[i * H + h];
-    }
-    free(dy);
-    free(dh);
-    free(dup);
-    free(x_e);
-    free(dx);
-  }
-  if (ok) {
-    /* w_k = softmax over the chosen logits, so ∂L/∂logit_j = w_j·(dw_j − Σ_k w_k·dw_k) for chosen j, else 0. */
-    for (int64_t t = 0; t < T; t++) {
-      double s = 0.0;
-      for (int64_t k = 0; k < K; k++) s += (double)a->wt[t * K + k] * dwt[t * K + k];
-      for (int64_t k = 0; k < K; k++)
-        dlog[t * E + a->sel[t * K + k]] = a->wt[t * K + k] * (dwt[t * K + k] - (float)s);
-    }
-    exo_linear_bwd(T, E, H, a->m, H, w + lw->router, dlog, E, dm, H, 1.0f, g + lw->router, NULL);
-  }
-  free(dwt);
-  free(dlog);
-  return ok;
+/* Σ over rows of dy [TL, H] into the bias gradient gb. */
+static void bias_grad(float *gb, const float *dy, int64_t TL, int64_t H) {
+  for (int64_t t = 0; t < TL; t++)
+    for (int64_t h = 0; h < H; h++) gb[h] += dy[t * H + h];
 }
 
-bool ex_layer_bwd(const ex_model *md, int layer, const float *w, float *g, ex_act *a, const float *dy, float *dx) {
-  (void)layer;
+bool ex_layer_bwd(const ex_model *md, const float *w, float *g, ex_act *a, const float *dy, float *dx) {
   const ex_cfg *c = &md->c;
   const ex_layer_w *lw = &md->lw[a->layer];
-  int64_t T = a->T, H = c->H, D = (c->nh + 2 * c->nkv) * c->hd, qd = c->nh * c->hd, F = c->F;
-  bool ln = c->family == EX_GPT2;
-  int64_t up_w = c->family == EX_LLAMA ? 2 * F : F;
   if (!restore(md, w, a)) {
     ex_act_free(a);
     return false;
   }
-  float *dxm = malloc((size_t)(T * H) * sizeof *dxm), *dm = malloc((size_t)(T * H) * sizeof *dm);
-  float *dh = malloc((size_t)(T * (qd > F ? qd : F)) * sizeof *dh);
-  float *dup = malloc((size_t)(T * (up_w > D ? up_w : D)) * sizeof *dup);
+  local_dims d = dims_of(c, &a->tp);
+  int64_t T = a->T, TL = a->T_loc, H = c->H;
+  bool ln = c->family == EX_GPT2, sp = a->tp.sp && a->tp.size > 1;
+  /* Parameters every rank computes whole (norms, row-parallel biases) without sequence parallelism. */
+  float *gr = a->tp.size > 1 && !sp && a->tp.g_repl ? a->tp.g_repl : g;
+  float *dxm = malloc((size_t)(TL * H) * sizeof *dxm), *dm = malloc((size_t)(T * H) * sizeof *dm);
+  float *dfull = malloc((size_t)(T * H) * sizeof *dfull);
+  float *dh = malloc((size_t)(T * (d.qdl > d.Fl ? d.qdl : d.Fl)) * sizeof *dh);
+  float *dup = malloc((size_t)(T * (d.upl > d.Dl ? d.upl : d.Dl)) * sizeof *dup);
   float *tmp = malloc((size_t)(a->S * a->S) * sizeof *tmp);
-  bool ok = dxm && dm && dh && dup && tmp;
+  bool ok = dxm && dm && dfull && dh && dup && tmp;
   if (ok) {
-    /* MLP: y = x_mid + MLP(m) */
+    /* MLP: y = x_mid + MLP(m) (+ b_down) */
     if (c->E) {
-      ok = moe_bwd(md, lw, w, g, a, dy, dm);
+      ok = ex_moe_bwd(md, lw, w, g, a, dy, dm);
     } else {
-      exo_linear_bwd(T, H, F, a->hact, F, w + lw->down, dy, H, dh, F, 0.0f, g + lw->down, ln ? g + lw->bdown : NULL);
+      if (ln) bias_grad(gr + lw->bdown, dy, TL, H);
+      const float *dy_full = gather_in(a, dy, dfull, H); /* the backward of reduce-scatter; of all-reduce: identity */
+      exo_linear_bwd(T, H, d.Fl, a->hact, d.Fl, w + lw->down + d.f0, c->F, dy_full, H, dh, d.Fl, 0.0f,
+                     g + lw->down + d.f0, NULL);
       if (ln)
-        exo_gelu_bwd(T * F, a->up, dh, dup);
+        exo_gelu_bwd(T * d.Fl, a->up, dh, dup);
       else
-        exo_swiglu_bwd(T, F, a->up, dh, dup);
-      exo_linear_bwd(T, up_w, H, a->m, H, w + lw->up, dup, up_w, dm, H, 0.0f, g + lw->up, ln ? g + lw->bup : NULL);
+        exo_swiglu_bwd(T, d.Fl, a->up, dh, dup);
+      up_bwd(c, lw, w, g, &d, T, a->m_full ? a->m_full : a->m, dup, dm);
+      reduce_out(a, dm, dm, H); /* the backward of the input's all-gather (or of its copy to every rank) */
     }
   }
   if (ok) {
-    exo_norm_bwd(ln, T, H, a->xmid, w + lw->n2w, a->mu2, a->r2, dm, dxm, g + lw->n2w, ln ? g + lw->n2b : NULL);
-    for (int64_t i = 0; i < T * H; i++) dxm[i] += dy[i];
-    /* Attention: x_mid = x + O(att) */
-    exo_linear_bwd(T, H, qd, a->att, qd, w + lw->o, dxm, H, dh, qd, 0.0f, g + lw->o, ln ? g + lw->bo : NULL);
-    exo_attn_bwd(a->B, a->S, c->nh, c->nkv, c->hd, a->qkv, a->P, dh, dup, tmp);
-    if (c->family == EX_LLAMA) exo_rope(dup, D, 0, c->nh + c->nkv, c->hd, T, a->S, c->rope_theta, true);
-    exo_linear_bwd(T, D, H, a->a, H, w + lw->qkv, dup, D, dm, H, 0.0f, g + lw->qkv, ln ? g + lw->bqkv : NULL);
-    exo_norm_bwd(ln, T, H, a->x, w + lw->n1w, a->mu1, a->r1, dm, dx, g + lw->n1w, ln ? g + lw->n1b : NULL);
-    for (int64_t i = 0; i < T * H; i++) dx[i] += dxm[i];
+    exo_norm_bwd(ln, TL, H, a->xmid, w + lw->n2w, a->mu2, a->r2, dm, dxm, gr + lw->n2w, ln ? gr + lw->n2b : NULL);
+    for (int64_t i = 0; i < TL * H; i++) dxm[i] += dy[i];
+    /* Attention: x_mid = x + O(att) (+ b_o) */
+    if (ln) bias_grad(gr + lw->bo, dxm, TL, H);
+    const float *do_full = gather_in(a, dxm, dfull, H);
+    exo_linear_bwd(T, H, d.qdl, a->att, d.qdl, w + lw->o + d.q0, c->nh * c->hd, do_full, H, dh, d.qdl, 0.0f,
+                   g + lw->o + d.q0, NULL);
+    exo_attn_bwd(a->B, a->S, d.nhl, d.nkvl, c->hd, a->qkv, a->P, dh, dup, tmp);
+    if (c->family == EX_LLAMA) exo_rope(dup, d.Dl, 0, d.nhl + d.nkvl, c->hd, T, a->S, c->rope_theta, true);
+    qkv_bwd(c, lw, w, g, &d, T, a->a_full ? a->a_full : a->a, dup, dm);
+    reduce_out(a, dm, dm, H);
+    exo_norm_bwd(ln, TL, H, a->x, w + lw->n1w, a->mu1, a->r1, dm, dx, gr + lw->n1w, ln ? gr + lw->n1b : NULL);
+    for (int64_t i = 0; i < TL * H; i++) dx[i] += dxm[i];
   }
   free(dxm);
   free(dm);
+  free(dfull);
   free(dh);
   free(dup);
   free(tmp);
@@ -396,7 +383,7 @@ double ex_head_loss(const ex_model *m, const float *w, float *g, const float *x,
   if (y && mu && r && logits && dlog && dy) {
     loss = 0.0;
     exo_norm_fwd(ln, T, H, c->eps, x, w + m->nfw, ln ? w + m->nfb : NULL, y, mu, r);
-    exo_linear(T, V, H, y, H, w + m->head, NULL, logits, V, 0.0f);
+    exo_linear(T, V, H, y, H, w + m->head, H, NULL, logits, V, 0.0f);
     for (int64_t t = 0; t < T; t++) {
       const float *l = logits + t * V;
       float mx = l[0];
@@ -406,11 +393,11 @@ double ex_head_loss(const ex_model *m, const float *w, float *g, const float *x,
       double lse = mx + log(sum);
       loss += lse - l[labels[t]];
       /* ∂(scale·CE)/∂logit = scale·(softmax − one-hot); written over the logits when fused. */
-      float *d = dlog + t * V;
-      for (int64_t v = 0; v < V; v++) d[v] = (float)(scale * exp((double)l[v] - lse));
-      d[labels[t]] -= (float)scale;
+      float *dl = dlog + t * V;
+      for (int64_t v = 0; v < V; v++) dl[v] = (float)(scale * exp((double)l[v] - lse));
+      dl[labels[t]] -= (float)scale;
     }
-    exo_linear_bwd(T, V, H, y, H, w + m->head, dlog, V, dy, H, 0.0f, g + m->head, NULL);
+    exo_linear_bwd(T, V, H, y, H, w + m->head, H, dlog, V, dy, H, 0.0f, g + m->head, NULL);
     exo_norm_bwd(ln, T, H, x, w + m->nfw, mu, r, dy, dx, g + m->nfw, ln ? g + m->nfb : NULL);
   }
   free(y);

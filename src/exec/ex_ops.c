@@ -9,20 +9,22 @@
 
 #define BI(x) ((blasint)(x))
 
-void exo_linear(int64_t T, int64_t out, int64_t in, const float *x, int64_t ldx, const float *W, const float *b,
-                float *y, int64_t ldy, float beta) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BI(T), BI(out), BI(in), 1.0f, x, BI(ldx), W, BI(in), beta, y, BI(ldy));
+void exo_linear(int64_t T, int64_t out, int64_t in, const float *x, int64_t ldx, const float *W, int64_t ldw,
+                const float *b, float *y, int64_t ldy, float beta) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BI(T), BI(out), BI(in), 1.0f, x, BI(ldx), W, BI(ldw), beta, y,
+              BI(ldy));
   if (b)
     for (int64_t t = 0; t < T; t++)
       for (int64_t o = 0; o < out; o++) y[t * ldy + o] += b[o];
 }
 
-void exo_linear_bwd(int64_t T, int64_t out, int64_t in, const float *x, int64_t ldx, const float *W, const float *dy,
-                    int64_t ldy, float *dx, int64_t lddx, float beta, float *dW, float *db) {
+void exo_linear_bwd(int64_t T, int64_t out, int64_t in, const float *x, int64_t ldx, const float *W, int64_t ldw,
+                    const float *dy, int64_t ldy, float *dx, int64_t lddx, float beta, float *dW, float *db) {
   if (dx)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BI(T), BI(in), BI(out), 1.0f, dy, BI(ldy), W, BI(in), beta, dx,
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BI(T), BI(in), BI(out), 1.0f, dy, BI(ldy), W, BI(ldw), beta, dx,
                 BI(lddx));
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, BI(out), BI(in), BI(T), 1.0f, dy, BI(ldy), x, BI(ldx), 1.0f, dW, BI(in));
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, BI(out), BI(in), BI(T), 1.0f, dy, BI(ldy), x, BI(ldx), 1.0f, dW,
+              BI(ldw));
   if (db)
     for (int64_t t = 0; t < T; t++)
       for (int64_t o = 0; o < out; o++) db[o] += dy[t * ldy + o];

@@ -10,12 +10,15 @@
 
 #include "core/core.h"
 
-/* y[T, out] (leading dimension ldy) = x[T, in] (ldx) · W[out, in]ᵀ (+ b) (beta: 0 overwrites, 1 adds). */
-AP_HIDDEN void exo_linear(int64_t T, int64_t out, int64_t in, const float *x, int64_t ldx, const float *W, const float *b,
-                float *y, int64_t ldy, float beta);
-/* Backward of exo_linear: dx (+)= dy·W (beta as above; dx NULL skips), dW += dyᵀ·x, db += Σ dy (db NULL skips). */
-AP_HIDDEN void exo_linear_bwd(int64_t T, int64_t out, int64_t in, const float *x, int64_t ldx, const float *W, const float *dy,
-                    int64_t ldy, float *dx, int64_t lddx, float beta, float *dW, float *db);
+/* y[T, out] (leading dimension ldy) = x[T, in] (ldx) · W[out, in]ᵀ (+ b) (beta: 0 overwrites, 1 adds). W's rows
+ * are ldw apart (ldw = in for a whole matrix; larger for a block of columns, as a row-parallel slice is). */
+AP_HIDDEN void exo_linear(int64_t T, int64_t out, int64_t in, const float *x, int64_t ldx, const float *W, int64_t ldw,
+                          const float *b, float *y, int64_t ldy, float beta);
+/* Backward of exo_linear: dx (+)= dy·W (beta as above; dx NULL skips), dW += dyᵀ·x (rows ldw apart), db += Σ dy
+ * (db NULL skips). */
+AP_HIDDEN void exo_linear_bwd(int64_t T, int64_t out, int64_t in, const float *x, int64_t ldx, const float *W,
+                              int64_t ldw, const float *dy, int64_t ldy, float *dx, int64_t lddx, float beta, float *dW,
+                              float *db);
 
 /* RMSNorm (b NULL; Zhang and Sennrich 2019, transformers LlamaRMSNorm: x·rsqrt(mean(x²)+eps)·w) or LayerNorm
  * (b given; Ba et al. 2016). Saves mean (LayerNorm only) and rstd per row. */

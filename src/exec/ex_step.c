@@ -16,7 +16,7 @@ double ex_fwd_bwd(const ex_model *m, const float *w, float *g, const int32_t *in
   bool ok = acts && x && y;
   if (ok) ex_embed_fwd(m, w, in, B, S, x);
   for (int64_t l = 0; l < L && ok; l++) {
-    acts[l] = ex_layer_fwd(m, (int)l, w, x, y, B, S, rc);
+    acts[l] = ex_layer_fwd(m, (int)l, w, x, y, B, S, rc, NULL);
     ok = acts[l] != NULL;
     float *t = x;
     x = y;
@@ -29,7 +29,7 @@ double ex_fwd_bwd(const ex_model *m, const float *w, float *g, const int32_t *in
     y = t; /* x holds the gradient now */
   }
   for (int64_t l = L - 1; l >= 0 && ok; l--) {
-    ok = ex_layer_bwd(m, (int)l, w, g, acts[l], x, x);
+    ok = ex_layer_bwd(m, w, g, acts[l], x, x);
     acts[l] = NULL;
   }
   if (ok) ex_embed_bwd(m, g, in, B, S, x);

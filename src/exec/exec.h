@@ -74,20 +74,39 @@ AP_HIDDEN ap_status ex_load(ap_ctx *ctx, const ex_model *m, const char *path, fl
 /* Writes w with HF names (a tied head once). */
 AP_HIDDEN ap_status ex_save(ap_ctx *ctx, const ex_model *m, const char *path, const float *w);
 
-/* ---- Forward and backward (ex_layer.c) ---- */
+/* ---- Forward and backward (ex_layer.c, ex_moe.c) ---- */
 /* What a layer keeps for its backward. Which buffers stay between forward and backward is the recompute
  * policy's business (ex_recompute); the numbers are the same either way. */
 typedef enum { EX_RC_NONE, EX_RC_SELECTIVE, EX_RC_OP, EX_RC_FULL } ex_recompute;
 
 typedef struct ex_act ex_act; /* one layer's saved activations for one micro-batch */
 
-/* x [B·S, H] in, y out; positions 0 … S-1 within each of the B sequences. Returns NULL on out of memory. */
+/* Tensor parallelism of a layer (Shoeybi et al. 2019 §3, Megatron-LM's ColumnParallelLinear/RowParallelLinear):
+ * rank `rank` of `size` holds heads [rank·nh/size, …) and KV heads likewise (q, k, v and the MLP's first matmul
+ * split by output rows, the attention output and the MLP's last matmul by input columns). Without sequence
+ * parallelism a layer's input and output are whole on every rank and the row-parallel outputs are all-reduced;
+ * with it (Korthikanti et al. 2022 §4.2.2) they are this rank's slice of every sequence, positions
+ * [rank·S/size, …), all-gathered before the column-parallel matmuls and reduce-scattered after the row-parallel
+ * ones. The communication is the host's (callbacks), so this layer links no MPI. g_repl receives the gradients
+ * of the parameters every rank computes whole (norms and row-parallel biases without sequence parallelism), so
+ * that the host can keep one copy; NULL means g. A NULL ex_tp is one rank. */
+typedef struct {
+  int rank, size;
+  bool sp;
+  void *user;
+  void (*all_reduce)(void *user, float *buf, int64_t n);
+  void (*all_gather_seq)(void *user, const float *loc, float *full, int64_t B, int64_t S, int64_t H);
+  void (*reduce_scatter_seq)(void *user, const float *full, float *loc, int64_t B, int64_t S, int64_t H);
+  float *g_repl;
+} ex_tp;
+
+/* x in, y out: [B·S, H], or this rank's [B·S/size, H] under sequence parallelism; positions 0 … S-1 within each
+ * of the B sequences. Returns NULL on out of memory. */
 AP_HIDDEN ex_act *ex_layer_fwd(const ex_model *m, int layer, const float *w, const float *x, float *y, int64_t B,
-                               int64_t S, ex_recompute rc);
+                               int64_t S, ex_recompute rc, const ex_tp *tp);
 /* dy in; dx out (may alias dy); accumulates the layer's parameter gradients into g. Frees a. Returns false
  * on out of memory. */
-AP_HIDDEN bool ex_layer_bwd(const ex_model *m, int layer, const float *w, float *g, ex_act *a, const float *dy,
-                            float *dx);
+AP_HIDDEN bool ex_layer_bwd(const ex_model *m, const float *w, float *g, ex_act *a, const float *dy, float *dx);
 AP_HIDDEN void ex_act_free(ex_act *a);
 /* Bytes a holds now. */
 AP_HIDDEN size_t ex_act_bytes(const ex_act *a);

@@ -107,7 +107,11 @@ static void read_plan(ap_ctx *ctx, const char *path, const ap_model *model, cons
   out->rc = (ex_recompute)p->recompute; /* the same four, in the same order */
   out->fused_loss = p->fused_loss;
   out->precision = plan_precision_name(p->precision);
-  if (out->tp > 1) die(2, "%s: parallel.tp: %lld: the executor does not run tensor parallelism yet", path, (long long)out->tp);
+  out->sp = p->sequence_parallel && out->tp > 1;
+  if (out->tp > 1 && c->E)
+    die(2, "%s: parallel.tp: %lld: the executor does not run tensor parallelism on MoE layers yet", path, (long long)out->tp);
+  if (out->tp > 1 && c->F % out->tp)
+    die(2, "%s: parallel.tp: %lld must divide the MLP width %lld (intermediate_size)", path, (long long)out->tp, (long long)c->F);
   if (out->cp > 1) die(2, "%s: parallel.cp: %lld: the executor does not run context parallelism yet", path, (long long)out->cp);
   if (out->ep > 1) die(2, "%s: parallel.ep: %lld: the executor does not run expert parallelism yet", path, (long long)out->ep);
   if (out->schedule == PLAN_SCHED_ZB_H1 || out->schedule == PLAN_SCHED_ZB_V)
@@ -156,6 +160,9 @@ static void update_range(rk_state *s, int64_t k, int64_t t, float *shard_g, floa
   int64_t lo, hi;
   chunk_range(s, k, &lo, &hi);
   if (hi <= lo) return;
+  /* Tensor parallelism: each rank's slices (zero elsewhere) and its partial sums of the sequence-parallel
+   * norms and biases add up to the whole gradient; every tensor-parallel rank then holds it and updates alike. */
+  if (s->p.tp > 1) MPI_Allreduce(MPI_IN_PLACE, s->g + lo, (int)(hi - lo), MPI_FLOAT, MPI_SUM, s->tp_comm);
   int dp = (int)s->p.dp;
   if (s->p.zero == 0) {
     if (dp > 1) MPI_Allreduce(MPI_IN_PLACE, s->g + lo, (int)(hi - lo), MPI_FLOAT, MPI_SUM, s->dp_comm);
@@ -194,6 +201,36 @@ static void gather_params(rk_state *s, int64_t k) {
     displs[d] = (int)(a - lo);
   }
   if (hi > lo) MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, s->w + lo, counts, displs, MPI_FLOAT, s->dp_comm);
+}
+
+void rk_tp_all_reduce(void *user, float *buf, int64_t n) {
+  rk_state *s = user;
+  MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, s->tp_comm);
+}
+
+/* loc is [B, S/t, H], this rank's positions of each sequence; full is [B, S, H]. */
+void rk_tp_all_gather_seq(void *user, const float *loc, float *full, int64_t B, int64_t S, int64_t H) {
+  rk_state *s = user;
+  int64_t t = s->tp.size, Sl = S / t, n = B * Sl * H;
+  float *tmp = malloc((size_t)(t * n) * sizeof *tmp);
+  if (!tmp) die(1, "out of memory");
+  MPI_Allgather(loc, (int)n, MPI_FLOAT, tmp, (int)n, MPI_FLOAT, s->tp_comm);
+  for (int64_t r = 0; r < t; r++)
+    for (int64_t b = 0; b < B; b++)
+      memcpy(full + (b * S + r * Sl) * H, tmp + r * n + b * Sl * H, (size_t)(Sl * H) * sizeof *full);
+  free(tmp);
+}
+
+void rk_tp_reduce_scatter_seq(void *user, const float *full, float *loc, int64_t B, int64_t S, int64_t H) {
+  rk_state *s = user;
+  int64_t t = s->tp.size, Sl = S / t, n = B * Sl * H;
+  float *tmp = malloc((size_t)(t * n) * sizeof *tmp);
+  if (!tmp) die(1, "out of memory");
+  for (int64_t r = 0; r < t; r++)
+    for (int64_t b = 0; b < B; b++)
+      memcpy(tmp + r * n + b * Sl * H, full + (b * S + r * Sl) * H, (size_t)(Sl * H) * sizeof *tmp);
+  MPI_Reduce_scatter_block(tmp, loc, (int)n, MPI_FLOAT, MPI_SUM, s->tp_comm);
+  free(tmp);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -240,7 +277,7 @@ static void write_result(const rk_args *a, const rk_state *s, const double *loss
 
 /* Brings every chunk's parameters to world rank 0 (pipeline rank 0 and data-parallel rank 0). */
 static void collect_to_rank0(rk_state *s) {
-  if (s->p.pp == 1 || s->dp_rank != 0) return;
+  if (s->p.pp == 1 || s->dp_rank != 0 || s->tp_rank != 0) return;
   for (int64_t k = 0; k < s->p.pp * s->p.vpp; k++) {
     int owner = (int)s->p.chunk_rank[k];
     if (owner == 0) continue;
@@ -301,8 +338,17 @@ int main(int argc, char **argv) {
   if (s.world != s.p.n_dev) die(2, "%s: the plan has %lld devices but the job has %d ranks", a.plan, (long long)s.p.n_dev, s.world);
   s.dp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_DP);
   s.pp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_PP);
-  MPI_Comm_split(MPI_COMM_WORLD, s.pp_rank, s.dp_rank, &s.dp_comm);
-  MPI_Comm_split(MPI_COMM_WORLD, s.dp_rank, s.pp_rank, &s.pp_comm);
+  s.tp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_TP);
+  int tps = (int)s.p.tp, dps = (int)s.p.dp;
+  MPI_Comm_split(MPI_COMM_WORLD, s.pp_rank * tps + s.tp_rank, s.dp_rank, &s.dp_comm);
+  MPI_Comm_split(MPI_COMM_WORLD, s.dp_rank * tps + s.tp_rank, s.pp_rank, &s.pp_comm);
+  MPI_Comm_split(MPI_COMM_WORLD, s.pp_rank * dps + s.dp_rank, s.tp_rank, &s.tp_comm);
+  s.tp = (ex_tp){s.tp_rank, tps, s.p.sp, &s, rk_tp_all_reduce, rk_tp_all_gather_seq, rk_tp_reduce_scatter_seq, NULL};
+  if (tps > 1) {
+    s.scratch = calloc((size_t)s.m.n_params, sizeof *s.scratch);
+    if (!s.scratch) die(1, "out of memory");
+    if (s.tp_rank > 0) s.tp.g_repl = s.scratch;
+  }
 
   /* Optimizer state for what this rank updates: its chunks' ranges, or its shard of each under ZeRO. */
   int64_t n_state = 0, n_chunks = s.p.pp * s.p.vpp, max_range = 0;
@@ -330,6 +376,7 @@ int main(int argc, char **argv) {
         if (s.p.chunk_rank[k] == s.pp_rank) gather_params(&s, k);
     if (t == 0 && a.fail_rank == s.rank) die(1, "failing on purpose (--fail-rank %d)", s.rank);
     memset(s.g, 0, (size_t)s.m.n_params * sizeof *s.g);
+    if (s.scratch) memset(s.scratch, 0, (size_t)s.m.n_params * sizeof *s.scratch);
     double l_sum = rk_pipeline_step(&s, t, msg, sizeof msg);
     if (l_sum < 0) die(1, "%s", msg);
     /* The tied embedding's gradient from the head (last chunk) joins the embedding's (chunk 0), as Megatron's
@@ -372,8 +419,10 @@ int main(int argc, char **argv) {
   ex_data_free(&s.data);
   ex_model_free(&s.m);
   ap_ctx_free(ctx);
+  free(s.scratch);
   MPI_Comm_free(&s.dp_comm);
   MPI_Comm_free(&s.pp_comm);
+  MPI_Comm_free(&s.tp_comm);
   MPI_Finalize();
   return 0;
 }

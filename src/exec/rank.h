@@ -28,7 +28,7 @@ typedef struct {
   int schedule; /* plan_schedule */
   const char *schedule_name;
   ex_recompute rc;
-  bool fused_loss;
+  bool fused_loss, sp; /* sp: sequence parallelism with tp > 1 */
   const char *precision;
   int64_t chunk_layers[RK_MAX_CHUNKS]; /* layers of each chunk in forward order */
   int64_t chunk_rank[RK_MAX_CHUNKS];   /* pipeline rank of each chunk */
@@ -40,13 +40,20 @@ typedef struct {
   ex_data data;
   ex_adamw opt;
   int rank, world;
-  int pp_rank, dp_rank;
-  MPI_Comm dp_comm, pp_comm;
+  int pp_rank, dp_rank, tp_rank;
+  MPI_Comm dp_comm, pp_comm, tp_comm;
+  ex_tp tp;       /* this rank's tensor-parallel share and its communication (tp_comm) */
+  float *scratch; /* n_params floats: gradients of what every tensor-parallel rank computes whole, kept from rank 0 */
   int64_t lo, hi;          /* this rank's parameter range [lo, hi) of the flat buffer */
   int64_t shard_lo, shard_hi; /* the range whose optimizer state this rank holds (ZeRO >= 1), else [lo, hi) */
   float *w, *g, *mom, *var;   /* mom and var cover [shard_lo, shard_hi) */
   int64_t chunk_l0[RK_MAX_CHUNKS]; /* first layer of each chunk */
 } rk_state;
+
+/* Tensor-parallel communication over s->tp_comm (rank.c), the callbacks of ex_tp. */
+void rk_tp_all_reduce(void *user, float *buf, int64_t n);
+void rk_tp_all_gather_seq(void *user, const float *loc, float *full, int64_t B, int64_t S, int64_t H);
+void rk_tp_reduce_scatter_seq(void *user, const float *full, float *loc, int64_t B, int64_t S, int64_t H);
 
 /* Fills items (capacity cap) with the order of pipeline work of pipeline rank r; returns how many, or -1 when
  * the schedule is not one the executor runs. */

@@ -7,6 +7,7 @@
  * direction), so every schedule whose order respects its dependencies runs without deadlock; a chunk whose
  * neighbour lives on the same rank (zb-v's turn) hands over through a local mailbox. With pp = 1 this is the
  * plain gradient-accumulation loop over micro-batches. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@ typedef struct {
 
 typedef struct {
   rk_state *s;
-  int64_t T, H, S;
+  int64_t T, T_act, H, S; /* tokens of a micro-batch; of the activations between chunks (T/tp under SP) */
   ex_act ***acts;  /* [mb · n_chunks + chunk] → array of the chunk's layer activations */
   float **dhead;   /* [mb]: the loss head's gradient w.r.t. the last chunk's output */
   MPI_Request *req;
@@ -52,7 +53,7 @@ static bool send_to(step_ctx *c, float *buf, int64_t mb, int64_t dst, int dir) {
     c->cap_req = cap;
   }
   c->sendbuf[c->n_req] = buf;
-  MPI_Isend(buf, (int)(c->T * c->H), MPI_FLOAT, peer, tag, c->s->pp_comm, &c->req[c->n_req]);
+  MPI_Isend(buf, (int)(c->T_act * c->H), MPI_FLOAT, peer, tag, c->s->pp_comm, &c->req[c->n_req]);
   c->n_req++;
   return true;
 }
@@ -70,8 +71,8 @@ static float *recv_from(step_ctx *c, int64_t mb, int64_t chunk, int64_t src, int
       }
     return NULL; /* the schedule consumed before it produced */
   }
-  float *b = malloc((size_t)(c->T * c->H) * sizeof *b);
-  if (b) MPI_Recv(b, (int)(c->T * c->H), MPI_FLOAT, peer, tag, c->s->pp_comm, MPI_STATUS_IGNORE);
+  float *b = malloc((size_t)(c->T * c->H) * sizeof *b); /* room for a whole micro-batch: the forward reuses it */
+  if (b) MPI_Recv(b, (int)(c->T_act * c->H), MPI_FLOAT, peer, tag, c->s->pp_comm, MPI_STATUS_IGNORE);
   return b;
 }
 
@@ -84,24 +85,42 @@ static void tokens(const rk_state *s, int64_t t, int64_t mb, int32_t *in, int32_
   }
 }
 
+/* Under sequence parallelism: this rank's positions of every sequence, from full [B, S, H] into loc. */
+static void slice_seq(const rk_state *s, const float *full, float *loc, int64_t B, int64_t S, int64_t H) {
+  int64_t t = s->tp.size, Sl = S / t;
+  for (int64_t b = 0; b < B; b++)
+    memcpy(loc + b * Sl * H, full + (b * S + (int64_t)s->tp_rank * Sl) * H, (size_t)(Sl * H) * sizeof *loc);
+}
+
+/* The embedding and the loss head run whole on every tensor-parallel rank (the input replicated, or gathered
+ * under sequence parallelism); the gradients of rank 0 are kept, the others' go to scratch. */
+static float *whole_grads(const rk_state *s) { return s->tp_rank == 0 ? s->g : s->scratch; }
+
 static bool run_forward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int32_t *in, int32_t *lab, double *loss) {
   rk_state *s = c->s;
   const rk_plan *p = &s->p;
-  int64_t n = c->T * c->H;
-  float *x = chunk == 0 ? malloc((size_t)n * sizeof *x) : recv_from(c, mb, chunk, chunk - 1, 0);
-  float *y = malloc((size_t)n * sizeof *y);
+  bool sp = s->tp.sp && s->tp.size > 1;
+  int64_t n = c->T_act * c->H, nfull = c->T * c->H;
+  float *x = chunk == 0 ? malloc((size_t)nfull * sizeof *x) : recv_from(c, mb, chunk, chunk - 1, 0);
+  float *y = malloc((size_t)nfull * sizeof *y);
   if (!x || !y) {
     free(x);
     free(y);
     return false;
   }
   if (chunk == 0 || chunk == c->n_chunks - 1) tokens(s, t, mb, in, lab);
-  if (chunk == 0) ex_embed_fwd(&s->m, s->w, in, p->mbs, p->seq, x);
+  if (chunk == 0) {
+    ex_embed_fwd(&s->m, s->w, in, p->mbs, p->seq, y);
+    if (sp)
+      slice_seq(s, y, x, p->mbs, p->seq, c->H);
+    else
+      memcpy(x, y, (size_t)n * sizeof *x);
+  }
   int64_t nl = p->chunk_layers[chunk];
   ex_act **acts = calloc((size_t)(nl ? nl : 1), sizeof *acts);
   bool ok = acts != NULL;
   for (int64_t i = 0; i < nl && ok; i++) {
-    acts[i] = ex_layer_fwd(&s->m, (int)(s->chunk_l0[chunk] + i), s->w, x, y, p->mbs, p->seq, p->rc);
+    acts[i] = ex_layer_fwd(&s->m, (int)(s->chunk_l0[chunk] + i), s->w, x, y, p->mbs, p->seq, p->rc, &s->tp);
     ok = acts[i] != NULL;
     float *tmp = x;
     x = y;
@@ -110,12 +129,18 @@ static bool run_forward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int32
   c->acts[mb * c->n_chunks + chunk] = acts;
   if (ok && chunk == c->n_chunks - 1) {
     double scale = 1.0 / ((double)p->gbs * (double)p->seq);
-    double l = ex_head_loss(&s->m, s->w, s->g, x, lab, c->T, scale, p->fused_loss, y);
+    float *xf = x, *df = malloc((size_t)nfull * sizeof *df);
+    if (sp && df) {
+      s->tp.all_gather_seq(s->tp.user, x, y, p->mbs, p->seq, c->H);
+      xf = y;
+    }
+    double l = df ? ex_head_loss(&s->m, s->w, whole_grads(s), xf, lab, c->T, scale, p->fused_loss, df) : NAN;
     ok = l == l; /* not NaN (out of memory) */
-    *loss += l;
-    c->dhead[mb] = y;
-    y = NULL;
-    free(x);
+    if (s->tp_rank == 0) *loss += l;
+    if (ok && sp) slice_seq(s, df, x, p->mbs, p->seq, c->H);
+    if (ok && !sp) memcpy(x, df, (size_t)n * sizeof *x);
+    free(df);
+    c->dhead[mb] = x;
   } else if (ok) {
     ok = send_to(c, x, mb, chunk + 1, 0);
     if (!ok) free(x);
@@ -141,7 +166,7 @@ static bool run_backward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int3
   bool ok = d && acts;
   int64_t nl = p->chunk_layers[chunk];
   for (int64_t i = nl - 1; i >= 0 && ok; i--) {
-    ok = ex_layer_bwd(&s->m, (int)(s->chunk_l0[chunk] + i), s->w, s->g, acts[i], d, d);
+    ok = ex_layer_bwd(&s->m, s->w, s->g, acts[i], d, d);
     acts[i] = NULL;
   }
   for (int64_t i = 0; i < nl && acts; i++) ex_act_free(acts[i]);
@@ -152,7 +177,15 @@ static bool run_backward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int3
   }
   if (chunk == 0) {
     tokens(s, t, mb, in, lab);
-    ex_embed_bwd(&s->m, s->g, in, p->mbs, p->seq, d);
+    bool sp = s->tp.sp && s->tp.size > 1;
+    float *df = sp ? malloc((size_t)(c->T * c->H) * sizeof *df) : d;
+    if (!df) {
+      free(d);
+      return false;
+    }
+    if (sp) s->tp.all_gather_seq(s->tp.user, d, df, p->mbs, p->seq, c->H);
+    ex_embed_bwd(&s->m, whole_grads(s), in, p->mbs, p->seq, df);
+    if (df != d) free(df);
     free(d);
     return true;
   }
@@ -167,6 +200,7 @@ double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg) {
   c.s = s;
   c.S = p->seq;
   c.T = p->mbs * p->seq;
+  c.T_act = s->tp.sp && s->tp.size > 1 ? c.T / s->tp.size : c.T;
   c.H = s->m.c.H;
   c.n_chunks = p->pp * p->vpp;
   int cap = (int)(2 * p->n_mb * p->vpp + 4);

@@ -1,0 +1,37 @@
+/* A layer's saved activations (exec layer), shared by the dense layer (ex_layer.c) and the MoE MLP (ex_moe.c).
+ * Shapes: T = B·S tokens; T_loc = T/size under sequence parallelism, else T; local sizes (nhl, nkvl, Fl) are
+ * this tensor-parallel rank's share. Internal header: not installed, not part of the public API. */
+#ifndef AP_EXEC_ACT_H
+#define AP_EXEC_ACT_H
+
+#include "exec/exec.h"
+
+struct ex_act {
+  int layer;
+  int64_t B, S, T, T_loc;
+  ex_recompute rc;
+  ex_tp tp;
+  float *x;              /* the input [T_loc, H] (always kept) */
+  float *a, *mu1, *r1;   /* Norm1 output [T_loc, H] and its statistics */
+  float *a_full;         /* Norm1 output gathered to [T, H] (sequence parallel), else NULL (a is whole) */
+  float *qkv, *P, *att;  /* local q, k, v [T, Dl] after RoPE; probabilities [B, nhl, S, S]; [T, nhl·hd] */
+  float *xmid;           /* x + attention [T_loc, H] */
+  float *m, *mu2, *r2, *m_full;
+  float *up, *hact;      /* dense MLP: first matmul's output [T, 2Fl or Fl], activation [T, Fl] */
+  /* MoE: router probabilities, the chosen experts and weights, and per expert its tokens and activations. */
+  float *probs, *wt;
+  int32_t *sel;
+  int64_t n_e[EX_MAX_EXPERTS];
+  int32_t *tok_e[EX_MAX_EXPERTS], *slot_e[EX_MAX_EXPERTS];
+  float *up_e[EX_MAX_EXPERTS], *h_e[EX_MAX_EXPERTS], *y_e[EX_MAX_EXPERTS];
+  size_t bytes;
+};
+
+/* The MoE MLP (ex_moe.c): out[T, H] from a->m; its backward writes dm[T, H] from dout. */
+AP_HIDDEN bool ex_moe_fwd(const ex_model *md, const ex_layer_w *lw, const float *w, ex_act *a, float *out);
+AP_HIDDEN bool ex_moe_bwd(const ex_model *md, const ex_layer_w *lw, const float *w, float *g, ex_act *a,
+                          const float *dout, float *dm);
+/* Frees the MoE tensors of a. */
+AP_HIDDEN void ex_moe_free(ex_act *a, const ex_cfg *c);
+
+#endif
