@@ -10,6 +10,8 @@
 #include "testutil.h"
 
 #include "exec/exec.h"
+#include "exec/rank.h"
+#include "plan/plan.h"
 #include "model/safetensors.h"
 
 static ex_cfg tiny(ex_family fam, int64_t E) {
@@ -140,6 +142,42 @@ static void test_recompute_same_numbers(void **s) {
       assert_memory_equal(f.g, ref, (size_t)f.m.n_params * sizeof(float));
     }
     free(ref);
+    fixture_free(&f);
+  }
+}
+
+/* The split backward (zero-bubble B then W) gives bit for bit the gradient of the whole backward. */
+static void test_split_backward(void **s) {
+  (void)s;
+  ex_family fams[] = {EX_LLAMA, EX_GPT2};
+  for (int k = 0; k < 2; k++) {
+    fixture f;
+    fixture_init(&f, tiny(fams[k], 0));
+    int64_t n = B_ * S_ * f.m.c.H;
+    float *x = calloc((size_t)n, sizeof(float)), *y = calloc((size_t)n, sizeof(float));
+    float *d1 = calloc((size_t)n, sizeof(float)), *d2 = calloc((size_t)n, sizeof(float));
+    float *g2 = calloc((size_t)f.m.n_params, sizeof(float));
+    ex_embed_fwd(&f.m, f.w, f.in, B_, S_, x);
+    for (int64_t i = 0; i < n; i++) d1[i] = d2[i] = (float)((i % 7) - 3) * 0.1f;
+    for (int rc = EX_RC_NONE; rc <= EX_RC_FULL; rc++) {
+      memset(f.g, 0, (size_t)f.m.n_params * sizeof(float));
+      memset(g2, 0, (size_t)f.m.n_params * sizeof(float));
+      ex_act *a = ex_layer_fwd(&f.m, 1, f.w, x, y, B_, S_, (ex_recompute)rc, NULL);
+      assert_true(ex_layer_bwd(&f.m, f.w, f.g, a, d1, d1));
+      a = ex_layer_fwd(&f.m, 1, f.w, x, y, B_, S_, (ex_recompute)rc, NULL);
+      assert_true(ex_layer_bwd_input(&f.m, f.w, g2, a, d2, d2));
+      assert_memory_equal(d1, d2, (size_t)n * sizeof(float));
+      int64_t q = f.m.lw[1].qkv;
+      assert_true(g2[q] == 0.0f && f.g[q] != 0.0f); /* the weight gradients wait for W */
+      ex_layer_bwd_weight(a);
+      assert_memory_equal(f.g, g2, (size_t)f.m.n_params * sizeof(float));
+      for (int64_t i = 0; i < n; i++) d1[i] = d2[i] = (float)((i % 7) - 3) * 0.1f;
+    }
+    free(x);
+    free(y);
+    free(d1);
+    free(d2);
+    free(g2);
     fixture_free(&f);
   }
 }
@@ -353,6 +391,85 @@ static void test_cfg_load(void **s) {
   assert_int_equal(c.E, 4);
 }
 
+/* Every schedule's per-rank orders: each item once, dependencies met when all ranks run their orders together
+ * (no deadlock), 1F1B's warm-up, and the zero-bubble bounds on live activations with W passes put off. */
+static void test_schedule_orders(void **s) {
+  (void)s;
+  struct {
+    int sched;
+    int64_t pp, vpp, n_mb;
+  } cfgs[] = {{PLAN_SCHED_GPIPE, 4, 1, 6},  {PLAN_SCHED_1F1B, 4, 1, 8},  {PLAN_SCHED_1F1B, 3, 1, 2},
+              {PLAN_SCHED_INTERLEAVED_1F1B, 2, 2, 4}, {PLAN_SCHED_INTERLEAVED_1F1B, 4, 3, 8},
+              {PLAN_SCHED_ZB_H1, 4, 1, 8}, {PLAN_SCHED_ZB_V, 4, 2, 8}, {PLAN_SCHED_ZB_V, 2, 2, 3}};
+  for (size_t k = 0; k < AP_COUNT(cfgs); k++) {
+    rk_plan p = {0};
+    p.schedule = cfgs[k].sched;
+    p.pp = cfgs[k].pp;
+    p.vpp = cfgs[k].vpp;
+    p.n_mb = cfgs[k].n_mb;
+    int64_t C = p.pp * p.vpp, M = p.n_mb;
+    bool split = p.schedule == PLAN_SCHED_ZB_H1 || p.schedule == PLAN_SCHED_ZB_V;
+    for (int64_t c = 0; c < C; c++)
+      p.chunk_rank[c] = p.schedule == PLAN_SCHED_ZB_V ? (c < p.pp ? c : 2 * p.pp - 1 - c) : c % p.pp;
+    rk_item items[8][256];
+    int n[8], at[8] = {0};
+    for (int r = 0; r < p.pp; r++) {
+      n[r] = rk_schedule_order(&p, r, items[r], 256);
+      assert_int_equal(n[r], (int)((split ? 3 : 2) * M * p.vpp));
+    }
+    if (p.schedule == PLAN_SCHED_1F1B)
+      for (int r = 0; r < p.pp; r++) {
+        int warm = 0;
+        while (items[r][warm].kind == RK_F) warm++;
+        int64_t want = p.pp - r - 1 < M ? p.pp - r - 1 : M;
+        assert_int_equal(warm, (int)(want + (M > want ? 1 : 0))); /* warm-up, then the first steady F */
+      }
+    /* run all orders together: an item runs once what it needs has run */
+    bool fd[64][16] = {{0}}, bd[64][16] = {{0}};
+    int left = 0, late_w = 0;
+    for (int r = 0; r < p.pp; r++) left += n[r];
+    int64_t live[8] = {0};
+    while (left > 0) {
+      int moved = 0;
+      for (int r = 0; r < p.pp; r++) {
+        if (at[r] == n[r]) continue;
+        rk_item it = items[r][at[r]];
+        assert_int_equal(p.chunk_rank[it.chunk], r);
+        bool ready = it.kind == RK_F   ? (it.chunk == 0 || fd[it.mb][it.chunk - 1])
+                     : it.kind == RK_B ? fd[it.mb][it.chunk] && (it.chunk == C - 1 || bd[it.mb][it.chunk + 1])
+                                       : bd[it.mb][it.chunk];
+        if (!ready) continue;
+        if (it.kind == RK_F) {
+          assert_false(fd[it.mb][it.chunk]);
+          fd[it.mb][it.chunk] = true;
+          live[r]++;
+        } else if (it.kind == RK_B) {
+          assert_false(bd[it.mb][it.chunk]);
+          bd[it.mb][it.chunk] = true;
+          if (!split) live[r]--;
+        } else {
+          live[r]--;
+          late_w += at[r] + 1 < n[r] && items[r][at[r] + 1].kind != RK_W;
+        }
+        if (p.schedule == PLAN_SCHED_ZB_H1) assert_true(live[r] <= p.pp - r);
+        if (p.schedule == PLAN_SCHED_ZB_V) assert_true(live[r] <= 2 * p.pp);
+        at[r]++;
+        left--;
+        moved++;
+      }
+      if (!moved) fail_msg("schedule %d (pp %lld): the orders deadlock", p.schedule, (long long)p.pp);
+    }
+    if (split) assert_true(late_w > 0); /* some W runs before later F or B work: put off, not fused */
+  }
+  rk_plan bad = {0};
+  bad.schedule = 99;
+  bad.pp = 1;
+  bad.vpp = 1;
+  bad.n_mb = 1;
+  rk_item it[4];
+  assert_int_equal(rk_schedule_order(&bad, 0, it, 4), -1);
+}
+
 static int setup_ctx(void **state) {
   *state = ap_ctx_new();
   return *state ? 0 : -1;
@@ -370,6 +487,8 @@ int main(void) {
       cmocka_unit_test(test_grad_moe),
       cmocka_unit_test(test_grad_gpt2),
       cmocka_unit_test(test_recompute_same_numbers),
+      cmocka_unit_test(test_split_backward),
+      cmocka_unit_test(test_schedule_orders),
       cmocka_unit_test(test_init_loss_near_uniform),
       cmocka_unit_test(test_adamw),
       cmocka_unit_test_setup_teardown(test_safetensors_dtypes, setup_ctx, teardown_ctx),

@@ -125,6 +125,10 @@ static const plan_case cases[] = {
     {"pp2-1f1b-uneven", LLAMA, "{" B "\"parallel\":{\"pp\":2},\"pipeline\":{\"schedule\":\"1f1b\",\"micro_batch_size\":1,\"stage_layers\":[1,3]}}"},
     {"pp4-1f1b-empty-first", LLAMA, "{" B "\"parallel\":{\"pp\":4},\"pipeline\":{\"schedule\":\"1f1b\",\"micro_batch_size\":1,\"stage_layers\":[0,2,1,1]}}"},
     {"pp2-interleaved", LLAMA, "{" B "\"parallel\":{\"pp\":2,\"vpp\":2},\"pipeline\":{\"schedule\":\"interleaved-1f1b\",\"micro_batch_size\":1}}"},
+    {"pp2-zb-h1", LLAMA, "{" B "\"parallel\":{\"pp\":2},\"pipeline\":{\"schedule\":\"zb-h1\",\"micro_batch_size\":1}}"},
+    {"pp4-zb-h1-uneven", LLAMA, "{" B "\"parallel\":{\"pp\":4},\"pipeline\":{\"schedule\":\"zb-h1\",\"micro_batch_size\":2,\"stage_layers\":[1,2,1,0]}}"},
+    {"pp2-zb-v", LLAMA, "{" B "\"parallel\":{\"pp\":2,\"vpp\":2},\"pipeline\":{\"schedule\":\"zb-v\",\"micro_batch_size\":1}}"},
+    {"gpt2-pp2-zb-v-tp2-sp", GPT2, "{" B "\"parallel\":{\"pp\":2,\"vpp\":2,\"tp\":2},\"sequence_parallel\":true,\"pipeline\":{\"schedule\":\"zb-v\",\"micro_batch_size\":2},\"recompute\":{\"granularity\":\"selective\"}}"},
     {"pp2-dp2-zero1", LLAMA, "{" B "\"parallel\":{\"pp\":2,\"dp\":2},\"pipeline\":{\"micro_batch_size\":1},\"optimizer\":{\"zero_stage\":1}}"},
     {"gpt2-pp2-tied", GPT2, "{" B "\"parallel\":{\"pp\":2},\"pipeline\":{\"schedule\":\"1f1b\",\"micro_batch_size\":2}}"},
     {"gpt2-pp2-dp2-zero3", GPT2, "{" B "\"parallel\":{\"pp\":2,\"dp\":2},\"pipeline\":{\"micro_batch_size\":2},\"optimizer\":{\"zero_stage\":3}}"},
@@ -204,7 +208,6 @@ static void test_refused_plans(void **s) {
     const char *model, *plan, *want;
   } bad[] = {
       {MOE, "{" B "\"parallel\":{\"tp\":2},\"sequence_parallel\":true}", "parallel.tp"},
-      {LLAMA, "{" B "\"parallel\":{\"pp\":2},\"pipeline\":{\"schedule\":\"zb-h1\"}}", "pipeline.schedule"},
       {LLAMA, "{" B "\"parallel\":{\"dp\":3}}", "global_batch_size"},
       {GPT2, "{\"global_batch_size\":1,\"seq_length\":128}", "seq_length"},
       {"deepseek-v3", "{}", "model_type"},

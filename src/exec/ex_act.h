@@ -6,6 +6,16 @@
 
 #include "exec/exec.h"
 
+/* A weight-gradient GEMM put off by a split backward (dW += dyᵀ·x, dW's rows ldw apart): the zero-bubble
+ * schedules' W pass (Qi et al. 2024 §2). dy is a copy [T, out]; x stays in the activations until it runs. */
+typedef struct {
+  int64_t T, out, in, ldx, ldw;
+  const float *x;
+  float *dy, *dW;
+} ex_wrec;
+
+enum { EX_MAX_WREC = 8 };
+
 struct ex_act {
   int layer;
   int64_t B, S, T, T_loc;
@@ -25,6 +35,9 @@ struct ex_act {
   int32_t *tok_e[EX_MAX_EXPERTS], *slot_e[EX_MAX_EXPERTS];
   float *up_e[EX_MAX_EXPERTS], *h_e[EX_MAX_EXPERTS], *y_e[EX_MAX_EXPERTS];
   size_t bytes;
+  bool defer; /* the backward records weight gradients in wrec instead of computing them */
+  ex_wrec wrec[EX_MAX_WREC];
+  int n_wrec;
 };
 
 /* The MoE MLP (ex_moe.c): out[T, H] from a->m; its backward writes dm[T, H] from dout. */

@@ -46,6 +46,7 @@ static void free_inner(ex_act *a) {
 
 void ex_act_free(ex_act *a) {
   if (!a) return;
+  for (int i = 0; i < a->n_wrec; i++) free(a->wrec[i].dy);
   free_inner(a);
   for (int e = 0; e < EX_MAX_EXPERTS; e++) {
     free(a->tok_e[e]);
@@ -82,6 +83,25 @@ static local_dims dims_of(const ex_cfg *c, const ex_tp *tp) {
   return d;
 }
 
+/* exo_linear_bwd, or under a split backward its input-gradient half now and the weight gradient recorded for
+ * ex_layer_bwd_weight (a copy of dy; x must stay alive in a). */
+static bool lin_bwd(ex_act *a, int64_t T, int64_t out, int64_t in, const float *x, int64_t ldx, const float *W,
+                    int64_t ldw, const float *dy, int64_t ldy, float *dx, int64_t lddx, float beta, float *dW,
+                    float *db) {
+  if (!a->defer) {
+    exo_linear_bwd(T, out, in, x, ldx, W, ldw, dy, ldy, dx, lddx, beta, dW, db);
+    return true;
+  }
+  if (a->n_wrec == EX_MAX_WREC) return false;
+  float *copy = malloc((size_t)(T * out) * sizeof *copy);
+  if (!copy) return false;
+  for (int64_t t = 0; t < T; t++) memcpy(copy + t * out, dy + t * ldy, (size_t)out * sizeof *copy);
+  a->wrec[a->n_wrec++] = (ex_wrec){T, out, in, ldx, ldw, x, copy, dW};
+  a->bytes += (size_t)(T * out) * sizeof *copy;
+  exo_linear_fwd_bwd_input(T, out, in, W, ldw, dy, ldy, dx, lddx, beta, db);
+  return true;
+}
+
 /* The column-parallel q, k, v projection: qkv[T, Dl] = a_full · W_rowsᵀ (+ b). */
 static void qkv_fwd(const ex_cfg *c, const ex_layer_w *lw, const float *w, const local_dims *d, int64_t T,
                     const float *a_full, float *qkv) {
@@ -94,15 +114,16 @@ static void qkv_fwd(const ex_cfg *c, const ex_layer_w *lw, const float *w, const
   }
 }
 
-static void qkv_bwd(const ex_cfg *c, const ex_layer_w *lw, const float *w, float *g, const local_dims *d, int64_t T,
-                    const float *a_full, const float *dqkv, float *da) {
-  bool ln = c->family == EX_GPT2;
+static bool qkv_bwd(ex_act *a, const ex_cfg *c, const ex_layer_w *lw, const float *w, float *g, const local_dims *d,
+                    int64_t T, const float *a_full, const float *dqkv, float *da) {
+  bool ln = c->family == EX_GPT2, ok = true;
   int64_t H = c->H, rows[3] = {d->q0, d->k0, d->v0}, n[3] = {d->qdl, d->kvl, d->kvl}, col = 0;
-  for (int i = 0; i < 3; i++) {
-    exo_linear_bwd(T, n[i], H, a_full, H, w + lw->qkv + rows[i] * H, H, dqkv + col, d->Dl, da, H, i ? 1.0f : 0.0f,
-                   g + lw->qkv + rows[i] * H, ln ? g + lw->bqkv + rows[i] : NULL);
+  for (int i = 0; i < 3 && ok; i++) {
+    ok = lin_bwd(a, T, n[i], H, a_full, H, w + lw->qkv + rows[i] * H, H, dqkv + col, d->Dl, da, H, i ? 1.0f : 0.0f,
+                 g + lw->qkv + rows[i] * H, ln ? g + lw->bqkv + rows[i] : NULL);
     col += n[i];
   }
+  return ok;
 }
 
 /* The column-parallel first MLP matmul: Llama's [gate | up] slices into up[T, 2Fl], GPT-2's c_fc into [T, Fl]. */
@@ -117,17 +138,15 @@ static void up_fwd(const ex_cfg *c, const ex_layer_w *lw, const float *w, const 
   exo_linear(T, d->Fl, H, m_full, H, w + lw->up + (c->F + d->f0) * H, H, NULL, up + d->Fl, 2 * d->Fl, 0.0f);
 }
 
-static void up_bwd(const ex_cfg *c, const ex_layer_w *lw, const float *w, float *g, const local_dims *d, int64_t T,
-                   const float *m_full, const float *dup, float *dm) {
+static bool up_bwd(ex_act *a, const ex_cfg *c, const ex_layer_w *lw, const float *w, float *g, const local_dims *d,
+                   int64_t T, const float *m_full, const float *dup, float *dm) {
   int64_t H = c->H;
-  if (c->family == EX_GPT2) {
-    exo_linear_bwd(T, d->Fl, H, m_full, H, w + lw->up + d->f0 * H, H, dup, d->Fl, dm, H, 0.0f, g + lw->up + d->f0 * H,
-                   g + lw->bup + d->f0);
-    return;
-  }
-  exo_linear_bwd(T, d->Fl, H, m_full, H, w + lw->up + d->f0 * H, H, dup, 2 * d->Fl, dm, H, 0.0f,
-                 g + lw->up + d->f0 * H, NULL);
-  exo_linear_bwd(T, d->Fl, H, m_full, H, w + lw->up + (c->F + d->f0) * H, H, dup + d->Fl, 2 * d->Fl, dm, H, 1.0f,
+  if (c->family == EX_GPT2)
+    return lin_bwd(a, T, d->Fl, H, m_full, H, w + lw->up + d->f0 * H, H, dup, d->Fl, dm, H, 0.0f,
+                   g + lw->up + d->f0 * H, g + lw->bup + d->f0);
+  return lin_bwd(a, T, d->Fl, H, m_full, H, w + lw->up + d->f0 * H, H, dup, 2 * d->Fl, dm, H, 0.0f,
+                 g + lw->up + d->f0 * H, NULL) &&
+         lin_bwd(a, T, d->Fl, H, m_full, H, w + lw->up + (c->F + d->f0) * H, H, dup + d->Fl, 2 * d->Fl, dm, H, 1.0f,
                  g + lw->up + (c->F + d->f0) * H, NULL);
 }
 
@@ -292,13 +311,11 @@ static void bias_grad(float *gb, const float *dy, int64_t TL, int64_t H) {
     for (int64_t h = 0; h < H; h++) gb[h] += dy[t * H + h];
 }
 
-bool ex_layer_bwd(const ex_model *md, const float *w, float *g, ex_act *a, const float *dy, float *dx) {
+/* The backward; under a->defer the weight-gradient GEMMs are recorded, not run. Keeps a. */
+static bool bwd_impl(const ex_model *md, const float *w, float *g, ex_act *a, const float *dy, float *dx) {
   const ex_cfg *c = &md->c;
   const ex_layer_w *lw = &md->lw[a->layer];
-  if (!restore(md, w, a)) {
-    ex_act_free(a);
-    return false;
-  }
+  if (!restore(md, w, a)) return false;
   local_dims d = dims_of(c, &a->tp);
   int64_t T = a->T, TL = a->T_loc, H = c->H;
   bool ln = c->family == EX_GPT2, sp = a->tp.sp && a->tp.size > 1;
@@ -317,13 +334,13 @@ bool ex_layer_bwd(const ex_model *md, const float *w, float *g, ex_act *a, const
     } else {
       if (ln) bias_grad(gr + lw->bdown, dy, TL, H);
       const float *dy_full = gather_in(a, dy, dfull, H); /* the backward of reduce-scatter; of all-reduce: identity */
-      exo_linear_bwd(T, H, d.Fl, a->hact, d.Fl, w + lw->down + d.f0, c->F, dy_full, H, dh, d.Fl, 0.0f,
-                     g + lw->down + d.f0, NULL);
+      ok = lin_bwd(a, T, H, d.Fl, a->hact, d.Fl, w + lw->down + d.f0, c->F, dy_full, H, dh, d.Fl, 0.0f,
+                   g + lw->down + d.f0, NULL);
       if (ln)
         exo_gelu_bwd(T * d.Fl, a->up, dh, dup);
       else
         exo_swiglu_bwd(T, d.Fl, a->up, dh, dup);
-      up_bwd(c, lw, w, g, &d, T, a->m_full ? a->m_full : a->m, dup, dm);
+      ok = ok && up_bwd(a, c, lw, w, g, &d, T, a->m_full ? a->m_full : a->m, dup, dm);
       reduce_out(a, dm, dm, H); /* the backward of the input's all-gather (or of its copy to every rank) */
     }
   }
@@ -333,11 +350,11 @@ bool ex_layer_bwd(const ex_model *md, const float *w, float *g, ex_act *a, const
     /* Attention: x_mid = x + O(att) (+ b_o) */
     if (ln) bias_grad(gr + lw->bo, dxm, TL, H);
     const float *do_full = gather_in(a, dxm, dfull, H);
-    exo_linear_bwd(T, H, d.qdl, a->att, d.qdl, w + lw->o + d.q0, c->nh * c->hd, do_full, H, dh, d.qdl, 0.0f,
-                   g + lw->o + d.q0, NULL);
+    ok = lin_bwd(a, T, H, d.qdl, a->att, d.qdl, w + lw->o + d.q0, c->nh * c->hd, do_full, H, dh, d.qdl, 0.0f,
+                 g + lw->o + d.q0, NULL);
     exo_attn_bwd(a->B, a->S, d.nhl, d.nkvl, c->hd, a->qkv, a->P, dh, dup, tmp);
     if (c->family == EX_LLAMA) exo_rope(dup, d.Dl, 0, d.nhl + d.nkvl, c->hd, T, a->S, c->rope_theta, true);
-    qkv_bwd(c, lw, w, g, &d, T, a->a_full ? a->a_full : a->a, dup, dm);
+    ok = ok && qkv_bwd(a, c, lw, w, g, &d, T, a->a_full ? a->a_full : a->a, dup, dm);
     reduce_out(a, dm, dm, H);
     exo_norm_bwd(ln, TL, H, a->x, w + lw->n1w, a->mu1, a->r1, dm, dx, gr + lw->n1w, ln ? gr + lw->n1b : NULL);
     for (int64_t i = 0; i < TL * H; i++) dx[i] += dxm[i];
@@ -348,8 +365,26 @@ bool ex_layer_bwd(const ex_model *md, const float *w, float *g, ex_act *a, const
   free(dh);
   free(dup);
   free(tmp);
+  return ok;
+}
+
+bool ex_layer_bwd(const ex_model *md, const float *w, float *g, ex_act *a, const float *dy, float *dx) {
+  bool ok = bwd_impl(md, w, g, a, dy, dx);
   ex_act_free(a);
   return ok;
+}
+
+bool ex_layer_bwd_input(const ex_model *md, const float *w, float *g, ex_act *a, const float *dy, float *dx) {
+  a->defer = true;
+  return bwd_impl(md, w, g, a, dy, dx);
+}
+
+void ex_layer_bwd_weight(ex_act *a) {
+  for (int i = 0; i < a->n_wrec; i++) {
+    const ex_wrec *r = &a->wrec[i];
+    exo_linear_wgrad(r->T, r->out, r->in, r->x, r->ldx, r->dy, r->out, r->dW, r->ldw);
+  }
+  ex_act_free(a);
 }
 
 void ex_embed_fwd(const ex_model *m, const float *w, const int32_t *tok, int64_t B, int64_t S, float *x) {

@@ -30,6 +30,22 @@ void exo_linear_bwd(int64_t T, int64_t out, int64_t in, const float *x, int64_t 
       for (int64_t o = 0; o < out; o++) db[o] += dy[t * ldy + o];
 }
 
+void exo_linear_fwd_bwd_input(int64_t T, int64_t out, int64_t in, const float *W, int64_t ldw, const float *dy,
+                              int64_t ldy, float *dx, int64_t lddx, float beta, float *db) {
+  if (dx)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BI(T), BI(in), BI(out), 1.0f, dy, BI(ldy), W, BI(ldw), beta, dx,
+                BI(lddx));
+  if (db)
+    for (int64_t t = 0; t < T; t++)
+      for (int64_t o = 0; o < out; o++) db[o] += dy[t * ldy + o];
+}
+
+void exo_linear_wgrad(int64_t T, int64_t out, int64_t in, const float *x, int64_t ldx, const float *dy, int64_t ldy,
+                      float *dW, int64_t ldw) {
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, BI(out), BI(in), BI(T), 1.0f, dy, BI(ldy), x, BI(ldx), 1.0f, dW,
+              BI(ldw));
+}
+
 void exo_norm_fwd(bool layernorm, int64_t T, int64_t H, float eps, const float *x, const float *w, const float *b,
                   float *y, float *mu, float *rstd) {
   for (int64_t t = 0; t < T; t++) {

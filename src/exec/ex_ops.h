@@ -20,6 +20,13 @@ AP_HIDDEN void exo_linear_bwd(int64_t T, int64_t out, int64_t in, const float *x
                               int64_t ldw, const float *dy, int64_t ldy, float *dx, int64_t lddx, float beta, float *dW,
                               float *db);
 
+/* The two halves of exo_linear_bwd, for a backward split into input and weight gradients (zero-bubble
+ * schedules): dx (+)= dy·W with db += Σ dy; and dW += dyᵀ·x. */
+AP_HIDDEN void exo_linear_fwd_bwd_input(int64_t T, int64_t out, int64_t in, const float *W, int64_t ldw,
+                                        const float *dy, int64_t ldy, float *dx, int64_t lddx, float beta, float *db);
+AP_HIDDEN void exo_linear_wgrad(int64_t T, int64_t out, int64_t in, const float *x, int64_t ldx, const float *dy,
+                                int64_t ldy, float *dW, int64_t ldw);
+
 /* RMSNorm (b NULL; Zhang and Sennrich 2019, transformers LlamaRMSNorm: x·rsqrt(mean(x²)+eps)·w) or LayerNorm
  * (b given; Ba et al. 2016). Saves mean (LayerNorm only) and rstd per row. */
 AP_HIDDEN void exo_norm_fwd(bool layernorm, int64_t T, int64_t H, float eps, const float *x, const float *w, const float *b,

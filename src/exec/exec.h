@@ -107,6 +107,11 @@ AP_HIDDEN ex_act *ex_layer_fwd(const ex_model *m, int layer, const float *w, con
 /* dy in; dx out (may alias dy); accumulates the layer's parameter gradients into g. Frees a. Returns false
  * on out of memory. */
 AP_HIDDEN bool ex_layer_bwd(const ex_model *m, const float *w, float *g, ex_act *a, const float *dy, float *dx);
+/* The backward split in two, as the zero-bubble schedules run it (Qi et al. 2024 §2): the input gradient and
+ * the norms' and biases' gradients now, keeping a; then the weight-gradient GEMMs, which frees a. Their sum is
+ * ex_layer_bwd's. */
+AP_HIDDEN bool ex_layer_bwd_input(const ex_model *m, const float *w, float *g, ex_act *a, const float *dy, float *dx);
+AP_HIDDEN void ex_layer_bwd_weight(ex_act *a);
 AP_HIDDEN void ex_act_free(ex_act *a);
 /* Bytes a holds now. */
 AP_HIDDEN size_t ex_act_bytes(const ex_act *a);

@@ -114,9 +114,6 @@ static void read_plan(ap_ctx *ctx, const char *path, const ap_model *model, cons
     die(2, "%s: parallel.tp: %lld must divide the MLP width %lld (intermediate_size)", path, (long long)out->tp, (long long)c->F);
   if (out->cp > 1) die(2, "%s: parallel.cp: %lld: the executor does not run context parallelism yet", path, (long long)out->cp);
   if (out->ep > 1) die(2, "%s: parallel.ep: %lld: the executor does not run expert parallelism yet", path, (long long)out->ep);
-  if (out->schedule == PLAN_SCHED_ZB_H1 || out->schedule == PLAN_SCHED_ZB_V)
-    die(2, "%s: pipeline.schedule: \"%s\": the executor does not split backwards into input and weight gradients yet",
-        path, out->schedule_name);
   if (out->dp > 4 * RK_MAX_CHUNKS) die(2, "%s: parallel.dp: more than %d data-parallel ranks", path, 4 * RK_MAX_CHUNKS);
   if (plan_n_chunks(p) > RK_MAX_CHUNKS) die(2, "%s: parallel.vpp: more than %d chunks", path, RK_MAX_CHUNKS);
   if (out->seq < 1 || (c->family == EX_GPT2 && out->seq > c->P))

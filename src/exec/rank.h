@@ -14,7 +14,7 @@ enum { RK_MAX_CHUNKS = 64 };
 
 /* One item of a rank's pipeline work: the forward (F) or backward (B) of one micro-batch through one model
  * chunk. The shape is that of a schedule's per-rank timeline, so the order can come from shared schedule data. */
-typedef enum { RK_F, RK_B } rk_kind;
+typedef enum { RK_F, RK_B, RK_W } rk_kind; /* W: the weight gradient of a split backward (zero bubble) */
 typedef struct {
   rk_kind kind;
   int32_t mb, chunk; /* micro-batch 0 … n_mb-1; chunk in forward order 0 … pp·vpp-1 */

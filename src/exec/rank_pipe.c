@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "exec/rank.h"
+#include "plan/plan.h"
 
 typedef struct {
   int tag;
@@ -30,6 +31,7 @@ typedef struct {
   mail box[2 * RK_MAX_CHUNKS];
   int n_box;
   int64_t n_chunks;
+  bool split; /* the schedule splits backwards into B and W items */
 } step_ctx;
 
 static int tag_of(int64_t mb, int64_t chunk, int dir, int64_t n_chunks) { return (int)((mb * n_chunks + chunk) * 2 + dir); }
@@ -162,15 +164,19 @@ static bool run_backward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int3
     d = recv_from(c, mb, chunk, chunk + 1, 1);
   }
   ex_act **acts = c->acts[mb * c->n_chunks + chunk];
-  c->acts[mb * c->n_chunks + chunk] = NULL;
   bool ok = d && acts;
   int64_t nl = p->chunk_layers[chunk];
-  for (int64_t i = nl - 1; i >= 0 && ok; i--) {
-    ok = ex_layer_bwd(&s->m, s->w, s->g, acts[i], d, d);
-    acts[i] = NULL;
+  if (c->split) { /* B now, W later (run_weight): the activations stay */
+    for (int64_t i = nl - 1; i >= 0 && ok; i--) ok = ex_layer_bwd_input(&s->m, s->w, s->g, acts[i], d, d);
+  } else {
+    c->acts[mb * c->n_chunks + chunk] = NULL;
+    for (int64_t i = nl - 1; i >= 0 && ok; i--) {
+      ok = ex_layer_bwd(&s->m, s->w, s->g, acts[i], d, d);
+      acts[i] = NULL;
+    }
+    for (int64_t i = 0; i < nl && acts; i++) ex_act_free(acts[i]);
+    free(acts);
   }
-  for (int64_t i = 0; i < nl && acts; i++) ex_act_free(acts[i]);
-  free(acts);
   if (!ok) {
     free(d);
     return false;
@@ -194,6 +200,16 @@ static bool run_backward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int3
   return ok;
 }
 
+/* The weight gradients of a split backward. */
+static bool run_weight(step_ctx *c, int64_t mb, int64_t chunk) {
+  ex_act **acts = c->acts[mb * c->n_chunks + chunk];
+  if (!acts) return false;
+  c->acts[mb * c->n_chunks + chunk] = NULL;
+  for (int64_t i = 0; i < c->s->p.chunk_layers[chunk]; i++) ex_layer_bwd_weight(acts[i]);
+  free(acts);
+  return true;
+}
+
 double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg) {
   const rk_plan *p = &s->p;
   step_ctx c = {0};
@@ -203,7 +219,8 @@ double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg) {
   c.T_act = s->tp.sp && s->tp.size > 1 ? c.T / s->tp.size : c.T;
   c.H = s->m.c.H;
   c.n_chunks = p->pp * p->vpp;
-  int cap = (int)(2 * p->n_mb * p->vpp + 4);
+  int cap = (int)(3 * p->n_mb * p->vpp + 4);
+  c.split = p->schedule == PLAN_SCHED_ZB_H1 || p->schedule == PLAN_SCHED_ZB_V;
   rk_item *items = malloc((size_t)cap * sizeof *items);
   c.acts = calloc((size_t)(p->n_mb * c.n_chunks), sizeof *c.acts);
   c.dhead = calloc((size_t)p->n_mb, sizeof *c.dhead);
@@ -219,11 +236,13 @@ double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg) {
   }
   for (int i = 0; i < n && ok; i++) {
     const rk_item *it = &items[i];
-    ok = it->kind == RK_F ? run_forward(&c, t, it->mb, it->chunk, in, lab, &loss)
-                          : run_backward(&c, t, it->mb, it->chunk, in, lab);
-    if (!ok) snprintf(msg, n_msg, "step %lld: %s of micro-batch %d on chunk %d failed (out of memory or a schedule "
-                      "that consumes before it produces)", (long long)t + 1, it->kind == RK_F ? "forward" : "backward",
-                      it->mb, it->chunk);
+    ok = it->kind == RK_F   ? run_forward(&c, t, it->mb, it->chunk, in, lab, &loss)
+         : it->kind == RK_B ? run_backward(&c, t, it->mb, it->chunk, in, lab)
+                            : run_weight(&c, it->mb, it->chunk);
+    if (!ok)
+      snprintf(msg, n_msg, "step %lld: %s of micro-batch %d on chunk %d failed (out of memory or a schedule that "
+               "consumes before it produces)", (long long)t + 1,
+               it->kind == RK_F ? "forward" : it->kind == RK_B ? "backward" : "weight gradient", it->mb, it->chunk);
   }
   if (c.n_req) MPI_Waitall(c.n_req, c.req, MPI_STATUSES_IGNORE);
   for (int i = 0; i < c.n_req; i++) free(c.sendbuf[i]);
