@@ -140,6 +140,10 @@ static const plan_case cases[] = {
     {"gpt2-tp2", GPT2, "{" B "\"parallel\":{\"tp\":2},\"pipeline\":{\"micro_batch_size\":4}}"},
     {"gpt2-tp2-sp-pp2", GPT2, "{" B "\"parallel\":{\"tp\":2,\"pp\":2},\"sequence_parallel\":true,\"pipeline\":{\"micro_batch_size\":2}}"},
     {"moe-dp2", MOE, "{" B "\"parallel\":{\"dp\":2},\"pipeline\":{\"micro_batch_size\":2},\"optimizer\":{\"zero_stage\":1}}"},
+    {"moe-dp2-ep2", MOE, "{" B "\"parallel\":{\"dp\":2,\"ep\":2},\"pipeline\":{\"micro_batch_size\":2},\"optimizer\":{\"zero_stage\":0}}"},
+    {"moe-dp4-ep2-zero1", MOE, "{" B "\"parallel\":{\"dp\":4,\"ep\":2},\"pipeline\":{\"micro_batch_size\":1},\"optimizer\":{\"zero_stage\":1}}"},
+    {"moe-dp4-ep4-full", MOE, "{" B "\"parallel\":{\"dp\":4,\"ep\":4},\"pipeline\":{\"micro_batch_size\":2},\"recompute\":{\"granularity\":\"full\"}}"},
+    {"moe-pp2-dp2-ep2-zb-h1", MOE, "{" B "\"parallel\":{\"pp\":2,\"dp\":2,\"ep\":2},\"pipeline\":{\"schedule\":\"zb-h1\",\"micro_batch_size\":1}}"},
     {"moe-pp2", MOE, "{" B "\"parallel\":{\"pp\":2},\"pipeline\":{\"micro_batch_size\":2}}"},
 };
 

@@ -28,12 +28,15 @@ struct ex_act {
   float *xmid;           /* x + attention [T_loc, H] */
   float *m, *mu2, *r2, *m_full;
   float *up, *hact;      /* dense MLP: first matmul's output [T, 2Fl or Fl], activation [T, Fl] */
-  /* MoE: router probabilities, the chosen experts and weights, and per expert its tokens and activations. */
+  /* MoE: router probabilities [T, E], the chosen experts and weights [T, K]; the routed rows in send order
+   * (order: slot t·K + k of each row; yrow: the expert outputs that came back); rows per (rank, local expert)
+   * sent and received; per local expert the rows it received and its activations. */
   float *probs, *wt;
-  int32_t *sel;
+  int32_t *sel, *order;
+  float *yrow;
+  int64_t *cnt_send, *cnt_recv;
   int64_t n_e[EX_MAX_EXPERTS];
-  int32_t *tok_e[EX_MAX_EXPERTS], *slot_e[EX_MAX_EXPERTS];
-  float *up_e[EX_MAX_EXPERTS], *h_e[EX_MAX_EXPERTS], *y_e[EX_MAX_EXPERTS];
+  float *x_e[EX_MAX_EXPERTS], *up_e[EX_MAX_EXPERTS], *h_e[EX_MAX_EXPERTS];
   size_t bytes;
   bool defer; /* the backward records weight gradients in wrec instead of computing them */
   ex_wrec wrec[EX_MAX_WREC];

@@ -16,7 +16,7 @@
 #include "exec/ex_act.h"
 #include "exec/ex_ops.h"
 
-static const ex_tp one_rank = {0, 1, false, NULL, NULL, NULL, NULL, NULL};
+static const ex_tp one_rank = {.rank = 0, .size = 1};
 
 static float *fbuf(ex_act *a, int64_t n, bool *oom) {
   float *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
@@ -48,14 +48,7 @@ void ex_act_free(ex_act *a) {
   if (!a) return;
   for (int i = 0; i < a->n_wrec; i++) free(a->wrec[i].dy);
   free_inner(a);
-  for (int e = 0; e < EX_MAX_EXPERTS; e++) {
-    free(a->tok_e[e]);
-    free(a->slot_e[e]);
-    free(a->up_e[e]);
-    free(a->h_e[e]);
-    free(a->y_e[e]);
-  }
-  free(a->sel);
+  ex_moe_free(a, NULL);
   free(a->x);
   free(a);
 }

@@ -1,7 +1,14 @@
 /* The MoE MLP (exec layer; declared in ex_act.h): Mixtral's sparse block (transformers modeling_mixtral.py,
  * MixtralSparseMoeBlock at v4.46): router logits, softmax over all experts, the top k, their weights renormalised
  * to sum to 1 (so they are the softmax over the chosen logits), dropless (every token reaches its k experts),
- * no auxiliary loss. Each expert is a SwiGLU MLP over the tokens routed to it. */
+ * no auxiliary loss. Each expert is a SwiGLU MLP over the tokens routed to it.
+ *
+ * Expert parallelism (Lepikhin et al. 2021, GShard §2.2; Megatron-LM's MoEAlltoAllTokenDispatcher): rank r of
+ * the ep group owns experts [r·E/ep, (r+1)·E/ep). A rank sends each routed token row to its expert's owner
+ * (all-to-all, rows ordered by owner, then expert, then token), the owner runs its experts over the rows of
+ * every rank, and the outputs come back by the reverse all-to-all; the backward sends the output gradients
+ * the same way and returns the input gradients. With one rank the exchange is a copy, and the arithmetic is
+ * the same in either case: the rows of an expert are the same rows in the same order. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,38 +24,66 @@ static float *fbuf(ex_act *a, int64_t n, bool *oom) {
 }
 
 void ex_moe_free(ex_act *a, const ex_cfg *c) {
-  for (int64_t e = 0; e < c->E; e++) {
-    free(a->tok_e[e]);
-    free(a->slot_e[e]);
+  (void)c;
+  for (int e = 0; e < EX_MAX_EXPERTS; e++) {
+    free(a->x_e[e]);
     free(a->up_e[e]);
     free(a->h_e[e]);
-    free(a->y_e[e]);
-    a->tok_e[e] = a->slot_e[e] = NULL;
-    a->up_e[e] = a->h_e[e] = a->y_e[e] = NULL;
-    a->bytes -= (size_t)a->n_e[e] * (size_t)(3 * c->F + c->H) * sizeof(float);
+    a->x_e[e] = a->up_e[e] = a->h_e[e] = NULL;
     a->n_e[e] = 0;
   }
   free(a->sel);
+  free(a->order);
+  free(a->yrow);
+  free(a->cnt_send);
+  free(a->cnt_recv);
   a->sel = NULL;
+  a->order = NULL;
+  a->yrow = NULL;
+  a->cnt_send = a->cnt_recv = NULL;
 }
 
-bool ex_moe_fwd(const ex_model *md, const ex_layer_w *lw, const float *w, ex_act *a, float *out) {
-  const ex_cfg *c = &md->c;
-  int64_t T = a->T, H = c->H, F = c->F, E = c->E, K = c->K;
-  bool oom = false;
-  if (!a->probs) a->probs = fbuf(a, T * E, &oom);
-  if (!a->wt) a->wt = fbuf(a, T * K, &oom);
-  a->sel = calloc((size_t)(T * K), sizeof *a->sel);
-  if (oom || !a->sel) return false;
-  exo_linear(T, E, H, a->m, H, w + lw->router, H, NULL, a->probs, E, 0.0f);
+static int ep_size(const ex_act *a) { return a->tp.ep_size > 1 ? a->tp.ep_size : 1; }
+
+/* Rows per rank from per-(rank, local expert) counts. */
+static void rows_per_rank(const int64_t *cnt, int ep, int64_t el, int64_t *rows) {
+  for (int d = 0; d < ep; d++) {
+    rows[d] = 0;
+    for (int64_t e = 0; e < el; e++) rows[d] += cnt[d * el + e];
+  }
+}
+
+/* The all-to-all of rows of H floats: send has send_rows[d] rows for rank d in order; recv gets recv_rows[s]. */
+static void exchange(const ex_act *a, const float *send, const int64_t *send_rows, float *recv, const int64_t *recv_rows,
+                     int64_t H) {
+  if (ep_size(a) == 1) {
+    memcpy(recv, send, (size_t)(send_rows[0] * H) * sizeof *recv);
+    return;
+  }
+  a->tp.ep_rows(a->tp.user, send, send_rows, recv, recv_rows, H);
+}
+
+/* Offset in the owner's received layout (source-major, then local expert) of source s's rows of expert e. */
+static int64_t recv_offset(const int64_t *cnt_recv, int ep, int64_t el, int s, int64_t e) {
+  int64_t off = 0;
+  for (int s2 = 0; s2 < ep; s2++)
+    for (int64_t e2 = 0; e2 < el; e2++) {
+      if (s2 == s && e2 == e) return off;
+      off += cnt_recv[s2 * el + e2];
+    }
+  return off;
+}
+
+/* Routing: probabilities, the top k and their renormalised weights. */
+static void route(const ex_cfg *c, ex_act *a) {
+  int64_t T = a->T, E = c->E, K = c->K;
   for (int64_t t = 0; t < T; t++) {
     float *p = a->probs + t * E, mx = p[0];
     for (int64_t e = 1; e < E; e++) mx = p[e] > mx ? p[e] : mx;
     double sum = 0.0;
     for (int64_t e = 0; e < E; e++) sum += (p[e] = expf(p[e] - mx));
     for (int64_t e = 0; e < E; e++) p[e] = (float)(p[e] / sum);
-    /* top k, ties to the lower index */
-    double tot = 0.0;
+    double tot = 0.0; /* top k, ties to the lower index */
     for (int64_t k = 0; k < K; k++) {
       int64_t best = -1;
       for (int64_t e = 0; e < E; e++) {
@@ -61,83 +96,156 @@ bool ex_moe_fwd(const ex_model *md, const ex_layer_w *lw, const float *w, ex_act
     }
     for (int64_t k = 0; k < K; k++) a->wt[t * K + k] = (float)(p[a->sel[t * K + k]] / tot);
   }
-  memset(out, 0, (size_t)(T * H) * sizeof *out);
-  for (int64_t e = 0; e < E; e++) {
-    int64_t n = 0;
-    for (int64_t i = 0; i < T * K; i++) n += a->sel[i] == e;
-    a->n_e[e] = n;
-    a->tok_e[e] = calloc((size_t)(n ? n : 1), sizeof(int32_t));
-    a->slot_e[e] = calloc((size_t)(n ? n : 1), sizeof(int32_t));
-    float *x_e = calloc((size_t)(n ? n * H : 1), sizeof(float));
-    a->up_e[e] = calloc((size_t)(n ? n * 2 * F : 1), sizeof(float));
-    a->h_e[e] = calloc((size_t)(n ? n * F : 1), sizeof(float));
-    a->y_e[e] = calloc((size_t)(n ? n * H : 1), sizeof(float));
-    a->bytes += (size_t)n * (size_t)(3 * F + H) * sizeof(float);
-    if (!a->tok_e[e] || !a->slot_e[e] || !x_e || !a->up_e[e] || !a->h_e[e] || !a->y_e[e]) {
-      free(x_e);
-      return false;
-    }
-    int64_t j = 0;
-    for (int64_t i = 0; i < T * K; i++)
-      if (a->sel[i] == e) {
-        a->tok_e[e][j] = (int32_t)(i / K);
-        a->slot_e[e][j] = (int32_t)i;
-        memcpy(x_e + j * H, a->m + (i / K) * H, (size_t)H * sizeof(float));
-        j++;
+}
+
+bool ex_moe_fwd(const ex_model *md, const ex_layer_w *lw, const float *w, ex_act *a, float *out) {
+  const ex_cfg *c = &md->c;
+  int ep = ep_size(a), me = ep > 1 ? a->tp.ep_rank : 0;
+  int64_t T = a->T, H = c->H, F = c->F, E = c->E, K = c->K, el = E / ep, n = T * K;
+  bool oom = false;
+  if (!a->probs) a->probs = fbuf(a, T * E, &oom);
+  if (!a->wt) a->wt = fbuf(a, T * K, &oom);
+  a->sel = calloc((size_t)n, sizeof *a->sel);
+  a->order = calloc((size_t)n, sizeof *a->order);
+  a->yrow = fbuf(a, n * H, &oom);
+  a->cnt_send = calloc((size_t)(ep * el), sizeof *a->cnt_send);
+  a->cnt_recv = calloc((size_t)(ep * el), sizeof *a->cnt_recv);
+  int64_t *rows_s = calloc((size_t)ep, sizeof *rows_s), *rows_r = calloc((size_t)ep, sizeof *rows_r);
+  float *xs = malloc((size_t)(n * H) * sizeof *xs);
+  bool ok = !oom && a->sel && a->order && a->cnt_send && a->cnt_recv && rows_s && rows_r && xs;
+  float *xr = NULL, *yr = NULL;
+  if (ok) {
+    exo_linear(T, E, H, a->m, H, w + lw->router, H, NULL, a->probs, E, 0.0f);
+    route(c, a);
+    int64_t j = 0; /* send order: by expert (so by owner, then local expert), then token */
+    for (int64_t e = 0; e < E; e++)
+      for (int64_t i = 0; i < n; i++)
+        if (a->sel[i] == e) {
+          a->order[j] = (int32_t)i;
+          memcpy(xs + j * H, a->m + (i / K) * H, (size_t)H * sizeof *xs);
+          a->cnt_send[e]++;
+          j++;
+        }
+    if (ep == 1)
+      memcpy(a->cnt_recv, a->cnt_send, (size_t)el * sizeof *a->cnt_recv);
+    else
+      a->tp.ep_counts(a->tp.user, a->cnt_send, a->cnt_recv, el);
+    rows_per_rank(a->cnt_send, ep, el, rows_s);
+    rows_per_rank(a->cnt_recv, ep, el, rows_r);
+    int64_t n_r = 0;
+    for (int s = 0; s < ep; s++) n_r += rows_r[s];
+    xr = malloc((size_t)(n_r ? n_r * H : 1) * sizeof *xr);
+    yr = malloc((size_t)(n_r ? n_r * H : 1) * sizeof *yr);
+    ok = xr && yr;
+    if (ok) exchange(a, xs, rows_s, xr, rows_r, H);
+    /* the owner: each local expert over the rows of every source */
+    for (int64_t e = 0; e < el && ok; e++) {
+      int64_t ne = 0;
+      for (int s = 0; s < ep; s++) ne += a->cnt_recv[s * el + e];
+      a->n_e[e] = ne;
+      a->x_e[e] = fbuf(a, ne * H, &oom);
+      a->up_e[e] = fbuf(a, ne * 2 * F, &oom);
+      a->h_e[e] = fbuf(a, ne * F, &oom);
+      float *ye = malloc((size_t)(ne ? ne * H : 1) * sizeof *ye);
+      ok = !oom && ye;
+      for (int s = 0, at = 0; s < ep && ok; s++) {
+        int64_t off = recv_offset(a->cnt_recv, ep, el, s, e), cnt = a->cnt_recv[s * el + e];
+        memcpy(a->x_e[e] + at * H, xr + off * H, (size_t)(cnt * H) * sizeof(float));
+        at += (int)cnt;
       }
-    if (n) {
-      exo_linear(n, 2 * F, H, x_e, H, w + lw->e13[e], H, NULL, a->up_e[e], 2 * F, 0.0f);
-      exo_swiglu_fwd(n, F, a->up_e[e], a->h_e[e]);
-      exo_linear(n, H, F, a->h_e[e], F, w + lw->e2[e], F, NULL, a->y_e[e], H, 0.0f);
+      int64_t ge = (int64_t)me * el + e; /* the global expert */
+      if (ok && ne) {
+        exo_linear(ne, 2 * F, H, a->x_e[e], H, w + lw->e13[ge], H, NULL, a->up_e[e], 2 * F, 0.0f);
+        exo_swiglu_fwd(ne, F, a->up_e[e], a->h_e[e]);
+        exo_linear(ne, H, F, a->h_e[e], F, w + lw->e2[ge], F, NULL, ye, H, 0.0f);
+      }
+      for (int s = 0, at = 0; s < ep && ok; s++) {
+        int64_t off = recv_offset(a->cnt_recv, ep, el, s, e), cnt = a->cnt_recv[s * el + e];
+        memcpy(yr + off * H, ye + at * H, (size_t)(cnt * H) * sizeof(float));
+        at += (int)cnt;
+      }
+      free(ye);
     }
-    for (int64_t i = 0; i < n; i++) {
-      float wk = a->wt[a->slot_e[e][i]];
-      float *o = out + (int64_t)a->tok_e[e][i] * H;
-      for (int64_t h = 0; h < H; h++) o[h] += wk * a->y_e[e][i * H + h];
-    }
-    free(x_e);
   }
-  return true;
+  if (ok) {
+    exchange(a, yr, rows_r, a->yrow, rows_s, H);
+    memset(out, 0, (size_t)(T * H) * sizeof *out);
+    for (int64_t j = 0; j < n; j++) {
+      int64_t slot = a->order[j];
+      float wk = a->wt[slot], *o = out + (slot / K) * H;
+      for (int64_t h = 0; h < H; h++) o[h] += wk * a->yrow[j * H + h];
+    }
+  }
+  free(rows_s);
+  free(rows_r);
+  free(xs);
+  free(xr);
+  free(yr);
+  return ok;
 }
 
 bool ex_moe_bwd(const ex_model *md, const ex_layer_w *lw, const float *w, float *g, ex_act *a, const float *dout,
-                    float *dm) {
+                float *dm) {
   const ex_cfg *c = &md->c;
-  int64_t T = a->T, H = c->H, F = c->F, E = c->E, K = c->K;
-  float *dwt = calloc((size_t)(T * K), sizeof *dwt), *dlog = calloc((size_t)(T * E), sizeof *dlog);
-  bool ok = dwt && dlog;
-  memset(dm, 0, (size_t)(T * H) * sizeof *dm);
-  for (int64_t e = 0; e < E && ok; e++) {
-    int64_t n = a->n_e[e];
-    if (!n) continue;
-    float *dy = malloc((size_t)(n * H) * sizeof *dy), *dh = malloc((size_t)(n * F) * sizeof *dh),
-          *dup = malloc((size_t)(n * 2 * F) * sizeof *dup), *x_e = malloc((size_t)(n * H) * sizeof *x_e),
-          *dx = malloc((size_t)(n * H) * sizeof *dx);
-    ok = dy && dh && dup && x_e && dx;
-    for (int64_t i = 0; i < n && ok; i++) {
-      int64_t t = a->tok_e[e][i], s = a->slot_e[e][i];
+  int ep = ep_size(a), me = ep > 1 ? a->tp.ep_rank : 0;
+  int64_t T = a->T, H = c->H, F = c->F, E = c->E, K = c->K, el = E / ep, n = T * K;
+  float *dwt = calloc((size_t)n, sizeof *dwt), *dlog = calloc((size_t)(T * E), sizeof *dlog);
+  float *dys = malloc((size_t)(n * H) * sizeof *dys), *dxs = malloc((size_t)(n * H) * sizeof *dxs);
+  int64_t *rows_s = calloc((size_t)ep, sizeof *rows_s), *rows_r = calloc((size_t)ep, sizeof *rows_r);
+  bool ok = dwt && dlog && dys && dxs && rows_s && rows_r;
+  float *dyr = NULL, *dxr = NULL;
+  if (ok) {
+    for (int64_t j = 0; j < n; j++) {
+      int64_t slot = a->order[j], t = slot / K;
       double dot = 0.0;
       for (int64_t h = 0; h < H; h++) {
-        dot += (double)dout[t * H + h] * a->y_e[e][i * H + h];
-        dy[i * H + h] = a->wt[s] * dout[t * H + h];
+        dot += (double)dout[t * H + h] * a->yrow[j * H + h];
+        dys[j * H + h] = a->wt[slot] * dout[t * H + h];
       }
-      dwt[s] = (float)dot;
-      memcpy(x_e + i * H, a->m + t * H, (size_t)H * sizeof(float));
+      dwt[slot] = (float)dot;
+    }
+    rows_per_rank(a->cnt_send, ep, el, rows_s);
+    rows_per_rank(a->cnt_recv, ep, el, rows_r);
+    int64_t n_r = 0;
+    for (int s = 0; s < ep; s++) n_r += rows_r[s];
+    dyr = malloc((size_t)(n_r ? n_r * H : 1) * sizeof *dyr);
+    dxr = malloc((size_t)(n_r ? n_r * H : 1) * sizeof *dxr);
+    ok = dyr && dxr;
+    if (ok) exchange(a, dys, rows_s, dyr, rows_r, H);
+  }
+  for (int64_t e = 0; e < el && ok; e++) {
+    int64_t ne = a->n_e[e], ge = (int64_t)me * el + e;
+    if (!ne) continue;
+    float *dy = malloc((size_t)(ne * H) * sizeof *dy), *dh = malloc((size_t)(ne * F) * sizeof *dh),
+          *dup = malloc((size_t)(ne * 2 * F) * sizeof *dup), *dx = malloc((size_t)(ne * H) * sizeof *dx);
+    ok = dy && dh && dup && dx;
+    for (int s = 0, at = 0; s < ep && ok; s++) {
+      int64_t off = recv_offset(a->cnt_recv, ep, el, s, e), cnt = a->cnt_recv[s * el + e];
+      memcpy(dy + at * H, dyr + off * H, (size_t)(cnt * H) * sizeof(float));
+      at += (int)cnt;
     }
     if (ok) {
-      exo_linear_bwd(n, H, F, a->h_e[e], F, w + lw->e2[e], F, dy, H, dh, F, 0.0f, g + lw->e2[e], NULL);
-      exo_swiglu_bwd(n, F, a->up_e[e], dh, dup);
-      exo_linear_bwd(n, 2 * F, H, x_e, H, w + lw->e13[e], H, dup, 2 * F, dx, H, 0.0f, g + lw->e13[e], NULL);
-      for (int64_t i = 0; i < n; i++)
-        for (int64_t h = 0; h < H; h++) dm[(int64_t)a->tok_e[e][i] * H + h] += dx[i * H + h];
+      exo_linear_bwd(ne, H, F, a->h_e[e], F, w + lw->e2[ge], F, dy, H, dh, F, 0.0f, g + lw->e2[ge], NULL);
+      exo_swiglu_bwd(ne, F, a->up_e[e], dh, dup);
+      exo_linear_bwd(ne, 2 * F, H, a->x_e[e], H, w + lw->e13[ge], H, dup, 2 * F, dx, H, 0.0f, g + lw->e13[ge], NULL);
+    }
+    for (int s = 0, at = 0; s < ep && ok; s++) {
+      int64_t off = recv_offset(a->cnt_recv, ep, el, s, e), cnt = a->cnt_recv[s * el + e];
+      memcpy(dxr + off * H, dx + at * H, (size_t)(cnt * H) * sizeof(float));
+      at += (int)cnt;
     }
     free(dy);
     free(dh);
     free(dup);
-    free(x_e);
     free(dx);
   }
   if (ok) {
+    exchange(a, dxr, rows_r, dxs, rows_s, H);
+    memset(dm, 0, (size_t)(T * H) * sizeof *dm);
+    for (int64_t j = 0; j < n; j++) {
+      int64_t t = a->order[j] / K;
+      for (int64_t h = 0; h < H; h++) dm[t * H + h] += dxs[j * H + h];
+    }
     /* w_k = softmax over the chosen logits, so ∂L/∂logit_j = w_j·(dw_j − Σ_k w_k·dw_k) for chosen j, else 0. */
     for (int64_t t = 0; t < T; t++) {
       double s = 0.0;
@@ -149,6 +257,11 @@ bool ex_moe_bwd(const ex_model *md, const ex_layer_w *lw, const float *w, float 
   }
   free(dwt);
   free(dlog);
+  free(dys);
+  free(dxs);
+  free(dyr);
+  free(dxr);
+  free(rows_s);
+  free(rows_r);
   return ok;
 }
-

@@ -98,6 +98,13 @@ typedef struct {
   void (*all_gather_seq)(void *user, const float *loc, float *full, int64_t B, int64_t S, int64_t H);
   void (*reduce_scatter_seq)(void *user, const float *full, float *loc, int64_t B, int64_t S, int64_t H);
   float *g_repl;
+  /* Expert parallelism (ex_moe.c): this rank's place in its ep group (size 0 or 1: none) and the all-to-alls:
+   * ep_counts sends n int64 to every rank and receives n from each; ep_rows sends send_rows[d] rows of H floats
+   * to rank d and receives recv_rows[s] from rank s, both in rank order. */
+  int ep_rank, ep_size;
+  void (*ep_counts)(void *user, const int64_t *send, int64_t *recv, int64_t n);
+  void (*ep_rows)(void *user, const float *send, const int64_t *send_rows, float *recv, const int64_t *recv_rows,
+                  int64_t H);
 } ex_tp;
 
 /* x in, y out: [B·S, H], or this rank's [B·S/size, H] under sequence parallelism; positions 0 … S-1 within each

@@ -113,7 +113,9 @@ static void read_plan(ap_ctx *ctx, const char *path, const ap_model *model, cons
   if (out->tp > 1 && c->F % out->tp)
     die(2, "%s: parallel.tp: %lld must divide the MLP width %lld (intermediate_size)", path, (long long)out->tp, (long long)c->F);
   if (out->cp > 1) die(2, "%s: parallel.cp: %lld: the executor does not run context parallelism yet", path, (long long)out->cp);
-  if (out->ep > 1) die(2, "%s: parallel.ep: %lld: the executor does not run expert parallelism yet", path, (long long)out->ep);
+  out->edp = plan_edp(p);
+  if (c->E && plan_etp(p) > 1)
+    die(2, "%s: parallel.etp: %lld: the executor does not run expert tensor parallelism yet", path, (long long)plan_etp(p));
   if (out->dp > 4 * RK_MAX_CHUNKS) die(2, "%s: parallel.dp: more than %d data-parallel ranks", path, 4 * RK_MAX_CHUNKS);
   if (plan_n_chunks(p) > RK_MAX_CHUNKS) die(2, "%s: parallel.vpp: more than %d chunks", path, RK_MAX_CHUNKS);
   if (out->seq < 1 || (c->family == EX_GPT2 && out->seq > c->P))
@@ -230,6 +232,25 @@ void rk_tp_reduce_scatter_seq(void *user, const float *full, float *loc, int64_t
   free(tmp);
 }
 
+void rk_ep_counts(void *user, const int64_t *send, int64_t *recv, int64_t n) {
+  rk_state *s = user;
+  MPI_Alltoall(send, (int)n, MPI_INT64_T, recv, (int)n, MPI_INT64_T, s->ep_comm);
+}
+
+void rk_ep_rows(void *user, const float *send, const int64_t *send_rows, float *recv, const int64_t *recv_rows, int64_t H) {
+  rk_state *s = user;
+  int ep = s->tp.ep_size, sc[4 * RK_MAX_CHUNKS], sd[4 * RK_MAX_CHUNKS], rc[4 * RK_MAX_CHUNKS], rd[4 * RK_MAX_CHUNKS];
+  for (int d = 0, so = 0, ro = 0; d < ep; d++) {
+    sc[d] = (int)(send_rows[d] * H);
+    rc[d] = (int)(recv_rows[d] * H);
+    sd[d] = so;
+    rd[d] = ro;
+    so += sc[d];
+    ro += rc[d];
+  }
+  MPI_Alltoallv(send, sc, sd, MPI_FLOAT, recv, rc, rd, MPI_FLOAT, s->ep_comm);
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -340,7 +361,13 @@ int main(int argc, char **argv) {
   MPI_Comm_split(MPI_COMM_WORLD, s.pp_rank * tps + s.tp_rank, s.dp_rank, &s.dp_comm);
   MPI_Comm_split(MPI_COMM_WORLD, s.dp_rank * tps + s.tp_rank, s.pp_rank, &s.pp_comm);
   MPI_Comm_split(MPI_COMM_WORLD, s.pp_rank * dps + s.dp_rank, s.tp_rank, &s.tp_comm);
-  s.tp = (ex_tp){s.tp_rank, tps, s.p.sp, &s, rk_tp_all_reduce, rk_tp_all_gather_seq, rk_tp_reduce_scatter_seq, NULL};
+  s.tp = (ex_tp){s.tp_rank, tps, s.p.sp, &s, rk_tp_all_reduce, rk_tp_all_gather_seq, rk_tp_reduce_scatter_seq, NULL,
+                 0, 1, rk_ep_counts, rk_ep_rows};
+  /* The expert mesh (plan.h): ep groups share the pipeline rank and the expert-data-parallel coordinate. */
+  s.tp.ep_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_EP);
+  s.tp.ep_size = (int)s.p.ep;
+  int edp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_EDP);
+  MPI_Comm_split(MPI_COMM_WORLD, s.pp_rank * (int)s.p.edp + edp_rank, s.tp.ep_rank, &s.ep_comm);
   if (tps > 1) {
     s.scratch = calloc((size_t)s.m.n_params, sizeof *s.scratch);
     if (!s.scratch) die(1, "out of memory");
@@ -420,6 +447,7 @@ int main(int argc, char **argv) {
   MPI_Comm_free(&s.dp_comm);
   MPI_Comm_free(&s.pp_comm);
   MPI_Comm_free(&s.tp_comm);
+  MPI_Comm_free(&s.ep_comm);
   MPI_Finalize();
   return 0;
 }

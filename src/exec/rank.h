@@ -22,7 +22,7 @@ typedef struct {
 
 /* What the executor takes from the plan, read in one place (rank.c rk_read_plan). */
 typedef struct {
-  int64_t dp, tp, pp, cp, ep, vpp, n_dev;
+  int64_t dp, tp, pp, cp, ep, edp, vpp, n_dev;
   int64_t mbs, n_mb, gbs, seq;
   int zero;
   int schedule; /* plan_schedule */
@@ -41,7 +41,7 @@ typedef struct {
   ex_adamw opt;
   int rank, world;
   int pp_rank, dp_rank, tp_rank;
-  MPI_Comm dp_comm, pp_comm, tp_comm;
+  MPI_Comm dp_comm, pp_comm, tp_comm, ep_comm;
   ex_tp tp;       /* this rank's tensor-parallel share and its communication (tp_comm) */
   float *scratch; /* n_params floats: gradients of what every tensor-parallel rank computes whole, kept from rank 0 */
   int64_t lo, hi;          /* this rank's parameter range [lo, hi) of the flat buffer */
@@ -54,6 +54,10 @@ typedef struct {
 void rk_tp_all_reduce(void *user, float *buf, int64_t n);
 void rk_tp_all_gather_seq(void *user, const float *loc, float *full, int64_t B, int64_t S, int64_t H);
 void rk_tp_reduce_scatter_seq(void *user, const float *full, float *loc, int64_t B, int64_t S, int64_t H);
+
+/* Expert-parallel all-to-alls over s->ep_comm (rank.c), the ep callbacks of ex_tp. */
+void rk_ep_counts(void *user, const int64_t *send, int64_t *recv, int64_t n);
+void rk_ep_rows(void *user, const float *send, const int64_t *send_rows, float *recv, const int64_t *recv_rows, int64_t H);
 
 /* Fills items (capacity cap) with the order of pipeline work of pipeline rank r; returns how many, or -1 when
  * the schedule is not one the executor runs. */
