@@ -25,6 +25,7 @@ struct ex_act {
   float *a, *mu1, *r1;   /* Norm1 output [T_loc, H] and its statistics */
   float *a_full;         /* Norm1 output gathered to [T, H] (sequence parallel), else NULL (a is whole) */
   float *qkv, *P, *att;  /* local q, k, v [T, Dl] after RoPE; probabilities [B, nhl, S, S]; [T, nhl·hd] */
+  float *kvf;            /* context parallel: k and v of the whole sequence [B·S·cp, 2·nkvl·hd] */
   float *xmid;           /* x + attention [T_loc, H] */
   float *m, *mu2, *r2, *m_full;
   float *up, *hact;      /* dense MLP: first matmul's output [T, 2Fl or Fl], activation [T, Fl] */

@@ -36,7 +36,7 @@ size_t ex_act_bytes(const ex_act *a) { return a ? a->bytes : 0; }
 
 /* Frees every saved tensor but the input. */
 static void free_inner(ex_act *a) {
-  float **all[] = {&a->a, &a->mu1, &a->r1, &a->a_full, &a->qkv, &a->P, &a->att, &a->xmid, &a->m, &a->mu2, &a->r2,
+  float **all[] = {&a->a, &a->mu1, &a->r1, &a->a_full, &a->qkv, &a->P, &a->att, &a->kvf, &a->xmid, &a->m, &a->mu2, &a->r2,
                    &a->m_full, &a->up, &a->hact, &a->probs, &a->wt};
   for (size_t i = 0; i < AP_COUNT(all); i++) {
     free(*all[i]);
@@ -163,6 +163,55 @@ static const float *gather_in(const ex_act *a, const float *loc, float *full, in
   return full;
 }
 
+static int64_t cp_of(const ex_act *a) { return a->tp.cp_size > 1 ? a->tp.cp_size : 1; }
+
+/* RoPE on the local q and k heads, at the rows' positions (the context-parallel layout's when it has one). */
+static void rope(const ex_cfg *c, const ex_act *a, const local_dims *d, float *qkv, bool inverse) {
+  if (c->family != EX_LLAMA) return;
+  exo_rope_pos(qkv, d->Dl, 0, d->nhl + d->nkvl, c->hd, a->T, a->S, cp_of(a) > 1 ? a->tp.cp_pos : NULL, c->rope_theta,
+               inverse);
+}
+
+/* The attention core: P and att from qkv; under context parallelism first all-gathers k and v into a->kvf. */
+static bool attn_fwd(ex_act *a, const local_dims *d, int64_t hd, bool gather) {
+  if (cp_of(a) == 1) {
+    exo_attn_fwd(a->B, a->S, d->nhl, d->nkvl, hd, a->qkv, a->P, a->att);
+    return true;
+  }
+  int64_t KW = 2 * d->kvl, Sk = a->S * cp_of(a);
+  if (gather) {
+    float *loc = malloc((size_t)(a->T * KW) * sizeof *loc);
+    if (!loc) return false;
+    for (int64_t t = 0; t < a->T; t++) memcpy(loc + t * KW, a->qkv + t * d->Dl + d->qdl, (size_t)KW * sizeof *loc);
+    a->tp.cp_gather(a->tp.user, loc, a->kvf, a->B, a->S, KW);
+    free(loc);
+  }
+  exo_attn_pos_fwd(a->B, a->S, Sk, a->tp.cp_pos, d->nhl, d->nkvl, hd, a->qkv, d->Dl, a->kvf, a->P, a->att);
+  return true;
+}
+
+/* Its backward: dqkv [T, Dl] from datt; the k and v gradients of the whole sequence are reduce-scattered back. */
+static bool attn_bwd(ex_act *a, const local_dims *d, int64_t hd, const float *datt, float *dqkv, float *tmp) {
+  if (cp_of(a) == 1) {
+    exo_attn_bwd(a->B, a->S, d->nhl, d->nkvl, hd, a->qkv, a->P, datt, dqkv, tmp);
+    return true;
+  }
+  int64_t KW = 2 * d->kvl, Sk = a->S * cp_of(a);
+  float *dkv = calloc((size_t)(a->B * Sk * KW), sizeof *dkv), *t2 = malloc((size_t)(a->S * Sk) * sizeof *t2);
+  float *loc = malloc((size_t)(a->T * KW) * sizeof *loc);
+  bool ok = dkv && t2 && loc;
+  (void)tmp;
+  if (ok) {
+    exo_attn_pos_bwd(a->B, a->S, Sk, a->tp.cp_pos, d->nhl, d->nkvl, hd, a->qkv, d->Dl, a->kvf, a->P, datt, dqkv, dkv, t2);
+    a->tp.cp_reduce_scatter(a->tp.user, dkv, loc, a->B, a->S, KW);
+    for (int64_t t = 0; t < a->T; t++) memcpy(dqkv + t * d->Dl + d->qdl, loc + t * KW, (size_t)KW * sizeof *loc);
+  }
+  free(dkv);
+  free(t2);
+  free(loc);
+  return ok;
+}
+
 /* Runs the layer's forward from a->x, filling every saved tensor; writes y [T_loc, H]. */
 static bool fwd_compute(const ex_model *md, const float *w, ex_act *a, float *y) {
   const ex_cfg *c = &md->c;
@@ -175,7 +224,8 @@ static bool fwd_compute(const ex_model *md, const float *w, ex_act *a, float *y)
   if (ln && !a->mu1) a->mu1 = fbuf(a, TL, &oom);
   if (sp && !a->a_full) a->a_full = fbuf(a, T * H, &oom);
   if (!a->qkv) a->qkv = fbuf(a, T * d.Dl, &oom);
-  if (!a->P) a->P = fbuf(a, a->B * d.nhl * a->S * a->S, &oom);
+  if (!a->P) a->P = fbuf(a, a->B * d.nhl * a->S * a->S * cp_of(a), &oom);
+  if (cp_of(a) > 1 && !a->kvf) a->kvf = fbuf(a, a->B * a->S * cp_of(a) * 2 * d.kvl, &oom);
   if (!a->att) a->att = fbuf(a, T * d.qdl, &oom);
   if (!a->xmid) a->xmid = fbuf(a, TL * H, &oom);
   if (!a->m) a->m = fbuf(a, TL * H, &oom);
@@ -192,8 +242,11 @@ static bool fwd_compute(const ex_model *md, const float *w, ex_act *a, float *y)
   exo_norm_fwd(ln, TL, H, c->eps, a->x, w + lw->n1w, ln ? w + lw->n1b : NULL, a->a, a->mu1, a->r1);
   const float *a_full = gather_in(a, a->a, a->a_full, H);
   qkv_fwd(c, lw, w, &d, T, a_full, a->qkv);
-  if (c->family == EX_LLAMA) exo_rope(a->qkv, d.Dl, 0, d.nhl + d.nkvl, c->hd, T, a->S, c->rope_theta, false);
-  exo_attn_fwd(a->B, a->S, d.nhl, d.nkvl, c->hd, a->qkv, a->P, a->att);
+  rope(c, a, &d, a->qkv, false);
+  if (!attn_fwd(a, &d, c->hd, true)) {
+    free(full);
+    return false;
+  }
   exo_linear(T, H, d.qdl, a->att, d.qdl, w + lw->o + d.q0, c->nh * c->hd, NULL, full, H, 0.0f);
   reduce_out(a, full, a->xmid, H);
   for (int64_t i = 0; i < TL * H; i++) a->xmid[i] += a->x[i] + (ln ? w[lw->bo + i % H] : 0.0f);
@@ -244,7 +297,7 @@ ex_act *ex_layer_fwd(const ex_model *m, int layer, const float *w, const float *
     if (c->E) ex_moe_free(a, c);
     a->bytes = (size_t)(a->T_loc * H) * sizeof(float);
   } else if (rc == EX_RC_SELECTIVE) {
-    drop(a, &a->P, a->B * d.nhl * a->S * a->S);
+    drop(a, &a->P, a->B * d.nhl * a->S * a->S * cp_of(a));
   } else if (rc == EX_RC_OP) {
     drop(a, &a->a, a->T_loc * H);
     drop(a, &a->a_full, a->T * H);
@@ -269,14 +322,17 @@ static bool restore(const ex_model *md, const float *w, ex_act *a) {
     return ok;
   }
   if (a->rc == EX_RC_SELECTIVE) {
-    a->P = fbuf(a, a->B * d.nhl * a->S * a->S, &oom);
-    float *tmp = malloc((size_t)(T * d.qdl) * sizeof *tmp);
+    a->P = fbuf(a, a->B * d.nhl * a->S * a->S * cp_of(a), &oom);
+    float *keep = a->att, *tmp = malloc((size_t)(T * d.qdl) * sizeof *tmp);
     if (oom || !tmp) {
       free(tmp);
       return false;
     }
-    exo_attn_fwd(a->B, a->S, d.nhl, d.nkvl, c->hd, a->qkv, a->P, tmp);
+    a->att = tmp; /* the probabilities again; the output is kept already */
+    bool ok = attn_fwd(a, &d, c->hd, false);
+    a->att = keep;
     free(tmp);
+    if (!ok) return false;
   } else if (a->rc == EX_RC_OP) {
     a->a = fbuf(a, TL * H, &oom);
     a->m = fbuf(a, TL * H, &oom);
@@ -345,8 +401,8 @@ static bool bwd_impl(const ex_model *md, const float *w, float *g, ex_act *a, co
     const float *do_full = gather_in(a, dxm, dfull, H);
     ok = lin_bwd(a, T, H, d.qdl, a->att, d.qdl, w + lw->o + d.q0, c->nh * c->hd, do_full, H, dh, d.qdl, 0.0f,
                  g + lw->o + d.q0, NULL);
-    exo_attn_bwd(a->B, a->S, d.nhl, d.nkvl, c->hd, a->qkv, a->P, dh, dup, tmp);
-    if (c->family == EX_LLAMA) exo_rope(dup, d.Dl, 0, d.nhl + d.nkvl, c->hd, T, a->S, c->rope_theta, true);
+    ok = ok && attn_bwd(a, &d, c->hd, dh, dup, tmp);
+    rope(c, a, &d, dup, true);
     ok = ok && qkv_bwd(a, c, lw, w, g, &d, T, a->a_full ? a->a_full : a->a, dup, dm);
     reduce_out(a, dm, dm, H);
     exo_norm_bwd(ln, TL, H, a->x, w + lw->n1w, a->mu1, a->r1, dm, dx, gr + lw->n1w, ln ? gr + lw->n1b : NULL);

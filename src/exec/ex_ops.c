@@ -90,9 +90,14 @@ void exo_norm_bwd(bool layernorm, int64_t T, int64_t H, const float *x, const fl
 
 void exo_rope(float *qkv, int64_t ld, int64_t col, int64_t n_heads, int64_t hd, int64_t T, int64_t S, double theta,
               bool inverse) {
+  exo_rope_pos(qkv, ld, col, n_heads, hd, T, S, NULL, theta, inverse);
+}
+
+void exo_rope_pos(float *qkv, int64_t ld, int64_t col, int64_t n_heads, int64_t hd, int64_t T, int64_t S,
+                  const int64_t *positions, double theta, bool inverse) {
   int64_t half = hd / 2;
   for (int64_t t = 0; t < T; t++) {
-    float pos = (float)(t % S);
+    float pos = (float)(positions ? positions[t % S] : t % S);
     for (int64_t i = 0; i < half; i++) {
       /* inv_freq = 1 / θ^(2i/hd) and the angle pos·inv_freq in fp32, as LlamaRotaryEmbedding computes them. */
       float inv = (float)(1.0 / pow(theta, (double)(2 * i) / (double)hd));
@@ -155,6 +160,65 @@ void exo_attn_bwd(int64_t B, int64_t S, int64_t nh, int64_t nkv, int64_t hd, con
       }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BI(S), BI(hd), BI(S), scale, tmp, BI(S), k, BI(D), 1.0f, dq, BI(D));
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, BI(S), BI(hd), BI(S), scale, tmp, BI(S), q, BI(D), 1.0f, dk, BI(D));
+    }
+  }
+}
+
+void exo_attn_pos_fwd(int64_t B, int64_t Sq, int64_t Sk, const int64_t *qpos, int64_t nh, int64_t nkv, int64_t hd,
+                      const float *qkv, int64_t D, const float *kv, float *P, float *out) {
+  int64_t KW = 2 * nkv * hd, qd = nh * hd, grp = nh / nkv;
+  float scale = 1.0f / sqrtf((float)hd);
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < nh; h++) {
+      const float *q = qkv + b * Sq * D + h * hd, *k = kv + b * Sk * KW + (h / grp) * hd, *v = k + nkv * hd;
+      float *p = P + (b * nh + h) * Sq * Sk;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BI(Sq), BI(Sk), BI(hd), scale, q, BI(D), k, BI(KW), 0.0f, p,
+                  BI(Sk));
+      for (int64_t i = 0; i < Sq; i++) {
+        float *row = p + i * Sk, mx = row[0];
+        int64_t last = qpos[i];
+        for (int64_t j = 1; j <= last; j++) mx = row[j] > mx ? row[j] : mx;
+        double sum = 0.0;
+        for (int64_t j = 0; j <= last; j++) {
+          row[j] = expf(row[j] - mx);
+          sum += row[j];
+        }
+        for (int64_t j = 0; j <= last; j++) row[j] = (float)(row[j] / sum);
+        for (int64_t j = last + 1; j < Sk; j++) row[j] = 0.0f;
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BI(Sq), BI(hd), BI(Sk), 1.0f, p, BI(Sk), v, BI(KW), 0.0f,
+                  out + b * Sq * qd + h * hd, BI(qd));
+    }
+}
+
+void exo_attn_pos_bwd(int64_t B, int64_t Sq, int64_t Sk, const int64_t *qpos, int64_t nh, int64_t nkv, int64_t hd,
+                      const float *qkv, int64_t D, const float *kv, const float *P, const float *dout, float *dqkv,
+                      float *dkv, float *tmp) {
+  int64_t KW = 2 * nkv * hd, qd = nh * hd, grp = nh / nkv;
+  float scale = 1.0f / sqrtf((float)hd);
+  for (int64_t b = 0; b < B; b++) {
+    for (int64_t t = 0; t < Sq; t++) memset(dqkv + (b * Sq + t) * D, 0, (size_t)qd * sizeof(float));
+    for (int64_t h = 0; h < nh; h++) {
+      int64_t ko = (h / grp) * hd;
+      const float *q = qkv + b * Sq * D + h * hd, *k = kv + b * Sk * KW + ko, *v = k + nkv * hd;
+      const float *p = P + (b * nh + h) * Sq * Sk, *dO = dout + b * Sq * qd + h * hd;
+      float *dq = dqkv + b * Sq * D + h * hd, *dk = dkv + b * Sk * KW + ko, *dv = dk + nkv * hd;
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, BI(Sk), BI(hd), BI(Sq), 1.0f, p, BI(Sk), dO, BI(qd), 1.0f, dv,
+                  BI(KW));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BI(Sq), BI(Sk), BI(hd), 1.0f, dO, BI(qd), v, BI(KW), 0.0f, tmp,
+                  BI(Sk));
+      for (int64_t i = 0; i < Sq; i++) {
+        float *row = tmp + i * Sk;
+        const float *pr = p + i * Sk;
+        double dot = 0.0;
+        for (int64_t j = 0; j <= qpos[i]; j++) dot += (double)row[j] * pr[j];
+        for (int64_t j = 0; j <= qpos[i]; j++) row[j] = pr[j] * (row[j] - (float)dot);
+        for (int64_t j = qpos[i] + 1; j < Sk; j++) row[j] = 0.0f;
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BI(Sq), BI(hd), BI(Sk), scale, tmp, BI(Sk), k, BI(KW), 1.0f,
+                  dq, BI(D));
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, BI(Sk), BI(hd), BI(Sq), scale, tmp, BI(Sk), q, BI(D), 1.0f, dk,
+                  BI(KW));
     }
   }
 }

@@ -49,6 +49,20 @@ AP_HIDDEN void exo_attn_fwd(int64_t B, int64_t S, int64_t nh, int64_t nkv, int64
 AP_HIDDEN void exo_attn_bwd(int64_t B, int64_t S, int64_t nh, int64_t nkv, int64_t hd, const float *qkv, const float *P,
                   const float *dout, float *dqkv, float *tmp);
 
+/* Context parallelism's attention (the all-gather form, Llama 3 paper §3.3.2): Sq local queries per sequence at
+ * positions qpos[0 … Sq-1] (q: nh heads at column 0 of qkv, leading dimension D) against all Sk keys of the
+ * sequence (k then v, nkv heads each, in kv, leading dimension KW = 2·nkv·hd, rows in position order), causal by
+ * position. P[B, nh, Sq, Sk]; out[B·Sq, nh·hd]. The backward writes dq (the q columns of dqkv, leading dimension
+ * D, the rest untouched) and adds into dkv [B·Sk, KW]; tmp holds Sq·Sk floats. */
+AP_HIDDEN void exo_attn_pos_fwd(int64_t B, int64_t Sq, int64_t Sk, const int64_t *qpos, int64_t nh, int64_t nkv,
+                                int64_t hd, const float *qkv, int64_t D, const float *kv, float *P, float *out);
+AP_HIDDEN void exo_attn_pos_bwd(int64_t B, int64_t Sq, int64_t Sk, const int64_t *qpos, int64_t nh, int64_t nkv,
+                                int64_t hd, const float *qkv, int64_t D, const float *kv, const float *P,
+                                const float *dout, float *dqkv, float *dkv, float *tmp);
+/* exo_rope with row t at position pos[t mod S] instead of t mod S. */
+AP_HIDDEN void exo_rope_pos(float *qkv, int64_t ld, int64_t col, int64_t n_heads, int64_t hd, int64_t T, int64_t S,
+                            const int64_t *pos, double theta, bool inverse);
+
 /* SwiGLU on up[T, 2F] = [gate | up]: h = silu(gate)·up (Shazeer 2020). */
 AP_HIDDEN void exo_swiglu_fwd(int64_t T, int64_t F, const float *up, float *h);
 AP_HIDDEN void exo_swiglu_bwd(int64_t T, int64_t F, const float *up, const float *dh, float *dup);

@@ -102,6 +102,13 @@ typedef struct {
    * ep_counts sends n int64 to every rank and receives n from each; ep_rows sends send_rows[d] rows of H floats
    * to rank d and receives recv_rows[s] from rank s, both in rank order. */
   int ep_rank, ep_size;
+  /* Context parallelism (all-gather form): this rank's S local positions of each sequence are cp_pos[0 … S-1]
+   * of the cp_size·S; cp_gather puts every rank's [B, S, W] rows into position order [B, cp_size·S, W];
+   * cp_reduce_scatter sums such a whole-sequence tensor over the group and returns this rank's rows. */
+  int cp_rank, cp_size;
+  const int64_t *cp_pos;
+  void (*cp_gather)(void *user, const float *loc, float *full, int64_t B, int64_t S, int64_t W);
+  void (*cp_reduce_scatter)(void *user, const float *full, float *loc, int64_t B, int64_t S, int64_t W);
   void (*ep_counts)(void *user, const int64_t *send, int64_t *recv, int64_t n);
   void (*ep_rows)(void *user, const float *send, const int64_t *send_rows, float *recv, const int64_t *recv_rows,
                   int64_t H);

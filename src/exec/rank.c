@@ -112,11 +112,14 @@ static void read_plan(ap_ctx *ctx, const char *path, const ap_model *model, cons
     die(2, "%s: parallel.tp: %lld: the executor does not run tensor parallelism on MoE layers yet", path, (long long)out->tp);
   if (out->tp > 1 && c->F % out->tp)
     die(2, "%s: parallel.tp: %lld must divide the MLP width %lld (intermediate_size)", path, (long long)out->tp, (long long)c->F);
-  if (out->cp > 1) die(2, "%s: parallel.cp: %lld: the executor does not run context parallelism yet", path, (long long)out->cp);
   out->edp = plan_edp(p);
   if (c->E && plan_etp(p) > 1)
     die(2, "%s: parallel.etp: %lld: the executor does not run expert tensor parallelism yet", path, (long long)plan_etp(p));
   if (out->dp > 4 * RK_MAX_CHUNKS) die(2, "%s: parallel.dp: more than %d data-parallel ranks", path, 4 * RK_MAX_CHUNKS);
+  if (out->cp > 1 && (c->E || out->tp > 1))
+    die(2, "%s: parallel.cp: %lld: the executor runs context parallelism on dense models without tensor parallelism "
+        "only", path, (long long)out->cp);
+  if (out->dp * out->cp > 4 * RK_MAX_CHUNKS) die(2, "%s: parallel.cp: dp·cp above %d", path, 4 * RK_MAX_CHUNKS);
   if (plan_n_chunks(p) > RK_MAX_CHUNKS) die(2, "%s: parallel.vpp: more than %d chunks", path, RK_MAX_CHUNKS);
   if (out->seq < 1 || (c->family == EX_GPT2 && out->seq > c->P))
     die(2, "%s: seq_length: %lld: expected 1 … %lld (the model's positions)", path, (long long)out->seq, (long long)c->P);
@@ -150,8 +153,8 @@ static void chunk_range(const rk_state *s, int64_t k, int64_t *lo, int64_t *hi) 
 
 static void shard_of(const rk_state *s, int64_t lo, int64_t hi, int d, int64_t *a, int64_t *b) {
   int64_t n = hi - lo;
-  *a = lo + n * d / s->p.dp;
-  *b = lo + n * (d + 1) / s->p.dp;
+  *a = lo + n * d / s->red_size;
+  *b = lo + n * (d + 1) / s->red_size;
 }
 
 /* Gradient reduction over the data-parallel group and the AdamW update of chunk k's range. */
@@ -162,7 +165,7 @@ static void update_range(rk_state *s, int64_t k, int64_t t, float *shard_g, floa
   /* Tensor parallelism: each rank's slices (zero elsewhere) and its partial sums of the sequence-parallel
    * norms and biases add up to the whole gradient; every tensor-parallel rank then holds it and updates alike. */
   if (s->p.tp > 1) MPI_Allreduce(MPI_IN_PLACE, s->g + lo, (int)(hi - lo), MPI_FLOAT, MPI_SUM, s->tp_comm);
-  int dp = (int)s->p.dp;
+  int dp = s->red_size;
   if (s->p.zero == 0) {
     if (dp > 1) MPI_Allreduce(MPI_IN_PLACE, s->g + lo, (int)(hi - lo), MPI_FLOAT, MPI_SUM, s->dp_comm);
     ex_adamw_step(&s->m, &s->opt, t + 1, s->w, s->g, *mom, *var, lo, hi);
@@ -178,7 +181,7 @@ static void update_range(rk_state *s, int64_t k, int64_t t, float *shard_g, floa
     displs[d] = (int)(a - lo);
   }
   int64_t a, b;
-  shard_of(s, lo, hi, s->dp_rank, &a, &b);
+  shard_of(s, lo, hi, s->red_rank, &a, &b);
   MPI_Reduce_scatter(s->g + lo, shard_g, counts, MPI_FLOAT, MPI_SUM, s->dp_comm);
   memcpy(s->g + a, shard_g, (size_t)(b - a) * sizeof(float));
   ex_adamw_step(&s->m, &s->opt, t + 1, s->w, s->g, *mom, *var, a, b);
@@ -193,7 +196,7 @@ static void gather_params(rk_state *s, int64_t k) {
   int64_t lo, hi;
   chunk_range(s, k, &lo, &hi);
   int counts[RK_MAX_CHUNKS * 4], displs[RK_MAX_CHUNKS * 4];
-  for (int d = 0; d < (int)s->p.dp; d++) {
+  for (int d = 0; d < s->red_size; d++) {
     int64_t a, b;
     shard_of(s, lo, hi, d, &a, &b);
     counts[d] = (int)(b - a);
@@ -251,6 +254,49 @@ void rk_ep_rows(void *user, const float *send, const int64_t *send_rows, float *
   MPI_Alltoallv(send, sc, sd, MPI_FLOAT, recv, rc, rd, MPI_FLOAT, s->ep_comm);
 }
 
+void rk_cp_positions(const rk_state *s, int r, int64_t *pos) {
+  int64_t cp = s->p.cp, cs = s->p.seq / (2 * cp);
+  for (int64_t i = 0; i < cs; i++) {
+    pos[i] = r * cs + i;
+    pos[cs + i] = (2 * cp - 1 - r) * cs + i;
+  }
+}
+
+/* loc [B, S, W] of this rank's positions; full [B, S·cp, W] in position order. */
+void rk_cp_gather(void *user, const float *loc, float *full, int64_t B, int64_t S, int64_t W) {
+  rk_state *s = user;
+  int64_t cp = s->p.cp, n = B * S * W;
+  float *tmp = malloc((size_t)(cp * n) * sizeof *tmp);
+  int64_t *pos = malloc((size_t)S * sizeof *pos);
+  if (!tmp || !pos) die(1, "out of memory");
+  MPI_Allgather(loc, (int)n, MPI_FLOAT, tmp, (int)n, MPI_FLOAT, s->cp_comm);
+  for (int r = 0; r < cp; r++) {
+    rk_cp_positions(s, r, pos);
+    for (int64_t b = 0; b < B; b++)
+      for (int64_t i = 0; i < S; i++)
+        memcpy(full + (b * S * cp + pos[i]) * W, tmp + r * n + (b * S + i) * W, (size_t)W * sizeof *full);
+  }
+  free(tmp);
+  free(pos);
+}
+
+void rk_cp_reduce_scatter(void *user, const float *full, float *loc, int64_t B, int64_t S, int64_t W) {
+  rk_state *s = user;
+  int64_t cp = s->p.cp, n = B * S * W;
+  float *tmp = malloc((size_t)(cp * n) * sizeof *tmp);
+  int64_t *pos = malloc((size_t)S * sizeof *pos);
+  if (!tmp || !pos) die(1, "out of memory");
+  for (int r = 0; r < cp; r++) {
+    rk_cp_positions(s, r, pos);
+    for (int64_t b = 0; b < B; b++)
+      for (int64_t i = 0; i < S; i++)
+        memcpy(tmp + r * n + (b * S + i) * W, full + (b * S * cp + pos[i]) * W, (size_t)W * sizeof *tmp);
+  }
+  MPI_Reduce_scatter_block(tmp, loc, (int)n, MPI_FLOAT, MPI_SUM, s->cp_comm);
+  free(tmp);
+  free(pos);
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -295,7 +341,7 @@ static void write_result(const rk_args *a, const rk_state *s, const double *loss
 
 /* Brings every chunk's parameters to world rank 0 (pipeline rank 0 and data-parallel rank 0). */
 static void collect_to_rank0(rk_state *s) {
-  if (s->p.pp == 1 || s->dp_rank != 0 || s->tp_rank != 0) return;
+  if (s->p.pp == 1 || s->dp_rank != 0 || s->tp_rank != 0 || s->cp_rank != 0) return;
   for (int64_t k = 0; k < s->p.pp * s->p.vpp; k++) {
     int owner = (int)s->p.chunk_rank[k];
     if (owner == 0) continue;
@@ -357,12 +403,27 @@ int main(int argc, char **argv) {
   s.dp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_DP);
   s.pp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_PP);
   s.tp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_TP);
-  int tps = (int)s.p.tp, dps = (int)s.p.dp;
-  MPI_Comm_split(MPI_COMM_WORLD, s.pp_rank * tps + s.tp_rank, s.dp_rank, &s.dp_comm);
-  MPI_Comm_split(MPI_COMM_WORLD, s.dp_rank * tps + s.tp_rank, s.pp_rank, &s.pp_comm);
-  MPI_Comm_split(MPI_COMM_WORLD, s.pp_rank * dps + s.dp_rank, s.tp_rank, &s.tp_comm);
-  s.tp = (ex_tp){s.tp_rank, tps, s.p.sp, &s, rk_tp_all_reduce, rk_tp_all_gather_seq, rk_tp_reduce_scatter_seq, NULL,
-                 0, 1, rk_ep_counts, rk_ep_rows};
+  s.cp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_CP);
+  int tps = (int)s.p.tp, dps = (int)s.p.dp, cps = (int)s.p.cp;
+  /* Gradients reduce over dp·cp (Megatron's data-parallel group with context parallelism), so that group is
+   * the ranks of one pipeline rank and tensor-parallel rank; it is also the ZeRO sharding group. */
+  MPI_Comm_split(MPI_COMM_WORLD, s.pp_rank * tps + s.tp_rank, s.dp_rank * cps + s.cp_rank, &s.dp_comm);
+  MPI_Comm_rank(s.dp_comm, &s.red_rank);
+  MPI_Comm_size(s.dp_comm, &s.red_size);
+  MPI_Comm_split(MPI_COMM_WORLD, (s.dp_rank * cps + s.cp_rank) * tps + s.tp_rank, s.pp_rank, &s.pp_comm);
+  MPI_Comm_split(MPI_COMM_WORLD, (s.pp_rank * dps + s.dp_rank) * cps + s.cp_rank, s.tp_rank, &s.tp_comm);
+  MPI_Comm_split(MPI_COMM_WORLD, (s.pp_rank * dps + s.dp_rank) * tps + s.tp_rank, s.cp_rank, &s.cp_comm);
+  s.tp = (ex_tp){.rank = s.tp_rank, .size = tps, .sp = s.p.sp, .user = &s, .all_reduce = rk_tp_all_reduce,
+                 .all_gather_seq = rk_tp_all_gather_seq, .reduce_scatter_seq = rk_tp_reduce_scatter_seq,
+                 .ep_size = 1, .ep_counts = rk_ep_counts, .ep_rows = rk_ep_rows, .cp_rank = s.cp_rank,
+                 .cp_size = cps, .cp_gather = rk_cp_gather, .cp_reduce_scatter = rk_cp_reduce_scatter};
+  /* Context parallelism's load-balanced layout (Megatron-LM megatron/training/utils.py get_batch_on_this_cp_rank):
+   * the sequence in 2·cp chunks, rank r holding chunks r and 2·cp − 1 − r. */
+  int64_t s_loc = s.p.seq / cps;
+  s.cp_pos = malloc((size_t)s_loc * sizeof *s.cp_pos);
+  if (!s.cp_pos) die(1, "out of memory");
+  rk_cp_positions(&s, s.cp_rank, s.cp_pos);
+  s.tp.cp_pos = s.cp_pos;
   /* The expert mesh (plan.h): ep groups share the pipeline rank and the expert-data-parallel coordinate. */
   s.tp.ep_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_EP);
   s.tp.ep_size = (int)s.p.ep;
@@ -380,7 +441,7 @@ int main(int argc, char **argv) {
     if (s.p.chunk_rank[k] != s.pp_rank) continue;
     int64_t lo, hi, sa, sb;
     chunk_range(&s, k, &lo, &hi);
-    shard_of(&s, lo, hi, s.dp_rank, &sa, &sb);
+    shard_of(&s, lo, hi, s.red_rank, &sa, &sb);
     n_state += s.p.zero ? sb - sa : hi - lo;
     max_range = hi - lo > max_range ? hi - lo : max_range;
   }
@@ -448,6 +509,8 @@ int main(int argc, char **argv) {
   MPI_Comm_free(&s.pp_comm);
   MPI_Comm_free(&s.tp_comm);
   MPI_Comm_free(&s.ep_comm);
+  MPI_Comm_free(&s.cp_comm);
+  free(s.cp_pos);
   MPI_Finalize();
   return 0;
 }

@@ -40,8 +40,10 @@ typedef struct {
   ex_data data;
   ex_adamw opt;
   int rank, world;
-  int pp_rank, dp_rank, tp_rank;
-  MPI_Comm dp_comm, pp_comm, tp_comm, ep_comm;
+  int pp_rank, dp_rank, tp_rank, cp_rank;
+  int red_rank, red_size; /* place in the gradient-reduction (and ZeRO) group dp·cp, dp_comm */
+  MPI_Comm dp_comm, pp_comm, tp_comm, ep_comm, cp_comm;
+  int64_t *cp_pos;        /* this rank's positions of each sequence under context parallelism (seq/cp of them) */
   ex_tp tp;       /* this rank's tensor-parallel share and its communication (tp_comm) */
   float *scratch; /* n_params floats: gradients of what every tensor-parallel rank computes whole, kept from rank 0 */
   int64_t lo, hi;          /* this rank's parameter range [lo, hi) of the flat buffer */
@@ -58,6 +60,11 @@ void rk_tp_reduce_scatter_seq(void *user, const float *full, float *loc, int64_t
 /* Expert-parallel all-to-alls over s->ep_comm (rank.c), the ep callbacks of ex_tp. */
 void rk_ep_counts(void *user, const int64_t *send, int64_t *recv, int64_t n);
 void rk_ep_rows(void *user, const float *send, const int64_t *send_rows, float *recv, const int64_t *recv_rows, int64_t H);
+
+/* Context parallelism (rank.c): rank r's positions (seq/cp), and the gather and reduce-scatter callbacks. */
+void rk_cp_positions(const rk_state *s, int r, int64_t *pos);
+void rk_cp_gather(void *user, const float *loc, float *full, int64_t B, int64_t S, int64_t W);
+void rk_cp_reduce_scatter(void *user, const float *full, float *loc, int64_t B, int64_t S, int64_t W);
 
 /* Fills items (capacity cap) with the order of pipeline work of pipeline rank r; returns how many, or -1 when
  * the schedule is not one the executor runs. */

@@ -22,7 +22,8 @@ typedef struct {
 
 typedef struct {
   rk_state *s;
-  int64_t T, T_act, H, S; /* tokens of a micro-batch; of the activations between chunks (T/tp under SP) */
+  int64_t T, T_act, H, S; /* tokens of a micro-batch; of the activations between chunks (T/tp under SP, T/cp) */
+  int64_t S_layer;        /* the sequence length a layer sees: seq, or this rank's seq/cp */
   ex_act ***acts;  /* [mb · n_chunks + chunk] → array of the chunk's layer activations */
   float **dhead;   /* [mb]: the loss head's gradient w.r.t. the last chunk's output */
   MPI_Request *req;
@@ -32,6 +33,7 @@ typedef struct {
   int n_box;
   int64_t n_chunks;
   bool split; /* the schedule splits backwards into B and W items */
+  int32_t *lab_loc; /* context parallel: this rank's labels */
 } step_ctx;
 
 static int tag_of(int64_t mb, int64_t chunk, int dir, int64_t n_chunks) { return (int)((mb * n_chunks + chunk) * 2 + dir); }
@@ -78,6 +80,12 @@ static float *recv_from(step_ctx *c, int64_t mb, int64_t chunk, int64_t src, int
   return b;
 }
 
+/* Under context parallelism: the row of the whole micro-batch [B·seq] that local row i holds. */
+static int64_t cp_row(const step_ctx *c, int64_t i) {
+  int64_t sl = c->S_layer;
+  return (i / sl) * c->S + c->s->cp_pos[i % sl];
+}
+
 /* The tokens and labels of micro-batch mb of this data-parallel rank at step t. */
 static void tokens(const rk_state *s, int64_t t, int64_t mb, int32_t *in, int32_t *lab) {
   const rk_plan *p = &s->p;
@@ -115,6 +123,8 @@ static bool run_forward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int32
     ex_embed_fwd(&s->m, s->w, in, p->mbs, p->seq, y);
     if (sp)
       slice_seq(s, y, x, p->mbs, p->seq, c->H);
+    else if (p->cp > 1)
+      for (int64_t i = 0; i < c->T_act; i++) memcpy(x + i * c->H, y + cp_row(c, i) * c->H, (size_t)c->H * sizeof *x);
     else
       memcpy(x, y, (size_t)n * sizeof *x);
   }
@@ -122,7 +132,7 @@ static bool run_forward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int32
   ex_act **acts = calloc((size_t)(nl ? nl : 1), sizeof *acts);
   bool ok = acts != NULL;
   for (int64_t i = 0; i < nl && ok; i++) {
-    acts[i] = ex_layer_fwd(&s->m, (int)(s->chunk_l0[chunk] + i), s->w, x, y, p->mbs, p->seq, p->rc, &s->tp);
+    acts[i] = ex_layer_fwd(&s->m, (int)(s->chunk_l0[chunk] + i), s->w, x, y, p->mbs, c->S_layer, p->rc, &s->tp);
     ok = acts[i] != NULL;
     float *tmp = x;
     x = y;
@@ -136,7 +146,14 @@ static bool run_forward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int32
       s->tp.all_gather_seq(s->tp.user, x, y, p->mbs, p->seq, c->H);
       xf = y;
     }
-    double l = df ? ex_head_loss(&s->m, s->w, whole_grads(s), xf, lab, c->T, scale, p->fused_loss, df) : NAN;
+    int64_t rows = c->T;
+    if (p->cp > 1) { /* this rank's tokens only: their labels, in the layout's order */
+      rows = c->T_act;
+      for (int64_t i = 0; i < rows; i++) c->lab_loc[i] = lab[cp_row(c, i)];
+    }
+    double l = df ? ex_head_loss(&s->m, s->w, whole_grads(s), xf, p->cp > 1 ? c->lab_loc : lab, rows, scale,
+                                 p->fused_loss, df)
+                  : NAN;
     ok = l == l; /* not NaN (out of memory) */
     if (s->tp_rank == 0) *loss += l;
     if (ok && sp) slice_seq(s, df, x, p->mbs, p->seq, c->H);
@@ -184,12 +201,14 @@ static bool run_backward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int3
   if (chunk == 0) {
     tokens(s, t, mb, in, lab);
     bool sp = s->tp.sp && s->tp.size > 1;
-    float *df = sp ? malloc((size_t)(c->T * c->H) * sizeof *df) : d;
+    float *df = sp || p->cp > 1 ? calloc((size_t)(c->T * c->H), sizeof *df) : d;
     if (!df) {
       free(d);
       return false;
     }
     if (sp) s->tp.all_gather_seq(s->tp.user, d, df, p->mbs, p->seq, c->H);
+    if (p->cp > 1) /* this rank's rows; the others' embedding gradients come from their ranks */
+      for (int64_t i = 0; i < c->T_act; i++) memcpy(df + cp_row(c, i) * c->H, d + i * c->H, (size_t)c->H * sizeof *df);
     ex_embed_bwd(&s->m, whole_grads(s), in, p->mbs, p->seq, df);
     if (df != d) free(df);
     free(d);
@@ -216,7 +235,8 @@ double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg) {
   c.s = s;
   c.S = p->seq;
   c.T = p->mbs * p->seq;
-  c.T_act = s->tp.sp && s->tp.size > 1 ? c.T / s->tp.size : c.T;
+  c.T_act = s->tp.sp && s->tp.size > 1 ? c.T / s->tp.size : c.T / p->cp;
+  c.S_layer = p->seq / p->cp;
   c.H = s->m.c.H;
   c.n_chunks = p->pp * p->vpp;
   int cap = (int)(3 * p->n_mb * p->vpp + 4);
@@ -225,8 +245,9 @@ double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg) {
   c.acts = calloc((size_t)(p->n_mb * c.n_chunks), sizeof *c.acts);
   c.dhead = calloc((size_t)p->n_mb, sizeof *c.dhead);
   int32_t *in = malloc((size_t)c.T * sizeof *in), *lab = malloc((size_t)c.T * sizeof *lab);
+  c.lab_loc = malloc((size_t)c.T * sizeof *c.lab_loc);
   double loss = 0.0;
-  bool ok = items && c.acts && c.dhead && in && lab;
+  bool ok = items && c.acts && c.dhead && in && lab && c.lab_loc;
   int n = ok ? rk_schedule_order(p, s->pp_rank, items, cap) : 0;
   if (ok && n < 0) {
     snprintf(msg, n_msg, "plan: pipeline.schedule: \"%s\" is not run by the executor", p->schedule_name);
@@ -261,5 +282,6 @@ double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg) {
   free(items);
   free(in);
   free(lab);
+  free(c.lab_loc);
   return ok ? loss : -1.0;
 }
