@@ -328,6 +328,12 @@ static void write_result(const rk_args *a, const rk_state *s, const double *loss
     med = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
   }
   free(sorted);
+  sb_puts(&sb, "], \"notes\": [");
+  if (strcmp(s->p.precision, "fp32") != 0) {
+    sb_puts(&sb, "\"the plan's precision ");
+    sb_puts(&sb, s->p.precision);
+    sb_puts(&sb, " runs in fp32: the executor computes in fp32 only\"");
+  }
   sb_puts(&sb, "], \"iteration_time_s\": ");
   jx_sb_num(&sb, med);
   sb_puts(&sb, ", \"peak_rss_bytes\": [");
