@@ -27,6 +27,23 @@ typedef struct {
 
 AP_HIDDEN memory_tuning memory_tuning_defaults(void);
 
+/* Bytes per parameter of the model states, unsharded (ZeRO, Rajbhandari et al. 2020 §5.1): the 16-bit weights,
+ * the gradients (memory_tuning.grad_bytes_per_param) and the fp32 master weights with Adam's two moments.
+ * memory.c, the data-parallel collectives of estimate.c and the searches' memory bounds all take them from here. */
+typedef struct {
+  double weights, grads, optimizer;
+} cost_state_bytes;
+AP_HIDDEN cost_state_bytes cost_state_bytes_per_param(const memory_tuning *mt);
+/* Their sum per parameter under ZeRO stage zero_stage over n_dp data-parallel ranks (1: optimizer states
+ * sharded, 2: + gradients, 3: + weights). */
+AP_HIDDEN double cost_state_bytes_zero(const cost_state_bytes *sb, int64_t zero_stage, double n_dp);
+/* Bytes one Adam step moves per parameter of the local optimizer shard: read the fp32 parameter, gradient and
+ * two moments, write the parameter, the moments and the 16-bit copy (Kingma & Ba 2015; ZeRO §3.1 layout). */
+#define COST_ADAM_STEP_BYTES_PER_PARAM 30.0
+/* The GEMM dtype of a plan's precision (bf16, fp16 or fp8 matmuls): the one mapping the cost model, the
+ * precision check and the searches' bounds use. */
+AP_HIDDEN hw_dtype cost_gemm_dtype(plan_precision precision);
+
 /* Overlap constants: what fraction of each kind of communication hides behind compute when overlap is on. */
 typedef struct {
   double tp_overlap;   /* with --tp-comm-overlap (userbuffers), fraction of TP traffic hidden */

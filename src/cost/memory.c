@@ -32,6 +32,25 @@ static double in_flight(const plan *p, int r) {
   return m;
 }
 
+cost_state_bytes cost_state_bytes_per_param(const memory_tuning *mt) {
+  /* ZeRO (Rajbhandari et al. 2020 §5.1; COSTMODEL.md §2.3): 16-bit weights, gradients at the stack's width
+   * (Megatron's fp32 main_grad buffer: 4), and fp32 master weights plus Adam's two moments, 4 + 4 + 4. */
+  return (cost_state_bytes){.weights = 2.0, .grads = mt->grad_bytes_per_param, .optimizer = 12.0};
+}
+
+double cost_state_bytes_zero(const cost_state_bytes *sb, int64_t zero_stage, double n_dp) {
+  double n = n_dp > 0 ? n_dp : 1;
+  return sb->weights * (zero_stage >= 3 ? 1 / n : 1) + sb->grads * (zero_stage >= 2 ? 1 / n : 1) +
+         sb->optimizer * (zero_stage >= 1 ? 1 / n : 1);
+}
+
+double cost_optimizer_step_s(const cost_env *env, int group, double opt_params) {
+  /* Adam step: read fp32 parameter, gradient, two moments; write parameter, moments and the 16-bit copy: about
+   * 30 bytes per parameter of the local optimizer shard, memory-bound (Kingma & Ba 2015; ZeRO §3.1 layout). */
+  return opt_params * COST_ADAM_STEP_BYTES_PER_PARAM /
+         (cost_group_model(env, group)->device.mem_bw_Bps * env->tuning.compute.mem_eff);
+}
+
 cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s) {
   const rank_cost *R = &rc[r];
   const memory_tuning *mt = &env->tuning.memory;
@@ -42,11 +61,12 @@ cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, in
   double dense = R->params_dense, expert = R->params_expert;
   /* Model states (ZeRO, Rajbhandari et al. 2020 §5.1, with Megatron's fp32 gradient buffer: 2 + 4 + 12 bytes per
    * parameter unsharded; COSTMODEL.md §2.3). */
+  cost_state_bytes sb = cost_state_bytes_per_param(mt);
   bool w_shard = p->zero_stage >= 3, g_shard = p->zero_stage >= 2, o_shard = p->zero_stage >= 1;
   double dense_w = w_shard ? dense / n_dp : dense, exp_w = w_shard ? expert / n_edp : expert;
-  mem.params = 2.0 * (dense_w + exp_w);
-  mem.grads = mt->grad_bytes_per_param * (g_shard ? dense / n_dp + expert / n_edp : dense + expert);
-  mem.optimizer = 12.0 * (o_shard ? dense / n_dp + expert / n_edp : dense + expert);
+  mem.params = sb.weights * (dense_w + exp_w);
+  mem.grads = sb.grads * (g_shard ? dense / n_dp + expert / n_edp : dense + expert);
+  mem.optimizer = sb.optimizer * (o_shard ? dense / n_dp + expert / n_edp : dense + expert);
   mem.activations = R->act_bytes * in_flight(p, r) + R->working_bytes;
   if (R->has_head) {
     /* The loss's working set over the vocabulary-parallel logits; the 16-bit logits themselves (2 bytes) are
@@ -59,7 +79,7 @@ cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, in
    * of the layer in use and the one prefetched. */
   double h = (double)g->hidden_size;
   mem.buffers = (p->tp > 1 ? 2.0 * b * s / (double)p->cp * h * 2.0 : 0);
-  if (p->zero_stage >= 3 && R->n_layers > 0) mem.buffers += 2.0 * 2.0 * (dense + expert) / (double)R->n_layers;
+  if (p->zero_stage >= 3 && R->n_layers > 0) mem.buffers += 2.0 * sb.weights * (dense + expert) / (double)R->n_layers;
   mem.overhead = mt->overhead_bytes + mt->context_bytes;
   mem.total = mem.params + mem.grads + mem.optimizer + (mem.activations + mem.logits + mem.buffers) * mt->fragmentation +
               mem.overhead;
