@@ -452,6 +452,67 @@ static void test_trace_event_schema(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* Sizes come from the graph's tensors: a general graph (no hidden_size) pays its pipeline send/recv, the
+ * boundary being the largest output of a pipeline unit; a transformer's is its [b, s, h] 16-bit layer output. */
+static void test_pipeline_send_from_tensors(void **state) {
+  (void)state;
+  env_fixture f;
+  env_open(&f, "data/models/examples/resnet-tiny.json", "dgx-h100:2x1");
+  plan p;
+  plan_defaults(&p);
+  p.pp = 2;
+  p.global_batch_size = 8;
+  ap_plan ap = {.p = p};
+  plan_resolve(&ap, 2);
+  cost_result r;
+  assert_int_equal(cost_estimate(f.ctx, f.env, &ap.p, &r), AP_OK);
+  assert_true(r.p2p_s > 0);
+  assert_true(r.time.pp_comm > 0);
+  assert_true(cost_boundary_bytes(f.env, &ap.p, 1, 1, true) > 0);
+  env_close(&f);
+
+  env_open(&f, "llama-3-8b", "h100:8");
+  plan_defaults(&ap.p);
+  ap.p.tp = 2;
+  ap.p.sequence_parallel = true;
+  ap.p.cp = 2;
+  /* [b, s/cp, h] bf16 over tp with sequence parallelism; h = 4096. */
+  assert_rel_close(cost_boundary_bytes(f.env, &ap.p, 2, 8192, true), 2.0 * 8192 / 2 * 4096 * 2 / 2, 1e-12);
+  assert_rel_close(cost_boundary_bytes(f.env, &ap.p, 2, 8192, false), 2.0 * 8192 / 2 * 4096 * 2, 1e-12);
+  env_close(&f);
+}
+
+/* The environment is read once per context: the device profile and the built-in calibration sit in the
+ * context's memo after the first environment, and a second environment gets the same GEMM table. */
+static void test_env_parsed_once_per_context(void **state) {
+  (void)state;
+  env_fixture f;
+  env_open(&f, "llama-3-8b", "h200:8");
+  const void *prof = ctx_memo_get(f.ctx, "cost.profile:data/profiles/h200.json");
+  assert_non_null(prof);
+  assert_non_null(ctx_memo_get(f.ctx, "cost.calibration:builtin"));
+  cost_env *again = NULL;
+  assert_int_equal(cost_env_new(f.ctx, f.m, f.cl, NULL, &again), AP_OK);
+  assert_ptr_equal(ctx_memo_get(f.ctx, "cost.profile:data/profiles/h200.json"), prof);
+  plan p;
+  plan_defaults(&p);
+  ap_plan ap = {.p = p};
+  ap.p.global_batch_size = 64;
+  plan_resolve(&ap, 8);
+  cost_result r1, r2;
+  assert_int_equal(cost_estimate(f.ctx, f.env, &ap.p, &r1), AP_OK);
+  assert_int_equal(cost_estimate(f.ctx, again, &ap.p, &r2), AP_OK);
+  assert_true(r1.iter_s == r2.iter_s);
+  cost_env_free(again);
+  /* A context without a memo (a zeroed one) still works, uncached. */
+  ap_ctx bare = {0};
+  assert_int_equal(cost_env_new(&bare, f.m, f.cl, NULL, &again), AP_OK);
+  assert_int_equal(cost_estimate(&bare, again, &ap.p, &r2), AP_OK);
+  assert_true(r1.iter_s == r2.iter_s);
+  cost_env_free(again);
+  env_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_korthikanti_table2),
@@ -465,6 +526,8 @@ int main(void) {
       cmocka_unit_test(test_closed_form_equals_simulation),
       cmocka_unit_test(test_simulator_uneven),
       cmocka_unit_test(test_trace_event_schema),
+      cmocka_unit_test(test_pipeline_send_from_tensors),
+      cmocka_unit_test(test_env_parsed_once_per_context),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -110,3 +110,34 @@ double cost_saved_bytes(const graph_block *blk, const compute_shard *sh, double 
   if (mark != mark_small) free(mark);
   return total;
 }
+
+double cost_boundary_bytes(const cost_env *env, const plan *p, double b, double s, bool seq_split) {
+  /* The split is not known piece by piece (the searches cost a rank's sends before they choose it), so the
+   * largest output among the units that can end a chunk (all but the last) bounds every boundary; for a
+   * transformer every layer hands on the same [b, s, h] tensor. */
+  compute_shard sh = cost_shard_of(p);
+  if (!seq_split) sh.sequence_parallel = false;
+  double best = 0;
+  for (int64_t u = 0; u + 1 < env->n_layers; u++) {
+    if (u > 0 && env->unit_block[u] == env->unit_block[u - 1]) continue; /* a run of one block: seen */
+    const graph_block *blk = &env->g->blocks[env->unit_block[u]];
+    if (blk->output < 0) continue;
+    const graph_tensor *t = &blk->tensors[blk->output];
+    best = fmax(best, graph_tensor_bytes(t, b, s) / cost_tensor_divisor(t, &sh));
+  }
+  return best;
+}
+
+double cost_logit_elems(const cost_env *env, const plan *p, double b, double s) {
+  compute_shard sh = cost_shard_of(p);
+  double n = 0;
+  for (int bi = 0; bi < env->g->n_blocks; bi++) {
+    const graph_block *blk = &env->g->blocks[bi];
+    for (int k = 0; k < blk->n_ops; k++)
+      if (blk->ops[k].kind == OP_LOSS && blk->ops[k].n_in > 0) {
+        const graph_tensor *t = &blk->tensors[blk->ops[k].in[0]];
+        n += graph_tensor_numel(t, b, s) / cost_tensor_divisor(t, &sh);
+      }
+  }
+  return n;
+}

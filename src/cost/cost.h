@@ -66,6 +66,25 @@ typedef struct {
 
 AP_HIDDEN cost_tuning cost_tuning_defaults(void);
 
+/* One tunable constant of the cost model (tuning.c holds the one table of them). */
+typedef enum { COST_SCOPE_DEVICE, COST_SCOPE_GLOBAL } cost_scope;
+typedef struct {
+  const char *name;   /* its key in calibration files: "gemm_eff_max", "bus_eff.network", "overlap.tp" … */
+  cost_scope scope;   /* per device type (compute_tuning) or global (communication, overlap, memory) */
+  size_t offset;      /* of the double within cost_tuning */
+  const char *unit;   /* "1", "s", "bytes", "elements" */
+  double min, max;    /* its physical range: what a calibration file may set and a fit may reach */
+  double value;       /* the documented default */
+  bool in_files;      /* calibration files carry it (the first entries of the table, in file order) */
+  int fit_time, fit_memory; /* 1, 2 … : its turn in report/calibrate.c's throughput and memory fits; 0: kept */
+  const char *source; /* where the default comes from, with its TUNING: reason */
+} cost_tuning_param;
+/* The table (static storage): *n_out entries, of which the first *n_in_files (may be NULL) are in calibration
+ * files. */
+AP_HIDDEN const cost_tuning_param *cost_tuning_params(size_t *n_out, size_t *n_in_files);
+/* The constant k within t. */
+AP_HIDDEN double *cost_tuning_ref(cost_tuning *t, const cost_tuning_param *k);
+
 /* The environment of one evaluation: the model, the cluster and their derived tables. Built once per
  * (model, cluster, tuning) and shared by every plan evaluated against them. */
 typedef struct cost_env cost_env;

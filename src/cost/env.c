@@ -27,7 +27,7 @@ ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, cons
   } else {
     cal = malloc(sizeof *cal);
     ap_status cst = cal ? calib_of_ctx(ctx, cal) : ctx_fail(ctx, AP_NOMEM, "out of memory");
-    if (!cst) env->tuning = calib_tuning_for(cal, env->hc->groups[0].device.name);
+    if (!cst) env->tuning = calib_tuning_for_device(cal, &env->hc->groups[0].device);
     if (cst) {
       free(cal);
       cost_env_free(env);
@@ -41,7 +41,7 @@ ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, cons
   if (!st && !env->group_cm) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   for (int gi = 0; !st && gi < env->hc->n_groups; gi++) {
     const hw_device *dev = &env->hc->groups[gi].device;
-    compute_tuning ct = cal ? calib_tuning_for(cal, dev->name).compute : env->tuning.compute;
+    compute_tuning ct = cal ? calib_tuning_for_device(cal, dev).compute : env->tuning.compute;
     if (gi == 0) env->group_cm[0] = env->cm;
     else st = compute_model_init(ctx, env->a, dev, &ct, &env->group_cm[gi]);
   }

@@ -105,6 +105,12 @@ AP_HIDDEN bool cost_op_policy_keeps(const graph_op *op, int *n_mm);
 /* Saved activation bytes of a block per micro-batch under a recompute policy (see plan.h); NAN when out of
  * memory. */
 AP_HIDDEN double cost_saved_bytes(const graph_block *blk, const compute_shard *sh, double b, double s, plan_recompute rc);
+/* Sizes read off the graph's own tensors (activations.c), per device of one micro-batch of b sequences of s
+ * tokens. The activation that crosses a pipeline-chunk boundary: the largest output of a pipeline unit that can
+ * end a chunk, in bytes, split along the sequence by sequence parallelism when seq_split. */
+AP_HIDDEN double cost_boundary_bytes(const cost_env *env, const plan *p, double b, double s, bool seq_split);
+/* The elements of the logits the loss reads (the input of every LOSS op). */
+AP_HIDDEN double cost_logit_elems(const cost_env *env, const plan *p, double b, double s);
 /* comm_s less what hides behind hide_s at most fraction of it. */
 AP_HIDDEN double cost_exposed_s(double comm_s, double hide_s, double fraction);
 /* One pipeline send/recv of p2p_s seconds less what the schedule hides of it. */

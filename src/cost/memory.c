@@ -54,7 +54,6 @@ double cost_optimizer_step_s(const cost_env *env, int group, double opt_params) 
 cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s) {
   const rank_cost *R = &rc[r];
   const memory_tuning *mt = &env->tuning.memory;
-  const graph *g = env->g;
   cost_mem mem = {0};
   double n_dp = (double)(p->dp * p->cp), n_edp = (double)plan_edp(p);
   if (n_edp < 1) n_edp = 1;
@@ -72,13 +71,11 @@ cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, in
     /* The loss's working set over the vocabulary-parallel logits; the 16-bit logits themselves (2 bytes) are
      * among the head's saved activations. A fused in-place loss keeps only an fp32 log-sum-exp per token. */
     double tokens = b * s / (double)p->cp;
-    mem.logits = p->fused_loss ? tokens * 4.0
-                               : tokens * (double)g->vocab_size / (double)p->tp * (mt->loss_bytes_per_logit - 2.0);
+    mem.logits = p->fused_loss ? tokens * 4.0 : cost_logit_elems(env, p, b, s) * (mt->loss_bytes_per_logit - 2.0);
   }
-  /* Buffers: sequence-parallel all-gather of one layer input and output; with ZeRO-3, the gathered parameters
-   * of the layer in use and the one prefetched. */
-  double h = (double)g->hidden_size;
-  mem.buffers = (p->tp > 1 ? 2.0 * b * s / (double)p->cp * h * 2.0 : 0);
+  /* Buffers: the gathered (tensor-parallel) copy of one layer input and output; with ZeRO-3, the gathered
+   * parameters of the layer in use and the one prefetched. */
+  mem.buffers = (p->tp > 1 ? 2.0 * cost_boundary_bytes(env, p, b, s, false) : 0);
   if (p->zero_stage >= 3 && R->n_layers > 0) mem.buffers += 2.0 * sb.weights * (dense + expert) / (double)R->n_layers;
   mem.overhead = mt->overhead_bytes + mt->context_bytes;
   mem.total = mem.params + mem.grads + mem.optimizer + (mem.activations + mem.logits + mem.buffers) * mt->fragmentation +

@@ -116,12 +116,14 @@ void cost_rank_add_extras(const cost_env *env, const plan *p, const plan_groups 
   if (p->pp > 1 && plan_chunk_rank(p, n_chunks - 1) == r)
     for (int bi = 0; bi < g->n_blocks; bi++)
       for (int k = 0; k < g->blocks[bi].n_ops; k++)
-        if (g->blocks[bi].ops[k].tied) R->params_dense += (double)(g->vocab_size * g->hidden_size) / (double)p->tp;
-  /* Pipeline send/recv of one boundary activation [b, s/cp, h] (/tp with sequence parallelism), exposed in
-   * each direction the rank sends and receives in. */
+        if (g->blocks[bi].ops[k].tied) {
+          const graph_op *op = &g->blocks[bi].ops[k];
+          R->params_dense += (double)(op->weight_k * op->weight_n) / (double)p->tp;
+        }
+  /* Pipeline send/recv of one boundary activation (a transformer's [b, s/cp, h], /tp with sequence
+   * parallelism), exposed in each direction the rank sends and receives in. */
   if (p->pp > 1) {
-    double bytes = b * s / (double)p->cp * (double)g->hidden_size * 2.0 /
-                   ((p->sequence_parallel && p->tp > 1) ? (double)p->tp : 1.0);
+    double bytes = cost_boundary_bytes(env, p, b, s, true);
     R->p2p_s = comm_time_s(&pg->pp, COMM_SENDRECV, COMM_AUTO, bytes, &env->tuning.comm);
     double crossings = p2p_crossings(p);
     double exp_p2p = crossings * cost_p2p_exposed_s(env, p, R->p2p_s);
