@@ -32,6 +32,7 @@ struct ap_ctx {
    * from the parent by a child context. NULL when none could be allocated: everything works, uncached. */
   struct ctx_memo *memo;
   bool memo_owned;
+  int64_t sim_max_passes; /* ap_ctx_set_simulate_limit; 0 = the default */
 };
 
 /* Records a failure in ctx and returns status, so that callers write `return ctx_fail(ctx, AP_INVALID,

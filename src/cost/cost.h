@@ -138,8 +138,8 @@ typedef struct {
   double pipeline_s; /* the closed-form pipeline time that iter_s is built on */
 } cost_result;
 
-/* One interval of the simulated timeline. */
-typedef enum { SIM_F, SIM_B, SIM_W, SIM_SEND, SIM_DP, SIM_OPT } sim_kind;
+/* One interval of the simulated timeline (F, B and W as plan/schedule.h's sched_pass). */
+typedef enum { SIM_F, SIM_B, SIM_W } sim_kind;
 typedef struct {
   sim_kind kind;
   int rank, chunk;
@@ -147,15 +147,19 @@ typedef struct {
   double start_s, end_s;
 } sim_event;
 
-/* The event-driven pipeline simulator (sim.c): runs the plan's schedule over its chunks and micro-batches with
- * the per-chunk times of r, each rank executing in the schedule's order as soon as its inputs have arrived.
- * Returns the pipeline time in seconds; when events is not NULL, writes up to cap events and sets *n_events
- * (the full count, which may exceed cap). */
-AP_HIDDEN double sim_pipeline(const plan *p, const cost_result *r, sim_event *events, size_t cap, size_t *n_events);
-/* Simulates the iteration once and returns it as a Chrome trace-event JSON document (one process per pipeline
- * stage, a compute and a communication thread in each); *pipeline_s (may be NULL) receives the simulated
- * pipeline time. The caller frees the document with free(). NULL when out of memory. */
-AP_HIDDEN char *sim_trace_json(const cost_env *env, const plan *p, const cost_result *r, double *pipeline_s);
+/* The event-driven pipeline simulator (sim.c): runs the plan's schedule (plan/schedule.h) over its chunks and
+ * micro-batches with the per-chunk times of r, each stage executing its passes in the schedule's order as soon
+ * as their inputs have arrived. Sets *pipeline_s to the pipeline time in seconds; when events is not NULL,
+ * *events receives every pass as an interval (the caller frees it with free()) and *n_events their count.
+ * A schedule of more than max_passes passes (0: no limit) fails with AP_UNSUPPORTED, one line naming the
+ * count, the limit and the option that raises it; out of memory fails with AP_NOMEM. */
+AP_HIDDEN ap_status sim_pipeline(ap_ctx *ctx, const plan *p, const cost_result *r, size_t max_passes,
+                                 sim_event **events, size_t *n_events, double *pipeline_s);
+/* The passes (events) the schedule of p runs: pp·vpp chunks × micro-batches × 2 (3 for zero-bubble). */
+AP_HIDDEN size_t sim_n_passes(const plan *p);
+/* The default limit on a simulation's passes: a Chrome trace of a million events is about 200 MB, and more
+ * than a trace viewer loads. */
+enum { SIM_MAX_PASSES_DEFAULT = 1000000 };
 
 /* Evaluates plan p (validated against the model and cluster first). AP_INVALID names the violated constraint;
  * a plan that does not fit still evaluates (fits = false). */

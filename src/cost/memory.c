@@ -5,32 +5,7 @@
 #include <math.h>
 
 #include "cost/internal.h"
-
-/* Micro-batches whose activations rank r holds at its peak, in units of "all of the rank's chunks for one
- * micro-batch" (COSTMODEL.md §2.2). */
-static double in_flight(const plan *p, int r) {
-  double m = (double)p->n_micro_batches, pp = (double)p->pp, v = (double)p->vpp;
-  switch (p->schedule) {
-  case PLAN_SCHED_GPIPE:
-    return m; /* all forwards run before any backward (Huang et al. 2019) */
-  case PLAN_SCHED_1F1B:
-  case PLAN_SCHED_ZB_H1:
-    /* Megatron's warm-up: p - r - 1 forwards, then one more before the first backward (schedules.py); ZB-H1
-     * keeps 1F1B's memory (Qi et al. 2024 §2.1). */
-    return fmin(pp - (double)r, m);
-  case PLAN_SCHED_INTERLEAVED_1F1B: {
-    /* Warm-up of (p - r - 1)·2 + (v - 1)·p chunk-forwards plus one (Megatron schedules.py, microbatch group
-     * size p), each holding one chunk's activations, i.e. 1/v of the rank's. */
-    double chunks = fmin(m * v, (pp - (double)r - 1) * 2 + (v - 1) * pp + 1);
-    return chunks / v;
-  }
-  case PLAN_SCHED_ZB_V:
-    return fmin(pp, m); /* p·M_B on every rank (Qi et al. 2024 §6) */
-  case PLAN_SCHED_COUNT_:
-    break;
-  }
-  return m;
-}
+#include "plan/schedule.h"
 
 cost_state_bytes cost_state_bytes_per_param(const memory_tuning *mt) {
   /* ZeRO (Rajbhandari et al. 2020 §5.1; COSTMODEL.md §2.3): 16-bit weights, gradients at the stack's width
@@ -66,7 +41,8 @@ cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, in
   mem.params = sb.weights * (dense_w + exp_w);
   mem.grads = sb.grads * (g_shard ? dense / n_dp + expert / n_edp : dense + expert);
   mem.optimizer = sb.optimizer * (o_shard ? dense / n_dp + expert / n_edp : dense + expert);
-  mem.activations = R->act_bytes * in_flight(p, r) + R->working_bytes;
+  /* The micro-batches in flight at the rank's peak: the schedule's rule (plan/schedule.h; COSTMODEL.md §2.2). */
+  mem.activations = R->act_bytes * plan_schedule_in_flight_mb(p, r) + R->working_bytes;
   if (R->has_head) {
     /* The loss's working set over the vocabulary-parallel logits; the 16-bit logits themselves (2 bytes) are
      * among the head's saved activations. A fused in-place loss keeps only an fp32 log-sum-exp per token. */

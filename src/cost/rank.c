@@ -7,34 +7,15 @@
 #include <string.h>
 
 #include "cost/internal.h"
-
-/* The share of pipeline send/recv hidden behind compute. Megatron overlaps it only in the interleaved schedule
- * (--overlap-p2p-comm, forward_backward_pipelining_with_interleaving); its plain 1F1B and GPipe wait on each
- * blocking send/recv, as DeepSpeed's pipeline engine does; the zero-bubble schedules post them asynchronously
- * (Qi et al. 2024, §4). */
-static double pp_hidden_fraction(const plan *p, const overlap_tuning *ov) {
-  switch (p->schedule) {
-  case PLAN_SCHED_INTERLEAVED_1F1B:
-  case PLAN_SCHED_ZB_H1:
-  case PLAN_SCHED_ZB_V:
-    return ov->pp_overlap;
-  default:
-    return 0.0;
-  }
-}
-
-/* Each micro-batch crosses a rank boundary once per chunk boundary: v times per direction with interleaving
- * (every chunk hands on to the next rank), once otherwise (ZB-V turns around on the last rank). */
-static double p2p_crossings(const plan *p) {
-  return p->schedule == PLAN_SCHED_INTERLEAVED_1F1B ? (double)p->vpp : 1.0;
-}
+#include "plan/schedule.h"
 
 double cost_p2p_exposed_s(const cost_env *env, const plan *p, double p2p_s) {
-  return p2p_s * (1.0 - pp_hidden_fraction(p, &env->tuning.overlap));
+  /* Only a schedule that posts its sends asynchronously hides any (plan/schedule.h). */
+  return p2p_s * (1.0 - (plan_schedule_async_p2p(p) ? env->tuning.overlap.pp_overlap : 0.0));
 }
 
 double cost_pp_comm_per_mb_s(const cost_env *env, const plan *p, double p2p_s) {
-  return p->pp > 1 ? 2.0 * p2p_crossings(p) * cost_p2p_exposed_s(env, p, p2p_s) : 0.0;
+  return p->pp > 1 ? 2.0 * (double)plan_schedule_p2p_crossings(p) * cost_p2p_exposed_s(env, p, p2p_s) : 0.0;
 }
 
 double cost_exposed_s(double comm_s, double hide_s, double fraction) {
@@ -125,7 +106,7 @@ void cost_rank_add_extras(const cost_env *env, const plan *p, const plan_groups 
   if (p->pp > 1) {
     double bytes = cost_boundary_bytes(env, p, b, s, true);
     R->p2p_s = comm_time_s(&pg->pp, COMM_SENDRECV, COMM_AUTO, bytes, &env->tuning.comm);
-    double crossings = p2p_crossings(p);
+    double crossings = (double)plan_schedule_p2p_crossings(p);
     double exp_p2p = crossings * cost_p2p_exposed_s(env, p, R->p2p_s);
     R->tf += exp_p2p * (r > 0 || crossings > 1 ? 1 : 0);
     R->tb += exp_p2p * (r < p->pp - 1 || crossings > 1 ? 1 : 0);
