@@ -7,14 +7,6 @@
 
 #include "cost/internal.h"
 
-/* Sharding divisor of a saved tensor: cp for the sequence, tp when TP splits it or SP splits its sequence. */
-double cost_tensor_divisor(const graph_tensor *t, const compute_shard *sh) {
-  bool has_s = false;
-  for (int i = 0; i < t->n_dims; i++) has_s |= t->dims[i] == DIM_S;
-  double d = has_s ? (double)sh->cp : 1.0;
-  if (t->tp_dim >= 0 || (sh->sequence_parallel && t->seq_parallel)) d *= (double)sh->tp;
-  return d;
-}
 
 /* Whether per-op selective checkpointing keeps op i's output (torchtitan's selective_ac_option "op",
  * parallelize.py _custom_policy: the outputs of attention and of every matmul but each second one, counted

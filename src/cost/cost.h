@@ -2,9 +2,11 @@
  * DESIGN.md "Cost": iteration time with its breakdown, peak memory per pipeline stage with its breakdown, MFU,
  * tokens per second, and whether it fits. Searches and the CLI use only this header (and plan.h).
  *
- * Reading order: compute.h (one op on one device), comm.h (one collective on one group), memory.c (bytes per
- * pipeline rank), schedule.c (closed-form pipeline time), estimate.c (the whole plan), sim.c (the event-driven
- * simulator of the pipeline schedule). */
+ * Reading order and who calls whom: docs/cost-model.md "Layout of src/cost/". In short: tuning.c (the one table
+ * of constants), compute.h (one op on one device), comm.h (one collective on one group), env.c (the model and
+ * cluster once), layer.c (one layer), rank.c (one pipeline rank, piece by piece), schedule.c and memory.c (time
+ * and bytes of the ranks), estimate.c (the whole plan), sim.c (the event-driven simulator of plan/schedule.h's
+ * orders). */
 #ifndef AP_COST_H
 #define AP_COST_H
 

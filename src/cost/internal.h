@@ -1,5 +1,5 @@
-/* Shared internals of the cost layer: the environment and the per-layer costs that estimate.c computes and
- * memory.c, schedule.c and sim.c consume. Outside src/cost/ only the search strategies that build a pipeline
+/* Shared internals of the cost layer: the environment (env.c), the per-layer costs (layer.c), the per-rank
+ * pieces (rank.c) that estimate.c aggregates and memory.c and schedule.c consume. Outside src/cost/ only the search strategies that build a pipeline
  * split piece by piece (search/stage_dp.c, layer_dp.c, hetero.c) and the tests include it, for the per-layer
  * costs and the piecewise costs at the end. */
 #ifndef AP_COST_INTERNAL_H
