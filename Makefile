@@ -58,7 +58,7 @@ LIB_SO   := $(BUILD)/lib/libautopar.so
 BIN      ?= bin/autopar
 DEPS     := $(BUILD)/.deps
 
-.PHONY: all deps test asan fuzz example bench clean install calibrate
+.PHONY: all deps test asan fuzz example bench clean install calibrate man
 all: $(LIB_A) $(LIB_SO) $(PART_LIBS_A) $(BIN) $(PART_BINS)
 
 deps: $(DEPS)
@@ -142,8 +142,16 @@ bench: $(LIB_A)
 	@set -e; for b in $(BENCHES); do n=$$(basename $$b .c); \
 	  $(CC) $(CPPFLAGS) $(CFLAGS) -O2 -o $(BUILD)/bench/$$n $$b $(LIB_A) $(LDLIBS); $(BUILD)/bench/$$n; done
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+# The manual page, generated from the binary's own help texts (tools/mkman.sh).
+man: $(BUILD)/autopar.1
+$(BUILD)/autopar.1: $(BIN) tools/mkman.sh
+	sh tools/mkman.sh $(BIN) > $@.tmp && mv $@.tmp $@
+
+install: all $(BUILD)/autopar.1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 644 $(BUILD)/autopar.1 $(DESTDIR)$(PREFIX)/share/man/man1/autopar.1
+	install -m 644 scripts/autopar-completion.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/autopar
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(LIB_A) $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/autopar.h $(DESTDIR)$(PREFIX)/include/
