@@ -53,6 +53,9 @@ typedef enum {
   AP_STATUS_COUNT_
 } ap_status;
 
+/* The library's version, AP_VERSION_STRING of the header it was built with (a static string). */
+AP_API const char *ap_version(void);
+
 /* Returns a static string naming the status, never NULL. */
 AP_API const char *ap_status_str(ap_status status);
 
