@@ -231,6 +231,24 @@ AP_API ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char 
  * run as planned is AP_UNSUPPORTED with the reason. The caller frees *out with ap_free. */
 AP_API ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *plan, const char *format, char **out);
 
+/* ---- Reports ---------------------------------------------------------------------------------- */
+
+/* The inputs of an HTML report: JSON documents as the commands print them with --json (docs/json.md); any
+ * may be NULL, and the part it feeds is then left out. Strings are borrowed for the call. */
+typedef struct {
+  const char *title;         /* the page's heading */
+  const char *command;       /* the command line that made it, shown under the heading (may be NULL) */
+  const char *estimate_json; /* an estimate document: the plan table, time breakdown and memory per stage */
+  const char *search_json;   /* a search document: the explored space, the winner and the runner-ups */
+  const char *trace_json;    /* the simulator's trace ({"traceEvents": …}): the pipeline timeline */
+  const char *validate_json; /* a validate document: predicted against measured, error per device and stack */
+} ap_report_inputs;
+
+/* Writes one self-contained HTML file (inline SVG, CSS and script; no network, no external URL) to out_path,
+ * atomically (docs/report.md). AP_PARSE names the input that is not JSON; AP_INVALID when every input is
+ * NULL; AP_IO names the path. */
+AP_API ap_status ap_report_html(ap_ctx *ctx, const ap_report_inputs *in, const char *out_path);
+
 /* ---- Calibration ------------------------------------------------------------------------------ */
 
 /* Fits the cost model's constants per device type and link class to the measured runs in csv_path (the

@@ -22,7 +22,7 @@ import ctypes.util
 import json
 import os
 
-__all__ = ["Error", "plan", "estimate", "simulate", "validate", "describe", "export", "models", "clusters",
+__all__ = ["Error", "report_html", "plan", "estimate", "simulate", "validate", "describe", "export", "models", "clusters",
            "cluster", "version", "library_path"]
 
 # Status codes of include/autopar.h (AP_STATUS_MAP); AP_INFEASIBLE is "no feasible plan".
@@ -40,6 +40,12 @@ class Error(Exception):
         super().__init__(message)
         self.status = status
         self.document = document
+
+
+class _ReportInputs(ctypes.Structure):
+    # Mirrors ap_report_inputs of include/autopar.h.
+    _fields_ = [(k, ctypes.c_char_p) for k in ("title", "command", "estimate_json", "search_json", "trace_json",
+                                                "validate_json")]
 
 
 class _SearchOpts(ctypes.Structure):
@@ -113,6 +119,7 @@ def _declare(lib):
         "ap_validate": (ctypes.c_int, [vp, cp, ctypes.c_int, pp]),
         "ap_export": (ctypes.c_int, [vp, vp, vp, cp, pp]),
         "ap_search_opts_init": (None, [ctypes.POINTER(_SearchOpts)]),
+        "ap_report_html": (ctypes.c_int, [vp, ctypes.POINTER(_ReportInputs), cp]),
         "ap_plan_search": (ctypes.c_int, [vp, vp, vp, ctypes.POINTER(_SearchOpts), ctypes.c_int, pp, pp]),
     }
     for name, (res, args) in sig.items():
@@ -341,3 +348,13 @@ def cluster(spec):
     with _Ctx() as c:
         cl = c.cluster(spec)
         return _doc(c, *c.call(c.lib.ap_cluster_describe_json, c.ptr, cl))
+
+
+def report_html(path, title=None, command=None, estimate=None, search=None, trace=None, validate=None):
+    """Writes the HTML report (docs/report.md) of the documents given (dicts as the functions above return
+    them; ``trace`` is the simulator's trace file as a dict) to ``path``."""
+    def j(d):
+        return None if d is None else json.dumps(d).encode("utf-8")
+    with _Ctx() as c:
+        r = _ReportInputs(_b(title), _b(command), j(estimate), j(search), j(trace), j(validate))
+        c.check(c.lib.ap_report_html(c.ptr, ctypes.byref(r), _b(path)))
