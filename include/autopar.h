@@ -298,6 +298,19 @@ AP_API void ap_search_opts_init(ap_search_opts *opts);
 AP_API ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
                                 const ap_search_opts *opts, int format, char **out, ap_plan **best);
 
+/* ---- Comparing clusters ------------------------------------------------------------------------ */
+
+/* Plans model on each cluster of the comma-separated list (presets, shorthands or files: "h100:64,a100:128")
+ * with the same search options, and ranks the clusters by the best plan's throughput and, given a token budget
+ * (tokens: "1T", "300B", "2.5e11"; NULL = none, figures per 10^9 tokens), by the time to train on it and the
+ * device-hours it takes; with prices (one price per device-hour
+ * for all, or a comma-separated list with one per cluster) also by cost. A cluster on which nothing fits is
+ * listed last, as infeasible. format is AP_OUT_TEXT or AP_OUT_JSON (format "autopar-compare-clusters/1",
+ * docs/json.md); the caller frees *out with ap_free. AP_INVALID names a bad cluster or price. */
+AP_API ap_status ap_compare_clusters(ap_ctx *ctx, const ap_model *model, const char *clusters,
+                                     const ap_search_opts *opts, const char *tokens, const char *prices, int format,
+                                     char **out);
+
 #ifdef __cplusplus
 }
 #endif
