@@ -10,7 +10,7 @@
 #include "testutil.h"
 
 #include "exec/exec.h"
-#include "exec/rank.h"
+#include "exec/ex_sched.h"
 #include "plan/plan.h"
 #include "model/safetensors.h"
 

@@ -1,38 +1,14 @@
 /* The rank program's shared state (exec layer, bin/autopar-rank): what every rank knows about the run, its
  * place in the plan's device mesh, and the pieces rank.c (setup, the step loop, the result) and rank_pipe.c
- * (one training step under the plan's pipeline schedule) share. rank_sched.c generates the order of pipeline
- * work a rank follows. Only this program links MPI.
+ * (one training step under the plan's pipeline schedule) share; ex_sched.h has the order of pipeline work. Only this program links MPI.
  * Internal header: not installed, not part of the public API. */
 #ifndef AP_EXEC_RANK_H
 #define AP_EXEC_RANK_H
 
 #include <mpi.h>
 
+#include "exec/ex_sched.h"
 #include "exec/exec.h"
-
-enum { RK_MAX_CHUNKS = 64 };
-
-/* One item of a rank's pipeline work: the forward (F) or backward (B) of one micro-batch through one model
- * chunk. The shape is that of a schedule's per-rank timeline, so the order can come from shared schedule data. */
-typedef enum { RK_F, RK_B, RK_W } rk_kind; /* W: the weight gradient of a split backward (zero bubble) */
-typedef struct {
-  rk_kind kind;
-  int32_t mb, chunk; /* micro-batch 0 … n_mb-1; chunk in forward order 0 … pp·vpp-1 */
-} rk_item;
-
-/* What the executor takes from the plan, read in one place (rank.c rk_read_plan). */
-typedef struct {
-  int64_t dp, tp, pp, cp, ep, edp, vpp, n_dev;
-  int64_t mbs, n_mb, gbs, seq;
-  int zero;
-  int schedule; /* plan_schedule */
-  const char *schedule_name;
-  ex_recompute rc;
-  bool fused_loss, sp; /* sp: sequence parallelism with tp > 1 */
-  const char *precision;
-  int64_t chunk_layers[RK_MAX_CHUNKS]; /* layers of each chunk in forward order */
-  int64_t chunk_rank[RK_MAX_CHUNKS];   /* pipeline rank of each chunk */
-} rk_plan;
 
 typedef struct {
   ex_model m;
@@ -66,9 +42,6 @@ void rk_cp_positions(const rk_state *s, int r, int64_t *pos);
 void rk_cp_gather(void *user, const float *loc, float *full, int64_t B, int64_t S, int64_t W);
 void rk_cp_reduce_scatter(void *user, const float *full, float *loc, int64_t B, int64_t S, int64_t W);
 
-/* Fills items (capacity cap) with the order of pipeline work of pipeline rank r; returns how many, or -1 when
- * the schedule is not one the executor runs. */
-int rk_schedule_order(const rk_plan *p, int r, rk_item *items, int cap);
 /* One training step t (0-based): forward and backward of every micro-batch this rank takes part in under the
  * schedule, gradients accumulated into s->g. Returns the sum of the token losses this rank computed (last
  * pipeline stage only; 0 elsewhere), or a negative value on failure with msg filled. */

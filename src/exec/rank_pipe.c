@@ -1,5 +1,5 @@
 /* One training step of one rank under the plan's pipeline schedule (exec layer, rank program). The rank walks
- * its order of work (rank_sched.c): a forward item takes its chunk's input from the embedding (chunk 0) or from
+ * its order of work (ex_sched.c): a forward item takes its chunk's input from the embedding (chunk 0) or from
  * the previous chunk's rank, runs the chunk's layers, and sends the output on, or, on the last chunk, computes
  * the loss head and keeps its gradient; a backward item takes the gradient from the next chunk (or the loss),
  * runs the layers' backward, and sends the input gradient back, or, on chunk 0, finishes in the embedding.

@@ -83,7 +83,7 @@ static const struct {
     {"overlap-param-gather", K_BOOL, offsetof(plan, overlap_param_gather), "overlap parameter gather"},
     {"schedule", K_SCHED, offsetof(plan, schedule), "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v"},
     {"recompute", K_RECOMP, offsetof(plan, recompute), "none, selective, op, full"},
-    {"precision", K_PREC, offsetof(plan, precision), "bf16, fp16, fp8"},
+    {"precision", K_PREC, offsetof(plan, precision), "bf16, fp16, fp8, fp32"},
     {"order", K_ORDER, offsetof(plan, order), "mesh order, innermost first, e.g. tp,cp,ep,dp,pp"},
     {"stage-layers", K_STAGES, offsetof(plan, stage_layers), "layers per pipeline chunk, e.g. 20,20,20,20"},
 };

@@ -297,7 +297,7 @@ ap_status plan_from_json(ap_ctx *ctx, const char *file, json_t *root, plan *out)
     if ((st = read_i32(&o, obj, "zero_stage", 0, 3, &out->zero_stage))) return st;
   }
   int prec = (int)out->precision;
-  if ((st = read_enum(&s, root, "precision", precision_from, "bf16, fp16, fp8", &prec, NULL))) return st;
+  if ((st = read_enum(&s, root, "precision", precision_from, "bf16, fp16, fp8, fp32", &prec, NULL))) return st;
   out->precision = (plan_precision)prec;
   if ((st = jx_bool(&s, root, "fused_loss", false, &out->fused_loss, NULL))) return st;
   if ((st = section(&s, root, "overlap", &obj))) return st;

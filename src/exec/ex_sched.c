@@ -1,4 +1,4 @@
-/* The order of pipeline work each rank follows (exec layer, rank program): one function that turns the plan's
+/* The order of pipeline work each rank follows (exec layer; ex_sched.h): one function that turns the plan's
  * schedule into a per-rank list of forward and backward items. It stands in for the shared schedule data
  * (src/plan/schedule.{c,h}, being written elsewhere) until that lands; its output shape, a per-rank timeline of
  * (kind, micro-batch, chunk), is meant to be replaced by that data one for one.
@@ -20,7 +20,7 @@
  */
 #include <stdlib.h>
 
-#include "exec/rank.h"
+#include "exec/ex_sched.h"
 #include "plan/plan.h"
 
 static int push(rk_item *items, int n, int cap, rk_kind k, int64_t mb, int64_t chunk) {
