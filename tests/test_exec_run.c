@@ -149,6 +149,8 @@ static const plan_case cases[] = {
     {"moe-dp4-ep2-zero1", MOE, "{" B "\"parallel\":{\"dp\":4,\"ep\":2},\"pipeline\":{\"micro_batch_size\":1},\"optimizer\":{\"zero_stage\":1}}"},
     {"moe-dp4-ep4-full", MOE, "{" B "\"parallel\":{\"dp\":4,\"ep\":4},\"pipeline\":{\"micro_batch_size\":2},\"recompute\":{\"granularity\":\"full\"}}"},
     {"moe-pp2-dp2-ep2-zb-h1", MOE, "{" B "\"parallel\":{\"pp\":2,\"dp\":2,\"ep\":2},\"pipeline\":{\"schedule\":\"zb-h1\",\"micro_batch_size\":1}}"},
+    {"moe-tp2-sp", MOE, "{" B "\"parallel\":{\"tp\":2},\"sequence_parallel\":true,\"pipeline\":{\"micro_batch_size\":2}}"},
+    {"moe-tp2-sp-ep2-op", MOE, "{" B "\"parallel\":{\"tp\":2,\"dp\":2,\"ep\":2},\"sequence_parallel\":true,\"recompute\":{\"granularity\":\"op\"}}"},
     {"moe-pp2", MOE, "{" B "\"parallel\":{\"pp\":2},\"pipeline\":{\"micro_batch_size\":2}}"},
 };
 
@@ -216,7 +218,8 @@ static void test_refused_plans(void **s) {
   struct {
     const char *model, *plan, *want;
   } bad[] = {
-      {MOE, "{" B "\"parallel\":{\"tp\":2},\"sequence_parallel\":true}", "parallel.tp"},
+      {MOE, "{" B "\"parallel\":{\"tp\":2,\"etp\":1},\"sequence_parallel\":true}", "parallel.etp"},
+      {MOE, "{" B "\"parallel\":{\"cp\":2}}", "parallel.cp"},
       {LLAMA, "{" B "\"parallel\":{\"dp\":3}}", "global_batch_size"},
       {GPT2, "{\"global_batch_size\":1,\"seq_length\":128}", "seq_length"},
       {"deepseek-v3", "{}", "model_type"},

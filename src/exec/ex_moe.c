@@ -8,7 +8,14 @@
  * (all-to-all, rows ordered by owner, then expert, then token), the owner runs its experts over the rows of
  * every rank, and the outputs come back by the reverse all-to-all; the backward sends the output gradients
  * the same way and returns the input gradients. With one rank the exchange is a copy, and the arithmetic is
- * the same in either case: the rows of an expert are the same rows in the same order. */
+ * the same in either case: the rows of an expert are the same rows in the same order.
+ *
+ * Under tensor parallelism (which MoE layers take with sequence parallelism, etp = tp: Megatron's all-gather
+ * token dispatcher) the layer's input rows are all-gathered, every tp rank routes the whole micro-batch alike,
+ * and each runs its share of every expert's width (w1/w3 rows, w2 columns, as the dense MLP); the expert outputs
+ * are all-reduced over tp, so the routing weights' gradient sees the whole output, and the rank keeps its rows.
+ * In the backward the input gradient's partial sums are reduce-scattered; the router, computed whole on every
+ * tp rank, adds its part once (tp rank 0) and keeps its weight gradient from tp rank 0 (g_repl elsewhere). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,11 +105,41 @@ static void route(const ex_cfg *c, ex_act *a) {
   }
 }
 
-bool ex_moe_fwd(const ex_model *md, const ex_layer_w *lw, const float *w, ex_act *a, float *out) {
+static bool tp_on(const ex_act *a) { return a->tp.size > 1; }
+
+/* This tp rank's share of an expert: rows [f0, f0 + Fl) of w1 and of w3, columns of w2. */
+static void expert_fwd(const ex_cfg *c, const float *w13, const float *w2, int64_t f0, int64_t Fl, int64_t ne,
+                       const float *x, float *up, float *h, float *y) {
+  int64_t H = c->H, F = c->F;
+  exo_linear(ne, Fl, H, x, H, w13 + f0 * H, H, NULL, up, 2 * Fl, 0.0f);
+  exo_linear(ne, Fl, H, x, H, w13 + (F + f0) * H, H, NULL, up + Fl, 2 * Fl, 0.0f);
+  exo_swiglu_fwd(ne, Fl, up, h);
+  exo_linear(ne, H, Fl, h, Fl, w2 + f0, F, NULL, y, H, 0.0f);
+}
+
+static void expert_bwd(const ex_cfg *c, const float *w13, const float *w2, float *g13, float *g2, int64_t f0,
+                       int64_t Fl, int64_t ne, const float *x, const float *up, const float *h, const float *dy,
+                       float *dh, float *dup, float *dx) {
+  int64_t H = c->H, F = c->F;
+  exo_linear_bwd(ne, H, Fl, h, Fl, w2 + f0, F, dy, H, dh, Fl, 0.0f, g2 + f0, NULL);
+  exo_swiglu_bwd(ne, Fl, up, dh, dup);
+  exo_linear_bwd(ne, Fl, H, x, H, w13 + f0 * H, H, dup, 2 * Fl, dx, H, 0.0f, g13 + f0 * H, NULL);
+  exo_linear_bwd(ne, Fl, H, x, H, w13 + (F + f0) * H, H, dup + Fl, 2 * Fl, dx, H, 1.0f, g13 + (F + f0) * H, NULL);
+}
+
+bool ex_moe_fwd(const ex_model *md, const ex_layer_w *lw, const float *w, ex_act *a, float *out_loc) {
   const ex_cfg *c = &md->c;
   int ep = ep_size(a), me = ep > 1 ? a->tp.ep_rank : 0;
-  int64_t T = a->T, H = c->H, F = c->F, E = c->E, K = c->K, el = E / ep, n = T * K;
+  int64_t T = a->T, H = c->H, E = c->E, K = c->K, el = E / ep, n = T * K;
+  int64_t Fl = c->F / a->tp.size, f0 = a->tp.rank * Fl, F = Fl;
   bool oom = false;
+  /* the whole micro-batch's rows (gathered under tensor parallelism) */
+  if (tp_on(a) && !a->m_full) a->m_full = fbuf(a, T * H, &oom);
+  if (oom) return false;
+  if (tp_on(a)) a->tp.all_gather_seq(a->tp.user, a->m, a->m_full, a->B, a->S, H);
+  const float *m = tp_on(a) ? a->m_full : a->m;
+  float *out = tp_on(a) ? malloc((size_t)(T * H) * sizeof *out) : out_loc;
+  if (!out) return false;
   if (!a->probs) a->probs = fbuf(a, T * E, &oom);
   if (!a->wt) a->wt = fbuf(a, T * K, &oom);
   a->sel = calloc((size_t)n, sizeof *a->sel);
@@ -115,14 +152,14 @@ bool ex_moe_fwd(const ex_model *md, const ex_layer_w *lw, const float *w, ex_act
   bool ok = !oom && a->sel && a->order && a->cnt_send && a->cnt_recv && rows_s && rows_r && xs;
   float *xr = NULL, *yr = NULL;
   if (ok) {
-    exo_linear(T, E, H, a->m, H, w + lw->router, H, NULL, a->probs, E, 0.0f);
+    exo_linear(T, E, H, m, H, w + lw->router, H, NULL, a->probs, E, 0.0f);
     route(c, a);
     int64_t j = 0; /* send order: by expert (so by owner, then local expert), then token */
     for (int64_t e = 0; e < E; e++)
       for (int64_t i = 0; i < n; i++)
         if (a->sel[i] == e) {
           a->order[j] = (int32_t)i;
-          memcpy(xs + j * H, a->m + (i / K) * H, (size_t)H * sizeof *xs);
+          memcpy(xs + j * H, m + (i / K) * H, (size_t)H * sizeof *xs);
           a->cnt_send[e]++;
           j++;
         }
@@ -154,11 +191,7 @@ bool ex_moe_fwd(const ex_model *md, const ex_layer_w *lw, const float *w, ex_act
         at += (int)cnt;
       }
       int64_t ge = (int64_t)me * el + e; /* the global expert */
-      if (ok && ne) {
-        exo_linear(ne, 2 * F, H, a->x_e[e], H, w + lw->e13[ge], H, NULL, a->up_e[e], 2 * F, 0.0f);
-        exo_swiglu_fwd(ne, F, a->up_e[e], a->h_e[e]);
-        exo_linear(ne, H, F, a->h_e[e], F, w + lw->e2[ge], F, NULL, ye, H, 0.0f);
-      }
+      if (ok && ne) expert_fwd(c, w + lw->e13[ge], w + lw->e2[ge], f0, Fl, ne, a->x_e[e], a->up_e[e], a->h_e[e], ye);
       for (int s = 0, at = 0; s < ep && ok; s++) {
         int64_t off = recv_offset(a->cnt_recv, ep, el, s, e), cnt = a->cnt_recv[s * el + e];
         memcpy(yr + off * H, ye + at * H, (size_t)(cnt * H) * sizeof(float));
@@ -169,13 +202,20 @@ bool ex_moe_fwd(const ex_model *md, const ex_layer_w *lw, const float *w, ex_act
   }
   if (ok) {
     exchange(a, yr, rows_r, a->yrow, rows_s, H);
+    if (tp_on(a)) a->tp.all_reduce(a->tp.user, a->yrow, n * H); /* each tp rank's share of the width, summed */
     memset(out, 0, (size_t)(T * H) * sizeof *out);
     for (int64_t j = 0; j < n; j++) {
       int64_t slot = a->order[j];
       float wk = a->wt[slot], *o = out + (slot / K) * H;
       for (int64_t h = 0; h < H; h++) o[h] += wk * a->yrow[j * H + h];
     }
+    if (tp_on(a)) { /* this rank's positions of each sequence */
+      int64_t Sl = a->S / a->tp.size;
+      for (int64_t b = 0; b < a->B; b++)
+        memcpy(out_loc + b * Sl * H, out + (b * a->S + (int64_t)a->tp.rank * Sl) * H, (size_t)(Sl * H) * sizeof *out);
+    }
   }
+  if (out != out_loc) free(out);
   free(rows_s);
   free(rows_r);
   free(xs);
@@ -184,11 +224,22 @@ bool ex_moe_fwd(const ex_model *md, const ex_layer_w *lw, const float *w, ex_act
   return ok;
 }
 
-bool ex_moe_bwd(const ex_model *md, const ex_layer_w *lw, const float *w, float *g, ex_act *a, const float *dout,
-                float *dm) {
+bool ex_moe_bwd(const ex_model *md, const ex_layer_w *lw, const float *w, float *g, ex_act *a, const float *dout_loc,
+                float *dm_loc) {
   const ex_cfg *c = &md->c;
   int ep = ep_size(a), me = ep > 1 ? a->tp.ep_rank : 0;
-  int64_t T = a->T, H = c->H, F = c->F, E = c->E, K = c->K, el = E / ep, n = T * K;
+  int64_t T = a->T, H = c->H, E = c->E, K = c->K, el = E / ep, n = T * K;
+  int64_t Fl = c->F / a->tp.size, f0 = a->tp.rank * Fl, F = Fl;
+  float *dout_full = tp_on(a) ? malloc((size_t)(T * H) * sizeof *dout_full) : NULL;
+  float *dm = tp_on(a) ? malloc((size_t)(T * H) * sizeof *dm) : dm_loc;
+  if (tp_on(a) && (!dout_full || !dm)) {
+    free(dout_full);
+    free(dm);
+    return false;
+  }
+  if (tp_on(a)) a->tp.all_gather_seq(a->tp.user, dout_loc, dout_full, a->B, a->S, H); /* the backward of keeping rows */
+  const float *dout = tp_on(a) ? dout_full : dout_loc, *m = tp_on(a) ? a->m_full : a->m;
+  float *g_router = tp_on(a) && a->tp.g_repl ? a->tp.g_repl : g;
   float *dwt = calloc((size_t)n, sizeof *dwt), *dlog = calloc((size_t)(T * E), sizeof *dlog);
   float *dys = malloc((size_t)(n * H) * sizeof *dys), *dxs = malloc((size_t)(n * H) * sizeof *dxs);
   int64_t *rows_s = calloc((size_t)ep, sizeof *rows_s), *rows_r = calloc((size_t)ep, sizeof *rows_r);
@@ -224,11 +275,9 @@ bool ex_moe_bwd(const ex_model *md, const ex_layer_w *lw, const float *w, float 
       memcpy(dy + at * H, dyr + off * H, (size_t)(cnt * H) * sizeof(float));
       at += (int)cnt;
     }
-    if (ok) {
-      exo_linear_bwd(ne, H, F, a->h_e[e], F, w + lw->e2[ge], F, dy, H, dh, F, 0.0f, g + lw->e2[ge], NULL);
-      exo_swiglu_bwd(ne, F, a->up_e[e], dh, dup);
-      exo_linear_bwd(ne, 2 * F, H, a->x_e[e], H, w + lw->e13[ge], H, dup, 2 * F, dx, H, 0.0f, g + lw->e13[ge], NULL);
-    }
+    if (ok)
+      expert_bwd(c, w + lw->e13[ge], w + lw->e2[ge], g + lw->e13[ge], g + lw->e2[ge], f0, Fl, ne, a->x_e[e], a->up_e[e],
+                 a->h_e[e], dy, dh, dup, dx);
     for (int s = 0, at = 0; s < ep && ok; s++) {
       int64_t off = recv_offset(a->cnt_recv, ep, el, s, e), cnt = a->cnt_recv[s * el + e];
       memcpy(dxr + off * H, dx + at * H, (size_t)(cnt * H) * sizeof(float));
@@ -253,8 +302,13 @@ bool ex_moe_bwd(const ex_model *md, const ex_layer_w *lw, const float *w, float 
       for (int64_t k = 0; k < K; k++)
         dlog[t * E + a->sel[t * K + k]] = a->wt[t * K + k] * (dwt[t * K + k] - (float)s);
     }
-    exo_linear_bwd(T, E, H, a->m, H, w + lw->router, H, dlog, E, dm, H, 1.0f, g + lw->router, NULL);
+    /* the router's part of dm once (tp rank 0), its weight gradient from tp rank 0 */
+    bool add = !tp_on(a) || a->tp.rank == 0;
+    exo_linear_bwd(T, E, H, m, H, w + lw->router, H, dlog, E, add ? dm : NULL, H, 1.0f, g_router + lw->router, NULL);
+    if (tp_on(a)) a->tp.reduce_scatter_seq(a->tp.user, dm, dm_loc, a->B, a->S, H);
   }
+  free(dout_full);
+  if (dm != dm_loc) free(dm);
   free(dwt);
   free(dlog);
   free(dys);

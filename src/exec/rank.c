@@ -108,13 +108,12 @@ static void read_plan(ap_ctx *ctx, const char *path, const ap_model *model, cons
   out->fused_loss = p->fused_loss;
   out->precision = plan_precision_name(p->precision);
   out->sp = p->sequence_parallel && out->tp > 1;
-  if (out->tp > 1 && c->E)
-    die(2, "%s: parallel.tp: %lld: the executor does not run tensor parallelism on MoE layers yet", path, (long long)out->tp);
   if (out->tp > 1 && c->F % out->tp)
     die(2, "%s: parallel.tp: %lld must divide the MLP width %lld (intermediate_size)", path, (long long)out->tp, (long long)c->F);
   out->edp = plan_edp(p);
-  if (c->E && plan_etp(p) > 1)
-    die(2, "%s: parallel.etp: %lld: the executor does not run expert tensor parallelism yet", path, (long long)plan_etp(p));
+  if (c->E && plan_etp(p) != out->tp)
+    die(2, "%s: parallel.etp: %lld: the executor runs experts split as the dense layers are (etp = tp = %lld) only", path,
+        (long long)plan_etp(p), (long long)out->tp);
   if (out->dp > 4 * RK_MAX_CHUNKS) die(2, "%s: parallel.dp: more than %d data-parallel ranks", path, 4 * RK_MAX_CHUNKS);
   if (out->cp > 1 && (c->E || out->tp > 1))
     die(2, "%s: parallel.cp: %lld: the executor runs context parallelism on dense models without tensor parallelism "
@@ -433,8 +432,8 @@ int main(int argc, char **argv) {
   /* The expert mesh (plan.h): ep groups share the pipeline rank and the expert-data-parallel coordinate. */
   s.tp.ep_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_EP);
   s.tp.ep_size = (int)s.p.ep;
-  int edp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_EDP);
-  MPI_Comm_split(MPI_COMM_WORLD, s.pp_rank * (int)s.p.edp + edp_rank, s.tp.ep_rank, &s.ep_comm);
+  int edp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_EDP), etp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_ETP);
+  MPI_Comm_split(MPI_COMM_WORLD, (s.pp_rank * (int)s.p.edp + edp_rank) * tps + etp_rank, s.tp.ep_rank, &s.ep_comm);
   if (tps > 1) {
     s.scratch = calloc((size_t)s.m.n_params, sizeof *s.scratch);
     if (!s.scratch) die(1, "out of memory");
