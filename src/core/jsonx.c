@@ -132,8 +132,18 @@ ap_status jx_bool(const jx_src *s, json_t *obj, const char *keys, bool required,
 }
 
 void jx_sb_num(strbuf *sb, double x) {
-  if (isfinite(x)) sb_printf(sb, "%.10g", x);
-  else sb_puts(sb, "null");
+  if (!isfinite(x)) {
+    sb_puts(sb, "null");
+    return;
+  }
+  /* The shortest of 15, 16 or 17 significant digits that reads back to the same double (17 always does:
+   * IEEE 754 binary64 round-trips through 17 decimal digits). */
+  char buf[40];
+  for (int digits = 15; digits <= 17; digits++) {
+    snprintf(buf, sizeof buf, "%.*g", digits, x);
+    if (strtod(buf, NULL) == x) break;
+  }
+  sb_puts(sb, buf);
 }
 
 void jx_sb_str(strbuf *sb, const char *str) {
