@@ -12,6 +12,7 @@
 
 #include "core/jsonx.h"
 #include "plan/plan_api.h"
+#include "plan/summary.h"
 #include "report/plan_report.h"
 
 /* ---- --fix ------------------------------------------------------------------------------------------------ */
@@ -203,39 +204,6 @@ static double part(const cost_time *t, size_t i) {
   return v;
 }
 
-void plan_report_brief(const plan *p, char *out, size_t n) {
-  strbuf sb = {0};
-  sb_printf(&sb, "tp %lld, pp %lld, dp %lld", (long long)p->tp, (long long)p->pp, (long long)p->dp);
-  if (p->cp > 1) sb_printf(&sb, ", cp %lld", (long long)p->cp);
-  if (p->ep > 1 || (p->etp > 0 && p->etp != p->tp)) sb_printf(&sb, ", ep %lld etp %lld", (long long)p->ep, (long long)plan_etp(p));
-  plan d;
-  plan_defaults(&d);
-  if (memcmp(d.order, p->order, sizeof d.order) != 0) {
-    sb_puts(&sb, " (order ");
-    for (int i = 0; i < PLAN_N_ORDER; i++) sb_printf(&sb, "%s%s", i ? "-" : "", plan_axis_name(p->order[i]));
-    sb_puts(&sb, ")");
-  }
-  sb_printf(&sb, " | mbs %lld x %lld | %s", (long long)p->micro_batch_size, (long long)p->n_micro_batches,
-            plan_schedule_name(p->schedule));
-  if (p->vpp > 1) sb_printf(&sb, " vpp %lld", (long long)p->vpp);
-  if (p->n_stage_layers > 0) {
-    sb_puts(&sb, " [");
-    for (int32_t c = 0; c < p->n_stage_layers && c < 12; c++) sb_printf(&sb, "%s%d", c ? "," : "", (int)p->stage_layers[c]);
-    sb_puts(&sb, p->n_stage_layers > 12 ? ",...]" : "]");
-  }
-  if (p->sequence_parallel && p->tp > 1) sb_puts(&sb, " | sp");
-  sb_printf(&sb, " | recompute %s", plan_recompute_name(p->recompute));
-  if (p->recompute == PLAN_RECOMPUTE_FULL && p->n_chunk_recompute > 0) sb_puts(&sb, " (per chunk)");
-  else if (p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0)
-    sb_printf(&sb, " (%d layers per chunk)", (int)p->recompute_layers);
-  sb_printf(&sb, " | ZeRO %d | %s", (int)p->zero_stage, plan_precision_name(p->precision));
-  if (p->tp_comm_overlap && p->tp > 1) sb_puts(&sb, " | tp-comm-overlap");
-  if (p->fused_loss) sb_puts(&sb, " | fused loss");
-  char *s = sb_take(&sb);
-  snprintf(out, n, "%s", s ? s : "?");
-  free(s);
-}
-
 /* What bounds the plan, in words: the cost model's verdict with the share that earns it. */
 static void bound_text(const cost_result *r, char *out, size_t n) {
   const cost_time *t = &r->time;
@@ -319,7 +287,7 @@ static void loses_on(strbuf *sb, const cost_result *a, const cost_result *b) {
 static void text_plan(strbuf *sb, int rank, const search_result *sr, const search_result *best, double limit,
                       bool memory_objective) {
   char b[512], bound[160];
-  plan_report_brief(&sr->p, b, sizeof b);
+  plan_summary(&sr->p, PLAN_SUMMARY_LINE, NULL, NULL, b, sizeof b);
   bound_text(&sr->r, bound, sizeof bound);
   const cost_result *r = &sr->r;
   sb_printf(sb, "#%d  %s   (%s)\n", rank, b, sr->found_by ? sr->found_by : "?");
@@ -425,7 +393,7 @@ static void text_closest(strbuf *sb, const cost_env *env, const search_result *r
   for (int i = 0; i < n; i++) {
     const search_result *c = &res[i];
     char b[512];
-    plan_report_brief(&c->p, b, sizeof b);
+    plan_summary(&c->p, PLAN_SUMMARY_LINE, NULL, NULL, b, sizeof b);
     const cost_mem *m = &c->r.mem[c->r.peak_rank];
     sb_printf(sb, "#%d  %s\n", i + 1, b);
     sb_printf(sb, "    needs %.1f GiB on stage %d: over the %.1f GiB limit by %.1f GiB (params %.1f, grads %.1f, "
@@ -461,7 +429,7 @@ static void json_mem(strbuf *sb, const cost_mem *m) {
 /* The figures of one costed plan (no enclosing braces). */
 static void json_figures(strbuf *sb, const plan *p, const cost_result *r) {
   char b[512], bound[160];
-  plan_report_brief(p, b, sizeof b);
+  plan_summary(p, PLAN_SUMMARY_LINE, NULL, NULL, b, sizeof b);
   bound_text(r, bound, sizeof bound);
   sb_puts(sb, "\"summary\":");
   jx_sb_str(sb, b);
@@ -568,7 +536,7 @@ static void compare_cost(const cost_env *env, const ap_plan *given, const search
 static void text_compare(strbuf *sb, const compare_t *c, const search_result *best) {
   sb_puts(sb, "\ncompare: the given plan against #1\n");
   char b[512];
-  plan_report_brief(&c->p, b, sizeof b);
+  plan_summary(&c->p, PLAN_SUMMARY_LINE, NULL, NULL, b, sizeof b);
   sb_printf(sb, "  given  %s\n", b);
   if (!c->valid) {
     sb_printf(sb, "  the given plan cannot run here: %s\n", c->error);

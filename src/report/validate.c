@@ -13,6 +13,7 @@
 #include "hw/hw.h"
 #include "model/hfconfig.h"
 #include "model/model.h"
+#include "plan/summary.h"
 #include "report/runs_csv.h"
 #include "report/validate.h"
 #include "search/complete.h"
@@ -853,30 +854,16 @@ const validate_summary *validate_report_summary(const validate_report *r) { retu
 
 /* ---- Output ---------------------------------------------------------------------------------------------- */
 
+/* The chooser of plan_summary's marks: a field is chosen by autopar when the row did not state it. */
+static bool row_chose(const void *user, const char *field) {
+  unsigned stated = *(const unsigned *)user;
+  for (int b = 0; b < COMPLETE_N_FIELDS; b++)
+    if (strcmp(complete_field_name((complete_bit)b), field) == 0) return !((stated >> b) & 1u);
+  return false;
+}
+
 void validate_plan_brief(const plan *p, unsigned stated, char *out, size_t n) {
-#define MARK(bit) (((stated >> COMPLETE_BIT_##bit) & 1u) ? "" : "*")
-  size_t len = 0;
-  out[0] = '\0';
-#define PUT(...)                                                      \
-  do {                                                                \
-    if (len < n) {                                                    \
-      int k_ = snprintf(out + len, n - len, __VA_ARGS__);             \
-      if (k_ > 0) len += (size_t)k_;                                  \
-    }                                                                 \
-  } while (0)
-  PUT("tp%lld%s pp%lld%s dp%lld%s", (long long)p->tp, MARK(TP), (long long)p->pp, MARK(PP), (long long)p->dp, MARK(DP));
-  if (p->cp > 1) PUT(" cp%lld%s", (long long)p->cp, MARK(CP));
-  if (p->ep > 1) PUT(" ep%lld%s", (long long)p->ep, MARK(EP));
-  char layers[24] = "";
-  if (p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0)
-    snprintf(layers, sizeof layers, "/%d", (int)p->recompute_layers);
-  PUT(" mbs%lld%s vpp%lld%s sp%d%s rc=%s%s%s z%d%s", (long long)p->micro_batch_size, MARK(MBS), (long long)p->vpp,
-      MARK(VPP), p->sequence_parallel ? 1 : 0, MARK(SP), plan_recompute_name(p->recompute), layers, MARK(RECOMPUTE),
-      (int)p->zero_stage, MARK(ZERO));
-  if (p->precision != PLAN_PREC_BF16) PUT(" %s%s", plan_precision_name(p->precision), MARK(PRECISION));
-  if (p->fused_loss) PUT(" fused-loss*");
-#undef PUT
-#undef MARK
+  plan_summary(p, PLAN_SUMMARY_COMPACT, row_chose, &stated, out, n);
 }
 
 static void json_row(strbuf *sb, const validate_row *v) {
@@ -1098,14 +1085,13 @@ char *validate_report_text(const validate_report *r) {
     if (s->searched) {
       if (v->has_best) {
         sb_printf(&sb, " %12.1f %8.3fx", v->best_tokens, v->best_tokens / v->predicted_tokens);
-        validate_plan_brief(&v->best_plan, COMPLETE_ALL, best, sizeof best);
+        plan_summary(&v->best_plan, PLAN_SUMMARY_COMPACT | PLAN_SUMMARY_SCHEDULE, NULL, NULL, best, sizeof best);
       } else {
         sb_printf(&sb, " %12s %9s", "-", "-");
       }
     }
     sb_printf(&sb, "  %s%s%s", brief, v->note ? "  note: " : "", v->note ? v->note : "");
-    if (s->searched && v->has_best) sb_printf(&sb, "  best: %s %s vpp%lld", best, plan_schedule_name(v->best_plan.schedule),
-                                              (long long)v->best_plan.vpp);
+    if (s->searched && v->has_best) sb_printf(&sb, "  best: %s", best);
     if (s->searched && v->search_note) sb_printf(&sb, "  search: %s", v->search_note);
     sb_puts(&sb, "\n");
   }

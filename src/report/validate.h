@@ -144,8 +144,7 @@ AP_HIDDEN char *validate_report_text(const validate_report *r);
  * on the first node, the most loaded pipeline rank among that node's devices, pool and context included. */
 AP_HIDDEN double validate_compared_mem(const validate_row *v, const struct cost_env *env, const cost_result *cr);
 /* The plan in one short line, "tp8 pp4 dp2 mbs1 vpp1 sp1 rc=selective z1", with '*' after each field that
- * the tool chose (not in `stated`); cp and ep appear when above 1, the precision when not bf16, and "rc=full/k"
- * when only the first k layers of each chunk recompute. */
+ * the tool chose (not in `stated`): plan_summary's compact style (plan/summary.h) with the row's marks. */
 AP_HIDDEN void validate_plan_brief(const plan *p, unsigned stated, char *out, size_t n);
 
 #endif
