@@ -5,6 +5,7 @@
 
 #include "core/jsonx.h"
 #include "cost/internal.h"
+#include "cost/result_doc.h"
 #include "plan/plan_api.h"
 
 ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, ap_plan *ap, int format,
@@ -50,26 +51,8 @@ ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
   }
   if (!st && !isfinite(sim_s)) st = ctx_fail(ctx, AP_INTERNAL, "simulate: the schedule simulation did not complete");
   if (!st && trace_path) st = util_write_file_atomic(ctx, trace_path, trace);
-  if (!st) {
-    double iter_sim = sim_s + r->time.dp_comm + r->time.optimizer;
-    strbuf sb = {0};
-    if (format == AP_OUT_JSON) {
-      sb_printf(&sb,
-                "{\"simulated_pipeline_s\":%.6g,\"closed_form_pipeline_s\":%.6g,\"simulated_iteration_time_s\":%.6g,"
-                "\"closed_form_iteration_time_s\":%.6g,\"tokens_per_s_per_device\":%.6g,\"trace\":",
-                sim_s, r->pipeline_s, iter_sim, r->iter_s, r->tokens_per_iter / iter_sim / (double)plan_n_devices(&ap->p));
-      jx_sb_str(&sb, trace_path ? trace_path : "");
-      sb_puts(&sb, "}\n");
-    } else {
-      sb_printf(&sb,
-                "pipeline   %.4f s simulated, %.4f s closed form (%+.2f%%)\niteration  %.4f s simulated (with %.4f s "
-                "exposed DP sync and %.4f s optimizer)\n%s%s%s",
-                sim_s, r->pipeline_s, 100 * (sim_s - r->pipeline_s) / r->pipeline_s, iter_sim, r->time.dp_comm,
-                r->time.optimizer, trace_path ? "trace      " : "", trace_path ? trace_path : "", trace_path ? "\n" : "");
-    }
-    *out = sb_take(&sb);
-    if (!*out) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
-  }
+  if (!st && !(*out = cost_simulate_out(env, &ap->p, r, sim_s, trace_path, format)))
+    st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   free(trace);
   free(r);
   cost_env_free(env);
