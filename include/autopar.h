@@ -53,6 +53,9 @@ typedef enum {
   AP_STATUS_COUNT_
 } ap_status;
 
+/* The library's version, AP_VERSION_STRING of the header it was built with (a static string). */
+AP_API const char *ap_version(void);
+
 /* Returns a static string naming the status, never NULL. */
 AP_API const char *ap_status_str(ap_status status);
 
@@ -90,6 +93,25 @@ AP_API void ap_ctx_set_progress(ap_ctx *ctx, ap_progress_fn fn, void *user);
  * fails here with AP_IO/AP_PARSE/AP_INVALID and the context keeps its previous calibration. NULL or "" goes
  * back to the built-in calibration. */
 AP_API ap_status ap_ctx_set_calibration(ap_ctx *ctx, const char *path);
+
+/* ---- Optional parts ------------------------------------------------------------------------------
+ * The pieces of autopar that need a third-party library (ONNX import: protobuf-c; the intra-op ILP: CBC) are
+ * built as separate static libraries, libautopar-<part>.a, kept out of libautopar's own link line
+ * (docs/build.md). A host that links a part adds it to each context that should use it, as a Lua host opens
+ * the libraries it wants; a context without a part answers AP_UNSUPPORTED naming the part where it would be
+ * needed. The CLI adds every part it was built with. */
+typedef struct ap_part ap_part;
+
+/* Makes part available to every later call in ctx (and to contexts derived from it). Adding a part of a name
+ * the context already has replaces it. AP_INVALID on a NULL argument, AP_NOMEM when the context holds its
+ * maximum of parts. The part is borrowed: it must outlive the context (the parts' own tables are static). */
+AP_API ap_status ap_ctx_add_part(ap_ctx *ctx, const ap_part *part);
+/* The part's name ("onnx", "ilp"); "" for NULL. */
+AP_API const char *ap_part_name(const ap_part *part);
+/* The parts' entry points, each defined only in its own library: ONNX import (libautopar-onnx.a) and the
+ * intra-op ILP solver (libautopar-ilp.a). Each returns a static table, never NULL. */
+AP_API const ap_part *ap_part_onnx(void);
+AP_API const ap_part *ap_part_ilp(void);
 
 /* Writes text to path atomically: to a temporary file in the same folder, then renamed over path, so that a
  * failure never leaves a partial file. AP_IO names the path and the reason. */
@@ -208,6 +230,24 @@ AP_API ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char 
  * the violated constraint). An unknown format is AP_INVALID listing the formats; a plan the framework cannot
  * run as planned is AP_UNSUPPORTED with the reason. The caller frees *out with ap_free. */
 AP_API ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *plan, const char *format, char **out);
+
+/* ---- Reports ---------------------------------------------------------------------------------- */
+
+/* The inputs of an HTML report: JSON documents as the commands print them with --json (docs/json.md); any
+ * may be NULL, and the part it feeds is then left out. Strings are borrowed for the call. */
+typedef struct {
+  const char *title;         /* the page's heading */
+  const char *command;       /* the command line that made it, shown under the heading (may be NULL) */
+  const char *estimate_json; /* an estimate document: the plan table, time breakdown and memory per stage */
+  const char *search_json;   /* a search document: the explored space, the winner and the runner-ups */
+  const char *trace_json;    /* the simulator's trace ({"traceEvents": …}): the pipeline timeline */
+  const char *validate_json; /* a validate document: predicted against measured, error per device and stack */
+} ap_report_inputs;
+
+/* Writes one self-contained HTML file (inline SVG, CSS and script; no network, no external URL) to out_path,
+ * atomically (docs/report.md). AP_PARSE names the input that is not JSON; AP_INVALID when every input is
+ * NULL; AP_IO names the path. */
+AP_API ap_status ap_report_html(ap_ctx *ctx, const ap_report_inputs *in, const char *out_path);
 
 /* ---- Calibration ------------------------------------------------------------------------------ */
 

@@ -83,6 +83,11 @@ int main(int argc, char **argv) {
       return EXIT_INTERNAL;
     }
     ap_ctx_set_log(ctx, log_to_stderr, NULL, AP_LOG_WARN);
+    if (cli_add_parts(ctx) != AP_OK) {
+      fprintf(stderr, "autopar: %s\n", ap_ctx_error(ctx));
+      ap_ctx_free(ctx);
+      return EXIT_INTERNAL;
+    }
     int rc = subcommands[i].run(ctx, argc - 2, argv + 2);
     ap_ctx_free(ctx);
     fflush(stdout);
