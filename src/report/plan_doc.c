@@ -153,6 +153,55 @@ static void put_compare(jd *d, const plan_compare *c, const search_result *best)
   if (best) put_vs(d, o, "best_vs_given", c->r, &best->r);
 }
 
+/* ---- The explored space ------------------------------------------------------------------------------------------ */
+
+/* xorshift64* (Vigna 2016, "An experimental exploration of Marsaglia's xorshift generators", Fig. 10): a
+ * seeded, reproducible stream for the reservoir. */
+static uint64_t next_rand(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return x * 0x2545F4914F6CDD1DULL;
+}
+
+void plan_space_observe(void *user, const plan *p, const cost_result *r) {
+  plan_space *sp = user;
+  if (sp->failed) return;
+  if (!sp->pts) {
+    sp->pts = malloc(sizeof *sp->pts * PLAN_SPACE_MAX);
+    sp->rng = 0x9E3779B97F4A7C15ULL; /* any non-zero seed; fixed so that a search samples the same plans */
+    if (!sp->pts) {
+      sp->failed = true;
+      return;
+    }
+  }
+  /* Algorithm R (Vitter 1985): the i-th plan replaces a kept one with probability PLAN_SPACE_MAX / (i + 1). */
+  int64_t slot = sp->n < PLAN_SPACE_MAX ? sp->n++ : (int64_t)(next_rand(&sp->rng) % (uint64_t)(sp->n_seen + 1));
+  sp->n_seen++;
+  if (slot >= PLAN_SPACE_MAX) return;
+  plan_space_point *pt = &sp->pts[slot];
+  pt->p = *p;
+  pt->iter_s = r->iter_s;
+  pt->peak_mem_bytes = r->peak_mem_bytes;
+  pt->fits = r->fits;
+}
+
+static void put_space(jd *d, const plan_space *sp) {
+  json_t *arr = jd_arr(d, d->root, "space");
+  for (int i = 0; i < sp->n; i++) {
+    const plan_space_point *pt = &sp->pts[i];
+    json_t *o = jd_obj(d, arr, NULL);
+    char b[512];
+    plan_summary(&pt->p, PLAN_SUMMARY_LINE, NULL, NULL, b, sizeof b);
+    jd_num(d, o, "iteration_time_s", pt->iter_s);
+    jd_num(d, o, "peak_mem_bytes", pt->peak_mem_bytes);
+    jd_bool(d, o, "fits", pt->fits);
+    jd_str(d, o, "summary", b);
+  }
+}
+
 /* ---- The document ------------------------------------------------------------------------------------------------ */
 
 void plan_doc(jd *d, const plan_doc_in *in) {
@@ -188,6 +237,8 @@ void plan_doc(jd *d, const plan_doc_in *in) {
   jd_bool(d, s, "cancelled", st->cancelled);
   jd_num(d, s, "time_budget_s", in->so->time_budget_s);
   jd_int(d, s, "arena_bytes", (int64_t)st->arena_bytes);
+  bool have_space = in->space && !in->space->failed && in->space->n > 0;
+  jd_int(d, s, "space_listed", have_space ? in->space->n : 0);
   bool feasible = in->st != AP_INFEASIBLE && in->n > 0;
   jd_bool(d, root, "feasible", feasible);
   if (!feasible) jd_str(d, root, "message", in->message ? in->message : "");
@@ -202,4 +253,5 @@ void plan_doc(jd *d, const plan_doc_in *in) {
   }
   if (in->st == AP_INFEASIBLE) put_closest(d, in, limit);
   if (in->cmp && in->cmp->have) put_compare(d, in->cmp, feasible ? &in->res[0] : NULL);
+  if (have_space) put_space(d, in->space);
 }

@@ -259,6 +259,9 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
   }
   if (o->compare) compare_cost(env, o->compare, &so, &cmp);
 
+  plan_space space = {0};
+  so.observe = plan_space_observe;
+  so.observe_user = &space;
   search_result *res = NULL;
   int n = 0;
   search_stats stats;
@@ -270,7 +273,7 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
   char message[1024];
   snprintf(message, sizeof message, "%s", ap_ctx_error(ctx));
   if (st == AP_OK || st == AP_INFEASIBLE || (st == AP_CANCELLED && n > 0)) {
-    plan_doc_in in = {env, &so, &stats, res, n, st, message, o->compare ? &cmp : NULL, spec};
+    plan_doc_in in = {env, &so, &stats, res, n, st, message, o->compare ? &cmp : NULL, spec, &space};
     jd doc;
     plan_doc(&doc, &in);
     *out = doc.failed ? NULL : format == AP_OUT_JSON ? jd_dump(&doc) : plan_doc_text(doc.root);
@@ -298,6 +301,7 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
     }
   }
   free(res);
+  free(space.pts);
   free(cmp.r);
   cost_env_free(env);
   return st;
