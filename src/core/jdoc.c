@@ -58,9 +58,20 @@ void jd_bool(jd *d, json_t *parent, const char *key, bool b) { jd_put(d, parent,
 
 void jd_null(jd *d, json_t *parent, const char *key) { jd_put(d, parent, key, json_null()); }
 
+void jd_raw(jd *d, json_t *parent, const char *key, const char *json_text) {
+  json_t *o = jd_obj(d, parent, key);
+  if (!json_text) d->failed = true;
+  else jd_str(d, o, JD_RAW_KEY, json_text);
+}
+
 void jd_write(strbuf *sb, const json_t *v) {
   switch (json_typeof(v)) {
   case JSON_OBJECT: {
+    json_t *raw = json_object_size(v) == 1 ? json_object_get(v, JD_RAW_KEY) : NULL;
+    if (json_is_string(raw)) {
+      sb_puts(sb, json_string_value(raw));
+      break;
+    }
     sb_puts(sb, "{");
     bool first = true;
     const char *k;

@@ -38,6 +38,13 @@ AP_HIDDEN void jd_null(jd *d, json_t *parent, const char *key);
 /* Adds v (a new reference, which this call takes; NULL marks the document failed). */
 AP_HIDDEN void jd_put(jd *d, json_t *parent, const char *key, json_t *v);
 
+/* Adds a subtree given as JSON text (which must be one valid JSON value), written verbatim by jd_write: for
+ * objects that their own module writes as text (the plan, plan_to_json), so that a document does not pay for
+ * parsing them back (a plan's parse cost more than the rest of an estimate's document). In-process readers see
+ * it as an opaque object, {JD_RAW_KEY: text}; the written document holds the value itself. */
+#define JD_RAW_KEY "\001raw"
+AP_HIDDEN void jd_raw(jd *d, json_t *parent, const char *key, const char *json_text);
+
 /* Appends v as compact JSON (no spaces, keys in insertion order, full-precision numbers). */
 AP_HIDDEN void jd_write(strbuf *sb, const json_t *v);
 /* The whole document as JSON with a closing newline; NULL when the document failed or out of memory. The

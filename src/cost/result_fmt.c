@@ -118,7 +118,7 @@ void cost_doc_plan(jd *d, json_t *o, const char *key, const plan *p) {
   strbuf sb = {0};
   plan_to_json(p, &sb);
   char *text = sb_take(&sb);
-  jd_put(d, o, key, text ? json_loads(text, 0, NULL) : NULL);
+  jd_raw(d, o, key, text);
   free(text);
 }
 
