@@ -51,7 +51,7 @@ ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
   }
   if (!st && !isfinite(sim_s)) st = ctx_fail(ctx, AP_INTERNAL, "simulate: the schedule simulation did not complete");
   if (!st && trace_path) st = util_write_file_atomic(ctx, trace_path, trace);
-  if (!st && !(*out = cost_simulate_out(env, &ap->p, r, sim_s, trace_path, format)))
+  if (!st && !(*out = cost_simulate_out(&ap->p, r, sim_s, trace_path, format)))
     st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   free(trace);
   free(r);

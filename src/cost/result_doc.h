@@ -38,10 +38,10 @@ AP_HIDDEN void cost_estimate_doc(jd *d, const cost_env *env, const plan *p, cons
 /* The text rendering of an autopar-estimate document; NULL when out of memory. The caller frees it. */
 AP_HIDDEN char *cost_estimate_text(const json_t *doc);
 
-/* The output of `simulate` (autopar-simulate/1: the simulated and closed-form times and the estimate it
- * rests on) in format AP_OUT_TEXT or AP_OUT_JSON. sim_pipeline_s is the simulated pipeline time, trace_path
- * the written trace (NULL when none). NULL when out of memory; the caller frees it. */
-AP_HIDDEN char *cost_simulate_out(const cost_env *env, const plan *p, const cost_result *r, double sim_pipeline_s,
-                                  const char *trace_path, int format);
+/* The output of `simulate` (autopar-simulate/1: the simulated and closed-form times; `estimate --json` gives
+ * the closed form's whole result) in format AP_OUT_TEXT or AP_OUT_JSON. sim_pipeline_s is the simulated
+ * pipeline time, trace_path the written trace (NULL when none). NULL when out of memory; the caller frees it. */
+AP_HIDDEN char *cost_simulate_out(const plan *p, const cost_result *r, double sim_pipeline_s, const char *trace_path,
+                                  int format);
 
 #endif

@@ -203,8 +203,8 @@ char *cost_result_text(const cost_env *env, const plan *p, const cost_result *r)
   return s;
 }
 
-char *cost_simulate_out(const cost_env *env, const plan *p, const cost_result *r, double sim_pipeline_s,
-                        const char *trace_path, int format) {
+char *cost_simulate_out(const plan *p, const cost_result *r, double sim_pipeline_s, const char *trace_path,
+                        int format) {
   jd d;
   jd_init(&d, "autopar-simulate/1");
   double iter_sim = sim_pipeline_s + r->time.dp_comm + r->time.optimizer;
@@ -216,12 +216,6 @@ char *cost_simulate_out(const cost_env *env, const plan *p, const cost_result *r
   jd_num(&d, d.root, "optimizer_s", r->time.optimizer);
   jd_num(&d, d.root, "tokens_per_s_per_device", r->tokens_per_iter / iter_sim / (double)plan_n_devices(p));
   jd_str(&d, d.root, "trace", trace_path);
-  /* The closed-form estimate the simulation is set against, as `estimate` writes it. */
-  jd e;
-  cost_estimate_doc(&e, env, p, r);
-  json_object_del(e.root, "format");
-  if (e.failed) d.failed = true;
-  jd_put(&d, d.root, "estimate", e.root);
   char *out = NULL;
   if (format == AP_OUT_JSON) {
     out = jd_dump(&d);
