@@ -193,6 +193,11 @@ AP_API ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluste
  * leaves none. *out receives a summary (simulated and closed-form pipeline time) in the given format. */
 AP_API ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, ap_plan *plan,
                              const char *trace_path, int format, char **out);
+/* The most passes (forward, backward and weight-gradient passes of one chunk and micro-batch) ap_simulate runs
+ * in this context: a larger schedule fails with AP_UNSUPPORTED and a one-line message, before any memory is
+ * taken for it (the timeline of --gbs 1000000 --pp 8 took 4 GB). 0 restores the default of one million;
+ * AP_INVALID for a negative count. */
+AP_API ap_status ap_ctx_set_simulate_limit(ap_ctx *ctx, int64_t max_passes);
 
 /* ---- Validation against measured runs ---------------------------------------------------------- */
 
@@ -297,6 +302,19 @@ AP_API void ap_search_opts_init(ap_search_opts *opts);
  * A bad option or a --fix that no plan can meet fails with AP_INVALID naming it. */
 AP_API ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
                                 const ap_search_opts *opts, int format, char **out, ap_plan **best);
+
+/* ---- Comparing clusters ------------------------------------------------------------------------ */
+
+/* Plans model on each cluster of the comma-separated list (presets, shorthands or files: "h100:64,a100:128")
+ * with the same search options, and ranks the clusters by the best plan's throughput and, given a token budget
+ * (tokens: "1T", "300B", "2.5e11"; NULL = none, figures per 10^9 tokens), by the time to train on it and the
+ * device-hours it takes; with prices (one price per device-hour
+ * for all, or a comma-separated list with one per cluster) also by cost. A cluster on which nothing fits is
+ * listed last, as infeasible. format is AP_OUT_TEXT or AP_OUT_JSON (format "autopar-compare-clusters/1",
+ * docs/json.md); the caller frees *out with ap_free. AP_INVALID names a bad cluster or price. */
+AP_API ap_status ap_compare_clusters(ap_ctx *ctx, const ap_model *model, const char *clusters,
+                                     const ap_search_opts *opts, const char *tokens, const char *prices, int format,
+                                     char **out);
 
 #ifdef __cplusplus
 }

@@ -22,7 +22,7 @@ import ctypes.util
 import json
 import os
 
-__all__ = ["Error", "report_html", "plan", "estimate", "simulate", "validate", "describe", "export", "models", "clusters",
+__all__ = ["Error", "report_html", "compare_clusters", "plan", "estimate", "simulate", "validate", "describe", "export", "models", "clusters",
            "cluster", "version", "library_path"]
 
 # Status codes of include/autopar.h (AP_STATUS_MAP); AP_INFEASIBLE is "no feasible plan".
@@ -120,6 +120,7 @@ def _declare(lib):
         "ap_export": (ctypes.c_int, [vp, vp, vp, cp, pp]),
         "ap_search_opts_init": (None, [ctypes.POINTER(_SearchOpts)]),
         "ap_report_html": (ctypes.c_int, [vp, ctypes.POINTER(_ReportInputs), cp]),
+        "ap_compare_clusters": (ctypes.c_int, [vp, vp, cp, ctypes.POINTER(_SearchOpts), cp, cp, ctypes.c_int, pp]),
         "ap_plan_search": (ctypes.c_int, [vp, vp, vp, ctypes.POINTER(_SearchOpts), ctypes.c_int, pp, pp]),
     }
     for name, (res, args) in sig.items():
@@ -358,3 +359,25 @@ def report_html(path, title=None, command=None, estimate=None, search=None, trac
     with _Ctx() as c:
         r = _ReportInputs(_b(title), _b(command), j(estimate), j(search), j(trace), j(validate))
         c.check(c.lib.ap_report_html(c.ptr, ctypes.byref(r), _b(path)))
+
+
+def compare_clusters(model, clusters, gbs, seq=None, tokens=None, price_per_gpu_hour=None, fix=None,
+                     calibration=None, **fixed_fields):
+    """Plans the model on each cluster and ranks them by time and cost to train (``autopar compare-clusters
+    --json``). ``clusters`` is a list or a comma-separated string; ``tokens`` a budget such as "1T" or a number;
+    ``price_per_gpu_hour`` one price or a list with one per cluster."""
+    with _Ctx(calibration) as c:
+        m = c.model(model)
+        opts = _SearchOpts()
+        c.lib.ap_search_opts_init(ctypes.byref(opts))
+        opts.global_batch_size = int(gbs)
+        if seq is not None:
+            opts.seq_length = int(seq)
+        parts = [fix] if fix else []
+        parts += ["%s=%s" % (_key(k), _value(v)) for k, v in fixed_fields.items()]
+        keep = _b(",".join(parts)) if parts else None
+        opts.fix = keep
+        tok = None if tokens is None else _b(tokens if isinstance(tokens, str) else repr(float(tokens)))
+        price = None if price_per_gpu_hour is None else _b(_value(price_per_gpu_hour))
+        return _doc(c, *c.call(c.lib.ap_compare_clusters, c.ptr, m, _b(_value(clusters)), ctypes.byref(opts), tok,
+                               price, _OUT_JSON))

@@ -81,6 +81,15 @@ class SameAsCli(unittest.TestCase):
             self.assertEqual(autopar.export(plan, "megatron"), cli.stdout)
 
 
+    def test_compare_clusters(self):
+        rc, doc, _ = cli_json("compare-clusters", "--model", "llama-3-8b", "--clusters", "h100:8,a100-80gb:16",
+                              "--gbs", "64", "--seq", "4096", "--tokens", "1T", "--price-per-gpu-hour", "2.5,1.5")
+        self.assertEqual(rc, 0)
+        got = autopar.compare_clusters("llama-3-8b", ["h100:8", "a100-80gb:16"], 64, seq=4096, tokens="1T",
+                                       price_per_gpu_hour=[2.5, 1.5])
+        self.assertEqual(got, doc)
+
+
 class Errors(unittest.TestCase):
     def test_unknown_model(self):
         rc, _, err = cli_json("describe", "--model", "llama-3-7b")
