@@ -209,8 +209,23 @@ def check_clusters(doc, text):
         raise Mismatch("clusters %s vs %s" % (names, [c["name"] for c in doc["clusters"]]))
 
 
-def noop(doc, text):
-    pass
+def check_compare_clusters(doc, text):
+    rows = re.findall(r"^(\d+) +(\S+) +(\d+)  (\S+) +(\d+) ", text, re.M)
+    by_rank = {c["rank_by_time"]: c for c in doc["clusters"]}
+    feasible = [c for c in doc["clusters"] if c["feasible"]]
+    if len(rows) != len(feasible) or not rows:
+        raise Mismatch("%d ranked rows in the text, %d feasible clusters" % (len(rows), len(feasible)))
+    for rank, name, n_dev, device, tps in rows:
+        c = by_rank[int(rank)]
+        if name != c["cluster"] or int(n_dev) != c["n_devices"] or device != c["device"]:
+            raise Mismatch("rank %s: %s vs %s" % (rank, name, c["cluster"]))
+        same(name + " tokens/s", tps, c["tokens_per_s"], "%.0f")
+        if c["best_plan"] not in text:
+            raise Mismatch("the best plan of %s is not in the text" % name)
+    for c in doc["clusters"]:
+        if c["rank_by_cost"] is not None:
+            m = find(r" %d\. %s \((\d+)\)" % (c["rank_by_cost"], re.escape(c["cluster"])), text, "by cost")
+            same(c["cluster"] + " cost", m.group(1), c["train"]["cost"], "%.0f")
 
 
 def numbers(v):
@@ -266,6 +281,9 @@ case("plan, nothing fits", ["plan", "--model", "llama-3-70b", "--cluster", "h100
 case("validate", ["validate", RUNS], "autopar-validate/1", check_validate)
 case("validate --search", ["validate", small, "--search"], "autopar-validate/1", check_validate)
 case("calibrate", ["calibrate", small, "-o", os.path.join(TMP, "json_cal.json")], "autopar-calibrate/1", check_calibrate)
+case("compare-clusters", ["compare-clusters", "--model", "llama-3-8b", "--clusters", "h100:8,a100-80gb:16", "--gbs", "64",
+                          "--seq", "4096", "--tokens", "1T", "--price-per-gpu-hour", "2.5,1.5"],
+     "autopar-compare-clusters/1", check_compare_clusters)
 case("describe", ["describe", "--model", "deepseek-v3"], "autopar-describe/1", check_describe)
 case("models", ["models"], "autopar-models/1", check_models)
 case("clusters", ["clusters"], "autopar-clusters/1", check_clusters)
