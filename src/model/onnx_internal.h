@@ -68,7 +68,17 @@ AP_HIDDEN const ox_op_spec *ox_find_op(const char *op_type);
  * graph tensors. Takes the node's pending parameters into op. */
 AP_HIDDEN ap_status ox_make_op(ox *x, const ox_op_spec *spec, graph_op *op);
 
-/* Inference entry points (onnx_shape.c), named by rule. */
+/* Helpers shared by onnx_shape.c and onnx_shape_nn.c: fail unless v (input i) has a known shape; set output
+ * i's shape (unless declared) and element type; resolve a possibly negative axis against rank r; the numpy
+ * broadcast of n values; an ints attribute, else the known values of input `input` (-1 when both are absent,
+ * *known false when the input's values are not known). */
+AP_HIDDEN ap_status ox_need(const ox *x, const ox_val *v, int i);
+AP_HIDDEN ap_status ox_set_shape(ox *x, int i, int n, const int64_t *dims, int elem_type);
+AP_HIDDEN bool ox_axis(int64_t a, int r, int *out);
+AP_HIDDEN ap_status ox_broadcast_dims(ox *x, ox_val *const *v, int n, int *rank, int64_t *dims);
+AP_HIDDEN int64_t ox_ints(ox *x, const char *attr, int input, const int64_t **out, bool *known);
+
+/* Inference entry points (onnx_shape.c and onnx_shape_nn.c), named by rule. */
 AP_HIDDEN ap_status ox_infer_same(ox *x);
 AP_HIDDEN ap_status ox_infer_broadcast(ox *x);
 AP_HIDDEN ap_status ox_infer_matmul(ox *x);

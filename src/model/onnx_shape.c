@@ -3,15 +3,16 @@
  * outputs where the inputs' are known (the Shape → Gather → Unsqueeze → Concat → Reshape arithmetic of
  * exports). Shapes the file declares are kept as declared. The rules follow the ONNX operator specification
  * (onnx/docs/Operators.md at v1.12.0, the version of Debian's libonnx-dev): broadcasting per
- * onnx/docs/Broadcasting.md (numpy rules), the convolution and pooling output sizes per the Conv, ConvTranspose
- * and MaxPool sections. An output whose shape cannot be known is an error naming the node. */
+ * onnx/docs/Broadcasting.md (numpy rules). This file holds the shared helpers, the elementwise ops and the
+ * shape-moving ops; onnx_shape_nn.c the matmuls, convolutions, pools, norms, reductions and losses. An output
+ * whose shape cannot be known is an error naming the node. */
 #include <string.h>
 
 #include "model/onnx_internal.h"
 
 /* ---- Helpers ---- */
 
-static ap_status need(const ox *x, const ox_val *v, int i) {
+ap_status ox_need(const ox *x, const ox_val *v, int i) {
   if (!v) return ox_fail(x, AP_INVALID, "input %d is missing", i);
   if (v->n_dims < 0) return ox_fail(x, AP_INVALID, "input %d ('%.200s') has no known shape", i, v->name);
   return AP_OK;
@@ -20,7 +21,7 @@ static ap_status need(const ox *x, const ox_val *v, int i) {
 static bool has_vals(const ox_val *v) { return v && v->n_vals >= 0 && v->vals; }
 
 /* Sets output i's shape unless the file declared one; its element type unless known. */
-static ap_status set_shape(ox *x, int i, int n, const int64_t *dims, int elem_type) {
+ap_status ox_set_shape(ox *x, int i, int n, const int64_t *dims, int elem_type) {
   ox_val *o = ox_out(x, i);
   if (!o) return AP_OK;
   if (n > ONNX_MAX_DIMS) return ox_fail(x, AP_INVALID, "output %d would have %d dimensions (at most %d)", i, n, ONNX_MAX_DIMS);
@@ -46,14 +47,14 @@ static ap_status set_vals(ox *x, int i, int64_t n, const int64_t *v) {
 }
 
 /* Resolves a possibly negative axis against rank r; false when out of range. */
-static bool axis_of(int64_t a, int r, int *out) {
+bool ox_axis(int64_t a, int r, int *out) {
   if (a < 0) a += r;
   if (a < 0 || a >= r) return false;
   *out = (int)a;
   return true;
 }
 
-static int64_t attr_or_input_ints(ox *x, const char *attr, int input, const int64_t **out, bool *known) {
+int64_t ox_ints(ox *x, const char *attr, int input, const int64_t **out, bool *known) {
   const onnx_attr *at = ox_attr(x->node, attr);
   *known = true;
   if (at && at->type == ONNX_ATTR_INTS) {
@@ -84,11 +85,11 @@ static bool is_bool_op(const char *t) {
 
 ap_status ox_infer_same(ox *x) {
   ox_val *a = ox_in(x, 0);
-  ap_status st = need(x, a, 0);
+  ap_status st = ox_need(x, a, 0);
   if (st) return st;
   int et = is_bool_op(x->node->op_type) ? ONNX_BOOL : a->elem_type;
   for (int i = 0; i < x->n_out; i++)
-    if ((st = set_shape(x, i, a->n_dims, a->dims, et))) return st;
+    if ((st = ox_set_shape(x, i, a->n_dims, a->dims, et))) return st;
   const char *t = x->node->op_type;
   if (has_vals(a) && (strcmp(t, "Identity") == 0 || strcmp(t, "Neg") == 0 || strcmp(t, "Abs") == 0)) {
     int64_t v[ONNX_MAX_VALUES];
@@ -102,7 +103,7 @@ ap_status ox_infer_same(ox *x) {
 }
 
 /* The broadcast shape of the given values (numpy rules); fails naming the clash. */
-static ap_status broadcast_dims(ox *x, ox_val *const *v, int n, int *rank, int64_t *dims) {
+ap_status ox_broadcast_dims(ox *x, ox_val *const *v, int n, int *rank, int64_t *dims) {
   int r = 0;
   for (int i = 0; i < n; i++)
     if (v[i]->n_dims > r) r = v[i]->n_dims;
@@ -161,21 +162,21 @@ ap_status ox_infer_broadcast(ox *x) {
   if (n < 1) return ox_fail(x, AP_INVALID, "needs at least one input");
   for (int i = 0; i < n; i++) {
     v[i] = ox_in(x, i);
-    ap_status st = need(x, v[i], i);
+    ap_status st = ox_need(x, v[i], i);
     if (st) return st;
   }
   for (int i = 3; i < x->n_in; i++) { /* variadic Sum/Max/Min/Mean: the rest must match the broadcast too */
-    ap_status st = need(x, ox_in(x, i), i);
+    ap_status st = ox_need(x, ox_in(x, i), i);
     if (st) return st;
   }
   int r;
   int64_t dims[ONNX_MAX_DIMS];
-  ap_status st = broadcast_dims(x, v, n, &r, dims);
+  ap_status st = ox_broadcast_dims(x, v, n, &r, dims);
   if (st) return st;
   const char *t = x->node->op_type;
   bool where = strcmp(t, "Where") == 0;
   int et = is_bool_op(t) ? ONNX_BOOL : where && n > 1 ? v[1]->elem_type : v[0]->elem_type;
-  if ((st = set_shape(x, 0, r, dims, et))) return st;
+  if ((st = ox_set_shape(x, 0, r, dims, et))) return st;
   bool known = n == (where ? 3 : 2);
   for (int i = 0; i < n; i++) known = known && has_vals(v[i]);
   if (!known) return AP_OK;
@@ -191,216 +192,11 @@ ap_status ox_infer_broadcast(ox *x) {
   return set_vals(x, 0, total, out);
 }
 
-/* ---- Linear algebra ---- */
-
-ap_status ox_infer_matmul(ox *x) {
-  ox_val *a = ox_in(x, 0), *b = ox_in(x, 1);
-  ap_status st;
-  if ((st = need(x, a, 0)) || (st = need(x, b, 1))) return st;
-  if (a->n_dims < 1 || b->n_dims < 1) return ox_fail(x, AP_INVALID, "MatMul inputs must have at least one dimension");
-  ox_val ea = *a, eb = *b; /* 1-D operands: [K] → [1, K] and [K] → [K, 1] */
-  if (ea.n_dims == 1) ea.dims[1] = ea.dims[0], ea.dims[0] = 1, ea.n_dims = 2;
-  if (eb.n_dims == 1) eb.dims[1] = 1, eb.n_dims = 2;
-  int64_t k1 = ea.dims[ea.n_dims - 1], k2 = eb.dims[eb.n_dims - 2];
-  if (k1 != k2) return ox_fail(x, AP_INVALID, "MatMul inner dimensions disagree: %lld and %lld", (long long)k1, (long long)k2);
-  ox_val ba = ea, bb = eb; /* batch dims */
-  ba.n_dims -= 2;
-  bb.n_dims -= 2;
-  ox_val *bv[2] = {&ba, &bb};
-  int r;
-  int64_t dims[ONNX_MAX_DIMS + 2];
-  if ((st = broadcast_dims(x, bv, 2, &r, dims))) return st;
-  if (a->n_dims > 1) dims[r++] = ea.dims[ea.n_dims - 2];
-  if (b->n_dims > 1) dims[r++] = eb.dims[eb.n_dims - 1];
-  return set_shape(x, 0, r, dims, a->elem_type);
-}
-
-ap_status ox_infer_gemm(ox *x) {
-  ox_val *a = ox_in(x, 0), *b = ox_in(x, 1);
-  ap_status st;
-  if ((st = need(x, a, 0)) || (st = need(x, b, 1))) return st;
-  if (a->n_dims != 2 || b->n_dims != 2) return ox_fail(x, AP_INVALID, "Gemm inputs must be 2-D");
-  bool ta = ox_attr_i(x->node, "transA", 0) != 0, tb = ox_attr_i(x->node, "transB", 0) != 0;
-  int64_t m = a->dims[ta ? 1 : 0], ka = a->dims[ta ? 0 : 1], kb = b->dims[tb ? 1 : 0], n = b->dims[tb ? 0 : 1];
-  if (ka != kb) return ox_fail(x, AP_INVALID, "Gemm inner dimensions disagree: %lld and %lld", (long long)ka, (long long)kb);
-  int64_t dims[2] = {m, n};
-  return set_shape(x, 0, 2, dims, a->elem_type);
-}
-
-/* ---- Convolution and pooling ---- */
-
-/* Reads an ints attribute of n entries (default def each); false when present with another length. */
-static bool spatial_attr(const onnx_node *nd, const char *name, int n, int64_t def, int64_t *out) {
-  const onnx_attr *at = ox_attr(nd, name);
-  for (int i = 0; i < n; i++) out[i] = def;
-  if (!at || at->type != ONNX_ATTR_INTS) return true;
-  if (at->n_ints != n) return false;
-  for (int i = 0; i < n; i++) out[i] = at->ints[i];
-  return true;
-}
-
-/* Output spatial sizes of a convolution or pooling window (ONNX Conv/MaxPool: floor or, with ceil_mode,
- * ceil of (in + pads − dilated kernel) / stride + 1; SAME_* auto_pad: ceil(in / stride); VALID: no pads). */
-static ap_status window_out(ox *x, const ox_val *in, int ns, const int64_t *kernel, bool ceil_mode, int64_t *out) {
-  int64_t strides[ONNX_MAX_DIMS], dil[ONNX_MAX_DIMS], pads[2 * ONNX_MAX_DIMS];
-  if (!spatial_attr(x->node, "strides", ns, 1, strides) || !spatial_attr(x->node, "dilations", ns, 1, dil) ||
-      !spatial_attr(x->node, "pads", 2 * ns, 0, pads))
-    return ox_fail(x, AP_INVALID, "strides, dilations or pads do not match the %d spatial dimensions", ns);
-  const onnx_attr *ap = ox_attr(x->node, "auto_pad");
-  const char *mode = ap && ap->type == ONNX_ATTR_STRING ? ap->s : "NOTSET";
-  for (int i = 0; i < ns; i++) {
-    int64_t d = in->dims[2 + i], s = strides[i], k = (kernel[i] - 1) * dil[i] + 1;
-    if (s < 1 || dil[i] < 1 || kernel[i] < 1 || pads[i] < 0 || pads[ns + i] < 0 || d > INT32_MAX || k > INT32_MAX ||
-        pads[i] > INT32_MAX || pads[ns + i] > INT32_MAX)
-      return ox_fail(x, AP_INVALID, "kernel, strides, dilations and pads must be positive (pads >= 0) and bounded");
-    if (strncmp(mode, "SAME", 4) == 0) {
-      out[i] = (d + s - 1) / s;
-    } else {
-      int64_t span = d + (strcmp(mode, "VALID") == 0 ? 0 : pads[i] + pads[ns + i]) - k;
-      if (span < 0) return ox_fail(x, AP_INVALID, "the kernel (%lld) is larger than the padded input (%lld)", (long long)k, (long long)(span + k));
-      out[i] = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-    }
-  }
-  return AP_OK;
-}
-
-ap_status ox_infer_conv(ox *x) {
-  ox_val *in = ox_in(x, 0), *w = ox_in(x, 1);
-  ap_status st;
-  if ((st = need(x, in, 0)) || (st = need(x, w, 1))) return st;
-  int ns = in->n_dims - 2;
-  if (ns < 1 || w->n_dims != in->n_dims) return ox_fail(x, AP_INVALID, "Conv needs [N, C, spatial...] input and a weight of the same rank");
-  int64_t kernel[ONNX_MAX_DIMS], dims[ONNX_MAX_DIMS];
-  if (!spatial_attr(x->node, "kernel_shape", ns, 0, kernel)) return ox_fail(x, AP_INVALID, "kernel_shape has the wrong length");
-  for (int i = 0; i < ns; i++)
-    if (kernel[i] == 0) kernel[i] = w->dims[2 + i];
-  if ((st = window_out(x, in, ns, kernel, false, dims + 2))) return st;
-  dims[0] = in->dims[0];
-  dims[1] = w->dims[0];
-  return set_shape(x, 0, in->n_dims, dims, in->elem_type);
-}
-
-ap_status ox_infer_conv_transpose(ox *x) {
-  ox_val *in = ox_in(x, 0), *w = ox_in(x, 1);
-  ap_status st;
-  if ((st = need(x, in, 0)) || (st = need(x, w, 1))) return st;
-  int ns = in->n_dims - 2;
-  if (ns < 1 || w->n_dims != in->n_dims) return ox_fail(x, AP_INVALID, "ConvTranspose needs [N, C, spatial...] input and a weight of the same rank");
-  int64_t kernel[ONNX_MAX_DIMS], strides[ONNX_MAX_DIMS], dil[ONNX_MAX_DIMS], pads[2 * ONNX_MAX_DIMS], opad[ONNX_MAX_DIMS];
-  int64_t oshape[ONNX_MAX_DIMS], dims[ONNX_MAX_DIMS];
-  if (!spatial_attr(x->node, "kernel_shape", ns, 0, kernel) || !spatial_attr(x->node, "strides", ns, 1, strides) ||
-      !spatial_attr(x->node, "dilations", ns, 1, dil) || !spatial_attr(x->node, "pads", 2 * ns, 0, pads) ||
-      !spatial_attr(x->node, "output_padding", ns, 0, opad) || !spatial_attr(x->node, "output_shape", ns, 0, oshape))
-    return ox_fail(x, AP_INVALID, "an attribute does not match the %d spatial dimensions", ns);
-  int64_t group = ox_attr_i(x->node, "group", 1);
-  if (group < 1 || group > INT32_MAX) return ox_fail(x, AP_INVALID, "group must be >= 1");
-  for (int i = 0; i < ns; i++) {
-    int64_t k = kernel[i] ? kernel[i] : w->dims[2 + i];
-    if (k < 1 || strides[i] < 1 || dil[i] < 1 || k > INT32_MAX || strides[i] > INT32_MAX || dil[i] > INT32_MAX ||
-        in->dims[2 + i] > INT32_MAX || opad[i] < 0 || opad[i] > INT32_MAX || pads[i] > INT32_MAX || pads[ns + i] > INT32_MAX)
-      return ox_fail(x, AP_INVALID, "kernel, strides and dilations must be positive and bounded");
-    dims[2 + i] = oshape[i] ? oshape[i]
-                            : strides[i] * (in->dims[2 + i] - 1) + opad[i] + (k - 1) * dil[i] + 1 - pads[i] - pads[ns + i];
-  }
-  dims[0] = in->dims[0];
-  dims[1] = w->dims[1] * group;
-  return set_shape(x, 0, in->n_dims, dims, in->elem_type);
-}
-
-ap_status ox_infer_pool(ox *x) {
-  ox_val *in = ox_in(x, 0);
-  ap_status st = need(x, in, 0);
-  if (st) return st;
-  int ns = in->n_dims - 2;
-  int64_t kernel[ONNX_MAX_DIMS], dims[ONNX_MAX_DIMS];
-  const onnx_attr *ks = ox_attr(x->node, "kernel_shape");
-  if (ns < 1 || !ks || ks->type != ONNX_ATTR_INTS || ks->n_ints != ns)
-    return ox_fail(x, AP_INVALID, "a pool needs [N, C, spatial...] input and kernel_shape of one entry per spatial dim");
-  memcpy(kernel, ks->ints, sizeof kernel[0] * (size_t)ns);
-  if ((st = window_out(x, in, ns, kernel, ox_attr_i(x->node, "ceil_mode", 0) != 0, dims + 2))) return st;
-  dims[0] = in->dims[0];
-  dims[1] = in->dims[1];
-  if ((st = set_shape(x, 0, in->n_dims, dims, in->elem_type))) return st;
-  return set_shape(x, 1, in->n_dims, dims, ONNX_INT64); /* MaxPool's optional indices */
-}
-
-ap_status ox_infer_global_pool(ox *x) {
-  ox_val *in = ox_in(x, 0);
-  ap_status st = need(x, in, 0);
-  if (st) return st;
-  if (in->n_dims < 3) return ox_fail(x, AP_INVALID, "a global pool needs [N, C, spatial...] input");
-  int64_t dims[ONNX_MAX_DIMS];
-  for (int i = 0; i < in->n_dims; i++) dims[i] = i < 2 ? in->dims[i] : 1;
-  return set_shape(x, 0, in->n_dims, dims, in->elem_type);
-}
-
-/* BatchNormalization: Y like X, the running statistics and saved statistics [C]. LayerNormalization: Y like
- * X, Mean and InvStdDev like X with the normalised dimensions set to 1. */
-ap_status ox_infer_norm(ox *x) {
-  ox_val *in = ox_in(x, 0);
-  ap_status st = need(x, in, 0);
-  if (st) return st;
-  if ((st = set_shape(x, 0, in->n_dims, in->dims, in->elem_type))) return st;
-  if (strcmp(x->node->op_type, "BatchNormalization") == 0) {
-    if (in->n_dims < 2) return ox_fail(x, AP_INVALID, "BatchNormalization needs [N, C, ...] input");
-    for (int i = 1; i < x->n_out; i++)
-      if ((st = set_shape(x, i, 1, &in->dims[1], in->elem_type))) return st;
-    return AP_OK;
-  }
-  int axis;
-  if (!axis_of(ox_attr_i(x->node, "axis", -1), in->n_dims, &axis)) return ox_fail(x, AP_INVALID, "axis out of range");
-  int64_t dims[ONNX_MAX_DIMS];
-  for (int i = 0; i < in->n_dims; i++) dims[i] = i < axis ? in->dims[i] : 1;
-  for (int i = 1; i < x->n_out; i++)
-    if ((st = set_shape(x, i, in->n_dims, dims, ONNX_FLOAT))) return st;
-  return AP_OK;
-}
-
-/* ---- Reductions ---- */
-
-static ap_status reduce_dims(ox *x, const ox_val *in, const int64_t *axes, int64_t n_axes, bool keep, int elem) {
-  bool red[ONNX_MAX_DIMS] = {false};
-  for (int64_t i = 0; i < n_axes; i++) {
-    int a;
-    if (!axis_of(axes[i], in->n_dims, &a)) return ox_fail(x, AP_INVALID, "axis %lld out of range", (long long)axes[i]);
-    red[a] = true;
-  }
-  if (n_axes == 0)
-    for (int i = 0; i < in->n_dims; i++) red[i] = true;
-  int64_t dims[ONNX_MAX_DIMS];
-  int r = 0;
-  for (int i = 0; i < in->n_dims; i++)
-    if (!red[i]) dims[r++] = in->dims[i];
-    else if (keep) dims[r++] = 1;
-  return set_shape(x, 0, r, dims, elem);
-}
-
-ap_status ox_infer_reduce(ox *x) {
-  ox_val *in = ox_in(x, 0);
-  ap_status st = need(x, in, 0);
-  if (st) return st;
-  const int64_t *axes = NULL;
-  bool known;
-  int64_t n = attr_or_input_ints(x, "axes", 1, &axes, &known);
-  if (!known) return ox_fail(x, AP_INVALID, "the reduction axes (input 1) are not known at import");
-  if (n < 0) n = 0;
-  if (n == 0 && ox_attr_i(x->node, "noop_with_empty_axes", 0)) return set_shape(x, 0, in->n_dims, in->dims, in->elem_type);
-  return reduce_dims(x, in, axes, n, ox_attr_i(x->node, "keepdims", 1) != 0, in->elem_type);
-}
-
-ap_status ox_infer_arg_reduce(ox *x) {
-  ox_val *in = ox_in(x, 0);
-  ap_status st = need(x, in, 0);
-  if (st) return st;
-  int64_t axis = ox_attr_i(x->node, "axis", 0);
-  return reduce_dims(x, in, &axis, 1, ox_attr_i(x->node, "keepdims", 1) != 0, ONNX_INT64);
-}
-
 /* ---- Shape movers ---- */
 
 ap_status ox_infer_reshape(ox *x) {
   ox_val *in = ox_in(x, 0), *sh = ox_in(x, 1);
-  ap_status st = need(x, in, 0);
+  ap_status st = ox_need(x, in, 0);
   if (st) return st;
   ox_val *o = ox_out(x, 0);
   if (!has_vals(sh)) {
@@ -433,14 +229,14 @@ ap_status ox_infer_reshape(ox *x) {
     if (__builtin_mul_overflow(n, dims[i], &n)) return ox_fail(x, AP_INVALID, "target shape overflows");
   if (total >= 0 && n != total)
     return ox_fail(x, AP_INVALID, "cannot reshape %lld elements into %lld", (long long)total, (long long)n);
-  if ((st = set_shape(x, 0, (int)sh->n_vals, dims, in->elem_type))) return st;
+  if ((st = ox_set_shape(x, 0, (int)sh->n_vals, dims, in->elem_type))) return st;
 vals:
   return has_vals(in) ? set_vals(x, 0, in->n_vals, in->vals) : AP_OK;
 }
 
 ap_status ox_infer_flatten(ox *x) {
   ox_val *in = ox_in(x, 0);
-  ap_status st = need(x, in, 0);
+  ap_status st = ox_need(x, in, 0);
   if (st) return st;
   int64_t a = ox_attr_i(x->node, "axis", 1);
   if (a < 0) a += in->n_dims;
@@ -448,22 +244,22 @@ ap_status ox_infer_flatten(ox *x) {
   int64_t dims[2] = {1, 1};
   for (int i = 0; i < in->n_dims; i++)
     if (__builtin_mul_overflow(dims[i < a ? 0 : 1], in->dims[i], &dims[i < a ? 0 : 1])) return ox_fail(x, AP_INVALID, "overflow");
-  if ((st = set_shape(x, 0, 2, dims, in->elem_type))) return st;
+  if ((st = ox_set_shape(x, 0, 2, dims, in->elem_type))) return st;
   return has_vals(in) ? set_vals(x, 0, in->n_vals, in->vals) : AP_OK;
 }
 
 ap_status ox_infer_squeeze(ox *x) {
   ox_val *in = ox_in(x, 0);
-  ap_status st = need(x, in, 0);
+  ap_status st = ox_need(x, in, 0);
   if (st) return st;
   const int64_t *axes = NULL;
   bool known;
-  int64_t n = attr_or_input_ints(x, "axes", 1, &axes, &known);
+  int64_t n = ox_ints(x, "axes", 1, &axes, &known);
   if (!known) return ox_fail(x, AP_INVALID, "the axes (input 1) are not known at import");
   bool drop[ONNX_MAX_DIMS] = {false};
   for (int64_t i = 0; i < n; i++) {
     int a;
-    if (!axis_of(axes[i], in->n_dims, &a) || in->dims[a] != 1)
+    if (!ox_axis(axes[i], in->n_dims, &a) || in->dims[a] != 1)
       return ox_fail(x, AP_INVALID, "axis %lld is out of range or not of size 1", (long long)axes[i]);
     drop[a] = true;
   }
@@ -471,35 +267,35 @@ ap_status ox_infer_squeeze(ox *x) {
   int r = 0;
   for (int i = 0; i < in->n_dims; i++)
     if (!(n > 0 ? drop[i] : in->dims[i] == 1)) dims[r++] = in->dims[i];
-  if ((st = set_shape(x, 0, r, dims, in->elem_type))) return st;
+  if ((st = ox_set_shape(x, 0, r, dims, in->elem_type))) return st;
   return has_vals(in) ? set_vals(x, 0, in->n_vals, in->vals) : AP_OK;
 }
 
 ap_status ox_infer_unsqueeze(ox *x) {
   ox_val *in = ox_in(x, 0);
-  ap_status st = need(x, in, 0);
+  ap_status st = ox_need(x, in, 0);
   if (st) return st;
   const int64_t *axes = NULL;
   bool known;
-  int64_t n = attr_or_input_ints(x, "axes", 1, &axes, &known);
+  int64_t n = ox_ints(x, "axes", 1, &axes, &known);
   if (!known || n < 1) return ox_fail(x, AP_INVALID, "the axes are missing or not known at import");
   int r = in->n_dims + (int)(n > ONNX_MAX_DIMS ? ONNX_MAX_DIMS + 1 : n);
   if (r > ONNX_MAX_DIMS) return ox_fail(x, AP_INVALID, "more than %d dimensions", ONNX_MAX_DIMS);
   bool ins[ONNX_MAX_DIMS] = {false};
   for (int64_t i = 0; i < n; i++) {
     int a;
-    if (!axis_of(axes[i], r, &a) || ins[a]) return ox_fail(x, AP_INVALID, "axis %lld out of range or repeated", (long long)axes[i]);
+    if (!ox_axis(axes[i], r, &a) || ins[a]) return ox_fail(x, AP_INVALID, "axis %lld out of range or repeated", (long long)axes[i]);
     ins[a] = true;
   }
   int64_t dims[ONNX_MAX_DIMS];
   for (int i = 0, k = 0; i < r; i++) dims[i] = ins[i] ? 1 : in->dims[k++];
-  if ((st = set_shape(x, 0, r, dims, in->elem_type))) return st;
+  if ((st = ox_set_shape(x, 0, r, dims, in->elem_type))) return st;
   return has_vals(in) ? set_vals(x, 0, in->n_vals, in->vals) : AP_OK;
 }
 
 ap_status ox_infer_transpose(ox *x) {
   ox_val *in = ox_in(x, 0);
-  ap_status st = need(x, in, 0);
+  ap_status st = ox_need(x, in, 0);
   if (st) return st;
   const onnx_attr *p = ox_attr(x->node, "perm");
   int64_t dims[ONNX_MAX_DIMS];
@@ -511,22 +307,22 @@ ap_status ox_infer_transpose(ox *x) {
     seen[a] = true;
     dims[i] = in->dims[a];
   }
-  return set_shape(x, 0, in->n_dims, dims, in->elem_type);
+  return ox_set_shape(x, 0, in->n_dims, dims, in->elem_type);
 }
 
 ap_status ox_infer_concat(ox *x) {
   ox_val *first = ox_in(x, 0);
-  ap_status st = need(x, first, 0);
+  ap_status st = ox_need(x, first, 0);
   if (st) return st;
   int axis;
-  if (!axis_of(ox_attr_i(x->node, "axis", 0), first->n_dims, &axis)) return ox_fail(x, AP_INVALID, "axis out of range");
+  if (!ox_axis(ox_attr_i(x->node, "axis", 0), first->n_dims, &axis)) return ox_fail(x, AP_INVALID, "axis out of range");
   int64_t dims[ONNX_MAX_DIMS], vals[ONNX_MAX_VALUES], n_vals = 0;
   memcpy(dims, first->dims, sizeof dims[0] * (size_t)first->n_dims);
   dims[axis] = 0;
   bool known = first->n_dims == 1;
   for (int i = 0; i < x->n_in; i++) {
     ox_val *v = ox_in(x, i);
-    if ((st = need(x, v, i))) return st;
+    if ((st = ox_need(x, v, i))) return st;
     if (v->n_dims != first->n_dims) return ox_fail(x, AP_INVALID, "input %d has rank %d, input 0 %d", i, v->n_dims, first->n_dims);
     for (int k = 0; k < v->n_dims; k++)
       if (k != axis && v->dims[k] != first->dims[k]) return ox_fail(x, AP_INVALID, "input %d differs off the concat axis", i);
@@ -537,19 +333,19 @@ ap_status ox_infer_concat(ox *x) {
       n_vals += v->n_vals;
     }
   }
-  if ((st = set_shape(x, 0, first->n_dims, dims, first->elem_type))) return st;
+  if ((st = ox_set_shape(x, 0, first->n_dims, dims, first->elem_type))) return st;
   return known ? set_vals(x, 0, n_vals, vals) : AP_OK;
 }
 
 ap_status ox_infer_split(ox *x) {
   ox_val *in = ox_in(x, 0);
-  ap_status st = need(x, in, 0);
+  ap_status st = ox_need(x, in, 0);
   if (st) return st;
   int axis;
-  if (!axis_of(ox_attr_i(x->node, "axis", 0), in->n_dims, &axis)) return ox_fail(x, AP_INVALID, "axis out of range");
+  if (!ox_axis(ox_attr_i(x->node, "axis", 0), in->n_dims, &axis)) return ox_fail(x, AP_INVALID, "axis out of range");
   const int64_t *split = NULL;
   bool known;
-  int64_t n = attr_or_input_ints(x, "split", 1, &split, &known);
+  int64_t n = ox_ints(x, "split", 1, &split, &known);
   if (!known) return ox_fail(x, AP_INVALID, "the split sizes (input 1) are not known at import");
   if (n >= 0 && n != x->n_out) return ox_fail(x, AP_INVALID, "%lld split sizes for %d outputs", (long long)n, x->n_out);
   int64_t dims[ONNX_MAX_DIMS], sum = 0;
@@ -559,7 +355,7 @@ ap_status ox_infer_split(ox *x) {
     if (n < 0 && i == x->n_out - 1) part = in->dims[axis] - sum;
     if (part < 0 || __builtin_add_overflow(sum, part, &sum)) return ox_fail(x, AP_INVALID, "bad split sizes");
     dims[axis] = part;
-    if ((st = set_shape(x, i, in->n_dims, dims, in->elem_type))) return st;
+    if ((st = ox_set_shape(x, i, in->n_dims, dims, in->elem_type))) return st;
   }
   if (sum != in->dims[axis])
     return ox_fail(x, AP_INVALID, "split sizes sum to %lld, the axis has %lld", (long long)sum, (long long)in->dims[axis]);
@@ -570,12 +366,12 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo :
 
 ap_status ox_infer_slice(ox *x) {
   ox_val *in = ox_in(x, 0);
-  ap_status st = need(x, in, 0);
+  ap_status st = ox_need(x, in, 0);
   if (st) return st;
   const int64_t *starts, *ends, *axes = NULL, *steps = NULL;
   bool k1, k2, k3 = true, k4 = true;
-  int64_t ns = attr_or_input_ints(x, "starts", 1, &starts, &k1), ne = attr_or_input_ints(x, "ends", 2, &ends, &k2);
-  int64_t na = attr_or_input_ints(x, "axes", 3, &axes, &k3), nst = ox_in(x, 4) ? attr_or_input_ints(x, "", 4, &steps, &k4) : -1;
+  int64_t ns = ox_ints(x, "starts", 1, &starts, &k1), ne = ox_ints(x, "ends", 2, &ends, &k2);
+  int64_t na = ox_ints(x, "axes", 3, &axes, &k3), nst = ox_in(x, 4) ? ox_ints(x, "", 4, &steps, &k4) : -1;
   ox_val *o = ox_out(x, 0);
   if (!(k1 && k2 && k3 && k4) || ns < 0 || ne != ns || (na >= 0 && na != ns) || (nst >= 0 && nst != ns)) {
     if (o && o->n_dims >= 0) return AP_OK;
@@ -585,7 +381,7 @@ ap_status ox_infer_slice(ox *x) {
   memcpy(dims, in->dims, sizeof dims[0] * (size_t)in->n_dims);
   for (int64_t i = 0; i < ns; i++) {
     int a;
-    if (!axis_of(na >= 0 ? axes[i] : i, in->n_dims, &a)) return ox_fail(x, AP_INVALID, "axis out of range");
+    if (!ox_axis(na >= 0 ? axes[i] : i, in->n_dims, &a)) return ox_fail(x, AP_INVALID, "axis out of range");
     int64_t d = in->dims[a], s = nst >= 0 ? steps[i] : 1, b = starts[i], e = ends[i];
     if (s == 0) return ox_fail(x, AP_INVALID, "a step is 0");
     if (b < 0) b = b < -d ? 0 : b + d;
@@ -601,7 +397,7 @@ ap_status ox_infer_slice(ox *x) {
     dims[a] = len;
     if (a == 0) first = b, step0 = s;
   }
-  if ((st = set_shape(x, 0, in->n_dims, dims, in->elem_type))) return st;
+  if ((st = ox_set_shape(x, 0, in->n_dims, dims, in->elem_type))) return st;
   if (has_vals(in) && in->n_dims == 1 && o && o->n_dims == 1 && o->dims[0] == dims[0]) {
     int64_t v[ONNX_MAX_VALUES];
     for (int64_t i = 0; i < dims[0]; i++) v[i] = in->vals[first + i * step0];
@@ -613,15 +409,15 @@ ap_status ox_infer_slice(ox *x) {
 ap_status ox_infer_gather(ox *x) {
   ox_val *data = ox_in(x, 0), *idx = ox_in(x, 1);
   ap_status st;
-  if ((st = need(x, data, 0)) || (st = need(x, idx, 1))) return st;
+  if ((st = ox_need(x, data, 0)) || (st = ox_need(x, idx, 1))) return st;
   int axis;
-  if (!axis_of(ox_attr_i(x->node, "axis", 0), data->n_dims, &axis)) return ox_fail(x, AP_INVALID, "axis out of range");
+  if (!ox_axis(ox_attr_i(x->node, "axis", 0), data->n_dims, &axis)) return ox_fail(x, AP_INVALID, "axis out of range");
   int64_t dims[2 * ONNX_MAX_DIMS];
   int r = 0;
   for (int i = 0; i < axis; i++) dims[r++] = data->dims[i];
   for (int i = 0; i < idx->n_dims; i++) dims[r++] = idx->dims[i];
   for (int i = axis + 1; i < data->n_dims; i++) dims[r++] = data->dims[i];
-  if ((st = set_shape(x, 0, r, dims, data->elem_type))) return st;
+  if ((st = ox_set_shape(x, 0, r, dims, data->elem_type))) return st;
   if (has_vals(data) && has_vals(idx) && data->n_dims == 1) {
     int64_t v[ONNX_MAX_VALUES];
     for (int64_t i = 0; i < idx->n_vals; i++) {
@@ -636,14 +432,14 @@ ap_status ox_infer_gather(ox *x) {
 
 ap_status ox_infer_shape(ox *x) {
   ox_val *in = ox_in(x, 0);
-  ap_status st = need(x, in, 0);
+  ap_status st = ox_need(x, in, 0);
   if (st) return st;
   int64_t b = ox_attr_i(x->node, "start", 0), e = ox_attr_i(x->node, "end", in->n_dims), r = in->n_dims;
   if (b < 0) b += r;
   if (e < 0) e += r;
   b = clamp64(b, 0, r), e = clamp64(e, 0, r);
   int64_t n = e > b ? e - b : 0;
-  if ((st = set_shape(x, 0, 1, &n, ONNX_INT64))) return st;
+  if ((st = ox_set_shape(x, 0, 1, &n, ONNX_INT64))) return st;
   return set_vals(x, 0, n, in->dims + b);
 }
 
@@ -653,22 +449,22 @@ ap_status ox_infer_constant(ox *x) {
     const onnx_attr *at = &nd->attrs[i];
     int64_t one = 1;
     if (strcmp(at->name, "value") == 0 && at->type == ONNX_ATTR_TENSOR) {
-      ap_status st = set_shape(x, 0, at->t->n_dims, at->t->dims, at->t->elem_type);
+      ap_status st = ox_set_shape(x, 0, at->t->n_dims, at->t->dims, at->t->elem_type);
       return st ? st : at->t->n_vals >= 0 ? set_vals(x, 0, at->t->n_vals, at->t->vals) : AP_OK;
     }
     if (strcmp(at->name, "value_int") == 0 && at->type == ONNX_ATTR_INT) {
-      ap_status st = set_shape(x, 0, 0, NULL, ONNX_INT64);
+      ap_status st = ox_set_shape(x, 0, 0, NULL, ONNX_INT64);
       return st ? st : set_vals(x, 0, 1, &at->i);
     }
     if (strcmp(at->name, "value_ints") == 0 && at->type == ONNX_ATTR_INTS) {
       int64_t n = at->n_ints;
-      ap_status st = set_shape(x, 0, 1, &n, ONNX_INT64);
+      ap_status st = ox_set_shape(x, 0, 1, &n, ONNX_INT64);
       return st ? st : set_vals(x, 0, n, at->ints);
     }
-    if (strcmp(at->name, "value_float") == 0 && at->type == ONNX_ATTR_FLOAT) return set_shape(x, 0, 0, &one, ONNX_FLOAT);
+    if (strcmp(at->name, "value_float") == 0 && at->type == ONNX_ATTR_FLOAT) return ox_set_shape(x, 0, 0, &one, ONNX_FLOAT);
     if (strcmp(at->name, "value_floats") == 0 && at->type == ONNX_ATTR_FLOATS) {
       int64_t n = at->n_floats;
-      return set_shape(x, 0, 1, &n, ONNX_FLOAT);
+      return ox_set_shape(x, 0, 1, &n, ONNX_FLOAT);
     }
   }
   return ox_fail(x, AP_INVALID, "a Constant needs a value, value_int(s) or value_float(s) attribute (others are not read)");
@@ -685,7 +481,7 @@ ap_status ox_infer_constant_of_shape(ox *x) {
     return ox_fail(x, AP_INVALID, "the shape (input 0) is not known at import");
   }
   if (sh->n_vals > ONNX_MAX_DIMS) return ox_fail(x, AP_INVALID, "more than %d dimensions", ONNX_MAX_DIMS);
-  ap_status st = set_shape(x, 0, (int)sh->n_vals, sh->vals, et);
+  ap_status st = ox_set_shape(x, 0, (int)sh->n_vals, sh->vals, et);
   if (st) return st;
   int64_t n = ox_numel(ox_out(x, 0));
   if (t && t->n_vals == 1 && n >= 0 && n <= ONNX_MAX_VALUES) {
@@ -698,11 +494,11 @@ ap_status ox_infer_constant_of_shape(ox *x) {
 
 ap_status ox_infer_cast(ox *x) {
   ox_val *in = ox_in(x, 0);
-  ap_status st = need(x, in, 0);
+  ap_status st = ox_need(x, in, 0);
   if (st) return st;
   int64_t to = ox_attr_i(x->node, "to", 0);
   if (to < 1 || to > 16) return ox_fail(x, AP_INVALID, "Cast needs a data type 'to'");
-  if ((st = set_shape(x, 0, in->n_dims, in->dims, (int)to))) return st;
+  if ((st = ox_set_shape(x, 0, in->n_dims, in->dims, (int)to))) return st;
   bool int_to = to == ONNX_INT64 || to == ONNX_INT32 || to == ONNX_INT16 || to == ONNX_INT8 || to == ONNX_UINT8 ||
                 to == ONNX_BOOL || to == ONNX_UINT16 || to == ONNX_UINT32 || to == ONNX_UINT64;
   if (!has_vals(in) || !int_to) return AP_OK;
@@ -713,7 +509,7 @@ ap_status ox_infer_cast(ox *x) {
 
 ap_status ox_infer_expand(ox *x) {
   ox_val *in = ox_in(x, 0), *sh = ox_in(x, 1);
-  ap_status st = need(x, in, 0);
+  ap_status st = ox_need(x, in, 0);
   if (st) return st;
   ox_val *o = ox_out(x, 0);
   if (!has_vals(sh)) {
@@ -729,8 +525,8 @@ ap_status ox_infer_expand(ox *x) {
   ox_val *v[2] = {in, &target};
   int r;
   int64_t dims[ONNX_MAX_DIMS];
-  if ((st = broadcast_dims(x, v, 2, &r, dims))) return st;
-  return set_shape(x, 0, r, dims, in->elem_type);
+  if ((st = ox_broadcast_dims(x, v, 2, &r, dims))) return st;
+  return ox_set_shape(x, 0, r, dims, in->elem_type);
 }
 
 ap_status ox_infer_range(ox *x) {
@@ -744,29 +540,10 @@ ap_status ox_infer_range(ox *x) {
   double nd = ((double)l - (double)s) / (double)st_;
   int64_t n = nd <= 0 ? 0 : (int64_t)(nd + 0.999999999);
   if (n > INT32_MAX) return ox_fail(x, AP_INVALID, "the range is too long");
-  ap_status st = set_shape(x, 0, 1, &n, b->elem_type);
+  ap_status st = ox_set_shape(x, 0, 1, &n, b->elem_type);
   if (st || n > ONNX_MAX_VALUES) return st;
   int64_t v[ONNX_MAX_VALUES];
   for (int64_t i = 0; i < n; i++) v[i] = s + i * st_;
   return set_vals(x, 0, n, v);
 }
 
-ap_status ox_infer_dropout(ox *x) {
-  ox_val *in = ox_in(x, 0);
-  ap_status st = need(x, in, 0);
-  if (st) return st;
-  if ((st = set_shape(x, 0, in->n_dims, in->dims, in->elem_type))) return st;
-  return set_shape(x, 1, in->n_dims, in->dims, ONNX_BOOL);
-}
-
-/* SoftmaxCrossEntropyLoss / NegativeLogLikelihoodLoss: scores [N, C, d...], labels [N, d...]; the loss is a
- * scalar unless reduction = "none" (then like the labels); SoftmaxCrossEntropyLoss's log_prob like the scores. */
-ap_status ox_infer_loss(ox *x) {
-  ox_val *sc = ox_in(x, 0), *lb = ox_in(x, 1);
-  ap_status st;
-  if ((st = need(x, sc, 0)) || (st = need(x, lb, 1))) return st;
-  const onnx_attr *r = ox_attr(x->node, "reduction");
-  bool none = r && r->type == ONNX_ATTR_STRING && strcmp(r->s, "none") == 0;
-  if ((st = set_shape(x, 0, none ? lb->n_dims : 0, lb->dims, sc->elem_type))) return st;
-  return set_shape(x, 1, sc->n_dims, sc->dims, sc->elem_type);
-}
