@@ -59,6 +59,15 @@ int64_t ox_numel(const ox_val *v) {
   return n;
 }
 
+bool ox_dims_ok(int n, const int64_t *dims) {
+  double p = 1;
+  for (int i = 0; i < n; i++) {
+    if (dims[i] < 0 || dims[i] > 1000000000000LL) return false;
+    p *= dims[i] > 0 ? (double)dims[i] : 1.0;
+  }
+  return p <= 1e15;
+}
+
 /* ---- The value table ---- */
 
 static uint64_t hash_str(const char *s) {
@@ -163,7 +172,8 @@ static int relabel(const refs *r, const int64_t *d, int n, int64_t *out) {
     int64_t v = d[i];
     int64_t add[3];
     int na = 0;
-    if (r->b0 > 1 && r->s0 > 1 && !has_b && v == r->b0 * r->s0) {
+    int64_t bs = 0;
+    if (r->b0 > 1 && r->s0 > 1 && !has_b && !__builtin_mul_overflow(r->b0, r->s0, &bs) && v == bs) {
       add[na++] = DIM_B, add[na++] = DIM_S, has_b = true;
     } else if (r->b0 > 1 && !has_b && v == r->b0) {
       add[na++] = DIM_B, has_b = true;
@@ -212,14 +222,18 @@ static ap_status add_tensor(imp *im, ox_val *v) {
   return v->tensor < 0 ? oom(x) : AP_OK;
 }
 
-/* Copies a declared shape into v when every dim is known. */
-static void apply_declared(const onnx_value *d, ox_val *v) {
-  if (!d || d->n_dims < 0) return;
+/* Copies a declared shape into v when every dim is known; fails when it is out of range. */
+static ap_status apply_declared(const ox *x, const onnx_value *d, ox_val *v) {
+  if (!d || d->n_dims < 0) return AP_OK;
   for (int i = 0; i < d->n_dims; i++)
-    if (d->dims[i] < 0) return;
+    if (d->dims[i] < 0) return AP_OK;
+  if (!ox_dims_ok(d->n_dims, d->dims))
+    return ctx_fail(x->ctx, AP_INVALID, "%s: value '%.200s': a dimension above 1e12 or more than 1e15 elements",
+                    x->file, v->name);
   v->n_dims = d->n_dims;
   memcpy(v->dims, d->dims, sizeof d->dims[0] * (size_t)d->n_dims);
   if (!v->elem_type) v->elem_type = d->elem_type;
+  return AP_OK;
 }
 
 static ap_status read_inits(imp *im) {
@@ -236,12 +250,13 @@ static ap_status read_inits(imp *im) {
     v->is_init = true;
     v->elem_type = t->elem_type;
     v->n_dims = t->n_dims;
-    memcpy(v->dims, t->dims, sizeof t->dims[0] * (size_t)t->n_dims);
+    if (t->n_dims) memcpy(v->dims, t->dims, sizeof t->dims[0] * (size_t)t->n_dims);
     v->n_vals = t->n_vals;
     v->vals = (int64_t *)(uintptr_t)t->vals;
     int64_t n = ox_numel(v);
-    if (n < 0 || n > (int64_t)1e15)
-      return ctx_fail(x->ctx, AP_INVALID, "%s: initializer '%.200s' has more than 1e15 elements", x->file, t->name);
+    if (n < 0 || !ox_dims_ok(v->n_dims, v->dims))
+      return ctx_fail(x->ctx, AP_INVALID, "%s: initializer '%.200s': a dimension above 1e12 or more than 1e15 elements",
+                      x->file, t->name);
     if (is_float(t->elem_type)) v->pending_params = n;
   }
   /* BatchNormalization's running mean and variance (inputs 3 and 4) are statistics, not trainable. */
@@ -271,7 +286,8 @@ static ap_status read_inputs(imp *im) {
     ox_val *v = &x->vals[k];
     v->activation = true;
     v->elem_type = in->elem_type;
-    apply_declared(in, v);
+    ap_status st = apply_declared(x, in, v);
+    if (st) return st;
     if (v->n_dims < 0)
       return ctx_fail(x->ctx, AP_UNSUPPORTED,
                       "%s: graph input '%.200s': its shape is unknown or symbolic; autopar reads static-shape exports "
@@ -358,7 +374,8 @@ static ap_status read_node(imp *im, const decl_index *di, int ni) {
     ox_val *v = &x->vals[k];
     v->producer = ni;
     v->activation = activation && !(bn && i > 0); /* BatchNorm's updated running statistics are buffers */
-    apply_declared(find_decl(di, name), v);
+    ap_status st = apply_declared(x, find_decl(di, name), v);
+    if (st) return st;
   }
   ap_status st = spec->infer(x);
   if (st) return st;

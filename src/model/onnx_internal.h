@@ -47,6 +47,9 @@ AP_HIDDEN const onnx_attr *ox_attr(const onnx_node *n, const char *name);
 AP_HIDDEN int64_t ox_attr_i(const onnx_node *n, const char *name, int64_t def);
 AP_HIDDEN double ox_attr_f(const onnx_node *n, const char *name, double def);
 AP_HIDDEN int64_t ox_numel(const ox_val *v);
+/* Whether a shape keeps every count far from int64 overflow: each dim at most 1e12 and the product of the
+ * dims (zeros counted as 1) at most 1e15, the op-graph reader's limits (graph_json.c). */
+AP_HIDDEN bool ox_dims_ok(int n, const int64_t *dims);
 
 /* Shape inference and constant propagation for the current node (onnx_shape.c): fills the outputs' shapes
  * that the file leaves unknown and their integer contents where the inputs' are known; fails naming the node

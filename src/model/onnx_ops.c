@@ -131,7 +131,7 @@ static ap_status weight_in(ox *x, int i, const char *what, ox_val **out) {
 static void set_weight(graph_op *op, int64_t k, int64_t n, int64_t pend_w, bool bias_present, int64_t pend_b) {
   op->weight_k = k;
   op->weight_n = n;
-  if (pend_w == k * n && (!bias_present || pend_b == n)) {
+  if ((double)pend_w == (double)k * (double)n && (!bias_present || pend_b == n)) {
     op->has_bias = bias_present;
   } else {
     op->tied = true;
@@ -219,6 +219,12 @@ ap_status ox_make_op(ox *x, const ox_op_spec *spec, graph_op *op) {
   case OX_RULE_POOL:
   case OX_RULE_GPOOL: {
     op->kind = OP_POOL;
+    if (spec->rule == OX_RULE_POOL) {
+      const onnx_attr *k = ox_attr(nd, "kernel_shape");
+      double kp = 1;
+      for (int i = 0; i < k->n_ints; i++) kp *= (double)k->ints[i];
+      if (kp > 1e9) return ox_fail(x, AP_INVALID, "the pooling window holds %g elements (at most 1e9)", kp);
+    }
     if (spec->rule == OX_RULE_POOL) {
       const onnx_attr *k = ox_attr(nd, "kernel_shape");
       op->kernel_h = k->ints[0];

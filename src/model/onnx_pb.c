@@ -55,7 +55,7 @@ static ap_status tensor_values(const dec *d, const Onnx__TensorProto *t, int64_t
     if (t->raw_data.len != n * w) return AP_OK;
     for (size_t i = 0; i < n; i++) v[i] = raw_int(t->raw_data.data + i * w, w, uns);
   } else if (t->data_type == ONNX_INT64 && t->n_int64_data == n) {
-    memcpy(v, t->int64_data, sizeof *v * n);
+    if (n) memcpy(v, t->int64_data, sizeof *v * n);
   } else if (t->data_type == ONNX_UINT64 || t->data_type == ONNX_UINT32) {
     if (t->n_uint64_data != n) return AP_OK;
     for (size_t i = 0; i < n; i++) v[i] = (int64_t)t->uint64_data[i];

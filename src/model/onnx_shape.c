@@ -6,6 +6,7 @@
  * onnx/docs/Broadcasting.md (numpy rules). This file holds the shared helpers, the elementwise ops and the
  * shape-moving ops; onnx_shape_nn.c the matmuls, convolutions, pools, norms, reductions and losses. An output
  * whose shape cannot be known is an error naming the node. */
+#include <math.h>
 #include <string.h>
 
 #include "model/onnx_internal.h"
@@ -18,7 +19,8 @@ ap_status ox_need(const ox *x, const ox_val *v, int i) {
   return AP_OK;
 }
 
-static bool has_vals(const ox_val *v) { return v && v->n_vals >= 0 && v->vals; }
+/* Known contents that agree with the value's shape (a declared shape may disagree with what was computed). */
+static bool has_vals(const ox_val *v) { return v && v->n_vals >= 0 && v->vals && v->n_vals == ox_numel(v); }
 
 /* Sets output i's shape unless the file declared one; its element type unless known. */
 ap_status ox_set_shape(ox *x, int i, int n, const int64_t *dims, int elem_type) {
@@ -28,6 +30,8 @@ ap_status ox_set_shape(ox *x, int i, int n, const int64_t *dims, int elem_type) 
   if (o->n_dims < 0) {
     for (int k = 0; k < n; k++)
       if (dims[k] < 0) return ox_fail(x, AP_INVALID, "output %d ('%.200s'): dimension %d comes out negative", i, o->name, k);
+    if (!ox_dims_ok(n, dims))
+      return ox_fail(x, AP_INVALID, "output %d ('%.200s'): a dimension above 1e12 or more than 1e15 elements", i, o->name);
     o->n_dims = n;
     if (n) memcpy(o->dims, dims, sizeof dims[0] * (size_t)n);
   }
@@ -383,16 +387,16 @@ ap_status ox_infer_slice(ox *x) {
     int a;
     if (!ox_axis(na >= 0 ? axes[i] : i, in->n_dims, &a)) return ox_fail(x, AP_INVALID, "axis out of range");
     int64_t d = in->dims[a], s = nst >= 0 ? steps[i] : 1, b = starts[i], e = ends[i];
-    if (s == 0) return ox_fail(x, AP_INVALID, "a step is 0");
+    if (s == 0 || s == INT64_MIN) return ox_fail(x, AP_INVALID, "a step is 0 or out of range");
     if (b < 0) b = b < -d ? 0 : b + d;
     if (e < 0) e = e < -d ? -1 : e + d;
     int64_t len;
     if (s > 0) {
       b = clamp64(b, 0, d), e = clamp64(e, 0, d);
-      len = e > b ? (e - b + s - 1) / s : 0;
+      len = e > b ? (e - b - 1) / s + 1 : 0;
     } else {
       b = clamp64(b, 0, d - 1), e = clamp64(e, -1, d - 1);
-      len = b > e ? (b - e + (-s) - 1) / (-s) : 0;
+      len = b > e ? (b - e - 1) / (-s) + 1 : 0;
     }
     dims[a] = len;
     if (a == 0) first = b, step0 = s;
@@ -538,12 +542,15 @@ ap_status ox_infer_range(ox *x) {
   }
   int64_t s = b->vals[0], l = e->vals[0], st_ = d->vals[0];
   double nd = ((double)l - (double)s) / (double)st_;
-  int64_t n = nd <= 0 ? 0 : (int64_t)(nd + 0.999999999);
-  if (n > INT32_MAX) return ox_fail(x, AP_INVALID, "the range is too long");
+  if (nd > 1e12) return ox_fail(x, AP_INVALID, "the range is too long");
+  int64_t n = nd <= 0 ? 0 : (int64_t)ceil(nd);
   ap_status st = ox_set_shape(x, 0, 1, &n, b->elem_type);
   if (st || n > ONNX_MAX_VALUES) return st;
   int64_t v[ONNX_MAX_VALUES];
-  for (int64_t i = 0; i < n; i++) v[i] = s + i * st_;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t step;
+    if (__builtin_mul_overflow(i, st_, &step) || __builtin_add_overflow(s, step, &v[i])) return AP_OK;
+  }
   return set_vals(x, 0, n, v);
 }
 

@@ -6,6 +6,10 @@
 
 #include "model/onnx_internal.h"
 
+/* Kernel sizes, strides, dilations, pads and groups are at most 1e6 (graph_json.c's MAX_SMALL), so that the size
+ * formulas stay far from int64 overflow with dims up to 1e12. */
+#define OX_MAX_SMALL 1000000
+
 /* ---- Linear algebra ---- */
 
 ap_status ox_infer_matmul(ox *x) {
@@ -65,8 +69,8 @@ static ap_status window_out(ox *x, const ox_val *in, int ns, const int64_t *kern
   const char *mode = ap && ap->type == ONNX_ATTR_STRING ? ap->s : "NOTSET";
   for (int i = 0; i < ns; i++) {
     int64_t d = in->dims[2 + i], s = strides[i], k = (kernel[i] - 1) * dil[i] + 1;
-    if (s < 1 || dil[i] < 1 || kernel[i] < 1 || pads[i] < 0 || pads[ns + i] < 0 || d > INT32_MAX || k > INT32_MAX ||
-        pads[i] > INT32_MAX || pads[ns + i] > INT32_MAX)
+    if (s < 1 || dil[i] < 1 || kernel[i] < 1 || pads[i] < 0 || pads[ns + i] < 0 || s > OX_MAX_SMALL ||
+        dil[i] > OX_MAX_SMALL || kernel[i] > OX_MAX_SMALL || pads[i] > OX_MAX_SMALL || pads[ns + i] > OX_MAX_SMALL)
       return ox_fail(x, AP_INVALID, "kernel, strides, dilations and pads must be positive (pads >= 0) and bounded");
     if (strncmp(mode, "SAME", 4) == 0) {
       out[i] = (d + s - 1) / s;
@@ -108,12 +112,13 @@ ap_status ox_infer_conv_transpose(ox *x) {
       !spatial_attr(x->node, "output_padding", ns, 0, opad) || !spatial_attr(x->node, "output_shape", ns, 0, oshape))
     return ox_fail(x, AP_INVALID, "an attribute does not match the %d spatial dimensions", ns);
   int64_t group = ox_attr_i(x->node, "group", 1);
-  if (group < 1 || group > INT32_MAX) return ox_fail(x, AP_INVALID, "group must be >= 1");
+  if (group < 1 || group > OX_MAX_SMALL) return ox_fail(x, AP_INVALID, "group must be in [1, 1e6]");
   for (int i = 0; i < ns; i++) {
     int64_t k = kernel[i] ? kernel[i] : w->dims[2 + i];
-    if (k < 1 || strides[i] < 1 || dil[i] < 1 || k > INT32_MAX || strides[i] > INT32_MAX || dil[i] > INT32_MAX ||
-        in->dims[2 + i] > INT32_MAX || opad[i] < 0 || opad[i] > INT32_MAX || pads[i] > INT32_MAX || pads[ns + i] > INT32_MAX)
-      return ox_fail(x, AP_INVALID, "kernel, strides and dilations must be positive and bounded");
+    if (k < 1 || strides[i] < 1 || dil[i] < 1 || k > OX_MAX_SMALL || strides[i] > OX_MAX_SMALL || dil[i] > OX_MAX_SMALL ||
+        opad[i] < 0 || opad[i] > OX_MAX_SMALL || pads[i] < 0 || pads[i] > OX_MAX_SMALL || pads[ns + i] < 0 ||
+        pads[ns + i] > OX_MAX_SMALL || oshape[i] < 0 || oshape[i] > 1000000000000LL)
+      return ox_fail(x, AP_INVALID, "kernel, strides and dilations must be in [1, 1e6], pads and output_padding in [0, 1e6]");
     dims[2 + i] = oshape[i] ? oshape[i]
                             : strides[i] * (in->dims[2 + i] - 1) + opad[i] + (k - 1) * dil[i] + 1 - pads[i] - pads[ns + i];
   }
