@@ -21,6 +21,7 @@ static const subcommand subcommands[] = {
     {"describe", cmd_describe, "parameters, per-block breakdown and FLOP per token of a model"},
     {"models", cmd_models, "list the built-in model presets"},
     {"clusters", cmd_clusters, "list the built-in cluster presets, or describe one"},
+    {"compare-clusters", cmd_compare_clusters, "plan a model on several clusters and rank them by time and cost"},
 };
 
 static void log_to_stderr(void *user, ap_log_level level, const char *msg) {

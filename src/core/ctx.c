@@ -19,6 +19,8 @@ const char *ap_status_str(ap_status status) {
 
 void ap_free(void *p) { free(p); }
 
+const char *ap_version(void) { return AP_VERSION_STRING; }
+
 ap_ctx *ap_ctx_new(void) {
   ap_ctx *ctx = calloc(1, sizeof *ctx);
   if (ctx) ctx->log_max = AP_LOG_WARN;
