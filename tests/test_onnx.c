@@ -99,6 +99,54 @@ static void test_batch_and_sequence_relabelled(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* Differential: autopar's shape inference against ONNX's own (saved in value_info by the script). Each shipped
+ * model loaded again with its value_info removed must give the same graph: tensors of the same shapes, the same
+ * parameters and the same FLOP and bytes. */
+static void test_inference_matches_value_info(void **state) {
+  (void)state;
+  ap_ctx *ctx = onnx_ctx();
+  for (size_t i = 0; i < AP_COUNT(shipped); i++) {
+    char path[128];
+    snprintf(path, sizeof path, "examples/onnx/%s.onnx", shipped[i]);
+    char *bytes = NULL;
+    size_t n = 0;
+    assert_int_equal(util_read_file(ctx, path, &bytes, &n), AP_OK);
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, n, (const uint8_t *)bytes);
+    assert_non_null(mp);
+    assert_true(mp->graph->n_value_info > 0);
+    size_t saved_n = mp->graph->n_value_info;
+    mp->graph->n_value_info = 0;
+    size_t n2 = onnx__model_proto__get_packed_size(mp);
+    uint8_t *bare = malloc(n2);
+    assert_non_null(bare);
+    onnx__model_proto__pack(mp, bare);
+    mp->graph->n_value_info = saved_n;
+    onnx__model_proto__free_unpacked(mp, NULL);
+    ap_model *with = NULL, *without = NULL;
+    if (model_parse_onnx(ctx, path, bytes, n, &with)) fail_msg("%s", ap_ctx_error(ctx));
+    if (model_parse_onnx(ctx, path, bare, n2, &without)) fail_msg("%s (without value_info)", ap_ctx_error(ctx));
+    const graph_block *a = &model_graph(with)->blocks[0], *b = &model_graph(without)->blocks[0];
+    assert_int_equal(a->n_tensors, b->n_tensors);
+    assert_int_equal(a->n_ops, b->n_ops);
+    for (int t = 0; t < a->n_tensors; t++) {
+      assert_string_equal(a->tensors[t].name, b->tensors[t].name);
+      assert_int_equal(a->tensors[t].n_dims, b->tensors[t].n_dims);
+      for (int d = 0; d < a->tensors[t].n_dims; d++) assert_int_equal(a->tensors[t].dims[d], b->tensors[t].dims[d]);
+    }
+    assert_int_equal(ap_model_params_total(with), ap_model_params_total(without));
+    op_cost ca = graph_block_eval(a, 3, 64), cb = graph_block_eval(b, 3, 64);
+    assert_rel_close(cb.fwd_gemm_flop, ca.fwd_gemm_flop, 1e-12);
+    assert_rel_close(cb.fwd_vector_flop, ca.fwd_vector_flop, 1e-12);
+    assert_rel_close(cb.read_bytes + cb.write_bytes, ca.read_bytes + ca.write_bytes, 1e-12);
+    print_message("# %s: %d tensors, %d ops, shapes inferred without value_info agree\n", shipped[i], a->n_tensors, a->n_ops);
+    ap_model_free(with);
+    ap_model_free(without);
+    free(bare);
+    free(bytes);
+  }
+  ap_ctx_free(ctx);
+}
+
 /* ---- Small models built with protobuf-c ---- */
 
 typedef struct {
@@ -290,6 +338,7 @@ int main(void) {
       cmocka_unit_test(test_shipped_models_param_counts),
       cmocka_unit_test(test_resnet_vit_published),
       cmocka_unit_test(test_batch_and_sequence_relabelled),
+      cmocka_unit_test(test_inference_matches_value_info),
       cmocka_unit_test(test_inferred_shapes_and_external_weights),
       cmocka_unit_test(test_unsupported_op_named),
       cmocka_unit_test(test_bad_files),

@@ -333,7 +333,8 @@ ap_status graph_validate(ap_ctx *ctx, const graph *g, const char *file) {
                 op->n_saved >= 0 && op->n_saved <= OP_MAX_SAVED && op->mask_of < blk->n_tensors;
       for (int k = 0; ok && k < op->n_in; k++) ok = op->in[k] >= 0 && op->in[k] < blk->n_tensors;
       for (int k = 0; ok && k < op->n_saved; k++) ok = op->saved[k] >= 0 && op->saved[k] < blk->n_tensors;
-      ok = ok && op->n_out >= 1 && op->n_out <= OP_MAX_OUT && op->outs[0] == op->out;
+      /* n_out 0: an op made without graph_op_add that names only out */
+      ok = ok && op->n_out >= 0 && op->n_out <= OP_MAX_OUT && (op->n_out == 0 || op->outs[0] == op->out);
       for (int k = 1; ok && k < op->n_out; k++) ok = op->outs[k] >= 0 && op->outs[k] < blk->n_tensors;
       if (!ok) return ctx_fail(ctx, AP_INVALID, "%s: block %s, op %s: tensor reference out of range", file, blk->name, op->name);
       bool needs_in = op->kind != OP_EMBEDDING;

@@ -114,7 +114,7 @@ typedef struct {
   double flop_per_elem;
   /* General-graph additions (filled by the ONNX importer; neutral defaults keep the older builders' ops
    * unchanged). Every output of the op: outs[0] == out, n_out >= 1 once the op is added (graph_op_add sets
-   * n_out = 1 for an op that names only out). */
+   * n_out = 1 for an op that names only out; an op assembled by hand with n_out 0 means out alone). */
   int n_out;
   int outs[OP_MAX_OUT];
   /* MATMUL: the right operand is the op's second input, an activation (a batched matmul such as Q·Kᵀ), not
