@@ -32,8 +32,8 @@ AP_HIDDEN void cost_result_put(jd *d, json_t *o, const cost_result *r);
 /* Puts plan p under key as its plan-format object (docs/plan-format.md). */
 AP_HIDDEN void cost_doc_plan(jd *d, json_t *o, const char *key, const plan *p);
 
-/* The document of `estimate` (autopar-estimate/1) into d, which the caller has jd_init-ed with no root yet
- * (this call does it). The caller frees it with jd_free. */
+/* Builds the document of `estimate` (autopar-estimate/1) into d (jd_init is done here); the caller frees it
+ * with jd_free. */
 AP_HIDDEN void cost_estimate_doc(jd *d, const cost_env *env, const plan *p, const cost_result *r);
 /* The text rendering of an autopar-estimate document; NULL when out of memory. The caller frees it. */
 AP_HIDDEN char *cost_estimate_text(const json_t *doc);
