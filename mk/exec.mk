@@ -2,8 +2,6 @@
 # OpenBLAS) form libautopar-exec.a; the rank program bin/autopar-rank (src/exec/rank*.c, PART_PROG_SRC_exec: in no
 # library) is the only binary that links MPI. `autopar run` (core CLI) launches it through mpirun, so
 # neither bin/autopar nor libautopar links MPI. --as-needed keeps OpenBLAS off binaries that call none of it.
-# This file is included before the Makefile names its first target: keep `make` meaning `make all`.
-.DEFAULT_GOAL := all
 EXEC_MPI_CFLAGS := $(shell pkg-config --cflags ompi 2>/dev/null)
 EXEC_MPI_LIBS   := $(shell pkg-config --libs ompi 2>/dev/null)
 PART_SRC_exec    := $(sort $(wildcard src/exec/ex_*.c))

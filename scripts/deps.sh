@@ -3,9 +3,12 @@
 # Called by every Makefile target through build/.deps, so a fresh Debian 12 machine needs no manual step.
 set -e
 need=""
-# python3 runs the Python module's tests; chromium opens the HTML report in the browser test; OpenMPI and OpenBLAS
-# are the executor part's (docs/executor.md).
-for p in libjansson-dev libcmocka-dev pkg-config clang libclang-rt-14-dev python3 chromium libopenmpi-dev openmpi-bin libopenblas-dev; do
+# python3 runs the Python module's tests; chromium opens the HTML report in the browser test.
+# libonnx-dev ships onnx.proto; protobuf-c-compiler (protoc-c) and libprotobuf-c-dev build the ONNX part (mk/onnx.mk);
+# libonnx-testdata holds the .onnx files the ONNX fuzz seeds were taken from. OpenMPI and OpenBLAS are the executor
+# part's (mk/exec.mk, docs/executor.md).
+for p in libjansson-dev libcmocka-dev pkg-config clang libclang-rt-14-dev python3 chromium libonnx-dev protobuf-c-compiler \
+  libprotobuf-c-dev libonnx-testdata libopenmpi-dev openmpi-bin libopenblas-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 [ -z "$need" ] && exit 0
