@@ -24,3 +24,11 @@ $(EXEC_RANK_BIN): $(EXEC_RANK_OBJ) $(BUILD)/lib/libautopar-exec.a $(BUILD)/lib/l
 	  $(EXEC_MPI_LIBS) $(PART_LIBS_exec) $(LDLIBS)
 test: $(EXEC_RANK_BIN)
 endif
+# `make install` puts the rank program where `autopar run` looks for it: PREFIX/libexec/autopar/.
+ifneq ($(CORE_ONLY),1)
+.PHONY: install-exec
+install: install-exec
+install-exec: $(EXEC_RANK_BIN)
+	install -d $(DESTDIR)$(PREFIX)/libexec/autopar
+	install -m 755 $(EXEC_RANK_BIN) $(DESTDIR)$(PREFIX)/libexec/autopar/
+endif
