@@ -68,7 +68,7 @@ static search_opts opts_for(int64_t gbs, int64_t seq, int top_k, double mem_frac
 
 static void brief(const plan *p, char *out, size_t n) {
   char b[160];
-  validate_plan_brief(p, COMPLETE_ALL, b, sizeof b);
+  validate_plan_brief(p, COMPLETE_FIELDS, b, sizeof b);
   snprintf(out, n, "%s %s vpp%lld k%d order-%s-%s etp%lld", b, plan_schedule_name(p->schedule), (long long)p->vpp,
            p->recompute_layers, plan_axis_name(p->order[3]), plan_axis_name(p->order[4]), (long long)plan_etp(p));
 }
@@ -393,11 +393,11 @@ static const struct {
   const char *fix, *want_error;
   unsigned want_bits;
 } fix_cases[] = {
-    {"tp=8,pp=4", "", 1u << COMPLETE_BIT_TP | 1u << COMPLETE_BIT_PP},
-    {" tp = 8 , zero=3", "", 1u << COMPLETE_BIT_TP | 1u << COMPLETE_BIT_ZERO},
-    {"order=tp,cp,ep,pp,dp,mbs=2", "", 1u << SEARCH_BIT_ORDER | 1u << COMPLETE_BIT_MBS},
-    {"stage-layers=20,20,20,20", "", 1u << SEARCH_BIT_SPLIT},
-    {"tp-comm-overlap=1,sp=1", "", 1u << COMPLETE_BIT_SP},
+    {"tp=8,pp=4", "", 1u << PLAN_F_TP | 1u << PLAN_F_PP},
+    {" tp = 8 , zero=3", "", 1u << PLAN_F_TP | 1u << PLAN_F_ZERO_STAGE},
+    {"order=tp,cp,ep,pp,dp,mbs=2", "", 1u << PLAN_F_ORDER | 1u << PLAN_F_MICRO_BATCH_SIZE},
+    {"stage-layers=20,20,20,20", "", 1u << PLAN_F_STAGE_LAYERS},
+    {"tp-comm-overlap=1,sp=1", "", 1u << PLAN_F_SEQUENCE_PARALLEL},
     {"", "", 0},
     {"tpp=8", "--fix: unknown plan field \"tpp\"; did you mean tp, pp", 0},
     {"tp", "--fix: expected key=value pairs such as tp=8,pp=4, got \"tp\"", 0},
@@ -605,7 +605,7 @@ static void test_search_quality_reference(void **state) {
     o.global_batch_size = v->plan.global_batch_size;
     o.seq_length = v->plan.seq_length;
     o.fixed.precision = v->plan.precision;
-    o.fixed_mask = COMPLETE_F(PRECISION);
+    o.fixed_mask = PLAN_F(PRECISION);
     search_result *res = NULL;
     int n = 0;
     ap_status st = search_run_all(ctx, v->kept_env, &o, &res, &n, NULL);

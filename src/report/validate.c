@@ -58,15 +58,6 @@ typedef struct {
 static const char *const mlp_names[] = {"gelu", "swiglu"};
 static const char *const arch_names[] = {"dense", "moe"};
 static const char *const outcome_names[] = {"ok", "oom"};
-static const char *const recompute_names[] = {"none", "selective", "op", "full"};
-static const plan_recompute recompute_values[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_OP,
-                                                  PLAN_RECOMPUTE_FULL};
-_Static_assert(AP_COUNT(recompute_names) == AP_COUNT(recompute_values), "recompute table");
-/* mxfp8 (Blackwell's block-scaled fp8) runs its GEMMs at the fp8 rate, which is what the plan's fp8 means. */
-static const char *const precision_names[] = {"bf16", "fp16", "fp8", "mxfp8"};
-static const plan_precision precision_values[] = {PLAN_PREC_BF16, PLAN_PREC_FP16, PLAN_PREC_FP8, PLAN_PREC_FP8};
-_Static_assert(AP_COUNT(precision_names) == AP_COUNT(precision_values), "precision table");
-
 /* The cluster as the row states it. */
 typedef struct {
   const char *gpu;
@@ -82,15 +73,6 @@ typedef struct {
   unsigned stated;
   bool selective; /* recompute "selective": which selective granularity depends on the model (row_predict) */
 } row_spec;
-
-/* Reads an optional integer plan field; sets the complete_field bit when it is stated. */
-static ap_status plan_int(ap_ctx *ctx, const runs_table *t, const runs_row *r, const char *name, complete_bit bit,
-                          int64_t min, int64_t max, int64_t *out, unsigned *stated) {
-  bool found = false;
-  ap_status st = runs_i64(ctx, t, r, name, false, min, max, out, &found);
-  if (!st && found) *stated |= 1u << bit;
-  return st;
-}
 
 /* The columns that are a run's inputs: what a prediction may read. Two rows equal in all of them are the same
  * configuration measured twice (data_floor.h). */
@@ -123,7 +105,6 @@ static const char *input_key(arena *a, const runs_table *t, const runs_row *r) {
 /* Reads every field the prediction needs; bad input is an error with file:line:col. */
 static ap_status row_read(ap_ctx *ctx, const runs_table *t, const runs_row *r, validate_row *v, row_spec *rs) {
   ap_status st;
-  const int64_t BIG = PLAN_MAX_DEGREE;
   memset(rs, 0, sizeof *rs);
   v->line = r->line;
   v->id = runs_text(t, r, "id");
@@ -187,41 +168,17 @@ static ap_status row_read(ap_ctx *ctx, const runs_table *t, const runs_row *r, v
   plan *p = &rs->partial;
   plan_defaults(p);
   unsigned *s = &rs->stated;
-  int64_t sp = 0, zero = 0;
-  if ((st = runs_i64(ctx, t, r, "global_batch_size", true, 1, PLAN_MAX_COUNT, &p->global_batch_size, NULL)) ||
-      (st = runs_i64(ctx, t, r, "seq_length", true, 1, PLAN_MAX_COUNT, &p->seq_length, NULL)) ||
-      (st = plan_int(ctx, t, r, "tp", COMPLETE_BIT_TP, 1, BIG, &p->tp, s)) ||
-      (st = plan_int(ctx, t, r, "pp", COMPLETE_BIT_PP, 1, BIG, &p->pp, s)) ||
-      (st = plan_int(ctx, t, r, "dp", COMPLETE_BIT_DP, 1, BIG, &p->dp, s)) ||
-      (st = plan_int(ctx, t, r, "cp", COMPLETE_BIT_CP, 1, BIG, &p->cp, s)) ||
-      (st = plan_int(ctx, t, r, "ep", COMPLETE_BIT_EP, 1, BIG, &p->ep, s)) ||
-      (st = plan_int(ctx, t, r, "vpp", COMPLETE_BIT_VPP, 1, PLAN_MAX_CHUNKS, &p->vpp, s)) ||
-      (st = plan_int(ctx, t, r, "micro_batch_size", COMPLETE_BIT_MBS, 1, PLAN_MAX_COUNT, &p->micro_batch_size, s)) ||
-      (st = plan_int(ctx, t, r, "sequence_parallel", COMPLETE_BIT_SP, 0, 1, &sp, s)) ||
-      (st = plan_int(ctx, t, r, "zero_stage", COMPLETE_BIT_ZERO, 0, 3, &zero, s)))
-    return st;
-  p->sequence_parallel = sp != 0;
-  p->zero_stage = (int32_t)zero;
-  int rc = 0, prec = 0;
-  bool found = false;
-  if ((st = runs_enum(ctx, t, r, "recompute", false, recompute_names, (int)AP_COUNT(recompute_names), &rc, &found)))
-    return st;
-  if (found && recompute_values[rc] == PLAN_RECOMPUTE_SELECTIVE) {
+  if ((st = runs_plan_fields(ctx, t, r, p, s))) return st;
+  /* "selective" in runs.csv names the model's selective granularity, which row_predict picks. */
+  if ((*s & PLAN_F(RECOMPUTE)) && p->recompute == PLAN_RECOMPUTE_SELECTIVE) {
     rs->selective = true;
-  } else if (found) {
-    p->recompute = recompute_values[rc];
-    *s |= COMPLETE_F(RECOMPUTE);
-  }
-  if ((st = runs_enum(ctx, t, r, "precision", false, precision_names, (int)AP_COUNT(precision_names), &prec, &found)))
-    return st;
-  if (found) {
-    p->precision = precision_values[prec];
-    *s |= COMPLETE_F(PRECISION);
+    p->recompute = PLAN_RECOMPUTE_NONE;
+    *s &= ~PLAN_F(RECOMPUTE);
   }
   /* A stated vpp implies the schedule Megatron runs with it. */
-  if (*s & COMPLETE_F(VPP)) {
+  if (*s & PLAN_F(VPP)) {
     p->schedule = p->vpp > 1 ? PLAN_SCHED_INTERLEAVED_1F1B : PLAN_SCHED_1F1B;
-    *s |= COMPLETE_F(SCHEDULE);
+    *s |= PLAN_F(SCHEDULE);
   }
   snprintf(p->model, sizeof p->model, "%s", v->model);
   snprintf(p->cluster, sizeof p->cluster, "%s:%lld", v->gpu, (long long)c->num_gpus);
@@ -481,7 +438,7 @@ static ap_status row_search(validate_report *rep, validate_row *v, const cost_en
   o.seq_length = v->plan.seq_length;
   o.time_budget_s = rep->search_budget_s;
   o.fixed.precision = v->plan.precision;
-  o.fixed_mask = COMPLETE_F(PRECISION);
+  o.fixed_mask = PLAN_F(PRECISION);
   memcpy(o.fixed.model, v->plan.model, sizeof o.fixed.model);
   memcpy(o.fixed.cluster, v->plan.cluster, sizeof o.fixed.cluster);
   ap_ctx sctx = {0};
@@ -543,7 +500,7 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
   unsigned stated = rs->stated;
   if (!st && rs->selective) {
     partial.recompute = attention_keeps_scores(model_graph(m)) ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_OP;
-    stated |= COMPLETE_F(RECOMPUTE);
+    stated |= PLAN_F(RECOMPUTE);
   }
   if (!st) st = complete_plan(&rctx, env, &partial, stated, NULL, &v->plan, cr, &cs);
   v->note = note;
@@ -854,7 +811,7 @@ const validate_summary *validate_report_summary(const validate_report *r) { retu
 /* ---- Output ---------------------------------------------------------------------------------------------- */
 
 void validate_plan_brief(const plan *p, unsigned stated, char *out, size_t n) {
-#define MARK(bit) (((stated >> COMPLETE_BIT_##bit) & 1u) ? "" : "*")
+#define MARK(bit) ((stated & PLAN_F(bit)) ? "" : "*")
   size_t len = 0;
   out[0] = '\0';
 #define PUT(...)                                                      \
@@ -870,9 +827,9 @@ void validate_plan_brief(const plan *p, unsigned stated, char *out, size_t n) {
   char layers[24] = "";
   if (p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0)
     snprintf(layers, sizeof layers, "/%d", (int)p->recompute_layers);
-  PUT(" mbs%lld%s vpp%lld%s sp%d%s rc=%s%s%s z%d%s", (long long)p->micro_batch_size, MARK(MBS), (long long)p->vpp,
-      MARK(VPP), p->sequence_parallel ? 1 : 0, MARK(SP), plan_recompute_name(p->recompute), layers, MARK(RECOMPUTE),
-      (int)p->zero_stage, MARK(ZERO));
+  PUT(" mbs%lld%s vpp%lld%s sp%d%s rc=%s%s%s z%d%s", (long long)p->micro_batch_size, MARK(MICRO_BATCH_SIZE), (long long)p->vpp,
+      MARK(VPP), p->sequence_parallel ? 1 : 0, MARK(SEQUENCE_PARALLEL), plan_recompute_name(p->recompute), layers, MARK(RECOMPUTE),
+      (int)p->zero_stage, MARK(ZERO_STAGE));
   if (p->precision != PLAN_PREC_BF16) PUT(" %s%s", plan_precision_name(p->precision), MARK(PRECISION));
   if (p->fused_loss) PUT(" fused-loss*");
 #undef PUT
@@ -915,7 +872,7 @@ static void json_row(strbuf *sb, const validate_row *v) {
     int k = 0;
     for (int b = 0; b < COMPLETE_N_FIELDS; b++)
       if (!((v->stated >> b) & 1u)) {
-        sb_printf(sb, "%s\"%s\"", k++ ? "," : "", complete_field_name((complete_bit)b));
+        sb_printf(sb, "%s\"%s\"", k++ ? "," : "", plan_field_name((plan_field_id)b));
       }
     sb_printf(sb, "],\"n_evaluated\":%lld,\"iter_s\":", (long long)v->n_evaluated);
     jx_sb_num(sb, v->iter_s);
@@ -1098,7 +1055,7 @@ char *validate_report_text(const validate_report *r) {
     if (s->searched) {
       if (v->has_best) {
         sb_printf(&sb, " %12.1f %8.3fx", v->best_tokens, v->best_tokens / v->predicted_tokens);
-        validate_plan_brief(&v->best_plan, COMPLETE_ALL, best, sizeof best);
+        validate_plan_brief(&v->best_plan, COMPLETE_FIELDS, best, sizeof best);
       } else {
         sb_printf(&sb, " %12s %9s", "-", "-");
       }

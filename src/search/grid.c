@@ -189,7 +189,7 @@ static grid_eval eval(grid *gr, const plan *p) {
 
 static void tp_list(const grid *gr, cands *out) {
   out->n = 0;
-  if (fixes(gr, COMPLETE_BIT_TP)) {
+  if (fixes(gr, PLAN_F_TP)) {
     cands_add(out, gr->o->fixed.tp);
     return;
   }
@@ -207,7 +207,7 @@ static void tp_list(const grid *gr, cands *out) {
 
 static void cp_list(const grid *gr, int64_t tp, cands *out) {
   out->n = 0;
-  if (fixes(gr, COMPLETE_BIT_CP)) {
+  if (fixes(gr, PLAN_F_CP)) {
     cands_add(out, gr->o->fixed.cp);
     return;
   }
@@ -219,11 +219,11 @@ static void cp_list(const grid *gr, int64_t tp, cands *out) {
 
 static void pp_list(const grid *gr, int64_t room, cands *out) {
   out->n = 0;
-  if (fixes(gr, COMPLETE_BIT_PP)) {
+  if (fixes(gr, PLAN_F_PP)) {
     cands_add(out, gr->o->fixed.pp);
     return;
   }
-  if (fixes(gr, COMPLETE_BIT_DP)) {
+  if (fixes(gr, PLAN_F_DP)) {
     cands_add(out, gr->o->fixed.dp > 0 && room % gr->o->fixed.dp == 0 ? room / gr->o->fixed.dp : 1);
     return;
   }
@@ -235,8 +235,8 @@ static void pp_list(const grid *gr, int64_t room, cands *out) {
 
 static void ep_list(const grid *gr, int64_t dense, cands *out) {
   out->n = 0;
-  if (fixes(gr, COMPLETE_BIT_EP) || gr->facts.n_experts <= 0) {
-    cands_add(out, fixes(gr, COMPLETE_BIT_EP) ? gr->o->fixed.ep : 1);
+  if (fixes(gr, PLAN_F_EP) || gr->facts.n_experts <= 0) {
+    cands_add(out, fixes(gr, PLAN_F_EP) ? gr->o->fixed.ep : 1);
     return;
   }
   cands all;
@@ -248,12 +248,12 @@ static void ep_list(const grid *gr, int64_t dense, cands *out) {
 /* The micro-batch sizes of a mesh, ascending. */
 static void mbs_list(const grid *gr, int64_t dp, cands *out) {
   out->n = 0;
-  if (fixes(gr, COMPLETE_BIT_MBS)) {
+  if (fixes(gr, PLAN_F_MICRO_BATCH_SIZE)) {
     cands_add(out, gr->o->fixed.micro_batch_size);
     return;
   }
   if (gr->gbs % dp != 0) return;
-  if (fixes(gr, SEARCH_BIT_MICRO_BATCHES)) {
+  if (fixes(gr, PLAN_F_N_MICRO_BATCHES)) {
     int64_t m = gr->o->fixed.n_micro_batches;
     if (m > 0 && (gr->gbs / dp) % m == 0) cands_add(out, gr->gbs / dp / m);
     return;
@@ -321,14 +321,14 @@ static void enum_meshes(grid *gr) {
         int64_t pp = pps.v[pi];
         if (pp < 1 || gr->n % (tp * cp * pp) != 0) continue;
         int64_t dp = gr->n / (tp * cp * pp);
-        if (fixes(gr, COMPLETE_BIT_DP) && dp != gr->o->fixed.dp) continue;
+        if (fixes(gr, PLAN_F_DP) && dp != gr->o->fixed.dp) continue;
         if (gr->gbs % dp != 0) continue;
         ep_list(gr, tp * cp * dp, &eps);
         for (int ei = 0; ei < eps.n && !gr->stop; ei++) {
           int64_t ep = eps.v[ei];
           int64_t etps[2] = {0, 1};
           int n_etp = gr->facts.n_experts > 0 && tp > 1 ? 2 : 1;
-          if (fixes(gr, SEARCH_BIT_ETP)) {
+          if (fixes(gr, PLAN_F_ETP)) {
             etps[0] = gr->o->fixed.etp;
             n_etp = 1;
           }
@@ -337,7 +337,7 @@ static void enum_meshes(grid *gr) {
             if (ep < 1 || etp_v < 1 || (tp * cp * dp) % (etp_v * ep) != 0) continue;
             const plan_axis *orders[2] = {ORDER_DEFAULT, ORDER_PP_INNER};
             int n_orders = pp > 1 && dp > 1 ? 2 : 1;
-            if (fixes(gr, SEARCH_BIT_ORDER)) {
+            if (fixes(gr, PLAN_F_ORDER)) {
               orders[0] = gr->o->fixed.order;
               n_orders = 1;
             }
@@ -365,7 +365,7 @@ static void set_mesh(const grid *gr, const grid_mesh *m, plan *p) {
   p->ep = m->ep;
   p->etp = m->etp;
   memcpy(p->order, m->order, sizeof p->order);
-  if (!fixes(gr, COMPLETE_BIT_SP)) p->sequence_parallel = m->tp > 1;
+  if (!fixes(gr, PLAN_F_SEQUENCE_PARALLEL)) p->sequence_parallel = m->tp > 1;
   /* TP communication overlap needs sequence parallelism and never slows an iteration down (complete.c). */
   p->tp_comm_overlap = p->sequence_parallel && m->tp > 1;
 }
@@ -380,7 +380,7 @@ static void set_mbs(plan *p, int64_t mbs) {
  * than layers but at most two more, Megatron's split that counts the embedding and the loss as a layer each
  * (complete.c's rule, so that a published 126-layer, 128-chunk plan is in the space). */
 static void set_split(const grid *gr, plan *p) {
-  if (fixes(gr, SEARCH_BIT_SPLIT)) return;
+  if (fixes(gr, PLAN_F_STAGE_LAYERS)) return;
   p->n_stage_layers = 0;
   int64_t L = gr->L, c = plan_n_chunks(p);
   if (!gr->facts.has_layers || c <= L || c > L + 2 || c > PLAN_MAX_CHUNKS) return;
@@ -415,7 +415,7 @@ static bool vpp_in_space(const grid *gr, int64_t pp, int64_t v) {
 static int pipe_options(const grid *gr, int64_t pp, int64_t n_micro, pipe_opt *out) {
   int n = 0;
   const plan *f = &gr->o->fixed;
-  bool fix_s = fixes(gr, COMPLETE_BIT_SCHEDULE), fix_v = fixes(gr, COMPLETE_BIT_VPP);
+  bool fix_s = fixes(gr, PLAN_F_SCHEDULE), fix_v = fixes(gr, PLAN_F_VPP);
   if (fix_s && f->schedule != PLAN_SCHED_INTERLEAVED_1F1B) {
     out[n++] = (pipe_opt){f->schedule, fix_v ? f->vpp : f->schedule == PLAN_SCHED_ZB_V ? 2 : 1, false};
     return n;
@@ -457,11 +457,11 @@ static void note_fit(ladder_out *lo, const rung *r, double t) {
 
 /* The recompute granularities in order of time, honouring --fix. */
 static int rc_order(const grid *gr, plan_recompute *out) {
-  if (fixes(gr, COMPLETE_BIT_RECOMPUTE)) {
+  if (fixes(gr, PLAN_F_RECOMPUTE)) {
     out[0] = gr->o->fixed.recompute;
     return 1;
   }
-  if (fixes(gr, SEARCH_BIT_RECOMPUTE_LAYERS) && gr->o->fixed.recompute_layers > 0) {
+  if (fixes(gr, PLAN_F_RECOMPUTE_LAYERS) && gr->o->fixed.recompute_layers > 0) {
     out[0] = PLAN_RECOMPUTE_FULL;
     return 1;
   }
@@ -485,12 +485,12 @@ static int rc_order(const grid *gr, plan_recompute *out) {
 static int32_t full_rungs(grid *gr, plan *p, int32_t z, int32_t k_top, int32_t most, ladder_out *lo,
                           grid_eval *e_top) {
   rung r = {z, PLAN_RECOMPUTE_FULL, k_top >= most ? 0 : k_top};
-  if (fixes(gr, SEARCH_BIT_RECOMPUTE_LAYERS)) r.k = gr->o->fixed.recompute_layers;
+  if (fixes(gr, PLAN_F_RECOMPUTE_LAYERS)) r.k = gr->o->fixed.recompute_layers;
   set_rung(p, &r);
   *e_top = eval(gr, p);
   if (!e_top->valid || !e_top->fits) return -1;
   note_fit(lo, &r, e_top->iter_s);
-  if (fixes(gr, SEARCH_BIT_RECOMPUTE_LAYERS) || gr->memory_objective) return r.k;
+  if (fixes(gr, PLAN_F_RECOMPUTE_LAYERS) || gr->memory_objective) return r.k;
   int32_t lo_k = 1, hi_k = k_top < most ? k_top : most; /* hi_k fits */
   while (lo_k < hi_k && !gr->stop) {
     int32_t mid = lo_k + (hi_k - lo_k) / 2;
@@ -617,7 +617,7 @@ static bool frugal_fits(grid *gr, const grid_mesh *m, plan *p) {
   for (int zi = m->zero_first < 0 ? 0 : m->zero_first; zi < gr->n_zeros && !gr->stop; zi++) {
     if (zi > m->zero_first && gr->zeros[zi] >= 2 && !zero_shards(m)) continue;
     rung r = {gr->zeros[zi], rcs[n_rc - 1], 0};
-    if (r.rc == PLAN_RECOMPUTE_FULL && fixes(gr, SEARCH_BIT_RECOMPUTE_LAYERS)) r.k = gr->o->fixed.recompute_layers;
+    if (r.rc == PLAN_RECOMPUTE_FULL && fixes(gr, PLAN_F_RECOMPUTE_LAYERS)) r.k = gr->o->fixed.recompute_layers;
     set_rung(p, &r);
     grid_eval e = eval(gr, p);
     if (!e.valid || e.fits) return true; /* invalid: no evidence, keep going */
@@ -738,7 +738,7 @@ static void probe(grid *gr, grid_mesh *m) {
   plan_recompute rcs[PLAN_RECOMPUTE_COUNT_];
   rc_order(gr, rcs);
   rung r = {gr->zeros[m->zero_first], rcs[0], 0};
-  if (r.rc == PLAN_RECOMPUTE_FULL && fixes(gr, SEARCH_BIT_RECOMPUTE_LAYERS)) r.k = gr->o->fixed.recompute_layers;
+  if (r.rc == PLAN_RECOMPUTE_FULL && fixes(gr, PLAN_F_RECOMPUTE_LAYERS)) r.k = gr->o->fixed.recompute_layers;
   for (int oi = 0; oi < n_opts && !gr->stop; oi++) {
     if (opts[oi].shadow) continue;
     set_pipe(gr, &p, &opts[oi]);
@@ -780,8 +780,8 @@ static void make_base(grid *gr) {
   gr->base = gr->o->fixed;
   gr->base.global_batch_size = gr->gbs;
   gr->base.seq_length = gr->o->seq_length;
-  if (!fixes(gr, COMPLETE_BIT_PRECISION)) gr->base.precision = PLAN_PREC_BF16;
-  if (!fixes(gr, SEARCH_BIT_SPLIT)) gr->base.n_stage_layers = 0;
+  if (!fixes(gr, PLAN_F_PRECISION)) gr->base.precision = PLAN_PREC_BF16;
+  if (!fixes(gr, PLAN_F_STAGE_LAYERS)) gr->base.n_stage_layers = 0;
   gr->base.n_chunk_recompute = 0;
 }
 
@@ -835,7 +835,7 @@ static ap_status grid_run(search_run *sr) {
   for (int bi = 0; bi < gr->g->n_blocks; bi++) n_layer_blocks += gr->g->blocks[bi].role == BLOCK_LAYER;
   gr->uniform_layers = n_layer_blocks == 1 && same_device;
   make_base(gr);
-  if (fixes(gr, COMPLETE_BIT_ZERO)) {
+  if (fixes(gr, PLAN_F_ZERO_STAGE)) {
     gr->zeros[gr->n_zeros++] = gr->o->fixed.zero_stage;
   } else {
     gr->zeros[gr->n_zeros++] = 1;
@@ -848,7 +848,7 @@ static ap_status grid_run(search_run *sr) {
     /* The fixed fields leave no mesh: offer the template so that validation says why. */
     plan p = gr->base;
     int64_t inner = p.tp * p.cp * p.pp;
-    if (!fixes(gr, COMPLETE_BIT_DP) && inner > 0 && gr->n % inner == 0) p.dp = gr->n / inner;
+    if (!fixes(gr, PLAN_F_DP) && inner > 0 && gr->n % inner == 0) p.dp = gr->n / inner;
     set_mbs(&p, p.micro_batch_size);
     search_offer(sr, &p, NULL);
   }

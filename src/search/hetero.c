@@ -175,9 +175,9 @@ static ap_status hetero_run(search_run *sr) {
                        rc_list[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_OP,
                                     PLAN_RECOMPUTE_FULL};
   int64_t tps[4], mbss[4], rcs[4];
-  int n_tp = values(o, COMPLETE_BIT_TP, o->fixed.tp, tp_list, 4, tps);
-  int n_mbs = values(o, COMPLETE_BIT_MBS, o->fixed.micro_batch_size, mbs_list, 4, mbss);
-  int n_rc = values(o, COMPLETE_BIT_RECOMPUTE, (int64_t)o->fixed.recompute, rc_list, 4, rcs);
+  int n_tp = values(o, PLAN_F_TP, o->fixed.tp, tp_list, 4, tps);
+  int n_mbs = values(o, PLAN_F_MICRO_BATCH_SIZE, o->fixed.micro_batch_size, mbs_list, 4, mbss);
+  int n_rc = values(o, PLAN_F_RECOMPUTE, (int64_t)o->fixed.recompute, rc_list, 4, rcs);
   ap_ctx scratch;
   memset(&scratch, 0, sizeof scratch);
   for (int it = 0; it < n_tp; it++) {
@@ -188,8 +188,8 @@ static ap_status hetero_run(search_run *sr) {
       if (group_gcd % stage != 0) continue;
       int64_t pp = n_dev / stage, dp = stage / tp;
       if (pp < 2 || pp > env->n_layers) continue;
-      if ((search_opts_fixes(o, COMPLETE_BIT_PP) && pp != o->fixed.pp) ||
-          (search_opts_fixes(o, COMPLETE_BIT_DP) && dp != o->fixed.dp))
+      if ((search_opts_fixes(o, PLAN_F_PP) && pp != o->fixed.pp) ||
+          (search_opts_fixes(o, PLAN_F_DP) && dp != o->fixed.dp))
         continue;
       for (int im = 0; im < n_mbs; im++)
         for (int ir = 0; ir < n_rc; ir++) {
@@ -206,18 +206,18 @@ static ap_status hetero_run(search_run *sr) {
           plan d;
           plan_defaults(&d);
           memcpy(q.order, d.order, sizeof q.order);
-          q.schedule = search_opts_fixes(o, COMPLETE_BIT_SCHEDULE) ? o->fixed.schedule : PLAN_SCHED_1F1B;
+          q.schedule = search_opts_fixes(o, PLAN_F_SCHEDULE) ? o->fixed.schedule : PLAN_SCHED_1F1B;
           q.micro_batch_size = mbs;
           q.global_batch_size = o->global_batch_size;
           q.n_micro_batches = o->global_batch_size / (dp * mbs);
           q.seq_length = o->seq_length;
-          q.sequence_parallel = search_opts_fixes(o, COMPLETE_BIT_SP) ? o->fixed.sequence_parallel : tp > 1;
+          q.sequence_parallel = search_opts_fixes(o, PLAN_F_SEQUENCE_PARALLEL) ? o->fixed.sequence_parallel : tp > 1;
           q.recompute = (plan_recompute)rcs[ir];
           q.recompute_layers = 0;
           q.n_chunk_recompute = 0;
           q.n_stage_layers = 0;
-          q.zero_stage = search_opts_fixes(o, COMPLETE_BIT_ZERO) ? o->fixed.zero_stage : 1;
-          q.precision = search_opts_fixes(o, COMPLETE_BIT_PRECISION) ? o->fixed.precision : PLAN_PREC_BF16;
+          q.zero_stage = search_opts_fixes(o, PLAN_F_ZERO_STAGE) ? o->fixed.zero_stage : 1;
+          q.precision = search_opts_fixes(o, PLAN_F_PRECISION) ? o->fixed.precision : PLAN_PREC_BF16;
           plan split;
           ap_status st = search_hetero_split(&scratch, env, &q, o->max_mem_fraction, &split);
           if (st == AP_NOMEM) return st;

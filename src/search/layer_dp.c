@@ -247,8 +247,8 @@ static void canonical(const cost_env *env, plan *p) {
 
 static bool layer_dp_applies(const search_run *sr) {
   const search_opts *o = search_options(sr);
-  if (search_opts_fixes(o, SEARCH_BIT_RECOMPUTE_LAYERS)) return false;
-  if (search_opts_fixes(o, COMPLETE_BIT_RECOMPUTE) && o->fixed.recompute != PLAN_RECOMPUTE_FULL) return false;
+  if (search_opts_fixes(o, PLAN_F_RECOMPUTE_LAYERS)) return false;
+  if (search_opts_fixes(o, PLAN_F_RECOMPUTE) && o->fixed.recompute != PLAN_RECOMPUTE_FULL) return false;
   return search_env(sr)->facts.has_layers;
 }
 
@@ -267,7 +267,7 @@ static ap_status layer_dp_run(search_run *sr) {
     if (st == AP_NOMEM) return st;
     if (st) continue;
     canonical(env, &q);
-    if (search_opts_fixes(opts, COMPLETE_BIT_RECOMPUTE) && q.recompute != opts->fixed.recompute) continue;
+    if (search_opts_fixes(opts, PLAN_F_RECOMPUTE) && q.recompute != opts->fixed.recompute) continue;
     if (plan_equal(&q, &bases[i])) continue;
     st = search_offer(sr, &q, NULL);
     if (st == AP_CANCELLED) return AP_OK;

@@ -56,19 +56,6 @@ bool search_objective_from_name(const char *name, search_objective *out) {
   return false;
 }
 
-static const char *const extra_fix_names[] = {
-#define X(e, s) s,
-    SEARCH_FIX_EXTRA_MAP(X)
-#undef X
-};
-_Static_assert(AP_COUNT(extra_fix_names) == SEARCH_N_FIX_BITS - COMPLETE_N_FIELDS, "fix names and bits disagree");
-
-const char *search_fix_name(unsigned bit) {
-  if (bit < COMPLETE_N_FIELDS) return complete_field_name((complete_bit)bit);
-  if (bit < SEARCH_N_FIX_BITS) return extra_fix_names[bit - COMPLETE_N_FIELDS];
-  return "?";
-}
-
 search_opts search_opts_defaults(void) {
   search_opts o;
   memset(&o, 0, sizeof o);
@@ -265,27 +252,6 @@ static void keep_closest(search_run *sr, const plan *p, const cost_result *r) {
 
 /* ---- Offers ---------------------------------------------------------------------------------------------- */
 
-/* Fixed fields compared byte for byte: the scalar fields of the plan. */
-static const struct {
-  unsigned bit;
-  size_t offset, size;
-} fixed_scalars[] = {
-    {COMPLETE_BIT_TP, offsetof(plan, tp), sizeof(int64_t)},
-    {COMPLETE_BIT_PP, offsetof(plan, pp), sizeof(int64_t)},
-    {COMPLETE_BIT_DP, offsetof(plan, dp), sizeof(int64_t)},
-    {COMPLETE_BIT_CP, offsetof(plan, cp), sizeof(int64_t)},
-    {COMPLETE_BIT_EP, offsetof(plan, ep), sizeof(int64_t)},
-    {COMPLETE_BIT_VPP, offsetof(plan, vpp), sizeof(int64_t)},
-    {COMPLETE_BIT_MBS, offsetof(plan, micro_batch_size), sizeof(int64_t)},
-    {COMPLETE_BIT_SP, offsetof(plan, sequence_parallel), sizeof(bool)},
-    {COMPLETE_BIT_RECOMPUTE, offsetof(plan, recompute), sizeof(plan_recompute)},
-    {COMPLETE_BIT_ZERO, offsetof(plan, zero_stage), sizeof(int32_t)},
-    {COMPLETE_BIT_PRECISION, offsetof(plan, precision), sizeof(plan_precision)},
-    {COMPLETE_BIT_SCHEDULE, offsetof(plan, schedule), sizeof(plan_schedule)},
-    {SEARCH_BIT_RECOMPUTE_LAYERS, offsetof(plan, recompute_layers), sizeof(int32_t)},
-    {SEARCH_BIT_MICRO_BATCHES, offsetof(plan, n_micro_batches), sizeof(int64_t)},
-};
-
 /* Writes why p breaks a fixed field or the batch into why and returns true; false when it keeps them. */
 static bool breaks_fixed(const search_run *sr, const plan *p, char *why, size_t n) {
   const search_opts *o = &sr->opts;
@@ -301,26 +267,24 @@ static bool breaks_fixed(const search_run *sr, const plan *p, char *why, size_t 
     snprintf(why, n, "plan: seq_length = %lld, but the search is for %lld", (long long)seq, (long long)want_seq);
     return true;
   }
-  for (size_t i = 0; i < AP_COUNT(fixed_scalars); i++) {
-    if (!search_opts_fixes(o, fixed_scalars[i].bit)) continue;
-    if (memcmp((const char *)p + fixed_scalars[i].offset, (const char *)f + fixed_scalars[i].offset,
-               fixed_scalars[i].size) != 0) {
-      snprintf(why, n, "plan: %s differs from the fixed value", search_fix_name(fixed_scalars[i].bit));
-      return true;
+  /* The fixed fields, from the field table: each searched field whose bit the mask holds, compared by its
+   * resolved value where it has one (etp 0 means tp). */
+  size_t n_fields;
+  const plan_field *fields = plan_fields(&n_fields);
+  for (size_t i = 0; i < n_fields; i++) {
+    const plan_field *fl = &fields[i];
+    if (!(fl->flags & PLAN_FF_SEARCHED) || !search_opts_fixes(o, fl->id)) continue;
+    bool same = fl->resolved ? fl->resolved(p) == fl->resolved(f) : plan_field_equal(p, f, fl);
+    if (same) continue;
+    char got[96], want[96];
+    if (fl->resolved) {
+      snprintf(got, sizeof got, "%lld", (long long)fl->resolved(p));
+      snprintf(want, sizeof want, "%lld", (long long)fl->resolved(f));
+    } else {
+      plan_field_format(p, fl, got, sizeof got);
+      plan_field_format(f, fl, want, sizeof want);
     }
-  }
-  if (search_opts_fixes(o, SEARCH_BIT_ETP) && plan_etp(p) != plan_etp(f)) {
-    snprintf(why, n, "plan: etp = %lld, but etp = %lld is fixed", (long long)plan_etp(p), (long long)plan_etp(f));
-    return true;
-  }
-  if (search_opts_fixes(o, SEARCH_BIT_ORDER) && memcmp(p->order, f->order, sizeof p->order) != 0) {
-    snprintf(why, n, "plan: the mesh order differs from the fixed one");
-    return true;
-  }
-  if (search_opts_fixes(o, SEARCH_BIT_SPLIT) &&
-      (p->n_stage_layers != f->n_stage_layers ||
-       memcmp(p->stage_layers, f->stage_layers, sizeof p->stage_layers[0] * (size_t)p->n_stage_layers) != 0)) {
-    snprintf(why, n, "plan: the pipeline split differs from the fixed stage_layers");
+    snprintf(why, n, "plan: %s = %s, but %s = %s is fixed", plan_field_name(fl->id), got, plan_field_name(fl->id), want);
     return true;
   }
   return false;

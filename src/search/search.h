@@ -37,33 +37,13 @@ typedef enum {
 AP_HIDDEN const char *search_objective_name(search_objective o);
 AP_HIDDEN bool search_objective_from_name(const char *name, search_objective *out);
 
-/* The plan fields a user may fix (--fix tp=8,pp=4): the bits of complete_bit, then these. */
-#define SEARCH_FIX_EXTRA_MAP(X)             \
-  X(ETP, "etp")                             \
-  X(ORDER, "order")                         \
-  X(RECOMPUTE_LAYERS, "recompute_layers")   \
-  X(SPLIT, "stage_layers")                  \
-  X(MICRO_BATCHES, "n_micro_batches")
-
-enum {
-  SEARCH_FIX_FIRST_EXTRA_ = COMPLETE_N_FIELDS - 1,
-#define X(e, s) SEARCH_BIT_##e,
-  SEARCH_FIX_EXTRA_MAP(X)
-#undef X
-  SEARCH_N_FIX_BITS
-};
-_Static_assert(SEARCH_N_FIX_BITS <= 32, "fixed_mask is an unsigned");
-#define SEARCH_FIX_BIT(b) (1u << (b))
-
-/* The name of fix bit b ("tp", "order"); "?" when out of range. */
-AP_HIDDEN const char *search_fix_name(unsigned bit);
-
 typedef struct {
   int top_k;                 /* plans to return, >= 1 */
   double time_budget_s;      /* wall-clock budget of the whole search; <= 0 = no limit */
   double max_mem_fraction;   /* usable fraction of device memory, in (0, 1] */
   search_objective objective;
-  /* The fields the user fixed, in the bits of fixed_mask (complete_bit, then SEARCH_BIT_*). fixed is also the
+  /* The fields the user fixed, as plan field bits (PLAN_F(TP) | …) of the searched fields (PLAN_FF_SEARCHED
+   * in the field table). fixed is also the
    * template of every plan: fields no strategy searches (the overlap switches, the model and cluster names)
    * come from it. The driver rejects an offered plan that differs from fixed in a fixed field. */
   plan fixed;

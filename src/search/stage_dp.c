@@ -387,7 +387,7 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
 /* ---- The strategy ---- */
 
 static bool stage_dp_applies(const search_run *sr) {
-  return !search_opts_fixes(search_options(sr), SEARCH_BIT_SPLIT) && search_env(sr)->n_layers >= 2;
+  return !search_opts_fixes(search_options(sr), PLAN_F_STAGE_LAYERS) && search_env(sr)->n_layers >= 2;
 }
 
 static ap_status stage_dp_run(search_run *sr) {
