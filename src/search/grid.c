@@ -29,7 +29,7 @@
  *    stage adds (gradients at 2, parameters at 3) cannot bring it under the limit; once the logits alone (which
  *    grow with the micro-batch and which no saver removes) overflow, no larger micro-batch is tried;
  *  - time: per mesh and micro-batch size, the chunks' summed time S bounds every schedule from below through
- *    its closed form (pipe_bound_s), and an option, or the whole micro-batch size, whose bound reaches the
+ *    its closed form (cost_bound_pipeline_s, cost/bound.c, like every bound here), and an option, or the whole micro-batch size, whose bound reaches the
  *    cutoff (the top_k-th best time) is skipped. The model's FLOP over the devices' peak bounds the search;
  *  - dominance among memory savers: a saver never makes an iteration faster (recompute adds compute, ZeRO 3
  *    adds communication, ZeRO 2 takes ZeRO 1's time), so the ladder stops at the first rung that fits, full
@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost/bound.h"
 #include "search/cands.h"
 #include "search/search.h"
 
@@ -129,8 +130,7 @@ typedef struct {
   plan_model_facts facts;
   int64_t n, gbs, seq, L;
   double mem_bound_limit; /* the memory limit the model-state bound is held to: largest device × fraction */
-  double grad_bytes;
-  double p_split, p_rep, p_expert; /* parameters: split by tp, replicated, routed experts */
+  cost_param_counts params; /* parameters: split by tp, replicated, routed experts */
   bool memory_objective, chunk_bound_ok;
   bool uniform_layers; /* one layer block: every layer costs the same */
   int32_t zeros[4];
@@ -170,17 +170,8 @@ static grid_eval eval(grid *gr, const plan *p) {
     e.chunk_s += r->chunk_tf_s[c] + r->chunk_tb_s[c];
     e.chunk_w_s += r->chunk_tw_s[c];
   }
-  double n_dp = (double)(p->dp * p->cp), n_edp = (double)plan_edp(p);
-  double keep = 1 - 1 / fmax(fmax(n_dp, n_edp), 1);
-  e.mem_z2_lb = e.mem_z3_lb = p->zero_stage >= 3 ? e.peak_bytes : 0;
-  for (int i = 0; i < r->n_ranks && i < COST_MAX_RANKS; i++) {
-    const cost_mem *mm = &r->mem[i];
-    double grads = p->zero_stage <= 1 ? mm->grads : 0, params = p->zero_stage <= 2 ? mm->params : 0;
-    e.mem_z2_lb = fmax(e.mem_z2_lb, mm->total - grads * keep);
-    e.mem_z3_lb = fmax(e.mem_z3_lb, mm->total - (grads + params) * keep);
-    e.logits_bytes = fmax(e.logits_bytes, mm->logits);
-  }
-  if (p->zero_stage >= 2) e.mem_z2_lb = INFINITY; /* not a bound on anything */
+  cost_bound_mem_at_zero(p, r, &e.mem_z2_lb, &e.mem_z3_lb);
+  for (int i = 0; i < r->n_ranks && i < COST_MAX_RANKS; i++) e.logits_bytes = fmax(e.logits_bytes, r->mem[i].logits);
   if (e.fits) gr->n_fit++;
   return e;
 }
@@ -269,16 +260,9 @@ static bool zero_shards(const grid_mesh *m) {
   return m->dp * m->cp > 1 || edp > 1;
 }
 
-/* A lower bound of the peak memory per device from the model states alone under zero stage z: the states of
- * one replica's slice (tp and ep applied, ZeRO sharding over dp·cp and edp), averaged over the pipeline ranks. */
+/* The model states' lower bound of the peak memory per device (cost/bound.c) for mesh m at ZeRO stage z. */
 static double states_bound(const grid *gr, const grid_mesh *m, int32_t z) {
-  int64_t etp = m->etp > 0 ? m->etp : m->tp;
-  double n_dp = (double)(m->dp * m->cp), n_edp = (double)(m->tp * m->cp * m->dp) / (double)(etp * m->ep);
-  if (n_edp < 1) n_edp = 1;
-  double dense = gr->p_split / (double)m->tp + gr->p_rep, expert = gr->p_expert / (double)(etp * m->ep);
-  double per_d = 2.0 * (z >= 3 ? 1 / n_dp : 1) + gr->grad_bytes * (z >= 2 ? 1 / n_dp : 1) + 12.0 * (z >= 1 ? 1 / n_dp : 1);
-  double per_e = 2.0 * (z >= 3 ? 1 / n_edp : 1) + gr->grad_bytes * (z >= 2 ? 1 / n_edp : 1) + 12.0 * (z >= 1 ? 1 / n_edp : 1);
-  return (dense * per_d + expert * per_e) / (double)m->pp * (1 - 1e-9);
+  return cost_bound_states_bytes(gr->env, &gr->params, m->tp, m->cp, m->dp, m->pp, m->ep, m->etp, z);
 }
 
 static void add_mesh(grid *gr, const grid_mesh *m) {
@@ -628,32 +612,9 @@ static bool frugal_fits(grid *gr, const grid_mesh *m, plan *p) {
 /* ---- Exploring one mesh ------------------------------------------------------------------------------------ */
 
 /* A lower bound of the iteration time of pipeline option po at m micro-batches over pp ranks, from the chunk
- * sums S and W of the mesh and micro-batch size (grid_eval), valid for every saver (recompute only adds) and
- * every split. Each rank's time t_r (forward + backward of one micro-batch) is at least the sum of its chunks,
- * so sum t >= S and max t >= S/pp; in schedule.c's closed forms:
- *  - 1F1B, GPipe: sum + (m-1)·max >= (m + pp - 1)·S/pp;
- *  - interleaved over v chunks: m·max + (sum - max)/v = (m - 1/v)·max + sum/v >= (m + (pp-1)/v)·S/pp;
- *  - zero bubble: m·max + (sum z - max z)/k (k = 1 for zb-h1, 2 for zb-v) with z_r = max(0, t_r - 2·w_r) and
- *    sum w = W: sum z - max z >= sum t - max t - 2W, so the time is at least m·S/pp and
- *    (m - 1/k)·S/pp + S/k - 2W/k.
- * The data-parallel synchronisation and the optimizer step only add. */
+ * sums S and W of the mesh and micro-batch size (grid_eval): cost/bound.c, beside the closed form it bounds. */
 static double pipe_bound_s(const pipe_opt *po, double m, double pp, double S, double W) {
-  double avg = S / pp;
-  switch (po->schedule) {
-  case PLAN_SCHED_GPIPE:
-  case PLAN_SCHED_1F1B:
-    return (m + pp - 1) * avg;
-  case PLAN_SCHED_INTERLEAVED_1F1B:
-    return (m + (pp - 1) / (double)po->vpp) * avg;
-  case PLAN_SCHED_ZB_H1:
-  case PLAN_SCHED_ZB_V: {
-    double k = po->schedule == PLAN_SCHED_ZB_V ? 2 : 1;
-    return fmax(m * avg, (m - 1 / k) * avg + (S - 2 * W) / k);
-  }
-  case PLAN_SCHED_COUNT_:
-    break;
-  }
-  return 0;
+  return cost_bound_pipeline_s(po->schedule, po->vpp, m, pp, S, W);
 }
 
 static void explore(grid *gr, grid_mesh *m) {
@@ -762,19 +723,6 @@ static int cmp_probe(const void *a, const void *b) {
 
 /* ---- The strategy --------------------------------------------------------------------------------------------- */
 
-static void model_params(grid *gr) {
-  for (int bi = 0; bi < gr->g->n_blocks; bi++) {
-    const graph_block *blk = &gr->g->blocks[bi];
-    for (int k = 0; k < blk->n_ops; k++) {
-      const graph_op *op = &blk->ops[k];
-      double n = (double)graph_op_params(op) * (double)blk->repeat;
-      if (op->n_experts > 1) gr->p_expert += n;
-      else if (op->tp_split) gr->p_split += n;
-      else gr->p_rep += n;
-    }
-  }
-}
-
 /* The template of every plan: the fixed fields, the batch, bf16 unless the precision is fixed. */
 static void make_base(grid *gr) {
   gr->base = gr->o->fixed;
@@ -783,22 +731,6 @@ static void make_base(grid *gr) {
   if (!fixes(gr, PLAN_F_PRECISION)) gr->base.precision = PLAN_PREC_BF16;
   if (!fixes(gr, PLAN_F_STAGE_LAYERS)) gr->base.n_stage_layers = 0;
   gr->base.n_chunk_recompute = 0;
-}
-
-/* The model's training FLOP over the devices' peak, halved: no plan is faster. TUNING: the half is a margin for
- * efficiency tables (profiles) that may put an op above its nominal peak; the bound only ends hopeless
- * searches early, so it may be loose. */
-static double compute_bound_s(const grid *gr) {
-  const hw_cluster *hc = cost_env_cluster(gr->env);
-  hw_dtype dt = gr->base.precision == PLAN_PREC_FP8 ? HW_DTYPE_FP8 : gr->base.precision == PLAN_PREC_FP16 ? HW_DTYPE_FP16 : HW_DTYPE_BF16;
-  double peak = 0;
-  for (int gi = 0; gi < hc->n_groups; gi++) {
-    double pk = hc->groups[gi].device.peak_flop_per_s[dt];
-    if (pk <= 0) pk = hc->groups[gi].device.peak_flop_per_s[HW_DTYPE_BF16];
-    if (pk > peak) peak = pk;
-  }
-  if (!(peak > 0)) return 0;
-  return 0.5 * (double)gr->gbs * graph_train_flop_per_seq(gr->g, (double)gr->seq, false) / ((double)gr->n * peak);
 }
 
 static bool grid_applies(const search_run *sr) {
@@ -829,8 +761,7 @@ static ap_status grid_run(search_run *sr) {
   gr->mem_bound_limit = cap * gr->o->max_mem_fraction;
   /* With node groups of different devices a chunk's time depends on the rank that runs it. */
   gr->chunk_bound_ok = same_device;
-  gr->grad_bytes = cost_env_tuning(gr->env)->memory.grad_bytes_per_param;
-  model_params(gr);
+  cost_param_counts_of(gr->g, &gr->params);
   int n_layer_blocks = 0;
   for (int bi = 0; bi < gr->g->n_blocks; bi++) n_layer_blocks += gr->g->blocks[bi].role == BLOCK_LAYER;
   gr->uniform_layers = n_layer_blocks == 1 && same_device;
@@ -852,7 +783,7 @@ static ap_status grid_run(search_run *sr) {
     set_mbs(&p, p.micro_batch_size);
     search_offer(sr, &p, NULL);
   }
-  double bound = compute_bound_s(gr);
+  double bound = cost_bound_compute_s(gr->env, gr->base.precision, gr->gbs, gr->seq);
   /* Probe every mesh, then explore them fastest probe first. */
   for (int i = 0; i < gr->n_meshes && !gr->stop; i++) {
     probe(gr, &gr->meshes[i]);
