@@ -183,15 +183,16 @@ static ap_status check_ranges(ap_ctx *ctx, const plan *p, const char *file) {
   const plan_field *fields = plan_fields(&n_fields);
   for (size_t i = 0; i < n_fields; i++) {
     const plan_field *f = &fields[i];
+    if (f->kind != PLAN_FK_INT && f->kind != PLAN_FK_ENUM && f->kind != PLAN_FK_LIST) continue;
     int64_t v = plan_field_int(p, f);
-    const char *name = plan_field_name(f->id);
     if (f->kind == PLAN_FK_INT && (v < f->min || v > f->max))
-      return fail(ctx, file, "%s = %lld must be in [%lld, %lld]", name, (long long)v, (long long)f->min,
-                  (long long)f->max);
+      return fail(ctx, file, "%s = %lld must be in [%lld, %lld]", plan_field_name(f->id), (long long)v,
+                  (long long)f->min, (long long)f->max);
     if (f->kind == PLAN_FK_ENUM && (v < 0 || v >= f->n_names))
-      return fail(ctx, file, "%s = %lld must be one of %s", name, (long long)v, f->help);
+      return fail(ctx, file, "%s = %lld must be one of %s", plan_field_name(f->id), (long long)v, f->help);
     if (f->kind == PLAN_FK_LIST && (v < 0 || v > PLAN_MAX_CHUNKS))
-      return fail(ctx, file, "%s lists %lld chunks; at most %d", name, (long long)v, PLAN_MAX_CHUNKS);
+      return fail(ctx, file, "%s lists %lld chunks; at most %d", plan_field_name(f->id), (long long)v,
+                  PLAN_MAX_CHUNKS);
   }
   if (!order_is_permutation(p)) {
     char got[64] = "";

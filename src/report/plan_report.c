@@ -820,7 +820,7 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
       *best = NULL;
     }
   }
-  free(res);
+  search_results_free(res, n);
   free(cmp.r);
   cost_env_free(env);
   return st;

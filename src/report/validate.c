@@ -447,7 +447,7 @@ static ap_status row_search(validate_report *rep, validate_row *v, const cost_en
   search_stats st;
   ap_status s = search_run_all(&sctx, env, &o, &res, &n, &st);
   if (s == AP_NOMEM) {
-    free(res);
+    search_results_free(res, n);
     return AP_NOMEM;
   }
   if (s == AP_OK && n > 0) {
@@ -458,7 +458,7 @@ static ap_status row_search(validate_report *rep, validate_row *v, const cost_en
   if (s != AP_OK) v->search_note = arena_strdup(rep->a, sctx.error[0] ? sctx.error : ap_status_str(s));
   else if (st.truncated)
     v->search_note = arena_printf(rep->a, "the search stopped at its time budget of %g s", rep->search_budget_s);
-  free(res);
+  search_results_free(res, n);
   return AP_OK;
 }
 
