@@ -30,6 +30,7 @@ typedef struct {
   plan_model_facts facts;
   int64_t n_devices;
   unsigned stated;
+  search_space space; /* the problem: the partial plan as the template, the stated fields as the fixed ones */
   complete_options opt;
   complete_stats stats;
   int64_t n_considered;
@@ -44,7 +45,7 @@ typedef struct {
   cost_result cur;
 } search;
 
-static bool is_stated(const search *s, plan_field_id bit) { return (s->stated >> bit) & 1u; }
+static bool is_stated(const search *s, plan_field_id bit) { return search_space_fixes(&s->space, bit); }
 
 /* True when candidate a (fits_a, tps_a, mem_a) beats the current best. Among plans that fit: more tokens per
  * second; a plan that fits beats one that does not; among plans that do not fit: less peak memory, then more
@@ -93,7 +94,7 @@ static int evaluate(search *s, const plan *p) {
   s->stats.n_valid++;
   if (s->cur.fits) s->stats.n_fit++;
   if (!s->have_best || better(&s->cur, s->best_cost)) {
-    *s->best = *p;
+    (void)plan_copy(s->best, p); /* candidates are transformer plans without ops: the copy cannot fail */
     memcpy(s->best_cost, &s->cur, sizeof s->cur);
     s->have_best = true;
   }
@@ -290,6 +291,7 @@ ap_status complete_plan(ap_ctx *ctx, const cost_env *env, const plan *partial, u
   plan_model_facts_of(s->g, &s->facts);
   s->n_devices = cost_env_cluster(env)->n_devices;
   s->stated = stated & COMPLETE_FIELDS;
+  search_space_init(&s->space, env, partial, s->stated, partial->global_batch_size, partial->seq_length);
   s->opt = opt ? *opt : complete_options_defaults();
   if (s->opt.max_evaluations < 1) s->opt.max_evaluations = 1;
   s->best = best;

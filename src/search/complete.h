@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "cost/cost.h"
+#include "search/space.h"
 
 /* The plan fields the completion chooses when they are not stated: the first COMPLETE_N_FIELDS ids of the
  * field table (plan.h PLAN_FIELD_MAP), whose bits PLAN_F(TP) … PLAN_F(SCHEDULE) make the `stated` mask. */

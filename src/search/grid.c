@@ -145,7 +145,7 @@ typedef struct {
   ap_status hard;
 } grid;
 
-static bool fixes(const grid *gr, unsigned bit) { return search_opts_fixes(gr->o, bit); }
+static bool fixes(const grid *gr, plan_field_id f) { return search_space_fixes(search_space_of(gr->sr), f); }
 
 /* ---- Evaluation ---------------------------------------------------------------------------------------- */
 

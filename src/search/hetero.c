@@ -152,15 +152,6 @@ static int64_t gcd64(int64_t a, int64_t b) {
 }
 
 /* The values a field takes: the user's when fixed, else the list. */
-static int values(const search_opts *o, unsigned bit, int64_t fixed, const int64_t *list, int n, int64_t *out) {
-  if (search_opts_fixes(o, bit)) {
-    out[0] = fixed;
-    return 1;
-  }
-  memcpy(out, list, sizeof(int64_t) * (size_t)n);
-  return n;
-}
-
 static ap_status hetero_run(search_run *sr) {
   const cost_env *env = search_env(sr);
   const search_opts *o = search_options(sr);
@@ -174,9 +165,10 @@ static ap_status hetero_run(search_run *sr) {
                        rc_list[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_OP,
                                     PLAN_RECOMPUTE_FULL};
   int64_t tps[4], mbss[4], rcs[4];
-  int n_tp = values(o, PLAN_F_TP, o->fixed.tp, tp_list, 4, tps);
-  int n_mbs = values(o, PLAN_F_MICRO_BATCH_SIZE, o->fixed.micro_batch_size, mbs_list, 4, mbss);
-  int n_rc = values(o, PLAN_F_RECOMPUTE, (int64_t)o->fixed.recompute, rc_list, 4, rcs);
+  const search_space *sp = search_space_of(sr);
+  int n_tp = search_space_values(sp, PLAN_F_TP, tp_list, 4, tps);
+  int n_mbs = search_space_values(sp, PLAN_F_MICRO_BATCH_SIZE, mbs_list, 4, mbss);
+  int n_rc = search_space_values(sp, PLAN_F_RECOMPUTE, rc_list, 4, rcs);
   ap_ctx scratch;
   memset(&scratch, 0, sizeof scratch);
   for (int it = 0; it < n_tp; it++) {

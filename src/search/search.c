@@ -45,6 +45,7 @@ struct search_run {
   const cost_env *env;
   const graph *g;
   search_opts opts;
+  search_space space;
   arena *arena;
   double t0_s, deadline_s, next_progress_s;
   double limit_bytes, limit_fraction;
@@ -74,6 +75,7 @@ static double now_s(void) {
 
 const cost_env *search_env(const search_run *sr) { return sr->env; }
 const search_opts *search_options(const search_run *sr) { return &sr->opts; }
+const search_space *search_space_of(const search_run *sr) { return &sr->space; }
 arena *search_arena(search_run *sr) { return sr->arena; }
 double search_mem_limit_bytes(const search_run *sr) { return sr->limit_bytes; }
 
@@ -414,6 +416,7 @@ ap_status search_run_all(ap_ctx *ctx, const cost_env *env, const search_opts *op
   sr->g = cost_env_graph(env);
   sr->default_seq = sr->g->default_seq;
   sr->opts = *opts;
+  search_space_init(&sr->space, env, &opts->fixed, opts->fixed_mask, opts->global_batch_size, opts->seq_length);
   /* The ranked pool holds at least SEARCH_REFINE_K plans whatever top_k asks for, and the cutoff is its
    * last, so that the refining strategies see the same bases, and the winner is the same, for every top_k up
    * to SEARCH_REFINE_K (issue 10: the winner depended on --top). */

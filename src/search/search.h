@@ -138,6 +138,8 @@ AP_HIDDEN void search_results_free(search_result *list, int n);
 /* ---- For strategies ---- */
 AP_HIDDEN const cost_env *search_env(const search_run *sr);
 AP_HIDDEN const search_opts *search_options(const search_run *sr);
+/* The problem and its fixed fields (space.h), as the driver built it from the options. */
+AP_HIDDEN const search_space *search_space_of(const search_run *sr);
 AP_HIDDEN arena *search_arena(search_run *sr);
 /* The memory limit of a plan that fits: device capacity times max_mem_fraction, bytes. */
 AP_HIDDEN double search_mem_limit_bytes(const search_run *sr);
