@@ -41,19 +41,17 @@ void cost_param_counts_of(const graph *g, cost_param_counts *out) {
   }
 }
 
-/* Bytes per parameter: 2 for the 16-bit weights, the environment's gradient bytes, 12 for the fp32 master
- * weights and the two Adam moments (Rajbhandari et al. 2020, ZeRO §3: 2 + 2 + 12 with 16-bit gradients), each
- * divided over the group that shards it at the stage (1: optimizer states, 2: + gradients, 3: + parameters).
- * The factor 1 - 1e-9 keeps the bound strictly below rounding of the same sum in memory.c. */
+/* Bytes per parameter of the model states (cost_state_bytes_per_param, the one source memory.c reads too), each
+ * divided over the group that shards it at the stage (cost_state_bytes_zero). The factor 1 - 1e-9 keeps the
+ * bound strictly below rounding of the same sum in memory.c. */
 double cost_bound_states_bytes(const cost_env *env, const cost_param_counts *pc, int64_t tp, int64_t cp, int64_t dp,
                                int64_t pp, int64_t ep, int64_t etp, int32_t z) {
-  double grad = cost_env_tuning(env)->memory.grad_bytes_per_param;
+  cost_state_bytes sb = cost_state_bytes_per_param(&cost_env_tuning(env)->memory);
   int64_t e_tp = etp > 0 ? etp : tp;
   double n_dp = (double)(dp * cp), n_edp = (double)(tp * cp * dp) / (double)(e_tp * ep);
   if (n_edp < 1) n_edp = 1;
   double dense = pc->split / (double)tp + pc->replicated, expert = pc->expert / (double)(e_tp * ep);
-  double per_d = 2.0 * (z >= 3 ? 1 / n_dp : 1) + grad * (z >= 2 ? 1 / n_dp : 1) + 12.0 * (z >= 1 ? 1 / n_dp : 1);
-  double per_e = 2.0 * (z >= 3 ? 1 / n_edp : 1) + grad * (z >= 2 ? 1 / n_edp : 1) + 12.0 * (z >= 1 ? 1 / n_edp : 1);
+  double per_d = cost_state_bytes_zero(&sb, z, n_dp), per_e = cost_state_bytes_zero(&sb, z, n_edp);
   return (dense * per_d + expert * per_e) / (double)pp * (1 - 1e-9);
 }
 
@@ -73,7 +71,7 @@ void cost_bound_mem_at_zero(const plan *p, const cost_result *r, double *z2_byte
 
 double cost_bound_compute_s(const cost_env *env, plan_precision precision, int64_t gbs, int64_t seq) {
   const hw_cluster *hc = cost_env_cluster(env);
-  hw_dtype dt = precision == PLAN_PREC_FP8 ? HW_DTYPE_FP8 : precision == PLAN_PREC_FP16 ? HW_DTYPE_FP16 : HW_DTYPE_BF16;
+  hw_dtype dt = cost_gemm_dtype(precision);
   double peak = 0;
   for (int gi = 0; gi < hc->n_groups; gi++) {
     double pk = hc->groups[gi].device.peak_flop_per_s[dt];

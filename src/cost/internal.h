@@ -1,6 +1,7 @@
-/* Shared internals of the cost layer: the environment that estimate.c builds and memory.c, schedule.c and
- * sim.c read. Nothing outside src/cost/ includes it but the tests; the search strategies see the cost model
- * through cost.h alone (its piecewise section serves those that build a split piece by piece). */
+/* Shared internals of the cost layer: the environment (env.c) and the helpers of the per-layer costs
+ * (layer.c) and the per-rank pieces (rank.c) that estimate.c aggregates and memory.c and schedule.c consume.
+ * Nothing outside src/cost/ includes it but the tests: the search strategies see the cost model through
+ * cost.h alone, whose piecewise section declares the per-layer and per-rank pieces they combine. */
 #ifndef AP_COST_INTERNAL_H
 #define AP_COST_INTERNAL_H
 
@@ -37,5 +38,36 @@ struct cost_env {
   int *unit_block;     /* for each pipeline unit (layer), the index of its block */
   group_memo *memo;    /* mutable through a const env: a cache, invisible in results */
 };
+
+/* The sequence length of a plan (its own, else the graph's default). */
+AP_HIDDEN double cost_seq_len(const cost_env *env, const plan *p);
+/* The compute model of node group g (the first group's for an index out of range). */
+AP_HIDDEN const compute_model *cost_group_model(const cost_env *env, int g);
+/* The plan's sharding of one op (layer.c). */
+AP_HIDDEN compute_shard cost_shard_of(const plan *p);
+/* Sharding divisor of a saved tensor: cp for the sequence, tp when TP splits it or SP splits its sequence. */
+AP_HIDDEN double cost_tensor_divisor(const graph_tensor *t, const compute_shard *sh);
+/* Whether per-op selective checkpointing keeps op's output; *n_mm counts the block's matmuls seen so far. */
+AP_HIDDEN bool cost_op_policy_keeps(const graph_op *op, int *n_mm);
+/* Saved activation bytes of a block per micro-batch under a recompute policy (see plan.h); NAN when out of
+ * memory. */
+AP_HIDDEN double cost_saved_bytes(const graph_block *blk, const compute_shard *sh, double b, double s, plan_recompute rc);
+/* Sizes read off the graph's own tensors (activations.c), per device of one micro-batch of b sequences of s
+ * tokens. The activation that crosses a pipeline-chunk boundary: the largest output of a pipeline unit that can
+ * end a chunk, in bytes, split along the sequence by sequence parallelism when seq_split. */
+AP_HIDDEN double cost_boundary_bytes(const cost_env *env, const plan *p, double b, double s, bool seq_split);
+/* The elements of the logits the loss reads (the input of every LOSS op). */
+AP_HIDDEN double cost_logit_elems(const cost_env *env, const plan *p, double b, double s);
+/* comm_s less what hides behind hide_s at most fraction of it. */
+AP_HIDDEN double cost_exposed_s(double comm_s, double hide_s, double fraction);
+/* One pipeline send/recv of p2p_s seconds less what the schedule hides of it. */
+AP_HIDDEN double cost_p2p_exposed_s(const cost_env *env, const plan *p, double p2p_s);
+/* The exposed pipeline sends and receives of one micro-batch on a rank, both directions, every crossing. */
+AP_HIDDEN double cost_pp_comm_per_mb_s(const cost_env *env, const plan *p, double p2p_s);
+/* The optimizer step of a rank on node group `group` over opt_params local parameters, seconds. */
+AP_HIDDEN double cost_optimizer_step_s(const cost_env *env, int group, double opt_params);
+/* Fills out's FLOP counts, MFU and TFLOP/s (flops.c); out->iter_s and tokens_per_iter must be set. */
+AP_HIDDEN void cost_flop_conventions(const cost_env *env, const plan *p, double s, double flop_hardware,
+                                     cost_result *out);
 
 #endif
