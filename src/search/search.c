@@ -293,7 +293,7 @@ static bool breaks_fixed(const search_run *sr, const plan *p, char *why, size_t 
    * resolved value where it has one (etp 0 means tp). */
   size_t n_fields;
   const plan_field *fields = plan_fields(&n_fields);
-  for (size_t i = 0; i < n_fields; i++) {
+  for (size_t i = 0; i < n_fields && o->fixed_mask; i++) {
     const plan_field *fl = &fields[i];
     if (!(fl->flags & PLAN_FF_SEARCHED) || !search_opts_fixes(o, fl->id)) continue;
     bool same = fl->resolved ? fl->resolved(p) == fl->resolved(f) : plan_field_equal(p, f, fl);
