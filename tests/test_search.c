@@ -348,7 +348,8 @@ static void test_deterministic_valid_and_fitting(void **state) {
 }
 
 /* The winner does not depend on how many plans are asked for (issue 10: --top 1 and --top 5 once gave
- * different winners): the ranked pool and the refined bases are the same for every top_k, so top-1 = top-k. */
+ * different winners): the ranked pool and the refined bases are the same for every top_k, so top-1 = top-5
+ * (5 > SEARCH_REFINE_K: the pool is then larger than the refined bases). */
 static void test_winner_independent_of_top_k(void **state) {
   (void)state;
   static const struct {
@@ -360,7 +361,7 @@ static void test_winner_independent_of_top_k(void **state) {
       {"mixtral-8x7b", "dgx-h100:4x8", 256, 4096}, {"llama-2-13b", "a100:32", 512, 4096},
       {"qwen2.5-7b", "dgx-h100:2x8", 256, 4096}, {"llama-3-70b", "dgx-h100:8x8", 512, 8192},
   };
-  static const int tops[] = {1, 2, 5, 12};
+  static const int tops[] = {1, 5};
   for (size_t ci = 0; ci < AP_COUNT(cases); ci++) {
     fixture f;
     fixture_load(&f, cases[ci].model, cases[ci].cluster);
