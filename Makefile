@@ -55,11 +55,12 @@ BENCHES  := $(sort $(wildcard bench/bench_*.c))
 
 LIB_A    := $(BUILD)/lib/libautopar.a
 LIB_SO   := $(BUILD)/lib/libautopar.so
+LIB_FULL_SO := $(BUILD)/lib/libautopar-full.so
 BIN      ?= bin/autopar
 DEPS     := $(BUILD)/.deps
 
-.PHONY: all deps test asan fuzz example bench clean install calibrate
-all: $(LIB_A) $(LIB_SO) $(PART_LIBS_A) $(BIN) $(PART_BINS)
+.PHONY: all deps test asan fuzz example bench clean install calibrate man
+all: $(LIB_A) $(LIB_SO) $(PART_LIBS_A) $(LIB_FULL_SO) $(BIN) $(PART_BINS)
 
 deps: $(DEPS)
 $(DEPS): scripts/deps.sh
@@ -101,6 +102,11 @@ $(BUILD)/lib/libautopar-%.a: $(LIB_A)
 $(foreach p,$(PARTS),$(eval PART_OBJ_$(p) := $(patsubst %.c,$(BUILD)/obj/%.o,$(PART_SRC_$(p)))))
 $(foreach p,$(PARTS),$(eval $(BUILD)/lib/libautopar-$(p).a: $(PART_OBJ_$(p))))
 
+# The core with every built part in one shared library, for hosts that load one file (the Python module).
+$(LIB_FULL_SO): $(OBJ_LIB) $(foreach p,$(PARTS),$(PART_OBJ_$(p)))
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $^ $(LDFLAGS) $(PART_LDLIBS) $(LDLIBS)
+
 $(BUILD)/obj/src/cli/parts.o: CPPFLAGS += $(PART_DEFS)
 $(BUILD)/obj/src/cli/parts.o: Makefile
 
@@ -114,7 +120,7 @@ $(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(LIB_A) $(PART_LIBS_A)
 	$(CC) $(CPPFLAGS) $(PART_DEFS) $(foreach p,$(PARTS),$(PART_CFLAGS_$(p))) $(CFLAGS) -Wno-missing-prototypes -o $@ $< \
 	  $(PART_LIBS_A) $(LIB_A) $(LDFLAGS) $(PART_LDLIBS) $(LDLIBS) -lcmocka
 
-test: $(TEST_BIN) $(BIN)
+test: $(TEST_BIN) $(BIN) $(LIB_FULL_SO)
 	@AUTOPAR_BIN=$(BIN) sh tests/run.sh $(BUILD) $(TEST_BIN)
 
 asan:
@@ -143,9 +149,20 @@ bench: $(LIB_A) $(PART_LIBS_A)
 	  $(CC) $(CPPFLAGS) $(PART_DEFS) $(CFLAGS) -O2 -o $(BUILD)/bench/$$n $$b $(PART_LIBS_A) $(LIB_A) $(PART_LDLIBS) $(LDLIBS); \
 	  $(BUILD)/bench/$$n; done
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+# The manual page, generated from the binary's own help texts (tools/mkman.sh).
+man: $(BUILD)/autopar.1
+$(BUILD)/autopar.1: $(BIN) tools/mkman.sh
+	sh tools/mkman.sh $(BIN) > $@.tmp && mv $@.tmp $@
+
+install: all $(BUILD)/autopar.1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 644 $(BUILD)/autopar.1 $(DESTDIR)$(PREFIX)/share/man/man1/autopar.1
+	install -m 644 scripts/autopar-completion.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/autopar
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/lib/python3/dist-packages/autopar
+	install -m 644 python/autopar/__init__.py python/autopar/__main__.py $(DESTDIR)$(PREFIX)/lib/python3/dist-packages/autopar/
+	install -m 644 $(LIB_FULL_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(LIB_A) $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/autopar.h $(DESTDIR)$(PREFIX)/include/
 	sed 's|@PREFIX@|$(PREFIX)|' autopar.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/autopar.pc

@@ -53,6 +53,9 @@ typedef enum {
   AP_STATUS_COUNT_
 } ap_status;
 
+/* The library's version, AP_VERSION_STRING of the header it was built with (a static string). */
+AP_API const char *ap_version(void);
+
 /* Returns a static string naming the status, never NULL. */
 AP_API const char *ap_status_str(ap_status status);
 
@@ -190,6 +193,11 @@ AP_API ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluste
  * leaves none. *out receives a summary (simulated and closed-form pipeline time) in the given format. */
 AP_API ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, ap_plan *plan,
                              const char *trace_path, int format, char **out);
+/* The most passes (forward, backward and weight-gradient passes of one chunk and micro-batch) ap_simulate runs
+ * in this context: a larger schedule fails with AP_UNSUPPORTED and a one-line message, before any memory is
+ * taken for it (the timeline of --gbs 1000000 --pp 8 took 4 GB). 0 restores the default of one million;
+ * AP_INVALID for a negative count. */
+AP_API ap_status ap_ctx_set_simulate_limit(ap_ctx *ctx, int64_t max_passes);
 
 /* ---- Validation against measured runs ---------------------------------------------------------- */
 
@@ -227,6 +235,24 @@ AP_API ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char 
  * the violated constraint). An unknown format is AP_INVALID listing the formats; a plan the framework cannot
  * run as planned is AP_UNSUPPORTED with the reason. The caller frees *out with ap_free. */
 AP_API ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *plan, const char *format, char **out);
+
+/* ---- Reports ---------------------------------------------------------------------------------- */
+
+/* The inputs of an HTML report: JSON documents as the commands print them with --json (docs/json.md); any
+ * may be NULL, and the part it feeds is then left out. Strings are borrowed for the call. */
+typedef struct {
+  const char *title;         /* the page's heading */
+  const char *command;       /* the command line that made it, shown under the heading (may be NULL) */
+  const char *estimate_json; /* an estimate document: the plan table, time breakdown and memory per stage */
+  const char *search_json;   /* a search document: the explored space, the winner and the runner-ups */
+  const char *trace_json;    /* the simulator's trace ({"traceEvents": …}): the pipeline timeline */
+  const char *validate_json; /* a validate document: predicted against measured, error per device and stack */
+} ap_report_inputs;
+
+/* Writes one self-contained HTML file (inline SVG, CSS and script; no network, no external URL) to out_path,
+ * atomically (docs/report.md). AP_PARSE names the input that is not JSON; AP_INVALID when every input is
+ * NULL; AP_IO names the path. */
+AP_API ap_status ap_report_html(ap_ctx *ctx, const ap_report_inputs *in, const char *out_path);
 
 /* ---- Calibration ------------------------------------------------------------------------------ */
 
@@ -304,6 +330,19 @@ AP_API ap_status ap_solve_file(ap_ctx *ctx, const char *path, const ap_solve_opt
 
 /* The i-th solve strategy's name and a one-line summary, for help texts; NULL past the last. */
 AP_API const char *ap_solve_strategy_name(size_t i, const char **summary);
+
+/* ---- Comparing clusters ------------------------------------------------------------------------ */
+
+/* Plans model on each cluster of the comma-separated list (presets, shorthands or files: "h100:64,a100:128")
+ * with the same search options, and ranks the clusters by the best plan's throughput and, given a token budget
+ * (tokens: "1T", "300B", "2.5e11"; NULL = none, figures per 10^9 tokens), by the time to train on it and the
+ * device-hours it takes; with prices (one price per device-hour
+ * for all, or a comma-separated list with one per cluster) also by cost. A cluster on which nothing fits is
+ * listed last, as infeasible. format is AP_OUT_TEXT or AP_OUT_JSON (format "autopar-compare-clusters/1",
+ * docs/json.md); the caller frees *out with ap_free. AP_INVALID names a bad cluster or price. */
+AP_API ap_status ap_compare_clusters(ap_ctx *ctx, const ap_model *model, const char *clusters,
+                                     const ap_search_opts *opts, const char *tokens, const char *prices, int format,
+                                     char **out);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,9 @@
 # Called by every Makefile target through build/.deps, so a fresh Debian 12 machine needs no manual step.
 set -e
 need=""
-for p in libjansson-dev libcmocka-dev pkg-config clang libclang-rt-14-dev coinor-libcbc-dev; do
+# python3 runs the Python module's tests; chromium opens the HTML report in the browser test;
+# coinor-libcbc-dev is the "ilp" part's solver (mk/ilp.mk).
+for p in libjansson-dev libcmocka-dev pkg-config clang libclang-rt-14-dev python3 chromium coinor-libcbc-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 [ -z "$need" ] && exit 0

@@ -169,4 +169,12 @@ done <<CASES
 2|solve|expected one problem file
 2|solve examples/problems/mlp2-4dev.json --time-budget soon|--time-budget: expected a number of seconds > 0
 0|solve --help|elim-dp
+0|compare-clusters --model llama-3-8b --clusters h100:8,a100-80gb:16 --gbs 64 --seq 4096 --tokens 1T --price-per-gpu-hour 2.5,1.5|by cost: 1.
+0|compare-clusters --model llama-3-8b --clusters h100:8,a100-80gb:16 --gbs 64 --seq 4096 --json|"format":"autopar-compare-clusters/1"
+0|compare-clusters --model llama-3-70b --clusters h100:8,dgx-h100:4x8 --gbs 256 --seq 4096|no plan fits
+2|compare-clusters --model llama-3-8b --clusters h100:8,,a100:8 --gbs 64|--clusters: expected a comma-separated list
+2|compare-clusters --model llama-3-8b --clusters h100:8,a100:8 --gbs 64 --price-per-gpu-hour 1,2,3|expected one price or one per cluster
+2|compare-clusters --model llama-3-8b --clusters h100:8,zz:8 --gbs 64|--clusters: zz:8:
+2|compare-clusters --model llama-3-8b --clusters h100:8 --gbs 64 --tokens lots|--tokens: expected a positive amount
+2|compare-clusters --model llama-3-8b --clusters h100:8|are required
 CASES
