@@ -325,7 +325,8 @@ AP_API void ap_solve_opts_init(ap_solve_opts *opts);
  * with AP_OUT_TEXT a one-line summary. When the problem has no solution (or a heuristic found none):
  * AP_INFEASIBLE with *out still written (status "infeasible", no choice). A bad file fails with AP_INVALID or
  * AP_PARSE naming the file and the field; a strategy that does not apply, or the ILP where the "ilp" part is
- * not added to ctx, with AP_UNSUPPORTED. */
+ * not added to ctx, with AP_UNSUPPORTED. The heuristics report progress through the context's progress
+ * callback every 1,024 evaluations; when it asks to stop they return the best found so far. */
 AP_API ap_status ap_solve_file(ap_ctx *ctx, const char *path, const ap_solve_opts *opts, int format, char **out);
 
 /* The i-th solve strategy's name and a one-line summary, for help texts; NULL past the last. */
