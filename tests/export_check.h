@@ -157,6 +157,8 @@ static void parse_megatron(const char *text, mflags *out) {
     if (vl >= 2 && v[0] == '\'' && v[vl - 1] == '\'') {
       v++;
       vl -= 2;
+    } else if (strpbrk(v, "()[]*|$;&<>'\"`\\")) {
+      fail_msg("%s %s: a value bash would not pass as it is (quote it):\n%s", buf, v, text);
     }
     if (strlen(buf) >= sizeof out->flag[0] || vl >= sizeof out->value[0]) fail_msg("flag or value too long: %s", buf);
     memcpy(out->flag[out->n], buf, strlen(buf) + 1);

@@ -89,8 +89,8 @@ static void layer_op(mshape *s, const graph_block *blk, const graph_op *op) {
       s->mlp_bias = s->mlp_bias || op->has_bias;
     } else if (named(op, "shared_expert_up")) {
       s->shared_ffn = op->weight_n;
-    } else if (named(op, "shared_expert_gate")) {
-      s->shared_gate = true;
+    } else if (named(op, "shared_expert_gate") && op->weight_n == 1) {
+      s->shared_gate = true; /* Qwen2-MoE's sigmoid gate h→1, not the gated MLP's own gate projection */
     } else if (named(op, "q_down") || named(op, "kv_down")) {
       s->mla = true;
     } else if (named(op, "q_up")) {
@@ -167,7 +167,8 @@ ap_status megatron_model_check(ap_ctx *ctx, const mshape *s, const graph *g) {
     return refuse(ctx, g, "it has linear biases and shared experts, and Megatron's shared experts reject biases (moe/shared_experts.py)");
   if (s->n_experts > 1 && (s->router_bias || s->expert_bias))
     return refuse(ctx, g, "its router or experts carry biases, which this exporter does not map");
-  if ((s->qkv_bias || s->mlp_bias) != s->o_bias && !(s->qkv_bias && !s->o_bias && !s->mlp_bias))
+  bool all_bias = s->qkv_bias && s->o_bias && s->mlp_bias, no_bias = !s->qkv_bias && !s->o_bias && !s->mlp_bias;
+  if (!all_bias && !no_bias && !(s->qkv_bias && !s->o_bias && !s->mlp_bias))
     return refuse(ctx, g, "it has biases on some linear layers only, and Megatron has --add-qkv-bias alone or all biases");
   if (s->rope && a->rope_theta > 0 && (a->rope_theta != floor(a->rope_theta) || a->rope_theta > 2e9))
     return refuse(ctx, g, "its rope_theta is not an integer, and --rotary-base takes an int");
@@ -187,9 +188,10 @@ ap_status megatron_model_check(ap_ctx *ctx, const mshape *s, const graph *g) {
   return AP_OK;
 }
 
-/* "([0]*3+[1]*58)": a python-list pattern over the layers in forward order, 1 where is_one holds. */
+/* '([0]*3+[1]*58)': a python-list pattern over the layers in forward order, 1 where is_one holds, quoted for
+ * bash. */
 static void layer_pattern(const graph *g, bool (*is_one)(const graph_block *), strbuf *sb) {
-  sb_puts(sb, "([");
+  sb_puts(sb, "'([");
   int n_terms = 0;
   for (int i = 0; i < g->n_blocks;) {
     if (g->blocks[i].role != BLOCK_LAYER) {
@@ -202,7 +204,7 @@ static void layer_pattern(const graph *g, bool (*is_one)(const graph_block *), s
       if (g->blocks[i].role == BLOCK_LAYER) run += g->blocks[i].repeat;
     sb_printf(sb, "%s%d]*%lld", n_terms++ ? "+[" : "", one ? 1 : 0, (long long)run);
   }
-  sb_puts(sb, ")");
+  sb_puts(sb, ")'");
 }
 
 static bool block_windowed(const graph_block *blk) { return block_window(blk) > 0; }

@@ -29,6 +29,8 @@ read with `git show COMMIT:PATH` and walked with the ast module.
                sections from JobConfig's fields, the model registries of that tag (`*_args` dicts) and the
                converter names register_model_converter registers.
 
+Needs python3 >= 3.9 and git (Debian: python3, git); the build and the tests only read the generated table.
+
 Usage: extract.py MEGATRON_GIT_DIR DEEPSPEED_GIT_DIR TORCHTITAN_GIT_DIR > tests/data/framework_args.tsv
 (the git directories as the fetch tool leaves them, /work/.mirror/OWNER+NAME/repo; HEAD is read for
 Megatron-LM, DeepSpeed and current torchtitan, tag v0.2.2 for torchtitan-toml).
@@ -534,7 +536,7 @@ def torchtitan(gitdir):
 
 def main():
     if len(sys.argv) != 4:
-        sys.exit(__doc__.split("\n\n")[3])
+        sys.exit("usage: extract.py MEGATRON_GIT_DIR DEEPSPEED_GIT_DIR TORCHTITAN_GIT_DIR > tests/data/framework_args.tsv")
     mg_commit, mg = megatron(sys.argv[1])
     ds_commit, ds = deepspeed(sys.argv[2])
     tt_commit, tt, tt_toml_commit, tt_toml = torchtitan(sys.argv[3])
