@@ -224,7 +224,7 @@ ap_status export_torchtitan(ap_ctx *ctx, const plan *p, const graph *g, const ex
     sb_puts(&sb, "# note: enable_sequence_parallel = False: norms and dropout are not split along the sequence\n");
   if (pipe && p->schedule == PLAN_SCHED_ZB_H1)
     sb_puts(&sb, "# note: zb-h1 is InterleavedZeroBubble (ZB1P) run with one stage per rank\n");
-  sb_puts(&sb, "\nfrom torchtitan.config import CompileConfig, ParallelismConfig, TrainingConfig  # noqa: F401\n");
+  sb_puts(&sb, "\n");
   if (ac) sb_printf(&sb, "from torchtitan.distributed.activation_checkpoint import %s\n", ac);
   if (fp8) sb_puts(&sb, "from torchtitan.components.quantization import Float8LinearConverter\n");
   sb_printf(&sb, "from torchtitan.models.%s import model_registry\n", t->model);
