@@ -206,6 +206,10 @@ static void check_megatron(const plan *p, const graph *g, const char *text) {
   assert_int_equal(m.nnodes * m.nproc / (p->tp * p->pp * p->cp), p->dp);
   assert_int_equal(mg_get(&m, "--use-tp-pp-dp-mapping") != NULL,
                    !export_order_is(p, "tp-cp-ep-dp-pp") && export_order_is(p, "tp-cp-ep-pp-dp"));
+  /* "Bias in Moe is only supported when ETP==1"; the expert bias needs a sigmoid router (transformer_config.py). */
+  if (mg_get(&m, "--num-experts") && !mg_get(&m, "--disable-bias-linear"))
+    assert_int_equal(mg_int(&m, "--expert-tensor-parallel-size", 0), 1);
+  if (mg_get(&m, "--moe-router-enable-expert-bias")) assert_string_equal(mg_get(&m, "--moe-router-score-function"), "sigmoid");
   check_pattern(&m, "--moe-layer-freq", g, export_block_is_moe, text);
   check_pattern(&m, "--window-attn-skip-freq", g, windowed, text);
   assert_int_equal(mg_int(&m, "--tensor-model-parallel-size", 0), p->tp);

@@ -14,6 +14,7 @@
 
 #include "export_check.h"
 #include "export_verify.h"
+#include "model/transformer.h"
 
 /* One Megatron export per line: the model, the plan, flags that must be there ("--flag" with any value,
  * "--flag value" exactly) and flags that must not. */
@@ -396,6 +397,46 @@ static void test_header_notes(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* A MoE model with biases on every linear layer: Megatron keeps add_bias_linear and then asserts "Bias in Moe is
+ * only supported when ETP==1" (transformer_config.py), so etp > 1 is refused and etp = 1 exports. */
+static void test_moe_bias(void **state) {
+  (void)state;
+  tf_config *c = calloc(1, sizeof *c);
+  assert_non_null(c);
+  tf_config_defaults(c);
+  c->name = "moe-bias";
+  c->n_layers = 4;
+  c->hidden = 1024;
+  c->heads = c->kv_heads = 8;
+  c->head_dim = c->head_dim_v = 128;
+  c->ffn = c->moe_ffn = 2048;
+  c->vocab = 32000;
+  c->max_pos = 4096;
+  c->rope = true;
+  c->n_experts = 4;
+  c->top_k = 2;
+  c->qkv_bias = c->o_bias = c->mlp_bias = c->expert_bias = c->router_bias = true;
+  for (int64_t i = 0; i < c->n_layers; i++) c->is_moe_layer[i] = true;
+  ap_ctx *ctx = ap_ctx_new();
+  ap_model *m = NULL;
+  if (model_from_tf_config(ctx, c, &m)) fail_msg("%s", ap_ctx_error(ctx));
+  free(c);
+  ap_plan *ap = plan_of("{'parallel':{'dp':2,'tp':2,'ep':2},'sequence_parallel':true}");
+  char *out = NULL;
+  assert_int_equal(ap_export(ctx, m, ap, "megatron", &out), AP_UNSUPPORTED);
+  assert_error_contains(ctx, "biases in MoE only with expert tensor parallelism 1");
+  ap_plan_free(ap);
+  ap = plan_of("{'parallel':{'dp':2,'tp':2,'ep':2,'etp':1},'sequence_parallel':true}");
+  if (ap_export(ctx, m, ap, "megatron", &out)) fail_msg("%s", ap_ctx_error(ctx));
+  check_megatron(&ap->p, model_graph(m), out);
+  assert_null(strstr(out, "--disable-bias-linear"));
+  assert_non_null(strstr(out, "--expert-tensor-parallel-size 1"));
+  ap_free(out);
+  ap_plan_free(ap);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
 /* The table tells defined names from undefined ones and types from each other, so the checks above can fail:
  * facts read in the sources at the table's commits. */
 static void test_table(void **state) {
@@ -431,7 +472,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_megatron_cases), cmocka_unit_test(test_deepspeed_torchtitan_keys),
       cmocka_unit_test(test_refused),        cmocka_unit_test(test_json_round_trip),
-      cmocka_unit_test(test_header_notes),   cmocka_unit_test(test_table),
+      cmocka_unit_test(test_header_notes),   cmocka_unit_test(test_table), cmocka_unit_test(test_moe_bias),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -69,6 +69,9 @@ typedef struct {
 AP_HIDDEN bool export_block_is_moe(const graph_block *blk);
 /* Fills s; false when g is not a transformer Megatron's GPT model builds (no layers, attention or head). */
 AP_HIDDEN bool megatron_shape_of(const graph *g, mshape *s);
+/* Whether every linear layer has a bias (Megatron's add_bias_linear, routers and experts included), or none. */
+AP_HIDDEN bool megatron_all_bias(const mshape *s);
+AP_HIDDEN bool megatron_no_bias(const mshape *s);
 /* AP_UNSUPPORTED with the reason when Megatron-LM cannot build the model as it is. */
 AP_HIDDEN ap_status megatron_model_check(ap_ctx *ctx, const mshape *s, const graph *g);
 /* The architecture flags, from --num-layers to --mtp-num-layers. */

@@ -17,6 +17,8 @@
  *  - --overlap-param-gather needs the distributed optimizer or Megatron-FSDP and --overlap-grad-reduce;
  *  - Megatron-FSDP requires --ckpt-format fsdp_dtensor and turns on the distributed optimizer itself;
  *  - --tp-comm-overlap needs --sequence-parallel; --fp16 and --bf16 exclude each other;
+ *  - MoE with linear biases (add_bias_linear) needs --expert-tensor-parallel-size 1 ("Bias in Moe is only
+ *    supported when ETP==1", transformer_config.py);
  *  - --cross-entropy-loss-fusion with --cross-entropy-fusion-impl te is rejected ("Transformer Engine cross
  *    entropy loss fusion is disabled due to stability issues", arguments.py); the native implementation is
  *    the one left.
@@ -88,6 +90,13 @@ ap_status megatron_can_express(ap_ctx *ctx, const plan *p, const graph *g) {
                     mine);
   }
   if (s.n_experts <= 1 && p->ep > 1) return unsupported(ctx, "ep > 1 needs routed experts, and the model is dense");
+  /* "Bias in Moe is only supported when ETP==1" (transformer_config.py): add_bias_linear stays on for a model
+   * with biases on every linear layer. */
+  if (s.n_experts > 1 && megatron_all_bias(&s) && plan_etp(p) != 1)
+    return ctx_fail(ctx, AP_UNSUPPORTED,
+                    "megatron export: the model has linear biases, and Megatron supports biases in MoE only with "
+                    "expert tensor parallelism 1 (transformer_config.py); re-plan with etp = 1, got %lld",
+                    (long long)plan_etp(p));
   return AP_OK;
 }
 

@@ -147,6 +147,16 @@ bool megatron_shape_of(const graph *g, mshape *s) {
   return s->n_layers > 0 && s->has_attention && s->has_head && s->hidden > 0 && s->heads > 0 && s->ffn > 0;
 }
 
+bool megatron_all_bias(const mshape *s) {
+  bool dense_mlp = s->n_experts <= 1 || s->mixed || s->shared_ffn > 0;
+  return s->qkv_bias && s->o_bias && (!dense_mlp || s->mlp_bias) &&
+         (s->n_experts <= 1 || (s->expert_bias && s->router_bias));
+}
+
+bool megatron_no_bias(const mshape *s) {
+  return !s->qkv_bias && !s->o_bias && !s->mlp_bias && !s->expert_bias && !s->router_bias;
+}
+
 static ap_status refuse(ap_ctx *ctx, const graph *g, const char *why) {
   return ctx_fail(ctx, AP_UNSUPPORTED, "megatron export: Megatron-LM cannot build %s as it is: %s", g->name, why);
 }
@@ -163,12 +173,11 @@ ap_status megatron_model_check(ap_ctx *ctx, const mshape *s, const graph *g) {
     return refuse(ctx, g, "its gated MLP is not SiLU-gated, and Megatron's gated MLPs are --swiglu (SiLU) or --quick-geglu (quick GELU)");
   if (!s->gated && a->act != ARCH_ACT_GELU && a->act != ARCH_ACT_GELU_TANH && a->act != ARCH_ACT_UNKNOWN)
     return refuse(ctx, g, "its MLP activation is neither GELU nor SiLU-gated");
-  if (s->shared_ffn > 0 && (s->qkv_bias || s->o_bias || s->mlp_bias))
+  if (s->shared_ffn > 0 && !megatron_no_bias(s))
     return refuse(ctx, g, "it has linear biases and shared experts, and Megatron's shared experts reject biases (moe/shared_experts.py)");
-  if (s->n_experts > 1 && (s->router_bias || s->expert_bias))
-    return refuse(ctx, g, "its router or experts carry biases, which this exporter does not map");
-  bool all_bias = s->qkv_bias && s->o_bias && s->mlp_bias, no_bias = !s->qkv_bias && !s->o_bias && !s->mlp_bias;
-  if (!all_bias && !no_bias && !(s->qkv_bias && !s->o_bias && !s->mlp_bias))
+  /* add_bias_linear puts a bias on every linear layer, the router's and the experts' included (moe/router.py,
+   * moe/experts.py): a model is all biases, none, or q/k/v only (--add-qkv-bias). */
+  if (!megatron_all_bias(s) && !megatron_no_bias(s) && !(s->qkv_bias && !s->o_bias && !s->mlp_bias && !s->expert_bias && !s->router_bias))
     return refuse(ctx, g, "it has biases on some linear layers only, and Megatron has --add-qkv-bias alone or all biases");
   if (s->rope && a->rope_theta > 0 && (a->rope_theta != floor(a->rope_theta) || a->rope_theta > 2e9))
     return refuse(ctx, g, "its rope_theta is not an integer, and --rotary-base takes an int");
@@ -183,6 +192,9 @@ ap_status megatron_model_check(ap_ctx *ctx, const mshape *s, const graph *g) {
     return refuse(ctx, g, "its YaRN beta_fast/beta_slow/original context differ from MLATransformerConfig's 32/1/4096, which no flag sets");
   if (s->rope && (a->rope_scaling == ARCH_ROPE_LINEAR || a->rope_scaling == ARCH_ROPE_OTHER))
     return refuse(ctx, g, "its rope scaling type has no Megatron flag (Megatron has llama3 scaling and YaRN)");
+  if (s->router_score_bias && a->router != ARCH_ROUTER_SIGMOID)
+    return refuse(ctx, g, "its router has a score-correction bias on a softmax router, and Megatron's expert bias needs "
+                          "the sigmoid (or sqrtsoftplus) score function (transformer_config.py)");
   if (s->n_experts > 1 && a->router == ARCH_ROUTER_SIGMOID && !a->norm_topk_prob && s->top_k > 1)
     return refuse(ctx, g, "its sigmoid router does not renormalise the top-k weights, and Megatron's always does");
   return AP_OK;
@@ -306,8 +318,8 @@ void megatron_model_flags(margs *m, const mshape *s, const graph *g, int64_t seq
   else if (a->act == ARCH_ACT_GELU_TANH) margs_flag(m, "--openai-gelu", NULL); /* tanh-approximated GELU */
   margs_flag(m, "--normalization", s->layernorm ? "LayerNorm" : "RMSNorm");
   if (a->norm_eps > 0) flag_f(m, "--norm-epsilon", a->norm_eps);
-  if (!s->qkv_bias && !s->o_bias && !s->mlp_bias) margs_flag(m, "--disable-bias-linear", NULL);
-  else if (s->qkv_bias && !s->o_bias && !s->mlp_bias) {
+  if (megatron_no_bias(s)) margs_flag(m, "--disable-bias-linear", NULL);
+  else if (!megatron_all_bias(s)) { /* q/k/v only (megatron_model_check) */
     margs_flag(m, "--disable-bias-linear", NULL);
     margs_flag(m, "--add-qkv-bias", NULL);
   }
