@@ -112,6 +112,8 @@ AP_HIDDEN bool export_chunk_layers(const plan *p, const graph *g, int32_t *out);
 AP_HIDDEN void export_order_text(const plan *p, const plan_axis *order, char *buf, size_t cap);
 /* Whether the plan's order, over the axes of degree > 1, is text (an order over all axes, "tp-cp-ep-dp-pp"). */
 AP_HIDDEN bool export_order_is(const plan *p, const char *text);
+/* Appends "# note: … processes per node assumed" when the launch shape is a guess. */
+AP_HIDDEN void export_launch_note(const plan *p, const export_launch *l, strbuf *sb);
 /* Appends one line summing the plan up, without a newline: "llama-3-70b: dp 2 x tp 8 x pp 4 x cp 1, …". */
 AP_HIDDEN void export_summary(const plan *p, const graph *g, strbuf *sb);
 

@@ -145,6 +145,15 @@ static export_launch launch_of(const plan *p) {
   return l;
 }
 
+void export_launch_note(const plan *p, const export_launch *l, strbuf *sb) {
+  if (!l->assumed) return;
+  if (p->cluster[0])
+    sb_printf(sb, "# note: the plan's cluster \"%.*s\" did not load; %lld processes per node assumed\n",
+              PLAN_NAME_MAX - 1, p->cluster, (long long)l->per_node);
+  else
+    sb_printf(sb, "# note: the plan names no cluster; %lld processes per node assumed\n", (long long)l->per_node);
+}
+
 /* Resolves the format, the model and the plan: *g is the model's graph (*owned the model loaded for it),
  * *p the validated plan with equal per-chunk recompute counts collapsed into one. */
 static ap_status prepare(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const char *format, size_t *fmt,

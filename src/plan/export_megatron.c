@@ -204,9 +204,7 @@ ap_status export_megatron(ap_ctx *ctx, const plan *p, const graph *g, const expo
   sb_printf(&h, "# %lld ranks: Megatron derives dp = world / (tp x pp x cp) = %lld / (%lld x %lld x %lld) = %lld\n",
             (long long)plan_n_devices(p), (long long)plan_n_devices(p), (long long)p->tp, (long long)p->pp,
             (long long)p->cp, (long long)p->dp);
-  if (l->assumed)
-    sb_printf(&h, "# note: the plan's cluster \"%.*s\" did not load; %lld processes per node assumed\n",
-              PLAN_NAME_MAX - 1, p->cluster, (long long)l->per_node);
+  export_launch_note(p, l, &h);
   if (p->zero_stage >= 2)
     sb_puts(&h, "# env: leave CUDA_DEVICE_MAX_CONNECTIONS unset or > 1 (Megatron-FSDP asserts it)\n");
   else if (p->tp > 1 || p->cp > 1)

@@ -215,6 +215,7 @@ ap_status export_torchtitan(ap_ctx *ctx, const plan *p, const graph *g, const ex
   sb_printf(&sb, "# %lld ranks; model %s flavor %s (matched by its sizes; rope, norm and init are the flavor's); "
                  "data, tokenizer and optimizer come from %s()\n",
             (long long)plan_n_devices(p), t->model, t->flavor, t->base);
+  export_launch_note(p, l, &sb);
   if (p->dp > 1 && p->zero_stage < 3)
     sb_printf(&sb, "# note: torchtitan has no ZeRO-%d; it shards with FSDP2 and keeps parameters gathered from forward "
                    "to backward (fsdp_reshard_after_forward \"never\"), so parameters at rest take less memory than "

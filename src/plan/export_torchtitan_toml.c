@@ -61,6 +61,7 @@ ap_status export_torchtitan_toml(ap_ctx *ctx, const plan *p, const graph *g, con
   sb_printf(&sb, "# run on every node: torchrun --nnodes %lld --nproc-per-node %lld -m torchtitan.train "
                  "--job.config_file THIS.toml (%lld ranks)\n",
             (long long)l->n_nodes, (long long)l->per_node, (long long)plan_n_devices(p));
+  export_launch_note(p, l, &sb);
   if (shard > 1 && p->zero_stage < 3)
     sb_printf(&sb, "# note: torchtitan has no ZeRO-%d%s; it shards with FSDP2 and keeps parameters gathered from "
                    "forward to backward (fsdp_reshard_after_forward = \"never\"), so parameters at rest take less "
