@@ -15,12 +15,14 @@
  *  - the router (moe_utils.py topk_routing_with_score_function): softmax without pre-softmax takes the top k
  *    logits and softmaxes them, which equals a softmax renormalised over the top k (norm_topk_prob); with
  *    --moe-router-pre-softmax it keeps the full softmax's top k; sigmoid always renormalises when k > 1;
- *  - shared experts reject linear biases ("bias is not supported in the shared experts",
- *    moe/shared_experts.py);
+ *  - add_bias_linear (the default; --disable-bias-linear turns it off) biases every linear layer, the router
+ *    (moe/router.py) and the experts included; --add-qkv-bias biases q/k/v alone; shared experts reject
+ *    biases ("bias is not supported in the shared experts", moe/shared_experts.py);
  *  - --window-size is a tuple (left, right) (arguments.py tuple_type) and --window-attn-skip-freq a list
  *    pattern with 1 for sliding-window layers; --moe-layer-freq a list pattern with 1 for MoE layers.
  * What Megatron cannot build as the model is (parallel attention/MLP blocks, norms after each sublayer, full
- * width q/k norms, attention sinks, GELU-gated MLPs, other rope scalings) is refused with the reason. */
+ * width q/k norms, attention sinks, GELU-gated MLPs, biases on some layers only, other rope scalings) is
+ * refused with the reason. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
