@@ -12,6 +12,7 @@
 #include "exec/exec.h"
 #include "exec/ex_sched.h"
 #include "plan/plan.h"
+#include "plan/schedule.h"
 #include "model/safetensors.h"
 
 static ex_cfg tiny(ex_family fam, int64_t E) {
@@ -391,50 +392,47 @@ static void test_cfg_load(void **s) {
   assert_int_equal(c.E, 4);
 }
 
-/* Every schedule's per-rank orders: each item once, dependencies met when all ranks run their orders together
- * (no deadlock), 1F1B's warm-up, and the zero-bubble bounds on live activations with W passes put off. */
+/* The executor's per-rank orders are the shared schedule data (plan/schedule.h, which the simulator replays):
+ * each item once, and when all ranks run their orders together, as the executor does with non-blocking sends
+ * and blocking receives, every item's input is there (no deadlock); within the in-flight rule; and the
+ * zero-bubble kinds put some W off behind later F or B work. */
 static void test_schedule_orders(void **s) {
-  (void)s;
+  ap_ctx *ctx = *s;
   struct {
-    int sched;
+    plan_schedule sched;
     int64_t pp, vpp, n_mb;
   } cfgs[] = {{PLAN_SCHED_GPIPE, 4, 1, 6},  {PLAN_SCHED_1F1B, 4, 1, 8},  {PLAN_SCHED_1F1B, 3, 1, 2},
               {PLAN_SCHED_INTERLEAVED_1F1B, 2, 2, 4}, {PLAN_SCHED_INTERLEAVED_1F1B, 4, 3, 8},
-              {PLAN_SCHED_ZB_H1, 4, 1, 8}, {PLAN_SCHED_ZB_V, 4, 2, 8}, {PLAN_SCHED_ZB_V, 2, 2, 3}};
+              {PLAN_SCHED_ZB_H1, 4, 1, 8}, {PLAN_SCHED_ZB_H1, 2, 1, 1}, {PLAN_SCHED_ZB_V, 4, 2, 8},
+              {PLAN_SCHED_ZB_V, 2, 2, 3}, {PLAN_SCHED_ZB_V, 8, 2, 5}};
   for (size_t k = 0; k < AP_COUNT(cfgs); k++) {
+    plan q;
+    plan_defaults(&q);
+    q.schedule = cfgs[k].sched;
+    q.pp = cfgs[k].pp;
+    q.vpp = cfgs[k].vpp;
+    q.n_micro_batches = cfgs[k].n_mb;
     rk_plan p = {0};
-    p.schedule = cfgs[k].sched;
-    p.pp = cfgs[k].pp;
-    p.vpp = cfgs[k].vpp;
-    p.n_mb = cfgs[k].n_mb;
-    int64_t C = p.pp * p.vpp, M = p.n_mb;
-    bool split = p.schedule == PLAN_SCHED_ZB_H1 || p.schedule == PLAN_SCHED_ZB_V;
-    for (int64_t c = 0; c < C; c++)
-      p.chunk_rank[c] = p.schedule == PLAN_SCHED_ZB_V ? (c < p.pp ? c : 2 * p.pp - 1 - c) : c % p.pp;
-    rk_item items[8][256];
+    assert_int_equal(rk_schedule_fill(ctx, &q, &p), AP_OK);
+    int64_t C = q.pp * q.vpp, M = q.n_micro_batches;
+    bool split = q.schedule == PLAN_SCHED_ZB_H1 || q.schedule == PLAN_SCHED_ZB_V;
     int n[8], at[8] = {0};
-    for (int r = 0; r < p.pp; r++) {
-      n[r] = rk_schedule_order(&p, r, items[r], 256);
-      assert_int_equal(n[r], (int)((split ? 3 : 2) * M * p.vpp));
+    for (int r = 0; r < q.pp; r++) {
+      n[r] = p.order_first[r + 1] - p.order_first[r];
+      assert_int_equal(n[r], (int)((split ? 3 : 2) * M * q.vpp));
     }
-    if (p.schedule == PLAN_SCHED_1F1B)
-      for (int r = 0; r < p.pp; r++) {
-        int warm = 0;
-        while (items[r][warm].kind == RK_F) warm++;
-        int64_t want = p.pp - r - 1 < M ? p.pp - r - 1 : M;
-        assert_int_equal(warm, (int)(want + (M > want ? 1 : 0))); /* warm-up, then the first steady F */
-      }
     /* run all orders together: an item runs once what it needs has run */
     bool fd[64][16] = {{0}}, bd[64][16] = {{0}};
     int left = 0, late_w = 0;
-    for (int r = 0; r < p.pp; r++) left += n[r];
-    int64_t live[8] = {0};
+    for (int r = 0; r < q.pp; r++) left += n[r];
+    int64_t in_flight[8] = {0};
     while (left > 0) {
       int moved = 0;
-      for (int r = 0; r < p.pp; r++) {
+      for (int r = 0; r < q.pp; r++) {
         if (at[r] == n[r]) continue;
-        rk_item it = items[r][at[r]];
-        assert_int_equal(p.chunk_rank[it.chunk], r);
+        const rk_item *mine = p.order + p.order_first[r];
+        rk_item it = mine[at[r]];
+        assert_int_equal(plan_chunk_rank(&q, it.chunk), r);
         bool ready = it.kind == RK_F   ? (it.chunk == 0 || fd[it.mb][it.chunk - 1])
                      : it.kind == RK_B ? fd[it.mb][it.chunk] && (it.chunk == C - 1 || bd[it.mb][it.chunk + 1])
                                        : bd[it.mb][it.chunk];
@@ -442,32 +440,30 @@ static void test_schedule_orders(void **s) {
         if (it.kind == RK_F) {
           assert_false(fd[it.mb][it.chunk]);
           fd[it.mb][it.chunk] = true;
-          live[r]++;
+          in_flight[r]++;
         } else if (it.kind == RK_B) {
           assert_false(bd[it.mb][it.chunk]);
           bd[it.mb][it.chunk] = true;
-          if (!split) live[r]--;
+          in_flight[r]--;
         } else {
-          live[r]--;
-          late_w += at[r] + 1 < n[r] && items[r][at[r] + 1].kind != RK_W;
+          late_w += at[r] + 1 < n[r] && mine[at[r] + 1].kind != RK_W;
         }
-        if (p.schedule == PLAN_SCHED_ZB_H1) assert_true(live[r] <= p.pp - r);
-        if (p.schedule == PLAN_SCHED_ZB_V) assert_true(live[r] <= 2 * p.pp);
+        assert_true(in_flight[r] <= plan_schedule_in_flight_passes(&q, r));
         at[r]++;
         left--;
         moved++;
       }
-      if (!moved) fail_msg("schedule %d (pp %lld): the orders deadlock", p.schedule, (long long)p.pp);
+      if (!moved) fail_msg("schedule %d (pp %lld): the orders deadlock", q.schedule, (long long)q.pp);
     }
-    if (split) assert_true(late_w > 0); /* some W runs before later F or B work: put off, not fused */
+    if (split && M > 1) assert_true(late_w > 0); /* some W runs before later F or B work: put off, not fused */
+    rk_schedule_free(&p);
   }
-  rk_plan bad = {0};
-  bad.schedule = 99;
-  bad.pp = 1;
-  bad.vpp = 1;
-  bad.n_mb = 1;
-  rk_item it[4];
-  assert_int_equal(rk_schedule_order(&bad, 0, it, 4), -1);
+  plan bad;
+  plan_defaults(&bad);
+  bad.pp = 0;
+  rk_plan none = {0};
+  assert_int_equal(rk_schedule_fill(ctx, &bad, &none), AP_INVALID);
+  assert_null(none.order);
 }
 
 static int setup_ctx(void **state) {
@@ -488,7 +484,7 @@ int main(void) {
       cmocka_unit_test(test_grad_gpt2),
       cmocka_unit_test(test_recompute_same_numbers),
       cmocka_unit_test(test_split_backward),
-      cmocka_unit_test(test_schedule_orders),
+      cmocka_unit_test_setup_teardown(test_schedule_orders, setup_ctx, teardown_ctx),
       cmocka_unit_test(test_init_loss_near_uniform),
       cmocka_unit_test(test_adamw),
       cmocka_unit_test_setup_teardown(test_safetensors_dtypes, setup_ctx, teardown_ctx),

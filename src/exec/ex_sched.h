@@ -1,11 +1,13 @@
 /* The order of pipeline work each rank follows (exec layer; ex_sched.c): the plan's fields the executor reads
- * (read in one place, rank.c) and the per-rank list of forward, backward and weight-gradient items. No MPI here,
- * so the tests check the orders directly.
+ * (read in one place, rank.c) and the per-rank list of forward, backward and weight-gradient items, copied from
+ * the shared schedule data (plan/schedule.h) the simulator reads. No MPI here, so the tests check the orders
+ * directly.
  * Internal header: not installed, not part of the public API. */
 #ifndef AP_EXEC_SCHED_H
 #define AP_EXEC_SCHED_H
 
 #include "exec/exec.h"
+#include "plan/plan.h"
 
 enum { RK_MAX_CHUNKS = 64 };
 
@@ -29,10 +31,14 @@ typedef struct {
   const char *precision;
   int64_t chunk_layers[RK_MAX_CHUNKS]; /* layers of each chunk in forward order */
   int64_t chunk_rank[RK_MAX_CHUNKS];   /* pipeline rank of each chunk */
+  rk_item *order;                      /* every stage's work: stage r runs order[order_first[r] … order_first[r+1]-1] */
+  int32_t order_first[RK_MAX_CHUNKS + 1];
 } rk_plan;
 
-/* Fills items (capacity cap) with the order of pipeline work of pipeline rank r; returns how many, or -1 when
- * the schedule is not one the executor runs. */
-AP_HIDDEN int rk_schedule_order(const rk_plan *p, int r, rk_item *items, int cap);
+/* Fills out->order and out->order_first from plan_schedule_build(p) (plan/schedule.h), the order the simulator
+ * replays; fails as that does (AP_NOMEM, AP_INVALID) or AP_UNSUPPORTED above RK_MAX_CHUNKS stages. Free with
+ * rk_schedule_free. */
+AP_HIDDEN ap_status rk_schedule_fill(ap_ctx *ctx, const plan *p, rk_plan *out);
+AP_HIDDEN void rk_schedule_free(rk_plan *p);
 
 #endif

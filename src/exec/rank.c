@@ -128,6 +128,7 @@ static void read_plan(ap_ctx *ctx, const char *path, const ap_model *model, cons
     out->chunk_layers[k] = split[k];
     out->chunk_rank[k] = plan_chunk_rank(p, k);
   }
+  if (rk_schedule_fill(ctx, p, out)) die(2, "%s: pipeline.schedule: %s", path, ap_ctx_error(ctx));
   ap_plan_free(ap);
 }
 
@@ -401,6 +402,7 @@ int main(int argc, char **argv) {
     printf("ranks %lld\n", (long long)s.p.n_dev);
     if (strcmp(s.p.precision, "fp32") != 0)
       printf("note plan precision %s runs in fp32: the executor computes in fp32 only\n", s.p.precision);
+    rk_schedule_free(&s.p);
     return 0;
   }
   if (!a.result) die(2, "--result: required without --check");
@@ -522,6 +524,7 @@ int main(int argc, char **argv) {
   MPI_Comm_free(&s.ep_comm);
   MPI_Comm_free(&s.cp_comm);
   free(s.cp_pos);
+  rk_schedule_free(&s.p);
   MPI_Finalize();
   return 0;
 }

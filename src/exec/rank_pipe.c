@@ -1,5 +1,5 @@
 /* One training step of one rank under the plan's pipeline schedule (exec layer, rank program). The rank walks
- * its order of work (ex_sched.c): a forward item takes its chunk's input from the embedding (chunk 0) or from
+ * its order of work (ex_sched.c, the shared schedule data of plan/schedule.h): a forward item takes its chunk's input from the embedding (chunk 0) or from
  * the previous chunk's rank, runs the chunk's layers, and sends the output on, or, on the last chunk, computes
  * the loss head and keeps its gradient; a backward item takes the gradient from the next chunk (or the loss),
  * runs the layers' backward, and sends the input gradient back, or, on chunk 0, finishes in the embedding.
@@ -239,22 +239,16 @@ double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg) {
   c.S_layer = p->seq / p->cp;
   c.H = s->m.c.H;
   c.n_chunks = p->pp * p->vpp;
-  int cap = (int)(3 * p->n_mb * p->vpp + 4);
   c.split = p->schedule == PLAN_SCHED_ZB_H1 || p->schedule == PLAN_SCHED_ZB_V;
-  rk_item *items = malloc((size_t)cap * sizeof *items);
+  const rk_item *items = p->order + p->order_first[s->pp_rank];
+  int n = p->order_first[s->pp_rank + 1] - p->order_first[s->pp_rank];
   c.acts = calloc((size_t)(p->n_mb * c.n_chunks), sizeof *c.acts);
   c.dhead = calloc((size_t)p->n_mb, sizeof *c.dhead);
   int32_t *in = malloc((size_t)c.T * sizeof *in), *lab = malloc((size_t)c.T * sizeof *lab);
   c.lab_loc = malloc((size_t)c.T * sizeof *c.lab_loc);
   double loss = 0.0;
-  bool ok = items && c.acts && c.dhead && in && lab && c.lab_loc;
-  int n = ok ? rk_schedule_order(p, s->pp_rank, items, cap) : 0;
-  if (ok && n < 0) {
-    snprintf(msg, n_msg, "plan: pipeline.schedule: \"%s\" is not run by the executor", p->schedule_name);
-    ok = false;
-  } else if (!ok) {
-    snprintf(msg, n_msg, "out of memory");
-  }
+  bool ok = c.acts && c.dhead && in && lab && c.lab_loc;
+  if (!ok) snprintf(msg, n_msg, "out of memory");
   for (int i = 0; i < n && ok; i++) {
     const rk_item *it = &items[i];
     ok = it->kind == RK_F   ? run_forward(&c, t, it->mb, it->chunk, in, lab, &loss)
@@ -279,7 +273,6 @@ double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg) {
   free(c.sendbuf);
   free(c.acts);
   free(c.dhead);
-  free(items);
   free(in);
   free(lab);
   free(c.lab_loc);
