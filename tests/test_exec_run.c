@@ -11,6 +11,8 @@
 
 #include "testutil.h"
 
+#include "cost/compute.h"
+#include "hw/hw.h"
 #include "model/safetensors.h"
 
 enum { STEPS = 4, MAX_STEPS = 8 };
@@ -239,6 +241,44 @@ static void test_refused_plans(void **s) {
   }
 }
 
+/* `autopar profile --quick` on 2 ranks writes a cluster of 2 CPU devices whose inline profile the cost model
+ * reads (its fp32 GEMM table), that `plan` accepts; a broken inline profile is refused naming the field. */
+static void test_profile_cluster(void **s) {
+  (void)s;
+  char path[160], cmd[512];
+  snprintf(path, sizeof path, "%s/cpu.json", tmpdir);
+  snprintf(cmd, sizeof cmd, "%s profile --ranks 2 --quick -o %s >/dev/null 2>%s.err", bin(), path, path);
+  assert_int_equal(system(cmd), 0);
+  ap_ctx *ctx = ap_ctx_new();
+  ap_cluster *cl = NULL;
+  assert_int_equal(ap_cluster_load(ctx, path, &cl), AP_OK);
+  assert_int_equal(cl->c.n_devices, 2);
+  const hw_device *d = &cl->c.groups[0].device;
+  assert_string_equal(d->name, "cpu-rank");
+  assert_true(d->profile_key[0] != '\0' && d->peak_flop_per_s[HW_DTYPE_FP32] > 0);
+  arena *a = arena_new();
+  compute_model cm;
+  assert_int_equal(compute_model_init(ctx, a, d, NULL, &cm), AP_OK);
+  assert_int_equal(cm.n_points[HW_DTYPE_FP32], 5); /* --quick: the five GEMMs of one layer shape */
+  assert_non_null(strstr(cm.profile_source, "autopar profile"));
+  arena_free(a);
+  ap_cluster_free(cl);
+  snprintf(cmd, sizeof cmd, "%s plan --model tests/data/exec/tiny-llama.json --cluster %s --gbs 8 --seq 16 --fix "
+           "precision=fp32 >/dev/null 2>&1", bin(), path);
+  assert_int_equal(system(cmd), 0);
+  char bad[160];
+  snprintf(bad, sizeof bad, "%s/bad.json", tmpdir);
+  FILE *f = fopen(bad, "w");
+  assert_non_null(f);
+  fputs("{\"device\": {\"name\": \"x\", \"peak_flop_per_s\": {\"fp32\": 1e10}, \"mem_bytes\": 1000, \"mem_bw_Bps\": 1e9, "
+        "\"profile\": {\"format\": \"other/1\", \"gemm\": []}}, \"devices_per_node\": 2, \"levels\": [{\"name\": \"shm\", "
+        "\"bw_Bps\": 1e9, \"latency_s\": 1e-6}]}", f);
+  fclose(f);
+  assert_int_not_equal(ap_cluster_load(ctx, bad, &cl), AP_OK);
+  assert_non_null(strstr(ap_ctx_error(ctx), "profile.format"));
+  ap_ctx_free(ctx);
+}
+
 static int setup(void **s) {
   (void)s;
   snprintf(tmpdir, sizeof tmpdir, "/tmp/ap_test_exec_run.XXXXXX");
@@ -258,6 +298,7 @@ int main(void) {
       cmocka_unit_test(test_training_changes_weights),
       cmocka_unit_test(test_failing_rank_ends_job),
       cmocka_unit_test(test_refused_plans),
+      cmocka_unit_test(test_profile_cluster),
   };
   return cmocka_run_group_tests_name("exec_run", tests, setup, teardown);
 }

@@ -45,6 +45,16 @@ int cmd_export(ap_ctx *ctx, int argc, char **argv);
 int cmd_validate(ap_ctx *ctx, int argc, char **argv);
 int cmd_plan(ap_ctx *ctx, int argc, char **argv);
 int cmd_run(ap_ctx *ctx, int argc, char **argv);
+int cmd_profile(ap_ctx *ctx, int argc, char **argv);
+
+/* The executor's launcher pieces (cmd_run.c), shared with `autopar profile`: the rank program autopar-rank
+ * beside this binary or in PREFIX/libexec/autopar/ (false when absent); a child run with stdout and stderr to
+ * files, its leftovers killed and reaped (its exit status, 128+signal when killed); a whole file as a string
+ * (NULL when unreadable); the rank program's one-line message in its stderr text. */
+bool cli_find_rank_program(char *out, size_t n);
+int cli_spawn(char *const argv[], const char *out_path, const char *err_path);
+char *cli_slurp(const char *path);
+void cli_first_message(const char *text, char *out, size_t n);
 int cmd_solve(ap_ctx *ctx, int argc, char **argv);
 int cmd_compare_clusters(ap_ctx *ctx, int argc, char **argv);
 

@@ -25,7 +25,7 @@
 enum { MAX_ARGS = 96 };
 
 /* The rank program: beside this binary, else ../libexec/autopar/ from it. Returns false when neither exists. */
-static bool find_rank_program(char *out, size_t n) {
+bool cli_find_rank_program(char *out, size_t n) {
   char self[PATH_MAX];
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   if (len <= 0) return false;
@@ -43,7 +43,7 @@ static bool find_rank_program(char *out, size_t n) {
  * The child leads its own process group, and this process is a child subreaper (Linux prctl), so that when the
  * launcher exits, anything it started and left behind is killed by group and reaped here: no run leaves
  * processes behind. */
-static int spawn(char *const argv[], const char *out_path, const char *err_path) {
+int cli_spawn(char *const argv[], const char *out_path, const char *err_path) {
   fflush(stdout);
   fflush(stderr);
   prctl(PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L);
@@ -72,7 +72,7 @@ static int spawn(char *const argv[], const char *out_path, const char *err_path)
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-static char *slurp(const char *path) {
+char *cli_slurp(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   size_t cap = 4096, n = 0;
@@ -98,7 +98,7 @@ static char *slurp(const char *path) {
 }
 
 /* The rank program's one-line message in text (the line after "autopar-rank: "), or the first line. */
-static void first_message(const char *text, char *out, size_t n) {
+void cli_first_message(const char *text, char *out, size_t n) {
   const char *p = text ? strstr(text, "autopar-rank: ") : NULL;
   if (p) p += strlen("autopar-rank: ");
   else p = text && *text ? text : "no message";
@@ -164,7 +164,7 @@ int cmd_run(ap_ctx *ctx, int argc, char **argv) {
     return EXIT_BAD_INPUT;
   }
   char prog[PATH_MAX + 64];
-  if (!find_rank_program(prog, sizeof prog)) {
+  if (!cli_find_rank_program(prog, sizeof prog)) {
     fprintf(stderr, "autopar run: the executor is not built into this autopar (autopar-rank is missing beside it; "
                     "build without CORE_ONLY=1)\n");
     return EXIT_BAD_INPUT;
@@ -195,12 +195,12 @@ int cmd_run(ap_ctx *ctx, int argc, char **argv) {
   char msg[1024];
   rargs[nr] = "--check";
   rargs[nr + 1] = NULL;
-  int st = spawn(rargs, out_path, err_path);
-  char *check_out = slurp(out_path), *err = NULL;
+  int st = cli_spawn(rargs, out_path, err_path);
+  char *check_out = cli_slurp(out_path), *err = NULL;
   long long n_ranks = 0;
   if (st != 0) {
-    err = slurp(err_path);
-    first_message(err, msg, sizeof msg);
+    err = cli_slurp(err_path);
+    cli_first_message(err, msg, sizeof msg);
     fprintf(stderr, "autopar run: %s\n", msg);
     rc = st == 2 ? EXIT_BAD_INPUT : EXIT_INTERNAL;
     goto done;
@@ -229,11 +229,11 @@ int cmd_run(ap_ctx *ctx, int argc, char **argv) {
   largv[nl++] = res_path;
   largv[nl] = NULL;
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
-  st = spawn(largv, out_path, err_path);
-  char *res = slurp(res_path);
+  st = cli_spawn(largv, out_path, err_path);
+  char *res = cli_slurp(res_path);
   if (st != 0 || !res) {
-    err = slurp(err_path);
-    first_message(err, msg, sizeof msg);
+    err = cli_slurp(err_path);
+    cli_first_message(err, msg, sizeof msg);
     fprintf(stderr, "autopar run: %s\n", msg);
     rc = st == 2 ? EXIT_BAD_INPUT : EXIT_INTERNAL;
     free(res);

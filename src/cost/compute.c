@@ -104,10 +104,22 @@ ap_status compute_model_init(ap_ctx *ctx, arena *a, const hw_device *dev, const 
   out->profile_source = "";
   char path[128], key[160];
   snprintf(path, sizeof path, "data/profiles/%s.json", dev->name);
-  snprintf(key, sizeof key, "cost.profile:%s", path);
+  snprintf(key, sizeof key, "cost.profile:%s", dev->profile_key[0] ? dev->profile_key : path);
   const parsed_profile *cached = ctx_memo_get(ctx, key);
   if (cached) return copy_profile(ctx, a, &cached->cm, out);
-  const embedded_file *f = embedded_find(path);
+  /* An inline profile (hw/device.c keeps its text in the memo) comes before the embedded file of the name. */
+  embedded_file inline_file;
+  const embedded_file *f = NULL;
+  if (dev->profile_key[0]) {
+    char text_key[160];
+    snprintf(text_key, sizeof text_key, "hw.profile:%s", dev->profile_key);
+    const char *text = ctx_memo_get(ctx, text_key);
+    if (!text) return ctx_fail(ctx, AP_INTERNAL, "device %s: its inline profile is not in this context", dev->name);
+    inline_file = (embedded_file){.path = "device.profile", .text = text, .n_bytes = strlen(text)};
+    f = &inline_file;
+  } else {
+    f = embedded_find(path);
+  }
   if (!f) return AP_OK;
   parsed_profile *pp = calloc(1, sizeof *pp);
   if (!pp || !(pp->a = arena_new())) {

@@ -366,6 +366,7 @@ __attribute__((visibility("default"))) const char *__asan_default_options(void);
 __attribute__((visibility("default"))) const char *__asan_default_options(void) { return "detect_leaks=0"; }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--profile") == 0) return rk_profile_main(argc, argv);
   rk_args a;
   parse_args(argc, argv, &a);
   ap_ctx *ctx = ap_ctx_new();

@@ -28,6 +28,9 @@ typedef struct {
   int64_t chunk_l0[RK_MAX_CHUNKS]; /* first layer of each chunk */
 } rk_state;
 
+/* `autopar-rank --profile OUT.json [--quick]` (rank_prof.c): measures the machine and writes a cluster file. */
+int rk_profile_main(int argc, char **argv);
+
 /* Tensor-parallel communication over s->tp_comm (rank.c), the callbacks of ex_tp. */
 void rk_tp_all_reduce(void *user, float *buf, int64_t n);
 void rk_tp_all_gather_seq(void *user, const float *loc, float *full, int64_t B, int64_t S, int64_t H);

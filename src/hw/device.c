@@ -1,7 +1,9 @@
 /* Device types: the dtype and topology name tables, the device file reader and lookup among the presets.
  * A device file (data/devices/NAME.json, format in docs/formats.md) states dense peak FLOP/s per dtype, memory
  * capacity and bandwidth, and optionally board power, with a "sources" entry next to each number. */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -22,8 +24,36 @@ _Static_assert(AP_COUNT(topology_names) == HW_TOPO_COUNT, "topology name table a
 /* The fields a device object may hold. */
 static const char *const device_keys[] = {
     "name", "aliases", "vendor", "description", "node", "chip", "peak_flop_per_s", "mem_bytes", "mem_bw_Bps",
-    "tdp_w", "sources",
+    "tdp_w", "sources", "profile",
 };
+
+static void free_text(void *p) { free(p); }
+
+/* Reads an inline "profile" (docs/profile-format.md): checks its format and GEMM table here, keeps its compact
+ * JSON text in the context's memo under a key made of its FNV-1a hash, and names that key in the device, which
+ * so stays a value type; the cost layer parses the text (cost/compute.c). */
+static ap_status read_profile(const jx_src *s, json_t *obj, hw_device *out) {
+  json_t *prof = json_object_get(obj, "profile");
+  if (!prof || json_is_null(prof)) return AP_OK;
+  if (!json_is_object(prof)) return jx_fail(s, "profile", "expected a profile object (autopar-profile/1)");
+  json_t *fmt = json_object_get(prof, "format");
+  if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "autopar-profile/1") != 0)
+    return jx_fail(s, "profile.format", "expected \"autopar-profile/1\"");
+  if (!json_is_array(json_object_get(prof, "gemm"))) return jx_fail(s, "profile.gemm", "expected an array of measured GEMMs");
+  char *text = json_dumps(prof, JSON_COMPACT | JSON_SORT_KEYS);
+  if (!text) return ctx_fail(s->ctx, AP_NOMEM, "out of memory");
+  uint64_t h = 1469598103934665603ull;
+  for (const char *c = text; *c; c++) h = (h ^ (uint8_t)*c) * 1099511628211ull;
+  snprintf(out->profile_key, sizeof out->profile_key, "inline-%016llx", (unsigned long long)h);
+  char key[HW_NAME_MAX + 16];
+  snprintf(key, sizeof key, "hw.profile:%s", out->profile_key);
+  if (ctx_memo_get(s->ctx, key) || ctx_memo_put(s->ctx, key, text, free_text)) {
+    if (ctx_memo_get(s->ctx, key) != text) free(text);
+    return AP_OK;
+  }
+  free(text);
+  return ctx_fail(s->ctx, AP_NOMEM, "out of memory");
+}
 
 const char *hw_dtype_name(hw_dtype dtype) {
   return (unsigned)dtype < HW_DTYPE_COUNT ? dtype_names[dtype] : "?";
@@ -90,6 +120,7 @@ ap_status hw_device_from_json(const jx_src *s, json_t *obj, hw_device *out) {
   if (!st) st = jx_i64(s, obj, "mem_bytes", true, 1, INT64_MAX, &out->mem_bytes, NULL);
   if (!st) st = hwj_positive(s, obj, "mem_bw_Bps", true, &out->mem_bw_Bps, NULL);
   if (!st) st = hwj_positive(s, obj, "tdp_w", false, &out->tdp_w, NULL);
+  if (!st) st = read_profile(s, obj, out);
   return st;
 }
 

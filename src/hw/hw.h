@@ -60,6 +60,8 @@ typedef struct {
   int64_t mem_bytes;                      /* device memory capacity */
   double mem_bw_Bps;                      /* peak device memory bandwidth */
   double tdp_w;                           /* board power; 0 = not stated */
+  char profile_key[HW_NAME_MAX]; /* an inline "profile" (autopar-profile/1): its key in the context's memo,
+                                  * "hw.profile:" + this, where the profile's JSON text lies; "" when none */
 } hw_device;
 
 /* One level of a link hierarchy. Bandwidths are per device and per direction (unidirectional). */

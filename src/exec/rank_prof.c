@@ -1,0 +1,281 @@
+/* `autopar-rank --profile OUT.json [--quick]` (exec layer, rank program; launched by `autopar profile`): measures
+ * this machine as the executor uses it, every rank at once (one OpenBLAS thread each), and writes a cluster file
+ * (docs/formats.md) of world-size CPU devices whose device object carries its profile inline (the
+ * autopar-profile/1 format of data/profiles/h200.json, docs/profile-format.md; dtype fp32):
+ *  - GEMM y[m, n] = x[m, k]·W[n, k]ᵀ (cblas_sgemm, row-major, W transposed: a linear layer) at the shapes a
+ *    transformer layer produces (qkv, attn_out, mlp_up, mlp_down, lm_head for a few hidden sizes and token
+ *    counts); time is the slowest rank's median, since a step waits for the slowest rank;
+ *  - memory bandwidth: memcpy of a buffer far above the caches, bytes = 2·size (read and write) per copy;
+ *  - MPI alpha-beta per collective (all-reduce, all-gather, reduce-scatter, all-to-all, send/recv) for each
+ *    group size used (2, 4, … and the world): t(bytes) = alpha + bytes/bw fitted by least squares.
+ * A CPU has no datasheet figure here, so the profile's fp32 "peak" is its fastest measured GEMM and the
+ * efficiencies are relative to it (stated in the file's peak_source). The device also states that rate as its
+ * bf16 peak, since the executor runs all work in fp32 and the cost model rates some work (attention core,
+ * router) and its precision check at bf16; the file's sources say so. The cluster's one link level takes the
+ * world group's all-reduce fit as a ring (NCCL's ring: 2(n−1) steps, bus bytes 2(n−1)/n·bytes; NCCL
+ * doc/PERFORMANCE.md "busBw"), so the cost model's all-reduce reproduces the measured one. */
+#include <cblas.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec/rank.h"
+
+enum { N_COLL = 5, MAX_SIZES = 8, MAX_GROUPS = 8 };
+static const char *const coll_names[N_COLL] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"};
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The median of n timings, then the slowest rank's (every rank calls it). */
+static double slowest_median(double *t, int n, MPI_Comm comm) {
+  qsort(t, (size_t)n, sizeof *t, cmp_double);
+  double med = t[n / 2], worst = 0;
+  MPI_Allreduce(&med, &worst, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return worst;
+}
+
+static void fill(float *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) x[i] = (float)((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
+}
+
+typedef struct {
+  const char *op;
+  int64_t hidden, m, n, k;
+} gemm_shape;
+
+/* Times one GEMM shape: reps until about budget_s (at least 3), all ranks in step. */
+static double time_gemm(const gemm_shape *g, double budget_s, int *reps_out) {
+  float *x = malloc((size_t)(g->m * g->k) * sizeof *x), *w = malloc((size_t)(g->n * g->k) * sizeof *w),
+        *y = malloc((size_t)(g->m * g->n) * sizeof *y);
+  if (!x || !w || !y) {
+    fprintf(stderr, "autopar-rank: out of memory for a %lldx%lldx%lld GEMM\n", (long long)g->m, (long long)g->n,
+            (long long)g->k);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  fill(x, g->m * g->k);
+  fill(w, g->n * g->k);
+  double t0 = MPI_Wtime();
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->m, (int)g->n, (int)g->k, 1.0f, x, (int)g->k, w,
+              (int)g->k, 0.0f, y, (int)g->n); /* warm-up and probe */
+  double probe = MPI_Wtime() - t0, slow = 0;
+  MPI_Allreduce(&probe, &slow, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  int reps = (int)(budget_s / (slow > 1e-6 ? slow : 1e-6));
+  if (reps < 3) reps = 3;
+  if (reps > 50) reps = 50;
+  double t[50];
+  for (int r = 0; r < reps; r++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->m, (int)g->n, (int)g->k, 1.0f, x, (int)g->k, w,
+                (int)g->k, 0.0f, y, (int)g->n);
+    t[r] = MPI_Wtime() - t0;
+  }
+  free(x);
+  free(w);
+  free(y);
+  *reps_out = reps;
+  return slowest_median(t, reps, MPI_COMM_WORLD);
+}
+
+/* One collective of `bytes` (per rank's full buffer) over comm, timed reps times; the slowest rank's median. */
+static double time_coll(int kind, int64_t bytes, MPI_Comm comm, int reps) {
+  int me, n;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &n);
+  int64_t count = bytes / 4, part = count / n;
+  float *a = calloc((size_t)count + 1, sizeof *a), *b = calloc((size_t)count + 1, sizeof *b);
+  if (!a || !b) MPI_Abort(MPI_COMM_WORLD, 1);
+  double t[32];
+  for (int r = 0; r <= reps; r++) { /* the first is a warm-up */
+    MPI_Barrier(comm);
+    double t0 = MPI_Wtime();
+    switch (kind) {
+    case 0: MPI_Allreduce(a, b, (int)count, MPI_FLOAT, MPI_SUM, comm); break;
+    case 1: MPI_Allgather(a, (int)part, MPI_FLOAT, b, (int)part, MPI_FLOAT, comm); break;
+    case 2: MPI_Reduce_scatter_block(a, b, (int)part, MPI_FLOAT, MPI_SUM, comm); break;
+    case 3: MPI_Alltoall(a, (int)part, MPI_FLOAT, b, (int)part, MPI_FLOAT, comm); break;
+    default: /* pairs (0,1), (2,3), …: one message each way, as a pipeline stage boundary sends */
+      if ((me ^ 1) < n)
+        MPI_Sendrecv(a, (int)count, MPI_FLOAT, me ^ 1, 7, b, (int)count, MPI_FLOAT, me ^ 1, 7, comm, MPI_STATUS_IGNORE);
+    }
+    if (r) t[r - 1] = MPI_Wtime() - t0;
+  }
+  free(a);
+  free(b);
+  return slowest_median(t, reps, comm);
+}
+
+/* Least squares t = alpha + beta·bytes over n points; alpha clamped to >= 1e-7 s, beta to > 0. */
+static void fit_alpha_beta(const double *bytes, const double *t, int n, double *alpha, double *beta) {
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (int i = 0; i < n; i++) sx += bytes[i], sy += t[i], sxx += bytes[i] * bytes[i], sxy += bytes[i] * t[i];
+  double d = n * sxx - sx * sx;
+  *beta = d > 0 ? (n * sxy - sx * sy) / d : t[n - 1] / bytes[n - 1];
+  if (*beta <= 0) *beta = t[n - 1] / bytes[n - 1];
+  *alpha = (sy - *beta * sx) / n;
+  if (*alpha < 1e-7) *alpha = 1e-7;
+}
+
+int rk_profile_main(int argc, char **argv) {
+  const char *out = NULL;
+  bool quick = false;
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0) quick = true;
+    else if (!out) out = argv[i];
+  }
+  MPI_Init(&argc, &argv);
+  int me, world;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (!out) {
+    if (me == 0) fprintf(stderr, "autopar-rank: --profile: expected an output path\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  /* GEMM shapes of a layer (Llama-style: q, k, v fused as 3H with full heads; SwiGLU's gate and up fused as 2F
+   * with F = 4H; a vocabulary of 8192). */
+  static const int64_t hiddens[] = {128, 256, 512}, tokens[] = {256, 1024};
+  gemm_shape shapes[32];
+  int ns = 0;
+  for (size_t h = 0; h < AP_COUNT(hiddens); h++)
+    for (size_t t = 0; t < AP_COUNT(tokens); t++) {
+      if (quick && (h != 1 || t != 0)) continue;
+      int64_t H = hiddens[h], m = tokens[t], F = 4 * H;
+      shapes[ns++] = (gemm_shape){"qkv", H, m, 3 * H, H};
+      shapes[ns++] = (gemm_shape){"attn_out", H, m, H, H};
+      shapes[ns++] = (gemm_shape){"mlp_up", H, m, 2 * F, H};
+      shapes[ns++] = (gemm_shape){"mlp_down", H, m, H, F};
+      shapes[ns++] = (gemm_shape){"lm_head", H, m, 8192, H};
+    }
+  double gemm_t[32], peak = 0, budget = quick ? 0.01 : 0.02;
+  int gemm_reps[32];
+  for (int i = 0; i < ns; i++) {
+    gemm_t[i] = time_gemm(&shapes[i], budget, &gemm_reps[i]);
+    double rate = 2.0 * (double)(shapes[i].m * shapes[i].n * shapes[i].k) / gemm_t[i];
+    if (rate > peak) peak = rate;
+  }
+  /* Memory: 64 MiB copies (far above any L3 of this class of machine), every rank at once. */
+  int64_t buf_bytes = quick ? 16 << 20 : 64 << 20;
+  char *src = malloc((size_t)buf_bytes), *dst = malloc((size_t)buf_bytes);
+  if (!src || !dst) MPI_Abort(MPI_COMM_WORLD, 1);
+  memset(src, 1, (size_t)buf_bytes);
+  memset(dst, 0, (size_t)buf_bytes);
+  double mt[8];
+  int mreps = quick ? 3 : 7;
+  for (int r = 0; r < mreps; r++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    memcpy(dst, src, (size_t)buf_bytes);
+    mt[r] = MPI_Wtime() - t0;
+    src[r] = dst[buf_bytes - 1 - r]; /* keep the copy observable */
+  }
+  free(src);
+  free(dst);
+  double mem_t = slowest_median(mt, mreps, MPI_COMM_WORLD), mem_bw = 2.0 * (double)buf_bytes / mem_t;
+  /* Collectives at group sizes 2, 4, … below the world, and the world. */
+  int groups[MAX_GROUPS], ng = 0;
+  for (int g = 2; g < world && ng < MAX_GROUPS - 1; g *= 2) groups[ng++] = g;
+  if (world >= 2) groups[ng++] = world;
+  static const int64_t sizes_full[] = {4096, 65536, 1 << 20, 4 << 20}, sizes_quick[] = {4096, 1 << 20};
+  const int64_t *sizes = quick ? sizes_quick : sizes_full;
+  int nsz = quick ? 2 : 4, creps = quick ? 3 : 7;
+  double ct[MAX_GROUPS][N_COLL][MAX_SIZES], alpha[MAX_GROUPS][N_COLL], beta[MAX_GROUPS][N_COLL];
+  for (int gi = 0; gi < ng; gi++) {
+    MPI_Comm comm;
+    MPI_Comm_split(MPI_COMM_WORLD, me < groups[gi] ? 0 : MPI_UNDEFINED, me, &comm);
+    if (comm != MPI_COMM_NULL) {
+      for (int c = 0; c < N_COLL; c++) {
+        double xb[MAX_SIZES];
+        for (int si = 0; si < nsz; si++) {
+          ct[gi][c][si] = time_coll(c, sizes[si], comm, creps);
+          xb[si] = (double)sizes[si];
+        }
+        fit_alpha_beta(xb, ct[gi][c], nsz, &alpha[gi][c], &beta[gi][c]);
+      }
+      MPI_Comm_free(&comm);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  int rc = 0;
+  if (me == 0) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", out);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+      fprintf(stderr, "autopar-rank: %s: cannot write\n", tmp);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    char host[128] = "?", date[32];
+    gethostname(host, sizeof host - 1);
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    long long mem_total = pages > 0 && page > 0 ? (long long)pages * page : 1LL << 30;
+    /* The link level from the world all-reduce fit, as a ring: time = 2(n−1)·a + 2(n−1)/n · bytes / bw. */
+    int wi = ng - 1;
+    double n = world, link_bw = world >= 2 ? 2.0 * (n - 1) / n / beta[wi][0] : 1e12,
+           link_lat = world >= 2 ? alpha[wi][0] / (2.0 * (n - 1)) : 1e-6;
+    fprintf(f, "{\n  \"name\": \"cpu-%dx\",\n  \"description\": \"this machine (%s) measured by autopar profile: %d CPU "
+               "ranks, one OpenBLAS thread each, OpenMPI\",\n",
+            world, host, world);
+    fprintf(f, "  \"device\": {\n    \"name\": \"cpu-rank\",\n    \"vendor\": \"cpu\",\n    \"description\": \"one CPU "
+               "core as an autopar-rank process sees it\",\n");
+    fprintf(f, "    \"peak_flop_per_s\": {\"fp32\": %.6g, \"bf16\": %.6g},\n    \"mem_bytes\": %lld,\n    \"mem_bw_Bps\": "
+               "%.6g,\n", peak, peak, mem_total / world, mem_bw);
+    fprintf(f, "    \"sources\": {\"peak_flop_per_s\": \"fp32: the fastest GEMM measured by autopar profile (no datasheet "
+               "figure); bf16: not a bf16 unit but the same fp32 rate, because the executor runs every plan in fp32, so "
+               "the work the cost model rates at bf16 (attention core, router) runs at it\", \"mem_bytes\": \"physical memory / ranks\", \"mem_bw_Bps\": \"memcpy measured by autopar "
+               "profile, every rank at once\"},\n");
+    fprintf(f, "    \"profile\": {\n      \"format\": \"autopar-profile/1\",\n      \"device\": \"cpu-rank\",\n"
+               "      \"device_name\": \"%s CPU core\",\n      \"source\": \"autopar profile (autopar-rank --profile) on "
+               "%s, %s, %d ranks%s\",\n      \"date\": \"%s\",\n",
+            host, host, date, world, quick ? ", --quick" : "", date);
+    fprintf(f, "      \"peak_flop_per_s\": {\"fp32\": %.6g},\n      \"mem_bw_Bps\": %.6g,\n      \"peak_source\": \"the "
+               "fastest measured GEMM of this profile (a CPU core has no datasheet figure here)\",\n",
+            peak, mem_bw);
+    fprintf(f, "      \"method\": {\"timing\": \"MPI_Wtime; all ranks at once after a barrier; the slowest rank's "
+               "median\", \"gemm\": \"cblas_sgemm row-major y = x W^T, OpenBLAS, 1 thread per rank\", \"memory\": "
+               "\"memcpy of %lld bytes, bytes = 2 x size\", \"comm\": \"OpenMPI collectives on MPI_COMM_WORLD "
+               "subgroups; alpha + bytes/bw least squares\"},\n",
+            (long long)buf_bytes);
+    fprintf(f, "      \"gemm\": [\n");
+    for (int i = 0; i < ns; i++) {
+      const gemm_shape *g = &shapes[i];
+      double flop = 2.0 * (double)(g->m * g->n * g->k), rate = flop / gemm_t[i];
+      fprintf(f, "        {\"dtype\": \"fp32\", \"op\": \"%s\", \"hidden\": %lld, \"tp\": 1, \"m\": %lld, \"n\": %lld, "
+                 "\"k\": %lld, \"flop\": %.0f, \"time_s\": %.6g, \"flop_per_s\": %.6g, \"efficiency\": %.6f, \"reps\": "
+                 "%d}%s\n",
+              g->op, (long long)g->hidden, (long long)g->m, (long long)g->n, (long long)g->k, flop, gemm_t[i], rate,
+              rate / peak, gemm_reps[i], i + 1 < ns ? "," : "");
+    }
+    fprintf(f, "      ],\n      \"gemm_failures\": [],\n      \"memory\": [{\"kind\": \"copy\", \"buffer_bytes\": %lld, "
+               "\"bytes\": %lld, \"time_s\": %.6g, \"bw_Bps\": %.6g, \"efficiency\": 1, \"reps\": %d}],\n",
+            (long long)buf_bytes, (long long)(2 * buf_bytes), mem_t, mem_bw, mreps);
+    fprintf(f, "      \"comm\": [\n");
+    for (int gi = 0; gi < ng; gi++)
+      for (int c = 0; c < N_COLL; c++) {
+        fprintf(f, "        {\"op\": \"%s\", \"ranks\": %d, \"alpha_s\": %.6g, \"bw_Bps\": %.6g, \"points\": [", coll_names[c],
+                groups[gi], alpha[gi][c], 1.0 / beta[gi][c]);
+        for (int si = 0; si < nsz; si++)
+          fprintf(f, "%s{\"bytes\": %lld, \"time_s\": %.6g}", si ? ", " : "", (long long)sizes[si], ct[gi][c][si]);
+        fprintf(f, "]}%s\n", gi + 1 == ng && c + 1 == N_COLL ? "" : ",");
+      }
+    fprintf(f, "      ]\n    }\n  },\n  \"devices_per_node\": %d,\n  \"n_nodes\": 1,\n", world);
+    fprintf(f, "  \"levels\": [{\"name\": \"shm\", \"bw_Bps\": %.6g, \"latency_s\": %.6g}],\n", link_bw, link_lat);
+    fprintf(f, "  \"sources\": {\"levels\": \"the %d-rank all-reduce fit of autopar profile, read as a ring\"}\n}\n",
+            world);
+    if (fclose(f) != 0 || rename(tmp, out) != 0) {
+      fprintf(stderr, "autopar-rank: %s: cannot write\n", out);
+      remove(tmp);
+      rc = 2;
+    }
+  }
+  MPI_Finalize();
+  return rc;
+}
