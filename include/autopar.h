@@ -230,6 +230,11 @@ enum {
  * column, a field that does not hold what its column means) fails with a one-line message naming
  * file:line:column. The caller frees *out with ap_free. */
 AP_API ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char **out);
+/* The same with one cluster for every row (a preset, shorthand or file, as ap_cluster_load takes; NULL: each
+ * row's gpu and num_gpus, as ap_validate): the rows' gpu column is then a label, and num_gpus must equal the
+ * cluster's devices or the row carries an error. `autopar run --record` writes such rows and `autopar profile`
+ * such a cluster. */
+AP_API ap_status ap_validate_on(ap_ctx *ctx, const char *csv_path, const char *cluster, int flags, char **out);
 
 /* ---- Exports ---------------------------------------------------------------------------------- */
 

@@ -266,6 +266,36 @@ static void test_profile_cluster(void **s) {
   snprintf(cmd, sizeof cmd, "%s plan --model tests/data/exec/tiny-llama.json --cluster %s --gbs 8 --seq 16 --fix "
            "precision=fp32 >/dev/null 2>&1", bin(), path);
   assert_int_equal(system(cmd), 0);
+  /* run --record appends a runs.csv row that validate --cluster predicts (peak memory as RSS) */
+  char plan_path[160], csv[160];
+  snprintf(plan_path, sizeof plan_path, "%s/rec.json", tmpdir);
+  snprintf(csv, sizeof csv, "%s/runs.csv", tmpdir);
+  FILE *pf = fopen(plan_path, "w");
+  assert_non_null(pf);
+  fputs("{" B "\"parallel\":{\"dp\":2},\"pipeline\":{\"micro_batch_size\":2}}", pf);
+  fclose(pf);
+  snprintf(cmd, sizeof cmd, "%s run --model " LLAMA " --plan %s --steps 2 --record %s >/dev/null 2>&1 && %s validate %s "
+           "--cluster %s --json >%s.out 2>&1", bin(), plan_path, csv, bin(), csv, path, csv);
+  assert_int_equal(system(cmd), 0);
+  char out_path[180];
+  snprintf(out_path, sizeof out_path, "%s.out", csv);
+  json_error_t e;
+  json_t *v = json_load_file(out_path, 0, &e);
+  assert_non_null(v);
+  json_t *row = json_array_get(json_object_get(v, "rows"), 0);
+  assert_non_null(row);
+  assert_null(json_object_get(row, "error"));
+  assert_string_equal(json_string_value(json_object_get(row, "mem_convention")), "rss");
+  json_decref(v);
+  /* a cluster of another size makes the row an error naming num_gpus */
+  snprintf(cmd, sizeof cmd, "%s validate %s --cluster h100:8 --json >%s.out 2>&1", bin(), csv, csv);
+  assert_int_equal(system(cmd), 0);
+  v = json_load_file(out_path, 0, &e);
+  assert_non_null(v);
+  row = json_array_get(json_object_get(v, "rows"), 0);
+  const char *err = json_string_value(json_object_get(row, "error"));
+  assert_true(err && strstr(err, "num_gpus = 2"));
+  json_decref(v);
   char bad[160];
   snprintf(bad, sizeof bad, "%s/bad.json", tmpdir);
   FILE *f = fopen(bad, "w");

@@ -126,10 +126,78 @@ static void print_text(json_t *r) {
   printf("\n");
 }
 
+/* `--record FILE`: the columns of the row appended to a runs.csv file (shared/reference/README.md). */
+static const char record_header[] =
+    "id,source,stack,model,arch,num_layers,hidden_size,ffn_hidden_size,num_attention_heads,num_kv_heads,vocab_size,"
+    "seq_length,mlp,num_experts,top_k,gpu,num_gpus,global_batch_size,micro_batch_size,tp,pp,dp,cp,ep,vpp,"
+    "sequence_parallel,recompute,zero_stage,precision,outcome,measured_tokens_per_s_per_gpu,measured_peak_mem_GiB,"
+    "mem_convention,derivation,notes\n";
+
+static long long jint(json_t *o, const char *k) { return (long long)json_integer_value(json_object_get(o, k)); }
+
+/* Appends the run r to path as one row (stack autopar; peak memory: the largest rank's peak RSS), writing the
+ * header first when the file is new or empty; a file with another header is refused. Returns false with a
+ * message printed. */
+static bool record_row(const char *path, const char *plan_path, json_t *r) {
+  char *old = cli_slurp(path);
+  long long n_rows = 0;
+  if (old && *old) {
+    if (strncmp(old, record_header, sizeof record_header - 1) != 0) {
+      fprintf(stderr, "autopar run: --record: %s: expected the header autopar writes (%.40s…)\n", path, record_header);
+      free(old);
+      return false;
+    }
+    for (const char *c = old; *c; c++) n_rows += *c == '\n';
+    n_rows--;
+  }
+  bool fresh = !old || !*old;
+  free(old);
+  json_t *a = json_object_get(r, "arch"), *p = json_object_get(r, "parallel");
+  double it = json_number_value(json_object_get(r, "iteration_time_s")), rss = 0;
+  long long ranks = jint(r, "ranks");
+  size_t i;
+  json_t *m;
+  json_array_foreach(json_object_get(r, "peak_rss_bytes"), i, m) if (json_number_value(m) > rss) rss = json_number_value(m);
+  if (!a || !p || it <= 0 || ranks < 1) {
+    fprintf(stderr, "autopar run: --record: the rank program's result lacks the run's architecture or timing\n");
+    return false;
+  }
+  const char *stem = strrchr(plan_path, '/');
+  stem = stem ? stem + 1 : plan_path;
+  int stem_n = (int)strcspn(stem, ".");
+  FILE *f = fopen(path, "a");
+  if (!f) {
+    fprintf(stderr, "autopar run: --record: %s: cannot open for appending: %s\n", path, strerror(errno));
+    return false;
+  }
+  if (fresh) fputs(record_header, f);
+  long long E = jint(a, "num_experts");
+  bool gpt2 = strcmp(json_string_value(json_object_get(a, "family")), "gpt2") == 0;
+  fprintf(f, "%.*s-%lld,autopar run --plan %s,autopar,%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,", stem_n, stem,
+          n_rows + 1, plan_path, json_string_value(json_object_get(r, "model")), E ? "moe" : "dense",
+          jint(a, "num_layers"), jint(a, "hidden_size"), jint(a, "ffn_hidden_size"), jint(a, "num_attention_heads"),
+          jint(a, "num_kv_heads"), jint(a, "vocab_size"), jint(p, "seq_length"), gpt2 ? "gelu" : "swiglu");
+  if (E) fprintf(f, "%lld,%lld,", E, jint(a, "top_k"));
+  else fputs(",,", f);
+  fprintf(f, "cpu-rank,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%lld,fp32,ok,%.6g,%.6g,rss,", ranks,
+          jint(p, "global_batch_size"), jint(p, "micro_batch_size"), jint(p, "tp"), jint(p, "pp"), jint(p, "dp"),
+          jint(p, "cp"), jint(p, "ep"), jint(p, "vpp"), jint(p, "sequence_parallel"),
+          json_string_value(json_object_get(p, "recompute")), jint(p, "zero_stage"),
+          (double)jint(r, "tokens_per_step") / it / (double)ranks, rss / 1073741824.0);
+  fprintf(f, "tokens per step / iteration_time_s (median over steps after the first) / ranks; peak RSS max over "
+             "ranks,schedule %s (not a runs.csv column)\n", json_string_value(json_object_get(p, "schedule")));
+  if (fclose(f) != 0) {
+    fprintf(stderr, "autopar run: --record: %s: cannot write\n", path);
+    return false;
+  }
+  return true;
+}
+
 int cmd_run(ap_ctx *ctx, int argc, char **argv) {
   (void)ctx;
   bool json = false, help = false;
   const char *model = NULL, *plan = NULL, *init = NULL, *data = NULL, *dtype = NULL, *save = NULL, *launcher = NULL;
+  const char *record = NULL;
   const char *steps = NULL, *seed = NULL, *lr = NULL, *b1 = NULL, *b2 = NULL, *eps = NULL, *wd = NULL, *fail = NULL;
   cli_opt opts[] = {
       {"model", OPT_STRING, "preset name or HF config.json (Llama, Mixtral or GPT-2 family)", &model},
@@ -147,6 +215,7 @@ int cmd_run(ap_ctx *ctx, int argc, char **argv) {
       {"weight-decay", OPT_STRING, "AdamW weight decay on tensors of 2+ dimensions (default 0.1)", &wd},
       {"mpirun", OPT_STRING, "launcher command (default \"mpirun --oversubscribe\")", &launcher},
       {"fail-rank", OPT_STRING, "testing: rank R fails on purpose in the first step", &fail},
+      {"record", OPT_STRING, "append the run to a runs.csv file (stack autopar, peak RSS; for validate --cluster)", &record},
       {"json", OPT_FLAG, "print the result as JSON (format autopar-run/1)", &json},
       {"help", OPT_FLAG, "show this help", &help},
   };
@@ -248,8 +317,8 @@ int cmd_run(ap_ctx *ctx, int argc, char **argv) {
       fputs(res, stdout);
     else
       print_text(r);
+    rc = record && !record_row(record, plan, r) ? EXIT_BAD_INPUT : 0;
     json_decref(r);
-    rc = 0;
   }
   free(res);
 done:

@@ -6,9 +6,10 @@
 
 int cmd_validate(ap_ctx *ctx, int argc, char **argv) {
   bool json = false, help = false, search = false;
-  const char *file = NULL, *calibration = NULL;
+  const char *file = NULL, *calibration = NULL, *cluster = NULL;
   cli_opt opts[] = {{"json", OPT_FLAG, "print JSON (format autopar-validate/1: rows and summary, docs/json.md)", &json},
                     {"calibration", OPT_STRING, "cost-model constants from `autopar calibrate` (default: built in)", &calibration},
+                    {"cluster", OPT_STRING, "one cluster for every row (e.g. from `autopar profile`); gpu is then a label", &cluster},
                     {"search", OPT_FLAG, "also plan every row: the planner's best plan and how it compares", &search},
                     {"help", OPT_FLAG, "show this help", &help}};
   enum { N_OPTS = sizeof opts / sizeof opts[0] };
@@ -16,7 +17,7 @@ int cmd_validate(ap_ctx *ctx, int argc, char **argv) {
   int n_pos;
   if (!cli_parse("validate", argc, argv, opts, N_OPTS, pos, 1, &n_pos)) return EXIT_BAD_INPUT;
   if (help) {
-    cli_usage("validate", "FILE.csv [--json] [--search]\n\nPredicts every row of a table of measured training runs (the format of "
+    cli_usage("validate", "FILE.csv [--json] [--search] [--cluster C]\n\nPredicts every row of a table of measured training runs (the format of "
                           "shared/reference/runs.csv, see its README.md;\nmodel configs are read from the models/ "
                           "folder beside the file) and prints, per row, the predicted and measured\ntokens/s per GPU and "
                           "their error, then MAPE, median, worst row, rank correlation within model+gpu groups,\nOOM "
@@ -35,7 +36,7 @@ int cmd_validate(ap_ctx *ctx, int argc, char **argv) {
   }
   char *out = NULL;
   ap_status st = calibration ? ap_ctx_set_calibration(ctx, calibration) : AP_OK;
-  if (!st) st = ap_validate(ctx, file, (json ? AP_VALIDATE_JSON : 0) | (search ? AP_VALIDATE_SEARCH : 0), &out);
+  if (!st) st = ap_validate_on(ctx, file, cluster, (json ? AP_VALIDATE_JSON : 0) | (search ? AP_VALIDATE_SEARCH : 0), &out);
   if (st) return cli_fail(ctx, st);
   cli_print_free(out);
   return 0;

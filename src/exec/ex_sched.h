@@ -29,6 +29,7 @@ typedef struct {
   ex_recompute rc;
   bool fused_loss, sp; /* sp: sequence parallelism with tp > 1 */
   const char *precision;
+  const char *recompute_name; /* plan_recompute_name */
   int64_t chunk_layers[RK_MAX_CHUNKS]; /* layers of each chunk in forward order */
   int64_t chunk_rank[RK_MAX_CHUNKS];   /* pipeline rank of each chunk */
   rk_item *order;                      /* every stage's work: stage r runs order[order_first[r] … order_first[r+1]-1] */

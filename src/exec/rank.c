@@ -107,6 +107,7 @@ static void read_plan(ap_ctx *ctx, const char *path, const ap_model *model, cons
   out->rc = (ex_recompute)p->recompute; /* the same four, in the same order */
   out->fused_loss = p->fused_loss;
   out->precision = plan_precision_name(p->precision);
+  out->recompute_name = plan_recompute_name(p->recompute);
   out->sp = p->sequence_parallel && out->tp > 1;
   if (out->tp > 1 && c->F % out->tp)
     die(2, "%s: parallel.tp: %lld must divide the MLP width %lld (intermediate_size)", path, (long long)out->tp, (long long)c->F);
@@ -338,7 +339,20 @@ static void write_result(const rk_args *a, const rk_state *s, const double *loss
   jx_sb_num(&sb, med);
   sb_puts(&sb, ", \"peak_rss_bytes\": [");
   for (int r = 0; r < s->world; r++) sb_printf(&sb, "%s%lld", r ? ", " : "", (long long)rss[r] * 1024LL);
-  sb_printf(&sb, "], \"tokens_per_step\": %lld}\n", (long long)(s->p.gbs * s->p.seq));
+  sb_printf(&sb, "], \"tokens_per_step\": %lld", (long long)(s->p.gbs * s->p.seq));
+  /* What `autopar run --record` writes into a runs.csv row: the architecture and the plan as run. */
+  const ex_cfg *c = &s->m.c;
+  sb_printf(&sb, ", \"arch\": {\"family\": \"%s\", \"num_layers\": %lld, \"hidden_size\": %lld, \"ffn_hidden_size\": %lld, "
+            "\"num_attention_heads\": %lld, \"num_kv_heads\": %lld, \"vocab_size\": %lld, \"num_experts\": %lld, "
+            "\"top_k\": %lld}", c->family == EX_GPT2 ? "gpt2" : "llama", (long long)c->L, (long long)c->H, (long long)c->F,
+            (long long)c->nh, (long long)c->nkv, (long long)c->V, (long long)c->E, (long long)c->K);
+  const rk_plan *p = &s->p;
+  sb_printf(&sb, ", \"parallel\": {\"dp\": %lld, \"tp\": %lld, \"pp\": %lld, \"cp\": %lld, \"ep\": %lld, \"vpp\": %lld, "
+            "\"sequence_parallel\": %d, \"micro_batch_size\": %lld, \"global_batch_size\": %lld, \"seq_length\": %lld, "
+            "\"schedule\": \"%s\", \"recompute\": \"%s\", \"zero_stage\": %d}}\n",
+            (long long)p->dp, (long long)p->tp, (long long)p->pp, (long long)p->cp, (long long)p->ep, (long long)p->vpp,
+            p->sp ? 1 : 0, (long long)p->mbs, (long long)p->gbs, (long long)p->seq, p->schedule_name, p->recompute_name,
+            p->zero);
   char *text = sb_take(&sb);
   if (!text) die(1, "out of memory");
   if (util_write_file_atomic(ctx, a->result, text)) die(1, "%s", ap_ctx_error(ctx));

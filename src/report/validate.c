@@ -31,6 +31,7 @@ struct validate_report {
   bool keep;
   bool search;            /* validate_file_search: the planner's best plan for every row */
   double search_budget_s; /* per row */
+  const char *cluster;    /* ap_validate_on: one cluster for every row; NULL: each row's */
   runs_table *t;
   int64_t n_rows;
   validate_row *rows;
@@ -423,6 +424,9 @@ static double shown_mem(const cost_env *env, double peak_bytes, bool with_contex
 double validate_compared_mem(const validate_row *v, const cost_env *env, const cost_result *cr) {
   const hw_cluster *hc = cost_env_cluster(env);
   if (v->mem_convention == VALIDATE_MEM_MAX_RESERVED) return shown_mem(env, cr->peak_mem_bytes, false);
+  /* A process's resident set holds its tensors as malloc gives them: no CUDA context, no caching pool. */
+  if (v->mem_convention == VALIDATE_MEM_RSS)
+    return cr->peak_mem_bytes - cost_env_tuning(env)->memory.context_bytes;
   if (v->mem_convention != VALIDATE_MEM_NVIDIA_SMI) return cr->peak_mem_bytes;
   int64_t node = hc->groups[0].devices_per_node, stride = plan_axis_stride(&v->plan, PLAN_AXIS_PP);
   if (stride < 1) return shown_mem(env, cr->peak_mem_bytes, true);
@@ -500,7 +504,14 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
   cost_env *env = NULL;
   const char *note = NULL;
   ap_status st = row_model(&rctx, rep->a, csv_dir, v, rs, &m, &note);
-  if (!st) st = row_cluster(&rctx, v, &rs->cl, &cl);
+  if (!st && rep->cluster) {
+    st = ap_cluster_load(&rctx, rep->cluster, &cl);
+    if (!st && hw_cluster_of(cl)->n_devices != rs->cl.num_gpus)
+      st = ctx_fail(&rctx, AP_INVALID, "num_gpus = %lld, but the cluster %s has %lld devices", (long long)rs->cl.num_gpus,
+                    rep->cluster, (long long)hw_cluster_of(cl)->n_devices);
+  } else if (!st) {
+    st = row_cluster(&rctx, v, &rs->cl, &cl);
+  }
   if (!st) st = cost_env_new(&rctx, m, cl, NULL, &env);
   complete_stats cs = {0};
   plan partial = rs->partial;
@@ -728,8 +739,8 @@ static ap_status summarise(ap_ctx *ctx, validate_report *rep) {
 
 /* ---- The run --------------------------------------------------------------------------------------------- */
 
-static ap_status validate_run(ap_ctx *ctx, const char *csv_path, bool keep, bool search, double budget_s,
-                              validate_report **out) {
+static ap_status validate_run(ap_ctx *ctx, const char *csv_path, const char *cluster, bool keep, bool search,
+                              double budget_s, validate_report **out) {
   *out = NULL;
   validate_report *rep = calloc(1, sizeof *rep);
   if (!rep || !(rep->a = arena_new())) {
@@ -739,6 +750,7 @@ static ap_status validate_run(ap_ctx *ctx, const char *csv_path, bool keep, bool
   rep->keep = keep;
   rep->search = search;
   rep->search_budget_s = budget_s;
+  rep->cluster = cluster;
   ap_status st = runs_load(ctx, csv_path, &rep->t);
   if (!st) st = runs_check_columns(ctx, rep->t);
   /* The folder of the CSV file, where models/ lives. */
@@ -786,15 +798,15 @@ static ap_status validate_run(ap_ctx *ctx, const char *csv_path, bool keep, bool
 }
 
 ap_status validate_file(ap_ctx *ctx, const char *csv_path, validate_report **out) {
-  return validate_run(ctx, csv_path, false, false, 0, out);
+  return validate_run(ctx, csv_path, NULL, false, false, 0, out);
 }
 
 ap_status validate_file_keep(ap_ctx *ctx, const char *csv_path, validate_report **out) {
-  return validate_run(ctx, csv_path, true, false, 0, out);
+  return validate_run(ctx, csv_path, NULL, true, false, 0, out);
 }
 
 ap_status validate_file_search(ap_ctx *ctx, const char *csv_path, double budget_per_row_s, validate_report **out) {
-  return validate_run(ctx, csv_path, false, true, budget_per_row_s, out);
+  return validate_run(ctx, csv_path, NULL, false, true, budget_per_row_s, out);
 }
 
 void validate_report_free(validate_report *r) {
@@ -832,15 +844,25 @@ void validate_plan_brief(const plan *p, unsigned stated, char *out, size_t n) {
 /* ---- Public API ------------------------------------------------------------------------------------------ */
 
 ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char **out) {
+  return ap_validate_on(ctx, csv_path, NULL, flags, out);
+}
+
+ap_status ap_validate_on(ap_ctx *ctx, const char *csv_path, const char *cluster, int flags, char **out) {
   if (!out) return ctx_fail(ctx, AP_INVALID, "ap_validate: out must not be NULL");
   *out = NULL;
   ctx_clear(ctx);
   if (!csv_path || !*csv_path) return ctx_fail(ctx, AP_INVALID, "validate: expected the path of a runs CSV file");
   if (flags & ~(AP_VALIDATE_JSON | AP_VALIDATE_SEARCH))
     return ctx_fail(ctx, AP_INVALID, "ap_validate: unknown flags 0x%x", (unsigned)flags);
+  if (cluster) { /* a bad cluster is bad input, not a row's error */
+    ap_cluster *cl = NULL;
+    ap_status cst = ap_cluster_load(ctx, cluster, &cl);
+    ap_cluster_free(cl);
+    if (cst) return cst;
+  }
   validate_report *rep = NULL;
-  ap_status st = (flags & AP_VALIDATE_SEARCH) ? validate_file_search(ctx, csv_path, VALIDATE_SEARCH_BUDGET_S, &rep)
-                                              : validate_file(ctx, csv_path, &rep);
+  ap_status st = validate_run(ctx, csv_path, cluster, false, (flags & AP_VALIDATE_SEARCH) != 0,
+                              (flags & AP_VALIDATE_SEARCH) ? VALIDATE_SEARCH_BUDGET_S : 0, &rep);
   if (st) return st;
   *out = (flags & AP_VALIDATE_JSON) ? validate_report_json(rep) : validate_report_text(rep);
   validate_report_free(rep);

@@ -41,7 +41,8 @@
 /* How a row's measured peak memory was read (the mem_convention column), and so what it is compared with. */
 #define VALIDATE_MEM_MAP(X)                                                                     \
   X(NVIDIA_SMI, "nvidia-smi")                   /* device total on the first node: its ranks */ \
-  X(MAX_RESERVED, "max_memory_reserved")        /* PyTorch peak reserved, max over GPUs */
+  X(MAX_RESERVED, "max_memory_reserved")        /* PyTorch peak reserved, max over GPUs */ \
+  X(RSS, "rss")                                 /* peak resident set of a process, max over ranks (autopar run) */
 
 typedef enum {
 #define X(e, s) VALIDATE_MEM_##e,
