@@ -245,7 +245,7 @@ static void test_refused_plans(void **s) {
  * reads (its fp32 GEMM table), that `plan` accepts; a broken inline profile is refused naming the field. */
 static void test_profile_cluster(void **s) {
   (void)s;
-  char path[160], cmd[512];
+  char path[160], cmd[1400];
   snprintf(path, sizeof path, "%s/cpu.json", tmpdir);
   snprintf(cmd, sizeof cmd, "%s profile --ranks 2 --quick -o %s >/dev/null 2>%s.err", bin(), path, path);
   assert_int_equal(system(cmd), 0);
