@@ -701,8 +701,8 @@ static void test_api_edges(void **state) {
   char *json = (char *)"x";
   assert_int_equal(ap_cluster_describe_json(ctx, NULL, &json), AP_INVALID);
   assert_null(json);
-  /* A NULL context is allowed: the status still comes back. */
-  assert_int_equal(ap_cluster_load(NULL, "nope", &cl), AP_NOTFOUND);
+  /* A NULL context is an invalid argument, as for every public function (include/autopar.h). */
+  assert_int_equal(ap_cluster_load(NULL, "nope", &cl), AP_INVALID);
   hw_group_link gl;
   assert_int_equal(hw_cluster_level_for_group(ctx, NULL, 1, 1, &gl), AP_INVALID);
 }

@@ -20,12 +20,14 @@ const char *ap_status_str(ap_status status) {
 void ap_free(void *p) { free(p); }
 
 ap_ctx *ap_ctx_new(void) {
+  mem_enter(NULL); /* libc's allocator; ap_ctx_new_with_allocator (core/alloc.c) takes the host's */
   ap_ctx *ctx = calloc(1, sizeof *ctx);
   if (ctx) ctx->log_max = AP_LOG_WARN;
   return ctx;
 }
 
 void ap_ctx_free(ap_ctx *ctx) {
+  if (ctx) mem_enter(ctx); /* freed with the allocator that made it */
   if (ctx && ctx->calibration_free) ctx->calibration_free(ctx->calibration);
   free(ctx);
 }
@@ -34,21 +36,28 @@ const char *ap_ctx_error(const ap_ctx *ctx) { return ctx ? ctx->error : ""; }
 ap_status ap_ctx_status(const ap_ctx *ctx) { return ctx ? ctx->status : AP_OK; }
 
 void ap_ctx_set_log(ap_ctx *ctx, ap_log_fn fn, void *user, ap_log_level max_level) {
+  if (!ctx) return;
   ctx->log_fn = fn;
   ctx->log_user = user;
   ctx->log_max = max_level;
 }
 
 void ap_ctx_set_progress(ap_ctx *ctx, ap_progress_fn fn, void *user) {
+  if (!ctx) return;
   ctx->progress_fn = fn;
   ctx->progress_user = user;
 }
 
 ap_status ctx_fail(ap_ctx *ctx, ap_status status, const char *fmt, ...) {
+  /* A failure that an allocation caused is reported as such (core/alloc.h), whatever the caller said. */
+  const char *oom = mem_failed() && status != AP_NOMEM ? "out of memory: " : "";
+  if (mem_failed()) status = AP_NOMEM;
   if (!ctx) return status;
+  size_t skip = strlen(oom);
+  memcpy(ctx->error, oom, skip);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+  vsnprintf(ctx->error + skip, sizeof ctx->error - skip, fmt, ap);
   va_end(ap);
   /* One line: a message must never carry a newline into a log or a terminal. */
   for (char *p = ctx->error; *p; p++)

@@ -9,7 +9,12 @@
 
 ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, ap_plan *ap, int format,
                       char **out) {
-  *out = NULL;
+  API_ENTER(ctx);
+  if (out) *out = NULL;
+  if (!ctx || !model || !cluster || !ap || !out)
+    return ctx_fail(ctx, AP_INVALID, "%s: ctx, model, cluster, plan and out must not be NULL", "ap_estimate");
+  if (format != AP_OUT_TEXT && format != AP_OUT_JSON)
+    return ctx_fail(ctx, AP_INVALID, "%s: format: expected AP_OUT_TEXT or AP_OUT_JSON, got %d", "ap_estimate", format);
   ctx_clear(ctx);
   cost_env *env = NULL;
   ap_status st = cost_env_new(ctx, model, cluster, NULL, &env);
@@ -27,12 +32,18 @@ ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
   }
   free(r);
   cost_env_free(env);
-  return st;
+  return plan_blame_file(ctx, ap, st);
 }
 
 ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, ap_plan *ap,
                       const char *trace_path, int format, char **out) {
-  *out = NULL;
+  API_ENTER(ctx);
+  if (out) *out = NULL;
+  if (!ctx || !model || !cluster || !ap || !out)
+    return ctx_fail(ctx, AP_INVALID, "%s: ctx, model, cluster, plan and out must not be NULL", "ap_simulate");
+  if (format != AP_OUT_TEXT && format != AP_OUT_JSON)
+    return ctx_fail(ctx, AP_INVALID, "%s: format: expected AP_OUT_TEXT or AP_OUT_JSON, got %d", "ap_simulate", format);
+  if (trace_path && !*trace_path) return ctx_fail(ctx, AP_INVALID, "ap_simulate: trace_path: expected a file name or NULL, got \"\"");
   ctx_clear(ctx);
   cost_env *env = NULL;
   ap_status st = cost_env_new(ctx, model, cluster, NULL, &env);
@@ -49,7 +60,6 @@ ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
     sim_s = sim_pipeline(&ap->p, r, NULL, 0, NULL);
   }
   if (!st && !isfinite(sim_s)) st = ctx_fail(ctx, AP_INTERNAL, "simulate: the schedule simulation did not complete");
-  if (!st && trace_path) st = util_write_file_atomic(ctx, trace_path, trace);
   if (!st) {
     double iter_sim = sim_s + r->time.dp_comm + r->time.optimizer;
     strbuf sb = {0};
@@ -70,8 +80,13 @@ ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
     *out = sb_take(&sb);
     if (!*out) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   }
+  /* The trace is written last, so that a failure before it leaves no file. */
+  if (!st && trace_path && (st = util_write_file_atomic(ctx, trace_path, trace))) {
+    free(*out);
+    *out = NULL;
+  }
   free(trace);
   free(r);
   cost_env_free(env);
-  return st;
+  return plan_blame_file(ctx, ap, st);
 }

@@ -112,6 +112,8 @@ static size_t preset_names(const char **names, const embedded_file **files, size
 enum { MAX_PRESETS = 256 };
 
 ap_status ap_model_load(ap_ctx *ctx, const char *spec, ap_model **out) {
+  API_ENTER(ctx);
+  if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_model_load: ctx and out must not be NULL");
   *out = NULL;
   ctx_clear(ctx);
   if (!spec || !*spec) return ctx_fail(ctx, AP_INVALID, "--model: expected a preset name or a path to a JSON file");
@@ -155,9 +157,9 @@ ap_status ap_model_load(ap_ctx *ctx, const char *spec, ap_model **out) {
                   *sugg ? "; did you mean " : "", sugg);
 }
 
-int64_t ap_model_params_total(const ap_model *m) { return graph_params_total(&m->g); }
-int64_t ap_model_params_active(const ap_model *m) { return graph_params_active(&m->g); }
-const char *ap_model_name(const ap_model *m) { return m->g.name; }
+int64_t ap_model_params_total(const ap_model *m) { return m ? graph_params_total(&m->g) : 0; }
+int64_t ap_model_params_active(const ap_model *m) { return m ? graph_params_active(&m->g) : 0; }
+const char *ap_model_name(const ap_model *m) { return m && m->g.name ? m->g.name : ""; }
 
 static const char *const role_names[] = {[BLOCK_EMBED] = "embedding", [BLOCK_LAYER] = "layer", [BLOCK_HEAD] = "head",
                                          [BLOCK_OTHER] = "other"};
@@ -181,6 +183,9 @@ static block_fig block_figures(const graph_block *blk, double s) {
 static int64_t resolve_seq(const ap_model *m, int64_t seq) { return seq > 0 ? seq : m->g.default_seq > 0 ? m->g.default_seq : 1; }
 
 ap_status ap_model_describe_json(ap_ctx *ctx, const ap_model *m, int64_t seq, char **json_out) {
+  API_ENTER(ctx);
+  if (json_out) *json_out = NULL;
+  if (!ctx || !m || !json_out) return ctx_fail(ctx, AP_INVALID, "ap_model_describe_json: ctx, model and json_out must not be NULL");
   const graph *g = &m->g;
   double s = (double)resolve_seq(m, seq);
   strbuf sb = {0};
@@ -236,6 +241,9 @@ static void human(char *out, size_t n, double v) {
 }
 
 ap_status ap_model_describe_text(ap_ctx *ctx, const ap_model *m, int64_t seq, char **text_out) {
+  API_ENTER(ctx);
+  if (text_out) *text_out = NULL;
+  if (!ctx || !m || !text_out) return ctx_fail(ctx, AP_INVALID, "ap_model_describe_text: ctx, model and text_out must not be NULL");
   const graph *g = &m->g;
   double s = (double)resolve_seq(m, seq);
   strbuf sb = {0};
@@ -311,5 +319,15 @@ static ap_status list_presets(ap_ctx *ctx, bool as_json, char **out) {
   return *out ? AP_OK : ctx_fail(ctx, AP_NOMEM, "out of memory");
 }
 
-ap_status ap_models_list_json(ap_ctx *ctx, char **json_out) { return list_presets(ctx, true, json_out); }
-ap_status ap_models_list_text(ap_ctx *ctx, char **text_out) { return list_presets(ctx, false, text_out); }
+ap_status ap_models_list_json(ap_ctx *ctx, char **json_out) {
+  API_ENTER(ctx);
+  if (json_out) *json_out = NULL;
+  if (!ctx || !json_out) return ctx_fail(ctx, AP_INVALID, "ap_models_list_json: ctx and json_out must not be NULL");
+  return list_presets(ctx, true, json_out);
+}
+ap_status ap_models_list_text(ap_ctx *ctx, char **text_out) {
+  API_ENTER(ctx);
+  if (text_out) *text_out = NULL;
+  if (!ctx || !text_out) return ctx_fail(ctx, AP_INVALID, "ap_models_list_text: ctx and text_out must not be NULL");
+  return list_presets(ctx, false, text_out);
+}

@@ -104,7 +104,9 @@ static ap_status unknown_format(ap_ctx *ctx, const char *format) {
 }
 
 ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const char *format, char **out) {
-  *out = NULL;
+  API_ENTER(ctx);
+  if (out) *out = NULL;
+  if (!ctx || !ap || !out) return ctx_fail(ctx, AP_INVALID, "ap_export: ctx, plan and out must not be NULL");
   export_fn write = NULL;
   for (size_t i = 0; i < AP_COUNT(formats) && format; i++)
     if (strcmp(formats[i].name, format) == 0) write = formats[i].write;
@@ -149,7 +151,11 @@ ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const char 
   ap_model_free(owned);
   if (st) {
     sb_free(&sb);
-    return st;
+    return plan_blame_file(ctx, ap, st);
+  }
+  if (mem_failed()) { /* a builder whose buffer failed leaves parts out (core/alloc.h) */
+    sb_free(&sb);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory writing the export");
   }
   *out = sb_take(&sb);
   return *out ? AP_OK : ctx_fail(ctx, AP_NOMEM, "out of memory");

@@ -54,7 +54,7 @@ static void trim(char *s) {
   if (i) memmove(s, s + i, n - i + 1);
 }
 
-static ap_status fix_one(ap_ctx *ctx, char *pair, ap_plan *ap, unsigned *mask) {
+static ap_status fix_one(ap_ctx *ctx, char *pair, ap_plan *ap, unsigned *mask, uint64_t *seen) {
   char *eq = strchr(pair, '=');
   *eq = '\0';
   char *key = pair, *value = eq + 1;
@@ -76,6 +76,8 @@ static ap_status fix_one(ap_ctx *ctx, char *pair, ap_plan *ap, unsigned *mask) {
                     key, *sugg ? "; did you mean " : "", sugg, *sugg ? "?" : "");
   }
   if (!*value) return ctx_fail(ctx, AP_INVALID, "--fix: %s needs a value (%s=VALUE)", key, key);
+  if (*seen >> found & 1u) return ctx_fail(ctx, AP_INVALID, "--fix: %s given twice; give each field once", key);
+  *seen |= (uint64_t)1 << found;
   ap_ctx scratch = ctx_child(ctx);
   if (ap_plan_set(&scratch, ap, key, value)) return ctx_fail(ctx, AP_INVALID, "--fix: %s", scratch.error);
   if (fix_keys[found].bit != NO_BIT) *mask |= 1u << fix_keys[found].bit;
@@ -94,6 +96,8 @@ ap_status plan_fix_parse(ap_ctx *ctx, const char *fix, plan *base, unsigned *mas
   memcpy(buf, fix, n + 1);
   ap_plan ap = {.p = *base};
   ap_status st = AP_OK;
+  uint64_t seen = 0; /* fix_keys given so far */
+  _Static_assert(AP_COUNT(fix_keys) <= 64, "seen holds one bit per key");
   pair[0] = '\0';
   /* Split on commas; a token without '=' continues the value before it. */
   for (char *tok = buf, *next; tok && !st; tok = next) {
@@ -101,7 +105,7 @@ ap_status plan_fix_parse(ap_ctx *ctx, const char *fix, plan *base, unsigned *mas
     next = comma ? comma + 1 : NULL;
     if (comma) *comma = '\0';
     if (strchr(tok, '=')) {
-      if (pair[0]) st = fix_one(ctx, pair, &ap, mask);
+      if (pair[0]) st = fix_one(ctx, pair, &ap, mask, &seen);
       snprintf(pair, n + 1, "%s", tok);
     } else if (pair[0]) {
       size_t len = strlen(pair);
@@ -113,7 +117,7 @@ ap_status plan_fix_parse(ap_ctx *ctx, const char *fix, plan *base, unsigned *mas
       if (*t) st = ctx_fail(ctx, AP_INVALID, "--fix: expected key=value pairs such as tp=8,pp=4, got \"%.64s\"", t);
     }
   }
-  if (!st && pair[0]) st = fix_one(ctx, pair, &ap, mask);
+  if (!st && pair[0]) st = fix_one(ctx, pair, &ap, mask, &seen);
   if (!st) *base = ap.p;
   free(buf);
   free(pair);
@@ -775,8 +779,9 @@ static ap_status build_opts(ap_ctx *ctx, const ap_model *model, const hw_cluster
 
 ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, const ap_search_opts *o,
                          int format, char **out, ap_plan **best) {
+  API_ENTER(ctx);
   if (best) *best = NULL;
-  if (!out) return ctx_fail(ctx, AP_INVALID, "ap_plan_search: out must not be NULL");
+  if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_plan_search: ctx and out must not be NULL");
   *out = NULL;
   if (!model || !cluster || !o) return ctx_fail(ctx, AP_INVALID, "ap_plan_search: model, cluster and opts are required");
   if (format != AP_OUT_TEXT && format != AP_OUT_JSON)
@@ -824,6 +829,8 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
     report_in in = {env, &so, &stats, res, n, st, message, o->compare ? &cmp : NULL, spec};
     *out = format == AP_OUT_JSON ? report_json(&in) : report_text(&in);
     if (!*out) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+    /* Helpers that write "?" when their buffer fails (plan_report_brief) leave the mark (core/alloc.h). */
+    if (*out && mem_failed()) st = ctx_fail(ctx, AP_NOMEM, "out of memory writing the report");
     if (best && *out && st != AP_INFEASIBLE && n > 0) {
       ap_plan *bp = calloc(1, sizeof *bp);
       if (!bp) {
