@@ -111,24 +111,27 @@ fuzz: fuzz-build
 	done; echo "fuzz: all targets ran clean"
 
 # The long campaign: every target (or those in FUZZ_TARGETS, names without fuzz_) for FUZZ_LONG_SECONDS, or
-# until FUZZ_LONG_RUNS executions when that is set, one at a time under nice; new inputs go to
+# until FUZZ_LONG_RUNS executions when that is set, one at a time under nice, inputs up to FUZZ_LONG_MAX_LEN
+# bytes (or the "FUZZ_MAX_LEN: N" a target's header names, for slow readers); new inputs go to
 # fuzz/corpus/NAME/, which is then minimised (libFuzzer -merge=1) so the committed corpus stays small. One
 # line per target (executions, coverage, corpus files and bytes) goes to build/fuzzlib/fuzz-long.txt.
 FUZZ_TARGETS ?= $(patsubst fuzz/fuzz_%.c,%,$(FUZZERS))
 fuzz-long: fuzz-build
-	@set -e; : >build/fuzzlib/fuzz-long.txt; for t in $(FUZZ_TARGETS); do n=fuzz_$$t; \
+	@set -e; failed=""; : >build/fuzzlib/fuzz-long.txt; for t in $(FUZZ_TARGETS); do n=fuzz_$$t; \
 	  mkdir -p fuzz/corpus/$$t build/fuzzlib/min-$$t; rm -rf build/fuzzlib/min-$$t/*; \
 	  echo "fuzz-long: $$n for $(FUZZ_LONG_SECONDS) s (runs cap $(FUZZ_LONG_RUNS))"; \
+	  len=$$(sed -n 's/^.*FUZZ_MAX_LEN: \([0-9]*\).*$$/\1/p' fuzz/$$n.c); len=$${len:-$(FUZZ_LONG_MAX_LEN)}; \
 	  nice -n 10 build/fuzzlib/$$n -max_total_time=$(FUZZ_LONG_SECONDS) -runs=$$( [ $(FUZZ_LONG_RUNS) -gt 0 ] && echo $(FUZZ_LONG_RUNS) || echo -1) \
-	    -max_len=$(FUZZ_LONG_MAX_LEN) -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
-	    fuzz/corpus/$$t fuzz/seeds/$$t >build/fuzzlib/$$n.long.log 2>&1 || { tail -40 build/fuzzlib/$$n.long.log; exit 1; }; \
-	  nice -n 10 build/fuzzlib/$$n -merge=1 -max_len=$(FUZZ_LONG_MAX_LEN) build/fuzzlib/min-$$t fuzz/corpus/$$t >build/fuzzlib/$$n.merge.log 2>&1; \
+	    -max_len=$$len -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+	    fuzz/corpus/$$t fuzz/seeds/$$t >build/fuzzlib/$$n.long.log 2>&1 || { tail -40 build/fuzzlib/$$n.long.log; failed="$$failed $$t"; }; \
+	  nice -n 10 build/fuzzlib/$$n -merge=1 -max_len=$$len build/fuzzlib/min-$$t fuzz/corpus/$$t >build/fuzzlib/$$n.merge.log 2>&1; \
 	  rm -rf fuzz/corpus/$$t && mv build/fuzzlib/min-$$t fuzz/corpus/$$t; \
 	  execs=$$(sed -n 's/^stat::number_of_executed_units: *//p' build/fuzzlib/$$n.long.log); \
 	  cov=$$(grep -E '^#[0-9]+' build/fuzzlib/$$n.long.log | tail -1 | sed -n 's/.*cov: \([0-9]*\) ft: \([0-9]*\).*/\1 \2/p'); \
 	  files=$$(ls fuzz/corpus/$$t | wc -l); bytes=$$(cat fuzz/corpus/$$t/* 2>/dev/null | wc -c); \
 	  echo "$$t execs=$$execs cov_ft=\"$$cov\" corpus_files=$$files corpus_bytes=$$bytes" | tee -a build/fuzzlib/fuzz-long.txt; \
-	done; echo "fuzz-long: all targets ran clean"
+	done; [ -z "$$failed" ] || { echo "fuzz-long: FAILED:$$failed (logs in build/fuzzlib/)"; exit 1; }; \
+	echo "fuzz-long: all targets ran clean"
 
 # ThreadSanitizer: the library and tests/test_threads.c (the API from several threads, one context each)
 # built with clang -fsanitize=thread. A separate build (about a minute), so not part of `make test`.

@@ -1,7 +1,8 @@
 /* libFuzzer target for the runs-row semantics (validate_read_rows, src/report/validate.c): bytes are a runs
  * table; once the CSV reads, every row's fields are read as validate reads them (ids, outcome, measured
  * figures, the model_config path, the architecture and plan columns, their ranges and enums), without the
- * prediction. A failure says why on one line. Seeds: fuzz/seeds/runs_rows/. */
+ * prediction. A failure says why on one line. Seeds: fuzz/seeds/runs_rows/.
+ * FUZZ_MAX_LEN: 2048 (fuzz-long: short inputs keep this slow reader at a useful rate) */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>

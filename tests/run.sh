@@ -33,6 +33,14 @@ printf '%s\n' "$out" | grep '^not ok ' -A3 | head -60
 echo "ok   cli ($cp cases, $cf failed)"
 pass=$((pass + cp))
 fail=$((fail + cf))
+# The bad-input catalogue: each line of tests/bad_input.txt is one case run by tests/bad_input.sh.
+out=$(sh tests/bad_input.sh "${AUTOPAR_BIN:-bin/autopar}" 2>&1)
+bp=$(printf '%s\n' "$out" | grep -c '^ok ')
+bf=$(printf '%s\n' "$out" | grep -c '^not ok ')
+printf '%s\n' "$out" | grep '^not ok ' -A3 | head -60
+echo "ok   bad_input ($bp cases, $bf failed)"
+pass=$((pass + bp))
+fail=$((fail + bf))
 [ -n "$failed" ] && echo "failed:$failed"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
