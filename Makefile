@@ -105,7 +105,7 @@ fuzz: fuzz-build
 	@set -e; for f in $(FUZZERS); do n=$$(basename $$f .c); t=$${n#fuzz_}; \
 	  mkdir -p build/fuzzlib/corpus-$$t fuzz/corpus/$$t; \
 	  echo "fuzz: $$n for $(FUZZ_SECONDS) s"; \
-	  build/fuzzlib/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -print_final_stats=0 \
+	  build/fuzzlib/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -print_final_stats=0 -artifact_prefix=build/fuzzlib/$$t- \
 	    build/fuzzlib/corpus-$$t fuzz/corpus/$$t fuzz/seeds/$$t 2>build/fuzzlib/$$n.log || { tail -40 build/fuzzlib/$$n.log; exit 1; }; \
 	  grep -E '^(#[0-9]+\s+DONE|Done)' build/fuzzlib/$$n.log | tail -1; \
 	done; echo "fuzz: all targets ran clean"
@@ -122,10 +122,10 @@ fuzz-long: fuzz-build
 	  echo "fuzz-long: $$n for $(FUZZ_LONG_SECONDS) s (runs cap $(FUZZ_LONG_RUNS))"; \
 	  len=$$(sed -n 's/^.*FUZZ_MAX_LEN: \([0-9]*\).*$$/\1/p' fuzz/$$n.c); len=$${len:-$(FUZZ_LONG_MAX_LEN)}; \
 	  nice -n 10 build/fuzzlib/$$n -max_total_time=$(FUZZ_LONG_SECONDS) -runs=$$( [ $(FUZZ_LONG_RUNS) -gt 0 ] && echo $(FUZZ_LONG_RUNS) || echo -1) \
-	    -max_len=$$len -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+	    -max_len=$$len -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=build/fuzzlib/$$t- \
 	    fuzz/corpus/$$t fuzz/seeds/$$t >build/fuzzlib/$$n.long.log 2>&1 || { tail -40 build/fuzzlib/$$n.long.log; failed="$$failed $$t"; }; \
-	  nice -n 10 build/fuzzlib/$$n -merge=1 -max_len=$$len build/fuzzlib/min-$$t fuzz/corpus/$$t >build/fuzzlib/$$n.merge.log 2>&1; \
-	  rm -rf fuzz/corpus/$$t && mv build/fuzzlib/min-$$t fuzz/corpus/$$t; \
+	  if nice -n 10 build/fuzzlib/$$n -merge=1 -max_len=$$len build/fuzzlib/min-$$t fuzz/corpus/$$t >build/fuzzlib/$$n.merge.log 2>&1; \
+	  then rm -rf fuzz/corpus/$$t && mv build/fuzzlib/min-$$t fuzz/corpus/$$t; else failed="$$failed $$t(merge)"; fi; \
 	  execs=$$(sed -n 's/^stat::number_of_executed_units: *//p' build/fuzzlib/$$n.long.log); \
 	  cov=$$(grep -E '^#[0-9]+' build/fuzzlib/$$n.long.log | tail -1 | sed -n 's/.*cov: \([0-9]*\) ft: \([0-9]*\).*/\1 \2/p'); \
 	  files=$$(ls fuzz/corpus/$$t | wc -l); bytes=$$(cat fuzz/corpus/$$t/* 2>/dev/null | wc -c); \
