@@ -280,6 +280,11 @@ static const struct {
     {"dgx-h100:8x", AP_INVALID, 0, 0, 0, 0, "expected NODESxDEVICES"},
     {"dgx-h100:x8", AP_INVALID, 0, 0, 0, 0, "expected NODESxDEVICES"},
     {"h100:800000000", AP_INVALID, 0, 0, 0, 0, "expected at most"},
+    /* Read values are range-checked before any arithmetic: these overflowed (the suggestion below + dpn) or
+     * printed a wrapped "use … or -9223372036854775808" before. */
+    {"h100:9223372036854775807", AP_INVALID, 0, 0, 0, 0, "h100:9223372036854775807: expected at most 4194304 devices"},
+    {"h100:9223372036854775801", AP_INVALID, 0, 0, 0, 0, "expected at most 4194304 devices"},
+    {"h100:9223372036854775807x8", AP_INVALID, 0, 0, 0, 0, "expected at most 4194304 devices"},
     {":8", AP_INVALID, 0, 0, 0, 0, "expected a preset or device name"},
     {"", AP_INVALID, 0, 0, 0, 0, "expected a preset"},
     {"dgx-h10", AP_NOTFOUND, 0, 0, 0, 0, "unknown cluster or device 'dgx-h10' (did you mean dgx-h100"},

@@ -211,7 +211,7 @@ ap_status hw_cluster_level_for_group(ap_ctx *ctx, const hw_cluster *c, int64_t s
     return ctx_fail(ctx, AP_INVALID, "level_for_group: stride and size must be >= 1, got %lld and %lld",
                     (long long)stride, (long long)size);
   if (size > c->n_devices / stride)
-    return ctx_fail(ctx, AP_INVALID, "level_for_group: %lld ranks %lld apart need more devices than the cluster %s has (%lld)",
+    return ctx_fail(ctx, AP_INVALID, "level_for_group: %lld ranks %lld apart do not fit: the cluster %s has %lld devices",
                     (long long)size, (long long)stride, c->name, (long long)c->n_devices);
   int64_t block = stride * size, n_blocks = c->n_devices / block;
   int last_level = c->n_levels - 1, level = 0;
