@@ -10,10 +10,16 @@
 #   make failing-allocator  every allocation along each command's path failed in turn, under ASan
 #   make example    the main job on a built-in example: plan Llama-3-70B on 64 H100
 #   make bench      benchmarks (not part of the test suite)
+#   make CORE_ONLY=1 ...   the same without the optional parts (below)
 
 CC       ?= cc
 PREFIX   ?= /usr/local
 BUILD    ?= build
+# A core-only build has its own objects and binary, so that it never mixes with the full build's.
+ifeq ($(CORE_ONLY),1)
+BUILD    := build/core
+BIN      := build/core/bin/autopar
+endif
 WARN     := -Wall -Wextra -Wshadow -Wconversion -Wmissing-prototypes -Wstrict-prototypes -Werror
 OPT      ?= -O2 -g
 CPPFLAGS += -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L
@@ -21,24 +27,43 @@ CFLAGS   += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden
 LDLIBS   += -ljansson -lm
 FUZZ_SECONDS ?= 20
 
-SRC_LIB  := $(sort $(shell find src -name '*.c' ! -path 'src/cli/*'))
+# Optional parts (docs/build.md): each mk/<part>.mk names its sources (PART_SRC_<part>), the compiler flags and
+# libraries its third-party dependency needs (PART_CFLAGS_<part>, PART_LIBS_<part>), its tests (PART_TESTS_<part>)
+# and, where it has them, generated sources and extra programs. A part is compiled into its own static library
+# build/lib/libautopar-<part>.a, never into libautopar; the CLI and the tests link every part that is built and
+# define AP_PART_<PART> so that the CLI adds it to its contexts. CORE_ONLY=1 builds none of them.
+PARTS_ALL := $(sort $(patsubst mk/%.mk,%,$(wildcard mk/*.mk)))
+include $(wildcard mk/*.mk)
+ifeq ($(CORE_ONLY),1)
+PARTS    :=
+else
+PARTS    ?= $(PARTS_ALL)
+endif
+PART_SRC_ALL   := $(foreach p,$(PARTS_ALL),$(PART_SRC_$(p)))
+PART_TESTS_ALL := $(foreach p,$(PARTS_ALL),$(PART_TESTS_$(p)))
+PART_LIBS_A    := $(foreach p,$(PARTS),$(BUILD)/lib/libautopar-$(p).a)
+PART_LDLIBS    := $(foreach p,$(PARTS),$(PART_LIBS_$(p)))
+PART_DEFS      := $(foreach p,$(PARTS),-DAP_PART_$(shell echo $(p) | tr a-z- A-Z_))
+
+SRC_LIB  := $(filter-out $(PART_SRC_ALL),$(sort $(shell find src -name '*.c' ! -path 'src/cli/*')))
 SRC_CLI  := $(sort $(wildcard src/cli/*.c))
 DATA     := $(sort $(shell find data -type f \( -name '*.json' -o -name '*.csv' \)))
 GEN_DATA := $(BUILD)/gen/embedded_data.c
 OBJ_LIB  := $(SRC_LIB:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/embedded_data.o
 OBJ_CLI  := $(SRC_CLI:%.c=$(BUILD)/obj/%.o)
-TESTS    := $(sort $(wildcard tests/test_*.c))
+TESTS    := $(filter-out $(PART_TESTS_ALL),$(sort $(wildcard tests/test_*.c))) $(foreach p,$(PARTS),$(PART_TESTS_$(p)))
 TEST_BIN := $(TESTS:tests/%.c=$(BUILD)/tests/%)
 FUZZERS  := $(sort $(wildcard fuzz/fuzz_*.c))
 BENCHES  := $(sort $(wildcard bench/bench_*.c))
 
 LIB_A    := $(BUILD)/lib/libautopar.a
 LIB_SO   := $(BUILD)/lib/libautopar.so
-BIN      := bin/autopar
+LIB_FULL_SO := $(BUILD)/lib/libautopar-full.so
+BIN      ?= bin/autopar
 DEPS     := $(BUILD)/.deps
 
-.PHONY: all deps test asan fuzz example bench clean install calibrate
-all: $(LIB_A) $(LIB_SO) $(BIN)
+.PHONY: all deps test asan fuzz example bench clean install calibrate man
+all: $(LIB_A) $(LIB_SO) $(PART_LIBS_A) $(LIB_FULL_SO) $(BIN) $(PART_BINS)
 
 deps: $(DEPS)
 $(DEPS): scripts/deps.sh
@@ -69,16 +94,36 @@ $(LIB_SO): $(OBJ_LIB)
 	@mkdir -p $(@D)
 	$(CC) -shared -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
-$(BIN): $(OBJ_CLI) $(LIB_A)
+# A part's objects: its own flags on top of the library's; one static library per part.
+define PART_RULES
+$(1:%.c=$(BUILD)/obj/%.o): CPPFLAGS += $(2)
+endef
+$(foreach p,$(PARTS),$(eval $(call PART_RULES,$(PART_SRC_$(p)),$(PART_CFLAGS_$(p)))))
+$(BUILD)/lib/libautopar-%.a: $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $(OBJ_CLI) $(LIB_A) $(LDFLAGS) $(LDLIBS)
+	rm -f $@ && ar rcs $@ $(PART_OBJ_$*)
+$(foreach p,$(PARTS),$(eval PART_OBJ_$(p) := $(patsubst %.c,$(BUILD)/obj/%.o,$(PART_SRC_$(p)))))
+$(foreach p,$(PARTS),$(eval $(BUILD)/lib/libautopar-$(p).a: $(PART_OBJ_$(p))))
+
+# The core with every built part in one shared library, for hosts that load one file (the Python module).
+$(LIB_FULL_SO): $(OBJ_LIB) $(foreach p,$(PARTS),$(PART_OBJ_$(p)))
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $^ $(LDFLAGS) $(PART_LDLIBS) $(LDLIBS)
+
+$(BUILD)/obj/src/cli/parts.o: CPPFLAGS += $(PART_DEFS)
+$(BUILD)/obj/src/cli/parts.o: Makefile
+
+$(BIN): $(OBJ_CLI) $(LIB_A) $(PART_LIBS_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $(OBJ_CLI) $(PART_LIBS_A) $(LIB_A) $(LDFLAGS) $(PART_LDLIBS) $(LDLIBS)
 
 # Tests reach module internals, so they link the static library and see src/.
-$(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(LIB_A)
+$(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(LIB_A) $(PART_LIBS_A)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS) -lcmocka
+	$(CC) $(CPPFLAGS) $(PART_DEFS) $(foreach p,$(PARTS),$(PART_CFLAGS_$(p))) $(CFLAGS) -Wno-missing-prototypes -o $@ $< \
+	  $(PART_LIBS_A) $(LIB_A) $(LDFLAGS) $(PART_LDLIBS) $(LDLIBS) -lcmocka
 
-test: $(TEST_BIN) $(BIN)
+test: $(TEST_BIN) $(BIN) $(LIB_FULL_SO)
 	@AUTOPAR_BIN=$(BIN) sh tests/run.sh $(BUILD) $(TEST_BIN)
 
 asan:
@@ -157,9 +202,20 @@ bench: $(LIB_A)
 	@set -e; for b in $(BENCHES); do n=$$(basename $$b .c); \
 	  $(CC) $(CPPFLAGS) $(CFLAGS) -O2 -o $(BUILD)/bench/$$n $$b $(LIB_A) $(LDLIBS); $(BUILD)/bench/$$n; done
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+# The manual page, generated from the binary's own help texts (tools/mkman.sh).
+man: $(BUILD)/autopar.1
+$(BUILD)/autopar.1: $(BIN) tools/mkman.sh
+	sh tools/mkman.sh $(BIN) > $@.tmp && mv $@.tmp $@
+
+install: all $(BUILD)/autopar.1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 644 $(BUILD)/autopar.1 $(DESTDIR)$(PREFIX)/share/man/man1/autopar.1
+	install -m 644 scripts/autopar-completion.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/autopar
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/lib/python3/dist-packages/autopar
+	install -m 644 python/autopar/__init__.py python/autopar/__main__.py $(DESTDIR)$(PREFIX)/lib/python3/dist-packages/autopar/
+	install -m 644 $(LIB_FULL_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(LIB_A) $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/autopar.h $(DESTDIR)$(PREFIX)/include/
 	sed 's|@PREFIX@|$(PREFIX)|' autopar.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/autopar.pc

@@ -61,6 +61,9 @@ typedef enum {
   AP_STATUS_COUNT_
 } ap_status;
 
+/* The library's version, AP_VERSION_STRING of the header it was built with (a static string). */
+AP_API const char *ap_version(void);
+
 /* Returns a static string naming the status, never NULL. */
 AP_API const char *ap_status_str(ap_status status);
 
@@ -110,6 +113,25 @@ AP_API void ap_ctx_set_progress(ap_ctx *ctx, ap_progress_fn fn, void *user);
  * fails here with AP_IO/AP_PARSE/AP_INVALID and the context keeps its previous calibration. NULL or "" goes
  * back to the built-in calibration. */
 AP_API ap_status ap_ctx_set_calibration(ap_ctx *ctx, const char *path);
+
+/* ---- Optional parts ------------------------------------------------------------------------------
+ * The pieces of autopar that need a third-party library (ONNX import: protobuf-c; the intra-op ILP: CBC) are
+ * built as separate static libraries, libautopar-<part>.a, kept out of libautopar's own link line
+ * (docs/build.md). A host that links a part adds it to each context that should use it, as a Lua host opens
+ * the libraries it wants; a context without a part answers AP_UNSUPPORTED naming the part where it would be
+ * needed. The CLI adds every part it was built with. */
+typedef struct ap_part ap_part;
+
+/* Makes part available to every later call in ctx (and to contexts derived from it). Adding a part of a name
+ * the context already has replaces it. AP_INVALID on a NULL argument, AP_NOMEM when the context holds its
+ * maximum of parts. The part is borrowed: it must outlive the context (the parts' own tables are static). */
+AP_API ap_status ap_ctx_add_part(ap_ctx *ctx, const ap_part *part);
+/* The part's name ("onnx", "ilp"); "" for NULL. */
+AP_API const char *ap_part_name(const ap_part *part);
+/* The parts' entry points, each defined only in its own library: ONNX import (libautopar-onnx.a) and the
+ * intra-op ILP solver (libautopar-ilp.a). Each returns a static table, never NULL. */
+AP_API const ap_part *ap_part_onnx(void);
+AP_API const ap_part *ap_part_ilp(void);
 
 /* Writes text to path atomically: to a temporary file in the same folder, then renamed over path, so that a
  * failure never leaves a partial file. AP_IO names the path and the reason. */
@@ -229,6 +251,24 @@ AP_API ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char 
  * run as planned is AP_UNSUPPORTED with the reason. The caller frees *out with ap_free. */
 AP_API ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *plan, const char *format, char **out);
 
+/* ---- Reports ---------------------------------------------------------------------------------- */
+
+/* The inputs of an HTML report: JSON documents as the commands print them with --json (docs/json.md); any
+ * may be NULL, and the part it feeds is then left out. Strings are borrowed for the call. */
+typedef struct {
+  const char *title;         /* the page's heading */
+  const char *command;       /* the command line that made it, shown under the heading (may be NULL) */
+  const char *estimate_json; /* an estimate document: the plan table, time breakdown and memory per stage */
+  const char *search_json;   /* a search document: the explored space, the winner and the runner-ups */
+  const char *trace_json;    /* the simulator's trace ({"traceEvents": …}): the pipeline timeline */
+  const char *validate_json; /* a validate document: predicted against measured, error per device and stack */
+} ap_report_inputs;
+
+/* Writes one self-contained HTML file (inline SVG, CSS and script; no network, no external URL) to out_path,
+ * atomically (docs/report.md). AP_PARSE names the input that is not JSON; AP_INVALID when every input is
+ * NULL; AP_IO names the path. */
+AP_API ap_status ap_report_html(ap_ctx *ctx, const ap_report_inputs *in, const char *out_path);
+
 /* ---- Calibration ------------------------------------------------------------------------------ */
 
 /* Fits the cost model's constants per device type and link class to the measured runs in csv_path (the
@@ -277,6 +317,19 @@ AP_API void ap_search_opts_init(ap_search_opts *opts);
  * A bad option or a --fix that no plan can meet fails with AP_INVALID naming it. */
 AP_API ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
                                 const ap_search_opts *opts, int format, char **out, ap_plan **best);
+
+/* ---- Comparing clusters ------------------------------------------------------------------------ */
+
+/* Plans model on each cluster of the comma-separated list (presets, shorthands or files: "h100:64,a100:128")
+ * with the same search options, and ranks the clusters by the best plan's throughput and, given a token budget
+ * (tokens: "1T", "300B", "2.5e11"; NULL = none, figures per 10^9 tokens), by the time to train on it and the
+ * device-hours it takes; with prices (one price per device-hour
+ * for all, or a comma-separated list with one per cluster) also by cost. A cluster on which nothing fits is
+ * listed last, as infeasible. format is AP_OUT_TEXT or AP_OUT_JSON (format "autopar-compare-clusters/1",
+ * docs/json.md); the caller frees *out with ap_free. AP_INVALID names a bad cluster or price. */
+AP_API ap_status ap_compare_clusters(ap_ctx *ctx, const ap_model *model, const char *clusters,
+                                     const ap_search_opts *opts, const char *tokens, const char *prices, int format,
+                                     char **out);
 
 #ifdef __cplusplus
 }

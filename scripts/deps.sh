@@ -3,7 +3,8 @@
 # Called by every Makefile target through build/.deps, so a fresh Debian 12 machine needs no manual step.
 set -e
 need=""
-for p in libjansson-dev libcmocka-dev pkg-config clang libclang-rt-14-dev; do
+# python3 runs the Python module's tests; chromium opens the HTML report in the browser test.
+for p in libjansson-dev libcmocka-dev pkg-config clang libclang-rt-14-dev python3 chromium; do
   dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 [ -z "$need" ] && exit 0

@@ -120,4 +120,12 @@ done <<CASES
 0|validate $tmp/named_runs.csv --json|"note":"architecture of the built-in preset data/models/gpt-oss-120b.json
 0|validate $tmp/small_runs.csv --search --json|"best_predicted_tokens_per_s_per_gpu"
 0|validate $tmp/small_runs.csv --search --json|"best_plan":{"format":"autopar-plan/1"
+0|compare-clusters --model llama-3-8b --clusters h100:8,a100-80gb:16 --gbs 64 --seq 4096 --tokens 1T --price-per-gpu-hour 2.5,1.5|by cost: 1.
+0|compare-clusters --model llama-3-8b --clusters h100:8,a100-80gb:16 --gbs 64 --seq 4096 --json|"format":"autopar-compare-clusters/1"
+0|compare-clusters --model llama-3-70b --clusters h100:8,dgx-h100:4x8 --gbs 256 --seq 4096|no plan fits
+2|compare-clusters --model llama-3-8b --clusters h100:8,,a100:8 --gbs 64|--clusters: expected a comma-separated list
+2|compare-clusters --model llama-3-8b --clusters h100:8,a100:8 --gbs 64 --price-per-gpu-hour 1,2,3|expected one price or one per cluster
+2|compare-clusters --model llama-3-8b --clusters h100:8,zz:8 --gbs 64|--clusters: zz:8:
+2|compare-clusters --model llama-3-8b --clusters h100:8 --gbs 64 --tokens lots|--tokens: expected a positive amount
+2|compare-clusters --model llama-3-8b --clusters h100:8|are required
 CASES

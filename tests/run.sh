@@ -33,14 +33,20 @@ printf '%s\n' "$out" | grep '^not ok ' -A3 | head -60
 echo "ok   cli ($cp cases, $cf failed)"
 pass=$((pass + cp))
 fail=$((fail + cf))
-# The bad-input catalogue: each line of tests/bad_input.txt is one case run by tests/bad_input.sh.
-out=$(sh tests/bad_input.sh "${AUTOPAR_BIN:-bin/autopar}" 2>&1)
-bp=$(printf '%s\n' "$out" | grep -c '^ok ')
-bf=$(printf '%s\n' "$out" | grep -c '^not ok ')
-printf '%s\n' "$out" | grep '^not ok ' -A3 | head -60
-echo "ok   bad_input ($bp cases, $bf failed)"
-pass=$((pass + bp))
-fail=$((fail + bf))
+# Shell tests: each tests/sh_*.sh takes the binary and prints TAP lines ("ok N - …" / "not ok N - …").
+for t in tests/sh_*.sh; do
+  [ -f "$t" ] || continue
+  n=$(basename "$t" .sh)
+  out=$(sh "$t" "${AUTOPAR_BIN:-bin/autopar}" 2>&1)
+  sp=$(printf '%s\n' "$out" | grep -c '^ok ')
+  sf=$(printf '%s\n' "$out" | grep -c '^not ok ')
+  [ "$sp" -eq 0 ] && [ "$sf" -eq 0 ] && sf=1
+  printf '%s\n' "$out" | grep '^not ok ' | head -20
+  echo "ok   $n ($sp cases, $sf failed)"
+  pass=$((pass + sp))
+  fail=$((fail + sf))
+  [ "$sf" -ne 0 ] && failed="$failed $n"
+done
 [ -n "$failed" ] && echo "failed:$failed"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -21,6 +21,7 @@ static const subcommand subcommands[] = {
     {"describe", cmd_describe, "parameters, per-block breakdown and FLOP per token of a model"},
     {"models", cmd_models, "list the built-in model presets"},
     {"clusters", cmd_clusters, "list the built-in cluster presets, or describe one"},
+    {"compare-clusters", cmd_compare_clusters, "plan a model on several clusters and rank them by time and cost"},
 };
 
 static void log_to_stderr(void *user, ap_log_level level, const char *msg) {
@@ -59,6 +60,11 @@ int main(int argc, char **argv) {
       return EXIT_INTERNAL;
     }
     ap_ctx_set_log(ctx, log_to_stderr, NULL, AP_LOG_WARN);
+    if (cli_add_parts(ctx) != AP_OK) {
+      fprintf(stderr, "autopar: %s\n", ap_ctx_error(ctx));
+      ap_ctx_free(ctx);
+      return EXIT_INTERNAL;
+    }
     int rc = subcommands[i].run(ctx, argc - 2, argv + 2);
     ap_ctx_free(ctx);
     fflush(stdout);

@@ -16,6 +16,8 @@
 #define AP_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define AP_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+enum { CTX_MAX_PARTS = 8 };
+
 /* The context: holds the last error and the callbacks. One per thread of use. */
 struct ap_ctx {
   ap_status status;
@@ -29,9 +31,21 @@ struct ap_ctx {
    * by the context when calibration_free is set (ap_ctx_set_calibration), borrowed otherwise (ctx_child). */
   void *calibration;
   void (*calibration_free)(void *);
+  /* Optional parts the host added (ap_ctx_add_part), borrowed; copied by ctx_child. */
+  const ap_part *parts[CTX_MAX_PARTS];
+  size_t n_parts;
   ap_alloc_fn alloc_fn; /* the host's allocator (ap_ctx_new_with_allocator), NULL for libc's; core/alloc.h */
   void *alloc_user;
 };
+
+/* An optional part (include/autopar.h "Optional parts"): a name and a table of entry points whose type the
+ * module that calls it defines (model/onnx.h for "onnx", search/ilp.h for "ilp"); core only stores it. */
+struct ap_part {
+  const char *name;
+  const void *ops;
+};
+/* The ops table of the part called name that the host added to ctx, or NULL when it has none. */
+AP_HIDDEN const void *ctx_part_ops(const ap_ctx *ctx, const char *name);
 
 /* Records a failure in ctx and returns status, so that callers write `return ctx_fail(ctx, AP_INVALID,
  * "%s: field must be > 0", file)`. The message is one line; a later failure replaces it. ctx may be NULL. */

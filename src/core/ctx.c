@@ -19,6 +19,8 @@ const char *ap_status_str(ap_status status) {
 
 void ap_free(void *p) { free(p); }
 
+const char *ap_version(void) { return AP_VERSION_STRING; }
+
 ap_ctx *ap_ctx_new(void) {
   mem_enter(NULL); /* libc's allocator; ap_ctx_new_with_allocator (core/alloc.c) takes the host's */
   ap_ctx *ctx = calloc(1, sizeof *ctx);
@@ -93,4 +95,27 @@ void ctx_log(ap_ctx *ctx, ap_log_level level, const char *fmt, ...) {
 bool ctx_progress(ap_ctx *ctx, double fraction, const char *what) {
   if (!ctx || !ctx->progress_fn) return false;
   return ctx->progress_fn(ctx->progress_user, fraction, what) != 0;
+}
+
+ap_status ap_ctx_add_part(ap_ctx *ctx, const ap_part *part) {
+  if (!ctx) return AP_INVALID;
+  if (!part || !part->name) return ctx_fail(ctx, AP_INVALID, "ap_ctx_add_part: part must not be NULL");
+  for (size_t i = 0; i < ctx->n_parts; i++)
+    if (strcmp(ctx->parts[i]->name, part->name) == 0) {
+      ctx->parts[i] = part;
+      return AP_OK;
+    }
+  if (ctx->n_parts == CTX_MAX_PARTS)
+    return ctx_fail(ctx, AP_NOMEM, "ap_ctx_add_part: a context holds at most %d parts", (int)CTX_MAX_PARTS);
+  ctx->parts[ctx->n_parts++] = part;
+  return AP_OK;
+}
+
+const char *ap_part_name(const ap_part *part) { return part && part->name ? part->name : ""; }
+
+const void *ctx_part_ops(const ap_ctx *ctx, const char *name) {
+  if (!ctx || !name) return NULL;
+  for (size_t i = 0; i < ctx->n_parts; i++)
+    if (strcmp(ctx->parts[i]->name, name) == 0) return ctx->parts[i]->ops;
+  return NULL;
 }

@@ -1,9 +1,9 @@
 #!/bin/sh
-# The bad-input catalogue (issue 9): one case per line of tests/bad_input.txt, "EXIT|ARGS|WORDS|ABSENT":
+# The bad-input catalogue (issue 9; a shell test of tests/run.sh): one case per line of tests/bad_input.txt, "EXIT|ARGS|WORDS|ABSENT":
 # run `autopar ARGS` (with $T the scratch folder of fixtures made below) under a 20 s limit, and expect exit
 # status EXIT, every word of WORDS (separated by ';') in its output, a one-line error when EXIT is 2, no
 # crash, no hang, and none of the paths of ABSENT (separated by spaces) existing afterwards: no partial
-# output. Prints "ok"/"not ok" per case. Usage: tests/bad_input.sh [BIN].
+# output. Prints "ok"/"not ok" per case. Usage: tests/sh_bad_input.sh [BIN].
 bin=${1:-bin/autopar}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT

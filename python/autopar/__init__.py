@@ -1,0 +1,383 @@
+"""autopar from Python: ctypes over libautopar's public C API (include/autopar.h), standard library only.
+
+Each function returns the same document as the CLI's ``--json`` for that command, as a dict (or a list for
+the listings), and raises :class:`Error` carrying the library's one-line message on failure::
+
+    import autopar
+    best = autopar.plan(model="llama-3-70b", cluster="dgx-h100:8x8", gbs=1024, seq=8192)
+    est = autopar.estimate(model="gpt2", cluster="h100:8", gbs=8, seq=1024, tp=2)
+
+Plan fields are keyword arguments with the names of ``autopar estimate``'s flags, dashes written as
+underscores (``micro_batch_size`` or ``mbs``, ``zero_stage`` or ``zero``, ``recompute="full"``); a list or
+tuple value becomes a comma-separated list (``stage_layers=[20, 20]``, ``order=["tp", "cp", "ep", "pp", "dp"]``).
+
+The shared library is found in this order: ``$AUTOPAR_LIB``; the build tree this package sits in
+(``python/../build/lib``); the install prefix (``<prefix>/lib`` beside ``<prefix>/lib/python3/...``); the system's
+library path. ``libautopar-full.so`` (the core with every optional part, e.g. ONNX import) is preferred over
+``libautopar.so`` where it exists.
+"""
+
+import ctypes
+import ctypes.util
+import json
+import os
+
+__all__ = ["Error", "report_html", "compare_clusters", "plan", "estimate", "simulate", "validate", "describe", "export", "models", "clusters",
+           "cluster", "version", "library_path"]
+
+# Status codes of include/autopar.h (AP_STATUS_MAP); AP_INFEASIBLE is "no feasible plan".
+OK, NOMEM, IO, PARSE, INVALID, NOTFOUND, UNSUPPORTED, INFEASIBLE, CANCELLED, INTERNAL = range(10)
+_OUT_TEXT, _OUT_JSON = 0, 1
+_VALIDATE_JSON, _VALIDATE_SEARCH = 1, 2
+_PARTS = ("onnx", "ilp")
+
+
+class Error(Exception):
+    """A failure reported by libautopar: ``status`` is the ap_status code, ``str(e)`` the one-line message.
+    A search that finds no feasible plan raises it with status INFEASIBLE and the closest plans in ``document``."""
+
+    def __init__(self, status, message, document=None):
+        super().__init__(message)
+        self.status = status
+        self.document = document
+
+
+class _ReportInputs(ctypes.Structure):
+    # Mirrors ap_report_inputs of include/autopar.h.
+    _fields_ = [(k, ctypes.c_char_p) for k in ("title", "command", "estimate_json", "search_json", "trace_json",
+                                                "validate_json")]
+
+
+class _SearchOpts(ctypes.Structure):
+    # Mirrors ap_search_opts of include/autopar.h field by field; ap_search_opts_init fills the defaults.
+    _fields_ = [("global_batch_size", ctypes.c_int64), ("seq_length", ctypes.c_int64), ("top_k", ctypes.c_int),
+                ("time_budget_s", ctypes.c_double), ("max_mem_fraction", ctypes.c_double),
+                ("objective", ctypes.c_char_p), ("fix", ctypes.c_char_p), ("strategies", ctypes.c_char_p),
+                ("export_format", ctypes.c_char_p), ("compare", ctypes.c_void_p)]
+
+
+def _candidates():
+    env = os.environ.get("AUTOPAR_LIB")
+    if env:
+        yield env
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    dirs = [os.path.join(here, "..", "..", "build", "lib")]
+    # Installed: <prefix>/lib/python3/dist-packages/autopar -> <prefix>/lib
+    dirs.append(os.path.join(here, "..", "..", ".."))
+    for d in dirs:
+        for name in ("libautopar-full.so", "libautopar.so"):
+            p = os.path.normpath(os.path.join(d, name))
+            if os.path.exists(p):
+                yield p
+    for name in ("autopar-full", "autopar"):
+        found = ctypes.util.find_library(name)
+        if found:
+            yield found
+
+
+_lib = None
+_lib_path = None
+
+
+def _load():
+    global _lib, _lib_path
+    if _lib is not None:
+        return _lib
+    errors = []
+    for path in _candidates():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            errors.append(str(e))
+            continue
+        _declare(lib)
+        _lib, _lib_path = lib, path
+        return lib
+    raise Error(IO, "libautopar.so not found (build it with `make`, or set AUTOPAR_LIB)" +
+                (": " + "; ".join(errors) if errors else ""))
+
+
+def _declare(lib):
+    vp, cp, i64 = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64
+    pp = ctypes.POINTER(ctypes.c_void_p)
+    sig = {
+        "ap_version": (cp, []), "ap_ctx_new": (vp, []), "ap_ctx_free": (None, [vp]), "ap_ctx_error": (cp, [vp]),
+        "ap_ctx_set_calibration": (ctypes.c_int, [vp, cp]), "ap_free": (None, [vp]),
+        "ap_ctx_add_part": (ctypes.c_int, [vp, vp]),
+        "ap_model_load": (ctypes.c_int, [vp, cp, pp]), "ap_model_free": (None, [vp]),
+        "ap_model_describe_json": (ctypes.c_int, [vp, vp, i64, pp]),
+        "ap_models_list_json": (ctypes.c_int, [vp, pp]),
+        "ap_cluster_load": (ctypes.c_int, [vp, cp, pp]), "ap_cluster_free": (None, [vp]),
+        "ap_cluster_describe_json": (ctypes.c_int, [vp, vp, pp]),
+        "ap_clusters_list_json": (ctypes.c_int, [vp, pp]),
+        "ap_plan_new": (ctypes.c_int, [vp, pp]), "ap_plan_load": (ctypes.c_int, [vp, cp, pp]),
+        "ap_plan_set": (ctypes.c_int, [vp, vp, cp, cp]), "ap_plan_free": (None, [vp]),
+        "ap_plan_json": (ctypes.c_int, [vp, vp, pp]),
+        "ap_estimate": (ctypes.c_int, [vp, vp, vp, vp, ctypes.c_int, pp]),
+        "ap_simulate": (ctypes.c_int, [vp, vp, vp, vp, cp, ctypes.c_int, pp]),
+        "ap_validate": (ctypes.c_int, [vp, cp, ctypes.c_int, pp]),
+        "ap_export": (ctypes.c_int, [vp, vp, vp, cp, pp]),
+        "ap_search_opts_init": (None, [ctypes.POINTER(_SearchOpts)]),
+        "ap_report_html": (ctypes.c_int, [vp, ctypes.POINTER(_ReportInputs), cp]),
+        "ap_compare_clusters": (ctypes.c_int, [vp, vp, cp, ctypes.POINTER(_SearchOpts), cp, cp, ctypes.c_int, pp]),
+        "ap_plan_search": (ctypes.c_int, [vp, vp, vp, ctypes.POINTER(_SearchOpts), ctypes.c_int, pp, pp]),
+    }
+    for name, (res, args) in sig.items():
+        f = getattr(lib, name)
+        f.restype, f.argtypes = res, args
+    for part in _PARTS:
+        f = getattr(lib, "ap_part_" + part, None)
+        if f is not None:
+            f.restype, f.argtypes = vp, []
+
+
+def library_path():
+    """The path of the shared library in use."""
+    _load()
+    return _lib_path
+
+
+def version():
+    """The library's version string."""
+    return _load().ap_version().decode("utf-8")
+
+
+def _b(s):
+    return None if s is None else str(s).encode("utf-8")
+
+
+class _Ctx:
+    """One context per call: errors, calibration and the optional parts the library was built with."""
+
+    def __init__(self, calibration=None):
+        self.lib = _load()
+        self.ptr = self.lib.ap_ctx_new()
+        if not self.ptr:
+            raise Error(NOMEM, "out of memory")
+        self.owned = []
+        for part in _PARTS:
+            f = getattr(self.lib, "ap_part_" + part, None)
+            if f is not None:
+                self.lib.ap_ctx_add_part(self.ptr, f())
+        if calibration:
+            self.check(self.lib.ap_ctx_set_calibration(self.ptr, _b(calibration)))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for free, p in reversed(self.owned):
+            free(p)
+        self.lib.ap_ctx_free(self.ptr)
+
+    def check(self, status, document=None):
+        if status != OK:
+            raise Error(status, (self.lib.ap_ctx_error(self.ptr) or b"").decode("utf-8", "replace") or
+                        "autopar error %d" % status, document)
+
+    def new(self, loader, free, *args):
+        out = ctypes.c_void_p()
+        self.check(loader(self.ptr, *args, ctypes.byref(out)))
+        self.owned.append((free, out))
+        return out
+
+    def text(self, status_and_out):
+        status, out = status_and_out
+        s = None
+        if out.value:
+            s = ctypes.string_at(out.value).decode("utf-8")
+            self.lib.ap_free(out)
+        return status, s
+
+    def call(self, fn, *args):
+        out = ctypes.c_void_p()
+        status = fn(*args, ctypes.byref(out))
+        return self.text((status, out))
+
+    def model(self, m):
+        return self.new(self.lib.ap_model_load, self.lib.ap_model_free, _b(m))
+
+    def cluster(self, c):
+        return self.new(self.lib.ap_cluster_load, self.lib.ap_cluster_free, _b(c))
+
+    def plan(self, plan_file, fields):
+        if plan_file:
+            p = self.new(self.lib.ap_plan_load, self.lib.ap_plan_free, _b(plan_file))
+        else:
+            p = self.new(self.lib.ap_plan_new, self.lib.ap_plan_free)
+        for key, value in fields.items():
+            self.check(self.lib.ap_plan_set(self.ptr, p, _b(_key(key)), _b(_value(value))))
+        return p
+
+
+def _key(k):
+    return k.replace("_", "-")
+
+
+def _value(v):
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, (list, tuple)):
+        return ",".join(str(x) for x in v)
+    return str(v)
+
+
+def _doc(ctx, status, text):
+    document = json.loads(text) if text else None
+    ctx.check(status, document)
+    return document
+
+
+def _fmt(text):
+    return _OUT_TEXT if text else _OUT_JSON
+
+
+def _out(ctx, text, status, out):
+    if not text:
+        return _doc(ctx, status, out)
+    # AP_INFEASIBLE still carries the closest plans: hand them over with the error.
+    ctx.check(status, out)
+    return out
+
+
+def _with_batch(fields, gbs, seq):
+    if gbs is not None:
+        fields["gbs"] = gbs
+    if seq is not None:
+        fields["seq"] = seq
+    return fields
+
+
+def estimate(model, cluster, plan=None, gbs=None, seq=None, calibration=None, _text=False, **fields):
+    """One plan's predicted iteration time, breakdown, tokens/s, MFU and memory per stage (``autopar estimate
+    --json``). ``plan`` is an autopar plan file; keyword fields override it."""
+    with _Ctx(calibration) as c:
+        m, cl = c.model(model), c.cluster(cluster)
+        p = c.plan(plan, _with_batch(fields, gbs, seq))
+        return _out(c, _text, *c.call(c.lib.ap_estimate, c.ptr, m, cl, p, _fmt(_text)))
+
+
+def simulate(model, cluster, trace, plan=None, gbs=None, seq=None, calibration=None, _text=False, **fields):
+    """Simulates the plan's pipeline schedule, writes its Chrome trace to ``trace`` and returns the summary
+    (``autopar simulate --json``)."""
+    with _Ctx(calibration) as c:
+        m, cl = c.model(model), c.cluster(cluster)
+        p = c.plan(plan, _with_batch(fields, gbs, seq))
+        return _out(c, _text, *c.call(c.lib.ap_simulate, c.ptr, m, cl, p, _b(trace), _fmt(_text)))
+
+
+def plan(model, cluster, gbs, seq=None, top=None, fix=None, objective=None, max_mem_fraction=None,
+         time_budget=None, strategy=None, export=None, compare=None, calibration=None, _text=False,
+         **fixed_fields):
+    """Searches for the fastest plans that fit (``autopar plan --json``). Plan fields given as keywords
+    (``tp=8``) are held fixed, as ``--fix`` does; ``fix`` takes the same as a string. Raises Error with status
+    INFEASIBLE (and the closest plans in ``e.document``) when nothing fits."""
+    with _Ctx(calibration) as c:
+        m, cl = c.model(model), c.cluster(cluster)
+        opts = _SearchOpts()
+        c.lib.ap_search_opts_init(ctypes.byref(opts))
+        opts.global_batch_size = int(gbs)
+        if seq is not None:
+            opts.seq_length = int(seq)
+        if top is not None:
+            opts.top_k = int(top)
+        if time_budget is not None:
+            opts.time_budget_s = float(time_budget)
+        if max_mem_fraction is not None:
+            opts.max_mem_fraction = float(max_mem_fraction)
+        keep = []  # the byte strings must live through the call
+
+        def s(v):
+            keep.append(_b(v))
+            return keep[-1]
+        if objective is not None:
+            opts.objective = s(objective)
+        parts = [fix] if fix else []
+        parts += ["%s=%s" % (_key(k), _value(v)) for k, v in fixed_fields.items()]
+        if parts:
+            opts.fix = s(",".join(parts))
+        if strategy is not None:
+            opts.strategies = s(_value(strategy))
+        if export is not None:
+            opts.export_format = s(export)
+        if compare is not None:
+            opts.compare = c.plan(compare, {})
+        out = ctypes.c_void_p()
+        status = c.lib.ap_plan_search(c.ptr, m, cl, ctypes.byref(opts), _fmt(_text), ctypes.byref(out), None)
+        return _out(c, _text, *c.text((status, out)))
+
+
+def validate(csv, search=False, calibration=None, _text=False):
+    """Predicts every measured run of a runs table (``autopar validate --json``)."""
+    with _Ctx(calibration) as c:
+        flags = (0 if _text else _VALIDATE_JSON) | (_VALIDATE_SEARCH if search else 0)
+        return _out(c, _text, *c.call(c.lib.ap_validate, c.ptr, _b(csv), flags))
+
+
+def describe(model, seq=None):
+    """Parameters, per-block breakdown and FLOP per token (``autopar describe --json``)."""
+    with _Ctx() as c:
+        m = c.model(model)
+        return _doc(c, *c.call(c.lib.ap_model_describe_json, c.ptr, m, int(seq or 0)))
+
+
+def export(plan, format, model=None):
+    """A plan file as a framework's configuration (``autopar export``): returns the text."""
+    with _Ctx() as c:
+        p = c.plan(plan, {})
+        m = c.model(model) if model else None
+        status, text = c.call(c.lib.ap_export, c.ptr, m, p, _b(format))
+        c.check(status)
+        return text
+
+
+def models():
+    """The built-in model presets (``autopar models --json``)."""
+    with _Ctx() as c:
+        return _doc(c, *c.call(c.lib.ap_models_list_json, c.ptr))
+
+
+def clusters():
+    """The built-in cluster presets (``autopar clusters --json``)."""
+    with _Ctx() as c:
+        return _doc(c, *c.call(c.lib.ap_clusters_list_json, c.ptr))
+
+
+def cluster(spec):
+    """One cluster described (``autopar clusters --show SPEC --json``)."""
+    with _Ctx() as c:
+        cl = c.cluster(spec)
+        return _doc(c, *c.call(c.lib.ap_cluster_describe_json, c.ptr, cl))
+
+
+def report_html(path, title=None, command=None, estimate=None, search=None, trace=None, validate=None):
+    """Writes the HTML report (docs/report.md) of the documents given (dicts as the functions above return
+    them; ``trace`` is the simulator's trace file as a dict) to ``path``."""
+    def j(d):
+        return None if d is None else json.dumps(d).encode("utf-8")
+    with _Ctx() as c:
+        r = _ReportInputs(_b(title), _b(command), j(estimate), j(search), j(trace), j(validate))
+        c.check(c.lib.ap_report_html(c.ptr, ctypes.byref(r), _b(path)))
+
+
+def compare_clusters(model, clusters, gbs, seq=None, tokens=None, price_per_gpu_hour=None, fix=None,
+                     calibration=None, **fixed_fields):
+    """Plans the model on each cluster and ranks them by time and cost to train (``autopar compare-clusters
+    --json``). ``clusters`` is a list or a comma-separated string; ``tokens`` a budget such as "1T" or a number;
+    ``price_per_gpu_hour`` one price or a list with one per cluster."""
+    with _Ctx(calibration) as c:
+        m = c.model(model)
+        opts = _SearchOpts()
+        c.lib.ap_search_opts_init(ctypes.byref(opts))
+        opts.global_batch_size = int(gbs)
+        if seq is not None:
+            opts.seq_length = int(seq)
+        parts = [fix] if fix else []
+        parts += ["%s=%s" % (_key(k), _value(v)) for k, v in fixed_fields.items()]
+        keep = _b(",".join(parts)) if parts else None
+        opts.fix = keep
+        tok = None if tokens is None else _b(tokens if isinstance(tokens, str) else repr(float(tokens)))
+        price = None if price_per_gpu_hour is None else _b(_value(price_per_gpu_hour))
+        return _doc(c, *c.call(c.lib.ap_compare_clusters, c.ptr, m, _b(_value(clusters)), ctypes.byref(opts), tok,
+                               price, _OUT_JSON))

@@ -1,0 +1,223 @@
+/* ap_compare_clusters (report layer): "64 H100 or 128 A100?" in one table. Each cluster is planned with the
+ * same options through ap_plan_search; its winner's throughput gives the time and device-hours to train on the
+ * token budget (train_cost.c) and, with a price, the cost. Clusters are ranked by time (throughput when no
+ * budget is given) and by cost. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/jsonx.h"
+#include "report/train_cost.h"
+
+enum { MAX_CLUSTERS = 64 };
+
+typedef struct {
+  char spec[256];
+  bool feasible;
+  int64_t n_devices;
+  char device[64], summary[512];
+  double iteration_time_s, tokens_per_s, peak_mem_bytes, price;
+  train_cost tc;
+  int rank_time, rank_cost;
+} entry;
+
+/* Splits a comma list into at most max fields of at most field_n bytes; false on an empty field or too many. */
+static bool split(const char *list, char (*fields)[256], size_t max, size_t *n) {
+  *n = 0;
+  const char *p = list;
+  while (*p) {
+    const char *c = strchr(p, ',');
+    size_t len = c ? (size_t)(c - p) : strlen(p);
+    if (len == 0 || len >= 256 || *n == max) return false;
+    memcpy(fields[*n], p, len);
+    fields[*n][len] = '\0';
+    (*n)++;
+    if (!c) break;
+    p = c + 1;
+    if (!*p) return false;
+  }
+  return *n > 0;
+}
+
+static ap_status plan_one(ap_ctx *ctx, const ap_model *model, entry *e, const ap_search_opts *opts, double tokens) {
+  ap_cluster *cl = NULL;
+  ap_status st = ap_cluster_load(ctx, e->spec, &cl);
+  if (st) return st;
+  e->n_devices = ap_cluster_n_devices(cl);
+  char *doc = NULL;
+  st = ap_plan_search(ctx, model, cl, opts, AP_OUT_JSON, &doc, NULL);
+  ap_cluster_free(cl);
+  if (st == AP_INFEASIBLE) st = AP_OK, ctx_clear(ctx);
+  if (st) {
+    free(doc);
+    return st;
+  }
+  json_t *j = json_loads(doc ? doc : "", 0, NULL);
+  free(doc);
+  if (!j) return ctx_fail(ctx, AP_INTERNAL, "compare-clusters: %s: the search document does not parse", e->spec);
+  json_t *best = json_array_get(json_object_get(j, "plans"), 0);
+  const char *dev = json_string_value(json_object_get(j, "device"));
+  snprintf(e->device, sizeof e->device, "%s", dev ? dev : "?");
+  e->feasible = json_is_true(json_object_get(j, "feasible")) && best;
+  if (e->feasible) {
+    const char *sum = json_string_value(json_object_get(best, "summary"));
+    snprintf(e->summary, sizeof e->summary, "%s", sum ? sum : "");
+    e->iteration_time_s = json_number_value(json_object_get(best, "iteration_time_s"));
+    e->tokens_per_s = json_number_value(json_object_get(best, "tokens_per_s"));
+    e->peak_mem_bytes = json_number_value(json_object_get(best, "peak_mem_bytes"));
+  } else {
+    e->tokens_per_s = 0;
+  }
+  train_cost_compute(tokens > 0 ? tokens : 1e9, e->tokens_per_s, (double)e->n_devices, e->price, &e->tc);
+  json_decref(j);
+  return AP_OK;
+}
+
+/* Ranks 1.. by key ascending (infeasible last, in input order). */
+static void rank_by(entry *es, size_t n, bool by_cost) {
+  for (size_t a = 0; a < n; a++) {
+    int r = 1;
+    double ka = by_cost ? es[a].tc.cost : es[a].tc.time_s;
+    for (size_t b = 0; b < n; b++) {
+      if (b == a) continue;
+      double kb = by_cost ? es[b].tc.cost : es[b].tc.time_s;
+      bool before = es[b].feasible && (!es[a].feasible || kb < ka || (kb == ka && b < a));
+      if (!es[a].feasible && !es[b].feasible) before = b < a;
+      r += before;
+    }
+    if (by_cost) es[a].rank_cost = r;
+    else es[a].rank_time = r;
+  }
+}
+
+static void write_json(strbuf *sb, const entry *es, size_t n, double tokens, bool priced) {
+  sb_puts(sb, "{\"format\":\"autopar-compare-clusters/1\",\"tokens\":");
+  jx_sb_num(sb, tokens > 0 ? tokens : NAN);
+  sb_puts(sb, ",\"clusters\":[");
+  for (size_t i = 0; i < n; i++) {
+    const entry *e = &es[i];
+    sb_printf(sb, "%s{\"cluster\":", i ? "," : "");
+    jx_sb_str(sb, e->spec);
+    sb_printf(sb, ",\"n_devices\":%lld,\"device\":", (long long)e->n_devices);
+    jx_sb_str(sb, e->device);
+    sb_printf(sb, ",\"feasible\":%s,\"rank_by_time\":%d,\"rank_by_cost\":", e->feasible ? "true" : "false", e->rank_time);
+    if (priced) sb_printf(sb, "%d", e->rank_cost);
+    else sb_puts(sb, "null");
+    sb_puts(sb, ",\"best_plan\":");
+    if (e->feasible) jx_sb_str(sb, e->summary);
+    else sb_puts(sb, "null");
+    sb_puts(sb, ",\"iteration_time_s\":");
+    jx_sb_num(sb, e->feasible ? e->iteration_time_s : NAN);
+    sb_puts(sb, ",\"tokens_per_s\":");
+    jx_sb_num(sb, e->feasible ? e->tokens_per_s : NAN);
+    sb_puts(sb, ",\"tokens_per_s_per_device\":");
+    jx_sb_num(sb, e->feasible ? e->tokens_per_s / (double)e->n_devices : NAN);
+    sb_puts(sb, ",\"peak_mem_bytes\":");
+    jx_sb_num(sb, e->feasible ? e->peak_mem_bytes : NAN);
+    sb_puts(sb, ",\"train\":");
+    train_cost_json(sb, &e->tc);
+    sb_puts(sb, "}");
+  }
+  sb_puts(sb, "]}\n");
+}
+
+static void write_text(strbuf *sb, const entry *es, size_t n, double tokens, bool priced) {
+  char d[64];
+  if (tokens > 0) sb_printf(sb, "time and cost to train on %.3g tokens", tokens);
+  else sb_puts(sb, "per 10^9 tokens (give --tokens for a budget)");
+  sb_puts(sb, "\n\n");
+  sb_printf(sb, "%-4s %-22s %8s  %-10s %12s %14s %14s %12s", "rank", "cluster", "devices", "device", "tokens/s",
+            tokens > 0 ? "time to train" : "time", "device-hours", priced ? "cost" : "");
+  sb_puts(sb, "  best plan\n");
+  for (int r = 1; r <= (int)n; r++)
+    for (size_t i = 0; i < n; i++) {
+      const entry *e = &es[i];
+      if (e->rank_time != r) continue;
+      if (!e->feasible) {
+        sb_printf(sb, "%-4s %-22s %8lld  %-10s %12s %14s %14s %12s  no plan fits\n", "-", e->spec, (long long)e->n_devices,
+                  e->device, "-", "-", "-", "");
+        continue;
+      }
+      train_format_duration(e->tc.time_s, d, sizeof d);
+      char cost[32] = "";
+      if (priced) snprintf(cost, sizeof cost, "%.0f", e->tc.cost);
+      sb_printf(sb, "%-4d %-22s %8lld  %-10s %12.0f %14s %14.0f %12s  %s\n", r, e->spec, (long long)e->n_devices, e->device,
+                e->tokens_per_s, d, e->tc.gpu_hours, cost, e->summary);
+    }
+  if (priced) {
+    sb_puts(sb, "\nby cost:");
+    for (int r = 1; r <= (int)n; r++)
+      for (size_t i = 0; i < n; i++)
+        if (es[i].rank_cost == r && es[i].feasible) sb_printf(sb, " %d. %s (%.0f)", r, es[i].spec, es[i].tc.cost);
+    sb_puts(sb, "\n");
+  }
+  sb_puts(sb, "(rank by time to train, fastest first; time and device-hours from the best plan's predicted throughput)\n");
+}
+
+ap_status ap_compare_clusters(ap_ctx *ctx, const ap_model *model, const char *clusters, const ap_search_opts *opts,
+                              const char *tokens_s, const char *prices, int format, char **out) {
+  if (!ctx) return AP_INVALID;
+  if (!model || !clusters || !opts || !out)
+    return ctx_fail(ctx, AP_INVALID, "ap_compare_clusters: model, clusters, opts and out must not be NULL");
+  *out = NULL;
+  ctx_clear(ctx);
+  if (format != AP_OUT_TEXT && format != AP_OUT_JSON)
+    return ctx_fail(ctx, AP_INVALID, "ap_compare_clusters: format must be AP_OUT_TEXT or AP_OUT_JSON");
+  double tokens = 0;
+  if (tokens_s && !train_parse_amount(tokens_s, &tokens))
+    return ctx_fail(ctx, AP_INVALID, "--tokens: expected a positive amount such as 1T or 300B, got \"%s\"", tokens_s);
+  char (*specs)[256] = calloc(MAX_CLUSTERS, 256), (*ps)[256] = calloc(MAX_CLUSTERS, 256);
+  entry *es = calloc(MAX_CLUSTERS, sizeof *es);
+  ap_status st = AP_OK;
+  size_t n = 0, np = 0;
+  if (!specs || !ps || !es) {
+    st = ctx_fail(ctx, AP_NOMEM, "compare-clusters: out of memory");
+    goto done;
+  }
+  if (!split(clusters, specs, MAX_CLUSTERS, &n)) {
+    st = ctx_fail(ctx, AP_INVALID, "--clusters: expected a comma-separated list of 1 to %d clusters, got \"%s\"", MAX_CLUSTERS,
+                  clusters);
+    goto done;
+  }
+  if (prices && *prices && (!split(prices, ps, MAX_CLUSTERS, &np) || (np != 1 && np != n))) {
+    st = ctx_fail(ctx, AP_INVALID, "--price-per-gpu-hour: expected one price or one per cluster (%zu), got \"%s\"", n, prices);
+    goto done;
+  }
+  for (size_t i = 0; i < n && !st; i++) {
+    memcpy(es[i].spec, specs[i], sizeof es[i].spec);
+    es[i].price = NAN;
+    if (np) {
+      char *end = NULL;
+      double v = strtod(ps[np == 1 ? 0 : i], &end);
+      if (end == ps[np == 1 ? 0 : i] || *end || !(v > 0) || !isfinite(v)) {
+        st = ctx_fail(ctx, AP_INVALID, "--price-per-gpu-hour: expected a price > 0, got \"%s\"", ps[np == 1 ? 0 : i]);
+        break;
+      }
+      es[i].price = v;
+    }
+    st = plan_one(ctx, model, &es[i], opts, tokens);
+    if (st && st != AP_NOMEM && st != AP_CANCELLED) {
+      char msg[1024];
+      snprintf(msg, sizeof msg, "%s", ap_ctx_error(ctx));
+      st = ctx_fail(ctx, st, "--clusters: %s: %s", es[i].spec, msg);
+    }
+  }
+  if (st) goto done;
+  rank_by(es, n, false);
+  if (np) rank_by(es, n, true);
+  strbuf sb = {0};
+  if (format == AP_OUT_JSON) write_json(&sb, es, n, tokens, np > 0);
+  else write_text(&sb, es, n, tokens, np > 0);
+  if (sb.oom) {
+    sb_free(&sb);
+    st = ctx_fail(ctx, AP_NOMEM, "compare-clusters: out of memory");
+    goto done;
+  }
+  *out = sb_take(&sb);
+done:
+  free(specs);
+  free(ps);
+  free(es);
+  return st;
+}

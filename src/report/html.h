@@ -1,0 +1,25 @@
+/* The HTML report (report layer): one self-contained file — inline SVG, CSS and a few lines of script, no
+ * network and no external URL — rendered from the JSON documents that the commands build (docs/json.md), so
+ * that the page shows exactly what `--json` says. docs/report.md lists its parts and their element ids.
+ * Internal header: not installed, not part of the public API. */
+#ifndef AP_REPORT_HTML_H
+#define AP_REPORT_HTML_H
+
+#include "core/jsonx.h"
+
+/* What a report shows; every member may be NULL, and a part whose input is absent is left out. The documents
+ * are borrowed. */
+typedef struct {
+  const char *title;    /* the page's heading, e.g. "autopar plan: llama-3-70b on dgx-h100:8x8" */
+  const char *command;  /* the command line that made it, shown under the heading */
+  json_t *estimate;     /* an estimate document of the plan shown (plan, time_breakdown_s, memory.stages …) */
+  json_t *search;       /* a search document (plans[] best first with vs_best, and space[] when present) */
+  json_t *trace;        /* the simulator's Chrome trace of the plan shown ({"traceEvents": […]}) */
+  json_t *validate;     /* a validate document (rows[], summary) */
+} html_inputs;
+
+/* Renders the report; the caller frees *html_out with free(). AP_NOMEM when out of memory; AP_INVALID when
+ * no input is given at all. */
+AP_HIDDEN ap_status html_report(ap_ctx *ctx, const html_inputs *in, char **html_out);
+
+#endif

@@ -1,0 +1,37 @@
+/* ap_report_html (report layer): parses the documents a host hands over and writes the page of html.c. */
+#include <stdlib.h>
+
+#include "core/jsonx.h"
+#include "report/html.h"
+
+static ap_status parse_doc(ap_ctx *ctx, const char *what, const char *text, json_t **out) {
+  *out = NULL;
+  if (!text) return AP_OK;
+  json_error_t err;
+  *out = json_loads(text, 0, &err);
+  if (!*out) return ctx_fail(ctx, AP_PARSE, "report: %s is not JSON: %d:%d: %s", what, err.line, err.column, err.text);
+  return AP_OK;
+}
+
+ap_status ap_report_html(ap_ctx *ctx, const ap_report_inputs *in, const char *out_path) {
+  if (!ctx) return AP_INVALID;
+  if (!in || !out_path || !*out_path)
+    return ctx_fail(ctx, AP_INVALID, "ap_report_html: %s must not be NULL or empty", in ? "out_path" : "in");
+  json_t *est = NULL, *search = NULL, *trace = NULL, *val = NULL;
+  ap_status st = parse_doc(ctx, "the estimate document", in->estimate_json, &est);
+  if (!st) st = parse_doc(ctx, "the search document", in->search_json, &search);
+  if (!st) st = parse_doc(ctx, "the trace", in->trace_json, &trace);
+  if (!st) st = parse_doc(ctx, "the validate document", in->validate_json, &val);
+  char *html = NULL;
+  if (!st) {
+    html_inputs hi = {in->title, in->command, est, search, trace, val};
+    st = html_report(ctx, &hi, &html);
+  }
+  if (!st) st = ap_write_file(ctx, out_path, html);
+  free(html);
+  json_decref(est);
+  json_decref(search);
+  json_decref(trace);
+  json_decref(val);
+  return st;
+}

@@ -1,0 +1,166 @@
+"""The Python module against the CLI: each call returns the same document as `autopar COMMAND --json` on the
+README's examples, errors raise autopar.Error with the CLI's one-line message, and `python3 -m autopar`
+mirrors the CLI's exit status. Run by tests/sh_python.sh (make test), which prints TAP lines.
+Usage: python3 tests/python/test_autopar.py BIN"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import autopar  # noqa: E402
+
+BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "bin", "autopar"))
+
+
+def same(doc):
+    """A search document without its wall-clock figures (elapsed_s, plans_per_s), which differ run to run."""
+    if isinstance(doc, dict) and isinstance(doc.get("search"), dict):
+        doc = dict(doc, search={k: v for k, v in doc["search"].items() if k not in ("elapsed_s", "plans_per_s")})
+    return doc
+
+
+def cli_json(*args):
+    out = subprocess.run([BIN, *args, "--json"], cwd=ROOT, capture_output=True, text=True)
+    return out.returncode, json.loads(out.stdout) if out.stdout.strip() else None, out.stderr.strip()
+
+
+class SameAsCli(unittest.TestCase):
+    def test_describe(self):
+        rc, doc, _ = cli_json("describe", "--model", "llama-3-70b")
+        self.assertEqual(rc, 0)
+        self.assertEqual(autopar.describe("llama-3-70b"), doc)
+
+    def test_estimate(self):
+        rc, doc, _ = cli_json("estimate", "--model", "gpt2", "--cluster", "h100:8", "--gbs", "8", "--seq", "1024",
+                              "--tp", "2", "--recompute", "selective")
+        self.assertEqual(rc, 0)
+        self.assertEqual(autopar.estimate("gpt2", "h100:8", gbs=8, seq=1024, tp=2, recompute="selective"), doc)
+
+    def test_plan_readme_example(self):
+        rc, doc, _ = cli_json("plan", "--model", "llama-3-70b", "--cluster", "dgx-h100:8x8", "--gbs", "1024",
+                              "--seq", "8192")
+        self.assertEqual(rc, 0)
+        self.assertEqual(same(autopar.plan(model="llama-3-70b", cluster="dgx-h100:8x8", gbs=1024, seq=8192)), same(doc))
+
+    def test_plan_fixed_fields(self):
+        rc, doc, _ = cli_json("plan", "--model", "llama-3-8b", "--cluster", "h100:16", "--gbs", "128", "--seq",
+                              "4096", "--fix", "tp=2,recompute=none", "--top", "2")
+        self.assertEqual(rc, 0)
+        self.assertEqual(same(autopar.plan("llama-3-8b", "h100:16", 128, seq=4096, top=2, tp=2, recompute="none")),
+                         same(doc))
+
+    def test_validate(self):
+        csv = os.path.join(ROOT, "..", "shared", "reference", "runs.csv")
+        if not os.path.exists(csv):
+            self.skipTest("../shared/reference/runs.csv is not beside the checkout")
+        rc, doc, _ = cli_json("validate", csv)
+        self.assertEqual(rc, 0)
+        self.assertEqual(autopar.validate(csv), doc)
+
+    def test_models_and_clusters(self):
+        self.assertEqual(autopar.models(), cli_json("models")[1])
+        self.assertEqual(autopar.clusters(), cli_json("clusters")[1])
+        self.assertEqual(autopar.cluster("dgx-h100:2x8"), cli_json("clusters", "--show", "dgx-h100:2x8")[1])
+
+    def test_export(self):
+        with tempfile.TemporaryDirectory() as d:
+            plan = os.path.join(d, "p.json")
+            best = autopar.plan("llama-3-8b", "h100:8", 64, seq=4096, export="json")
+            rc = subprocess.run([BIN, "plan", "--model", "llama-3-8b", "--cluster", "h100:8", "--gbs", "64", "--seq",
+                                 "4096", "--export", "json", "-o", plan], cwd=ROOT, capture_output=True).returncode
+            self.assertEqual(rc, 0)
+            self.assertIn("format", best)
+            cli = subprocess.run([BIN, "export", "--plan", plan, "--format", "megatron"], cwd=ROOT,
+                                 capture_output=True, text=True)
+            self.assertEqual(cli.returncode, 0, cli.stderr)
+            self.assertEqual(autopar.export(plan, "megatron"), cli.stdout)
+
+
+    def test_compare_clusters(self):
+        rc, doc, _ = cli_json("compare-clusters", "--model", "llama-3-8b", "--clusters", "h100:8,a100-80gb:16",
+                              "--gbs", "64", "--seq", "4096", "--tokens", "1T", "--price-per-gpu-hour", "2.5,1.5")
+        self.assertEqual(rc, 0)
+        got = autopar.compare_clusters("llama-3-8b", ["h100:8", "a100-80gb:16"], 64, seq=4096, tokens="1T",
+                                       price_per_gpu_hour=[2.5, 1.5])
+        self.assertEqual(got, doc)
+
+
+class Errors(unittest.TestCase):
+    def test_unknown_model(self):
+        rc, _, err = cli_json("describe", "--model", "llama-3-7b")
+        self.assertEqual(rc, 2)
+        with self.assertRaises(autopar.Error) as e:
+            autopar.describe("llama-3-7b")
+        self.assertEqual(e.exception.status, autopar.NOTFOUND)
+        self.assertIn(str(e.exception), err)
+        self.assertNotIn("\n", str(e.exception))
+
+    def test_bad_plan_field(self):
+        with self.assertRaises(autopar.Error) as e:
+            autopar.estimate("gpt2", "h100:8", gbs=8, tp="x")
+        self.assertEqual(e.exception.status, autopar.INVALID)
+
+    def test_infeasible_carries_the_closest_plans(self):
+        rc, doc, _ = cli_json("plan", "--model", "llama-3-70b", "--cluster", "h100:1", "--gbs", "8", "--seq", "4096")
+        self.assertEqual(rc, 1)
+        with self.assertRaises(autopar.Error) as e:
+            autopar.plan("llama-3-70b", "h100:1", 8, seq=4096)
+        self.assertEqual(e.exception.status, autopar.INFEASIBLE)
+        self.assertEqual(same(e.exception.document), same(doc))
+
+
+class Main(unittest.TestCase):
+    def run_main(self, *args):
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+        return subprocess.run([sys.executable, "-m", "autopar", *args], cwd=ROOT, env=env, capture_output=True,
+                              text=True)
+
+    def test_estimate_json_equals_cli(self):
+        args = ["estimate", "--model", "gpt2", "--cluster", "h100:8", "--gbs", "8", "--seq", "1024", "--json"]
+        out = self.run_main(*args)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(json.loads(out.stdout), cli_json(*args[:-1])[1])
+
+    def test_estimate_text_equals_cli(self):
+        args = ["estimate", "--model", "gpt2", "--cluster", "h100:8", "--gbs", "8", "--seq", "1024", "--pp", "2"]
+        out = self.run_main(*args)
+        cli = subprocess.run([BIN, *args], cwd=ROOT, capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout, cli.stdout)
+
+    def test_exit_status(self):
+        self.assertEqual(self.run_main("describe", "--model", "llama-3-7b").returncode, 2)
+        self.assertEqual(self.run_main("plan", "--model", "llama-3-70b", "--cluster", "h100:1", "--gbs", "8",
+                                       "--seq", "4096").returncode, 1)
+
+
+class Tap(unittest.TextTestResult):
+    """Prints one TAP line per test, the runner's format (tests/run.sh)."""
+    n = 0
+
+    def _line(self, test, ok, why=""):
+        Tap.n += 1
+        print("%s %d - %s%s" % ("ok" if ok else "not ok", Tap.n, test.id(), why), flush=True)
+
+    def addSuccess(self, test):
+        self._line(test, True)
+
+    def addFailure(self, test, err):
+        self._line(test, False, "\n  " + self._exc_info_to_string(err, test).replace("\n", "\n  "))
+
+    def addError(self, test, err):
+        self.addFailure(test, err)
+
+    def addSkip(self, test, reason):
+        self._line(test, True, " # SKIP " + reason)
+
+
+if __name__ == "__main__":
+    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+    r = unittest.TextTestRunner(resultclass=Tap, stream=open(os.devnull, "w")).run(suite)
+    sys.exit(0 if r.wasSuccessful() else 1)

@@ -1,0 +1,146 @@
+"""The HTML report in a real browser: a report of a plan (estimate, search, simulated timeline) and of a
+validate run is written through the library, opened in headless Chromium, and checked: the screenshot is
+not blank (many colours, the charts' colours among them), the DOM after the script ran holds every part
+(plan table, time breakdown, timeline lanes, memory bars with the capacity line, the explored space with
+its Pareto front and winner, runner-ups, predicted-against-measured marks, error by device and stack), and
+the file names no external URL. Prints TAP lines; run by tests/sh_report.sh. Usage: test_report.py BIN"""
+
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import autopar  # noqa: E402
+
+n = 0
+failed = 0
+
+
+def check(what, ok, detail=""):
+    global n, failed
+    n += 1
+    if not ok:
+        failed += 1
+    print("%s %d - %s%s" % ("ok" if ok else "not ok", n, what, "" if ok or not detail else "\n  " + detail), flush=True)
+
+
+def png_pixels(path):
+    """Decodes an 8-bit RGB/RGBA PNG (what Chromium writes) with the standard library: (width, height, rows)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, w = 8, b"", 0
+    while pos < len(data):
+        ln, typ = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + ln]
+        if typ == b"IHDR":
+            w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and ctype in (2, 6), "unexpected PNG type"
+            bpp = 3 if ctype == 2 else 4
+        elif typ == b"IDAT":
+            idat += body
+        pos += 12 + ln
+    raw = zlib.decompress(idat)
+    stride = w * bpp
+    rows, prev, i = [], bytearray(stride), 0
+    for _ in range(h):
+        ft, line = raw[i], bytearray(raw[i + 1:i + 1 + stride])
+        i += 1 + stride
+        for x in range(stride):
+            a = line[x - bpp] if x >= bpp else 0
+            b, c = prev[x], prev[x - bpp] if x >= bpp else 0
+            if ft == 1:
+                line[x] = (line[x] + a) & 255
+            elif ft == 2:
+                line[x] = (line[x] + b) & 255
+            elif ft == 3:
+                line[x] = (line[x] + (a + b) // 2) & 255
+            elif ft == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return w, h, bpp, rows
+
+
+def colours(path):
+    w, h, bpp, rows = png_pixels(path)
+    seen = set()
+    for y in range(0, h, 3):
+        r = rows[y]
+        for x in range(0, w, 3):
+            seen.add(r[x * bpp:x * bpp + 3])
+    return seen
+
+
+def main():
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        check("chromium is installed (scripts/deps.sh installs it)", False)
+        return
+    d = tempfile.mkdtemp()
+    try:
+        est = autopar.estimate("llama-3-8b", "dgx-h100:2x8", gbs=64, seq=4096, tp=2, pp=4, vpp=2,
+                               schedule="interleaved-1f1b")
+        search = autopar.plan("llama-3-8b", "dgx-h100:2x8", 64, seq=4096, top=8)
+        tr = os.path.join(d, "trace.json")
+        autopar.simulate("llama-3-8b", "dgx-h100:2x8", tr, gbs=16, seq=4096, tp=2, pp=4, vpp=2,
+                         schedule="interleaved-1f1b")
+        with open(tr) as f:
+            trace = json.load(f)
+        csv = os.path.join(ROOT, "tests", "data", "runs_small.csv")
+        val = autopar.validate(csv) if os.path.exists(csv) else None
+        page = os.path.join(d, "report.html")
+        autopar.report_html(page, title="autopar plan: llama-3-8b on dgx-h100:2x8", command="autopar plan …",
+                            estimate=est, search=search, trace=trace, validate=val)
+        with open(page, encoding="utf-8") as f:
+            html = f.read()
+        urls = re.findall(r"(?:src|href)\s*=\s*[\"']?(?:https?:)?//", html) + re.findall(r"url\(\s*['\"]?https?:", html)
+        check("the report names no external URL", not urls, str(urls[:3]))
+        common = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                  "--user-data-dir=" + os.path.join(d, "profile")]
+        shot = os.path.join(d, "shot.png")
+        subprocess.run(common + ["--screenshot=" + shot, "--window-size=1100,3200", "file://" + page],
+                       capture_output=True, timeout=120)
+        check("chromium wrote a screenshot", os.path.exists(shot) and os.path.getsize(shot) > 10000)
+        if os.path.exists(shot):
+            seen = colours(shot)
+            check("the screenshot is not blank (%d colours)" % len(seen), len(seen) > 50)
+            # The forward (#4e79a7) and backward (#f28e2b) colours of the charts appear.
+            check("the charts are drawn (forward and backward colours on screen)",
+                  bytes.fromhex("4e79a7") in seen and bytes.fromhex("f28e2b") in seen)
+        dom = subprocess.run(common + ["--dump-dom", "file://" + page], capture_output=True, text=True,
+                             timeout=120).stdout
+        check("the script ran (data-rendered on body)", re.search(r'data-rendered="[1-9]', dom) is not None)
+        for sid in ("plan-table", "time-breakdown", "timeline", "memory", "space", "runner-ups"):
+            check("the DOM holds section #%s" % sid, 'id="%s"' % sid in dom)
+        check("the timeline has one compute and one comm lane per stage (8 lanes)", dom.count('class="idle"') == 8)
+        check("the timeline draws work items", dom.count('class="work"') > 50)
+        check("memory bars for 4 stages and the capacity line", dom.count(">stage ") >= 4 and 'id="capacity"' in dom)
+        check("the space marks the winner", 'id="winner"' in dom)
+        check("runner-ups are listed with what they lose on", dom.count('class="runner-up"') == 7)
+        if val is not None:
+            check("the DOM holds section #validate with a mark per row",
+                  'id="validate"' in dom and dom.count('<circle class="row') == len(val["rows"]))
+            check("error per device and stack", 'id="error-by-group"' in dom)
+        try:
+            autopar.report_html(os.path.join(d, "none.html"))
+            check("a report of nothing is refused", False)
+        except autopar.Error as e:
+            check("a report of nothing is refused", e.status == autopar.INVALID and
+                  not os.path.exists(os.path.join(d, "none.html")))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(1 if failed else 0)
