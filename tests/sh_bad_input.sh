@@ -31,6 +31,10 @@ cp "$T/gpt2copy.json" "$T/models/gpt2.json"
 printf '%s\na,gpt2,../../../../etc/passwd,a100-80gb,8,64,1024,1,1,1,8,bf16,ok,10000\n' "$head" >"$T/dotdot.csv"
 printf '%s\na,gpt2,/etc/passwd,a100-80gb,8,64,1024,1,1,1,8,bf16,ok,10000\n' "$head" >"$T/abs.csv"
 ln -s /etc/hostname "$T/models/escape.json"
+# Special targets are reached through links in $T, so that a binary that replaced its target (as before
+# issue 9's fix) damages only the link, never /dev/null or /dev/stdout themselves.
+ln -s /dev/null "$T/null"
+ln -s /proc/self/fd/1 "$T/stdout"
 printf '%s\na,gpt2,escape.json,a100-80gb,8,64,1024,1,1,1,8,bf16,ok,10000\n' "$head" >"$T/link.csv"
 n=0
 while IFS='|' read -r want args words absent; do
@@ -54,6 +58,7 @@ while IFS='|' read -r want args words absent; do
   for f in $(eval "echo $absent"); do
     [ -e "$f" ] && why="$f exists afterwards"
   done
+  [ -L "$T/null" ] && [ -L "$T/stdout" ] || why="a special target's link was replaced"
   if [ -n "$why" ]; then
     printf 'not ok %d - autopar %s: %s\n  stdout: %.200s\n  stderr: %.300s\n' "$n" "$args" "$why" "$out" "$err"
   else
