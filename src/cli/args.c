@@ -75,7 +75,8 @@ bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int 
   for (int i = 0; i < argc; i++) {
     const char *arg = argv[i];
     /* "-o FILE" is the one short option, the usual spelling of --output FILE. */
-    if (strcmp(arg, "-o") == 0) arg = "--output";
+    bool short_o = strcmp(arg, "-o") == 0;
+    if (short_o) arg = "--output";
     if (strncmp(arg, "--", 2) != 0 || strcmp(arg, "--") == 0) {
       if (*n_pos >= n_pos_max) {
         fprintf(err_stream(), "autopar %s: unexpected argument \"%s\" (see autopar %s --help)\n", cmd, arg, cmd);
@@ -119,7 +120,8 @@ bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int 
     }
     if (o->kind == OPT_STRING) {
       if (!*val) {
-        fprintf(err_stream(), "autopar %s: option %s: expected a value, got an empty string\n", cmd, name);
+        fprintf(err_stream(), "autopar %s: option %s%s: expected a value, got an empty string\n", cmd, short_o ? "-o/" : "",
+                name);
         return false;
       }
       *(const char **)o->target = val;
