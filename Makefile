@@ -32,6 +32,7 @@ FUZZ_SECONDS ?= 20
 # and, where it has them, generated sources and extra programs. A part is compiled into its own static library
 # build/lib/libautopar-<part>.a, never into libautopar; the CLI and the tests link every part that is built and
 # define AP_PART_<PART> so that the CLI adds it to its contexts. CORE_ONLY=1 builds none of them.
+.DEFAULT_GOAL := all
 PARTS_ALL := $(sort $(patsubst mk/%.mk,%,$(wildcard mk/*.mk)))
 include $(wildcard mk/*.mk)
 ifeq ($(CORE_ONLY),1)
@@ -131,9 +132,12 @@ asan:
 	  LDFLAGS="-fsanitize=address,undefined" BIN=build/asan/bin/autopar test
 
 # Fuzz targets: clang + libFuzzer + ASan/UBSan. The library itself is built with -fno-sanitize-recover=all, so
-# undefined behaviour anywhere (not only in the target's own file) stops the fuzzer with a failure. A target
+# undefined behaviour anywhere (not only in the target's own file) stops the fuzzer with a failure. Targets link
+# every built part (fuzz_onnx needs libautopar-onnx.a and protobuf-c); a part's target needs its part. A target
 # whose header names "FUZZ_LINK: FILE…" links those sources too (the CLI parser). Each target starts from its
 # seeds (fuzz/seeds/NAME/) and the committed corpus (fuzz/corpus/NAME/).
+FUZZ_PART_A := $(foreach p,$(PARTS),build/fuzzlib/lib/libautopar-$(p).a)
+FUZZERS     := $(filter-out $(foreach p,$(filter-out $(PARTS),$(PARTS_ALL)),fuzz/fuzz_$(p).c),$(FUZZERS))
 FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L
 FUZZ_LIB    := build/fuzzlib/lib/libautopar.a
 FUZZ_LONG_SECONDS ?= 300
@@ -141,10 +145,10 @@ FUZZ_LONG_RUNS    ?= 0
 FUZZ_LONG_MAX_LEN ?= 8192
 .PHONY: fuzz-build fuzz-long tsan failing-allocator
 fuzz-build: | $(DEPS)
-	$(MAKE) BUILD=build/fuzzlib CC=clang OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" $(FUZZ_LIB)
+	$(MAKE) BUILD=build/fuzzlib CC=clang OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" $(FUZZ_LIB) $(FUZZ_PART_A)
 	@set -e; for f in $(FUZZERS); do n=$$(basename $$f .c); \
 	  extra=$$(sed -n 's/^.*FUZZ_LINK: \([^*]*\).*$$/\1/p' $$f); \
-	  clang $(FUZZ_CFLAGS) -o build/fuzzlib/$$n $$f $$extra $(FUZZ_LIB) -ljansson -lm; done
+	  clang $(FUZZ_CFLAGS) -o build/fuzzlib/$$n $$f $$extra $(FUZZ_PART_A) $(FUZZ_LIB) $(PART_LDLIBS) -ljansson -lm; done
 
 fuzz: fuzz-build
 	@set -e; for f in $(FUZZERS); do n=$$(basename $$f .c); t=$${n#fuzz_}; \

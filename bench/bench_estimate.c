@@ -1,6 +1,7 @@
 /* Benchmark: the time of one estimate and one simulation through the public API (ap_estimate, ap_simulate),
  * single-threaded. Target (issue "Cost model"): one estimate of a 1T-parameter model on 3,072 GPUs under 1 ms.
- * Prints one line per case: the model, cluster and plan, and the mean time per call over a fixed wall budget. */
+ * Prints one line per case: the model, cluster and plan, and the mean time per call over a fixed wall budget;
+ * for the h200 case also the first call of a fresh context, which parses the device profile. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -22,6 +23,10 @@ static const bench_case cases[] = {
     {"gpt-1t", "a100:3072", {{"tp", "8"}, {"pp", "64"}, {"mbs", "1"}, {"gbs", "3072"}, {"seq", "2048"}, {"recompute", "full"}, {"schedule", "interleaved-1f1b"}, {"vpp", "2"}, {0, 0}}},
     {"llama-3-70b", "h100:64", {{"tp", "8"}, {"pp", "4"}, {"gbs", "128"}, {"seq", "8192"}, {"sp", "1"}, {"recompute", "selective"}, {0, 0}}},
     {"deepseek-v3", "h800:2048", {{"tp", "1"}, {"pp", "16"}, {"ep", "64"}, {"gbs", "15360"}, {"seq", "4096"}, {"recompute", "full"}, {0, 0}}},
+    /* The h200 carries a measured GEMM profile (data/profiles/h200.json, 616 shapes): parsed once per context
+     * (the context's memo), so a call costs about what one without a profile does, not the 3.4 ms of the
+     * parse. The first call of a context pays the parse; the mean over the budget hides it. */
+    {"llama-3-8b", "h200:8", {{"tp", "1"}, {"pp", "1"}, {"gbs", "64"}, {"seq", "8192"}, {"recompute", "selective"}, {0, 0}}},
 };
 
 static int run(const bench_case *c, int simulate) {
@@ -33,6 +38,14 @@ static int run(const bench_case *c, int simulate) {
   for (int i = 0; c->kv[i][0]; i++)
     if (ap_plan_set(ctx, p, c->kv[i][0], c->kv[i][1])) goto fail;
   int n = 0;
+  double f0 = now_s();
+  {
+    char *out = NULL;
+    ap_status st = simulate ? ap_simulate(ctx, m, cl, p, NULL, AP_OUT_JSON, &out) : ap_estimate(ctx, m, cl, p, AP_OUT_JSON, &out);
+    ap_free(out);
+    if (st) goto fail;
+  }
+  double first_s = now_s() - f0;
   double t0 = now_s(), t1;
   do {
     char *out = NULL;
@@ -42,8 +55,8 @@ static int run(const bench_case *c, int simulate) {
     n++;
     t1 = now_s();
   } while (t1 - t0 < 1.0 && n < 100000);
-  printf("%-9s %-12s on %-10s %9.3f ms per call (%d calls)\n", simulate ? "simulate" : "estimate", c->model, c->cluster,
-         1e3 * (t1 - t0) / n, n);
+  printf("%-9s %-12s on %-10s %9.3f ms per call (%d calls; first call of the context %.3f ms)\n",
+         simulate ? "simulate" : "estimate", c->model, c->cluster, 1e3 * (t1 - t0) / n, n, 1e3 * first_s);
   ap_plan_free(p);
   ap_cluster_free(cl);
   ap_model_free(m);

@@ -23,7 +23,7 @@ static bool same_calib(cost_calib *a, cost_calib *b) {
   size_t n_params;
   const calib_param *params = calib_params(&n_params);
   for (size_t k = 0; k < n_params; k++) {
-    if (params[k].scope == CALIB_SCOPE_GLOBAL) {
+    if (params[k].scope == COST_SCOPE_GLOBAL) {
       if (!close_enough(*calib_param_ref(a, &params[k], 0), *calib_param_ref(b, &params[k], 0))) return false;
       continue;
     }

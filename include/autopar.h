@@ -213,6 +213,11 @@ AP_API ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluste
  * leaves none. *out receives a summary (simulated and closed-form pipeline time) in the given format. */
 AP_API ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, ap_plan *plan,
                              const char *trace_path, int format, char **out);
+/* The most passes (forward, backward and weight-gradient passes of one chunk and micro-batch) ap_simulate runs
+ * in this context: a larger schedule fails with AP_UNSUPPORTED and a one-line message, before any memory is
+ * taken for it (the timeline of --gbs 1000000 --pp 8 took 4 GB). 0 restores the default of one million;
+ * AP_INVALID for a negative count. */
+AP_API ap_status ap_ctx_set_simulate_limit(ap_ctx *ctx, int64_t max_passes);
 
 /* ---- Validation against measured runs ---------------------------------------------------------- */
 

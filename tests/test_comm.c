@@ -9,6 +9,7 @@
 
 #include "core/core.h"
 #include "cost/comm.h"
+#include "cost/cost.h"
 #include "hw/hw.h"
 
 /* ---- Helpers ------------------------------------------------------------------------------------------- */
@@ -50,25 +51,30 @@ static void test_names_round_trip(void **state) {
   assert_string_equal(comm_link_class_name(COMM_LINK_NETWORK), "network");
 }
 
-/* Every tunable constant has a unit, a default inside its range and a TUNING reason, and
- * comm_tuning_defaults is that table. */
+/* The cost model's one table of constants (tuning.c): every double of cost_tuning appears once, with a unit, a
+ * default inside its range and a TUNING reason; the calibration-file constants come first; the defaults of
+ * every part (comm_tuning_defaults among them) are the table's. */
 static void test_tuning_table(void **state) {
   (void)state;
-  size_t n = 0;
-  const comm_tuning_param *p = comm_tuning_params(&n);
-  assert_true(n == sizeof(comm_tuning) / sizeof(double));
-  comm_tuning d = comm_tuning_defaults();
+  size_t n = 0, n_files = 0;
+  const cost_tuning_param *p = cost_tuning_params(&n, &n_files);
+  assert_int_equal(n, sizeof(cost_tuning) / sizeof(double));
+  cost_tuning d = cost_tuning_defaults();
+  comm_tuning dc = comm_tuning_defaults();
+  assert_memory_equal(&dc, &d.comm, sizeof dc);
   for (size_t i = 0; i < n; i++) {
     assert_non_null(p[i].unit);
     if (!strstr(p[i].source, "TUNING")) fail_msg("%s: source has no TUNING reason", p[i].name);
     if (!(p[i].min <= p[i].value && p[i].value <= p[i].max)) fail_msg("%s: default outside its range", p[i].name);
-    double got;
-    memcpy(&got, (const char *)&d + p[i].offset, sizeof got);
-    assert_rel_close(got, p[i].value, 0);
-    for (size_t j = 0; j < i; j++) assert_true(strcmp(p[i].name, p[j].name) != 0);
+    assert_true(p[i].in_files == (i < n_files));
+    assert_rel_close(*cost_tuning_ref(&d, &p[i]), p[i].value, 0);
+    for (size_t j = 0; j < i; j++) {
+      assert_true(strcmp(p[i].name, p[j].name) != 0);
+      assert_true(p[i].offset != p[j].offset);
+    }
   }
-  assert_rel_close(d.bus_eff[COMM_LINK_SCALE_UP], 0.82, 0);
-  assert_rel_close(d.bus_eff[COMM_LINK_NETWORK], 0.90, 0);
+  assert_rel_close(d.comm.bus_eff[COMM_LINK_SCALE_UP], 0.82, 0);
+  assert_rel_close(d.comm.bus_eff[COMM_LINK_NETWORK], 0.90, 0);
 }
 
 /* ---- Textbook closed forms on one level -------------------------------------------------------------------- */

@@ -9,6 +9,7 @@
 static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulate) {
   bool json = false, help = false;
   const char *model = NULL, *cluster = NULL, *plan_path = NULL, *trace = NULL, *calibration = NULL;
+  int64_t max_events = 0;
   /* Plan fields, passed to ap_plan_set by name. */
   static const char *const plan_keys[] = {"tp", "pp", "dp", "cp", "ep", "etp", "vpp", "mbs", "gbs", "seq",
                                           "micro-batches", "schedule", "recompute", "recompute-layers", "zero",
@@ -16,7 +17,7 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
                                           "overlap-grad-reduce", "overlap-param-gather", "fused-loss"};
   enum { N_PLAN_KEYS = sizeof plan_keys / sizeof plan_keys[0] };
   const char *values[N_PLAN_KEYS] = {0};
-  cli_opt opts[6 + N_PLAN_KEYS + 2];
+  cli_opt opts[7 + N_PLAN_KEYS + 2];
   int n = 0;
   opts[n++] = (cli_opt){"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model};
   opts[n++] = (cli_opt){"cluster", OPT_STRING, "cluster preset, shorthand (h100:64, dgx-h100:8x8) or file", &cluster};
@@ -24,6 +25,8 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   opts[n++] = (cli_opt){"json", OPT_FLAG, "print JSON", &json};
   opts[n++] = (cli_opt){"calibration", OPT_STRING, "cost-model constants from `autopar calibrate` (default: built in)", &calibration};
   if (simulate) opts[n++] = (cli_opt){"trace", OPT_STRING, "write the timeline as a Chrome trace-event JSON file", &trace};
+  if (simulate)
+    opts[n++] = (cli_opt){"max-events", OPT_INT, "simulate at most N passes (default 1M; each is one trace event)", &max_events};
   for (int i = 0; i < N_PLAN_KEYS; i++) opts[n++] = (cli_opt){plan_keys[i], OPT_STRING, "plan field (docs/plan-format.md)", &values[i]};
   opts[n++] = (cli_opt){"help", OPT_FLAG, "show this help", &help};
   const char *pos[1];
@@ -47,6 +50,7 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   ap_plan *p = NULL;
   char *out = NULL;
   ap_status st = calibration ? ap_ctx_set_calibration(ctx, calibration) : AP_OK;
+  if (!st && max_events) st = ap_ctx_set_simulate_limit(ctx, max_events);
   if (!st) st = ap_model_load(ctx, model, &m);
   if (!st) st = ap_cluster_load(ctx, cluster, &c);
   if (!st) st = plan_path ? ap_plan_load(ctx, plan_path, &p) : ap_plan_new(ctx, &p);

@@ -94,10 +94,11 @@ void mem_free_json(void *p) {
 
 ap_ctx *ap_ctx_new_with_allocator(ap_alloc_fn fn, void *user) {
   if (!fn) return NULL;
-  ap_ctx *ctx = fn(user, NULL, sizeof *ctx);
+  cur_fn = fn;
+  cur_user = user;
+  cur_failed = false;
+  ap_ctx *ctx = ctx_new_here(); /* as ap_ctx_new, with fn installed */
   if (!ctx) return NULL;
-  memset(ctx, 0, sizeof *ctx);
-  ctx->log_max = AP_LOG_WARN; /* as ap_ctx_new */
   ctx->alloc_fn = fn;
   ctx->alloc_user = user;
   return ctx;

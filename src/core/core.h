@@ -31,6 +31,11 @@ struct ap_ctx {
    * by the context when calibration_free is set (ap_ctx_set_calibration), borrowed otherwise (ctx_child). */
   void *calibration;
   void (*calibration_free)(void *);
+  /* Parsed data that stays the same for the context's life (ctx_memo_get); owned when memo_owned, borrowed
+   * from the parent by a child context. NULL when none could be allocated: everything works, uncached. */
+  struct ctx_memo *memo;
+  bool memo_owned;
+  int64_t sim_max_passes; /* ap_ctx_set_simulate_limit; 0 = the default */
   /* Optional parts the host added (ap_ctx_add_part), borrowed; copied by ctx_child. */
   const ap_part *parts[CTX_MAX_PARTS];
   size_t n_parts;
@@ -52,6 +57,14 @@ AP_HIDDEN const void *ctx_part_ops(const ap_ctx *ctx, const char *name);
 AP_HIDDEN ap_status ctx_fail(ap_ctx *ctx, ap_status status, const char *fmt, ...) AP_PRINTF(3, 4);
 /* A context for a sub-task whose failures should not reach ctx: the same options and callbacks, no error. */
 AP_HIDDEN ap_ctx ctx_child(const ap_ctx *ctx);
+/* The context's memo: parsed inputs that do not change during its life, so that they are read once per context
+ * and not once per call (the cost model keeps a device's parsed GEMM profile and the built-in calibration
+ * here). A child context shares its parent's memo; a context and its children are used from one thread.
+ * ctx_memo_get returns the value stored under key, or NULL. ctx_memo_put hands value to the memo, which frees
+ * it with free_fn (may be NULL) when the owning context is freed; it returns false, and the caller keeps
+ * value, when the context has no memo or memory is short. */
+AP_HIDDEN const void *ctx_memo_get(const ap_ctx *ctx, const char *key);
+AP_HIDDEN bool ctx_memo_put(ap_ctx *ctx, const char *key, void *value, void (*free_fn)(void *));
 /* Clears the recorded failure. */
 AP_HIDDEN void ctx_clear(ap_ctx *ctx);
 AP_HIDDEN void ctx_log(ap_ctx *ctx, ap_log_level level, const char *fmt, ...) AP_PRINTF(3, 4);

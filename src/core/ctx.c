@@ -21,17 +21,64 @@ void ap_free(void *p) { free(p); }
 
 const char *ap_version(void) { return AP_VERSION_STRING; }
 
+/* The memo: a short list of keyed values (a few per device type in use). */
+typedef struct memo_entry {
+  struct memo_entry *next;
+  void *value;
+  void (*free_fn)(void *);
+  char key[];
+} memo_entry;
+struct ctx_memo {
+  memo_entry *head;
+};
+
 ap_ctx *ap_ctx_new(void) {
   mem_enter(NULL); /* libc's allocator; ap_ctx_new_with_allocator (core/alloc.c) takes the host's */
+  return ctx_new_here();
+}
+
+ap_ctx *ctx_new_here(void) {
   ap_ctx *ctx = calloc(1, sizeof *ctx);
-  if (ctx) ctx->log_max = AP_LOG_WARN;
+  if (!ctx) return NULL;
+  ctx->log_max = AP_LOG_WARN;
+  ctx->memo = calloc(1, sizeof *ctx->memo);
+  ctx->memo_owned = ctx->memo != NULL;
   return ctx;
 }
 
 void ap_ctx_free(ap_ctx *ctx) {
-  if (ctx) mem_enter(ctx); /* freed with the allocator that made it */
-  if (ctx && ctx->calibration_free) ctx->calibration_free(ctx->calibration);
+  if (!ctx) return;
+  mem_enter(ctx); /* freed with the allocator that made it */
+  if (ctx->calibration_free) ctx->calibration_free(ctx->calibration);
+  if (ctx->memo_owned) {
+    for (memo_entry *e = ctx->memo->head, *next; e; e = next) {
+      next = e->next;
+      if (e->free_fn) e->free_fn(e->value);
+      free(e);
+    }
+    free(ctx->memo);
+  }
   free(ctx);
+}
+
+const void *ctx_memo_get(const ap_ctx *ctx, const char *key) {
+  if (!ctx || !ctx->memo) return NULL;
+  for (const memo_entry *e = ctx->memo->head; e; e = e->next)
+    if (strcmp(e->key, key) == 0) return e->value;
+  return NULL;
+}
+
+bool ctx_memo_put(ap_ctx *ctx, const char *key, void *value, void (*free_fn)(void *)) {
+  if (!ctx || !ctx->memo) return false;
+  size_t n = strlen(key) + 1;
+  memo_entry *e = malloc(sizeof *e + n);
+  if (!e) return false;
+  memcpy(e->key, key, n);
+  e->value = value;
+  e->free_fn = free_fn;
+  e->next = ctx->memo->head;
+  ctx->memo->head = e;
+  return true;
 }
 
 const char *ap_ctx_error(const ap_ctx *ctx) { return ctx ? ctx->error : ""; }
@@ -73,6 +120,7 @@ ap_ctx ctx_child(const ap_ctx *ctx) {
   c.status = AP_OK;
   c.error[0] = '\0';
   c.calibration_free = NULL; /* the child borrows the parent's calibration */
+  c.memo_owned = false;      /* and its memo */
   return c;
 }
 

@@ -8,42 +8,26 @@
 #include "core/jsonx.h"
 #include "cost/calib.h"
 
-#define DEV(field) offsetof(compute_tuning, field)
-#define GLOB(field) offsetof(cost_calib, field)
-
-/* The fitted constants and their physical ranges. Device-scope efficiencies are fractions of a peak, so they
- * stay in (0, 1]; the fp8 speed-up is at most the 2x of the fp8 peak; a kernel launch costs at most 20 us. */
-static const calib_param params[] = {
-    {"gemm_eff_max", CALIB_SCOPE_DEVICE, DEV(gemm_eff_max), 0.15, 1.0, "1"},
-    {"attn_fwd_eff", CALIB_SCOPE_DEVICE, DEV(attn_fwd_eff), 0.1, 1.0, "1"},
-    {"attn_bwd_eff", CALIB_SCOPE_DEVICE, DEV(attn_bwd_eff), 0.1, 1.0, "1"},
-    {"mem_eff", CALIB_SCOPE_DEVICE, DEV(mem_eff), 0.2, 1.0, "1"},
-    {"fp8_gemm_speedup", CALIB_SCOPE_DEVICE, DEV(fp8_gemm_speedup), 1.0, 2.0, "1"},
-    {"moe_gemm_factor", CALIB_SCOPE_DEVICE, DEV(moe_gemm_factor), 0.05, 1.0, "1"},
-    {"op_latency_s", CALIB_SCOPE_DEVICE, DEV(op_latency_s), 0.0, 2e-5, "s"},
-    {"bus_eff.scale_up", CALIB_SCOPE_GLOBAL, GLOB(comm.bus_eff[COMM_LINK_SCALE_UP]), 0.05, 1.0, "1"},
-    {"bus_eff.network", CALIB_SCOPE_GLOBAL, GLOB(comm.bus_eff[COMM_LINK_NETWORK]), 0.05, 1.0, "1"},
-    {"overlap.tp", CALIB_SCOPE_GLOBAL, GLOB(overlap.tp_overlap), 0.0, 1.0, "1"},
-    {"overlap.dp", CALIB_SCOPE_GLOBAL, GLOB(overlap.dp_overlap), 0.0, 1.0, "1"},
-    {"overlap.zero3", CALIB_SCOPE_GLOBAL, GLOB(overlap.zero3_overlap), 0.0, 1.0, "1"},
-    {"overlap.cp", CALIB_SCOPE_GLOBAL, GLOB(overlap.cp_overlap), 0.0, 1.0, "1"},
-    {"overlap.ep", CALIB_SCOPE_GLOBAL, GLOB(overlap.ep_overlap), 0.0, 1.0, "1"},
-    {"overlap.pp", CALIB_SCOPE_GLOBAL, GLOB(overlap.pp_overlap), 0.0, 1.0, "1"},
-    {"memory.overhead_bytes", CALIB_SCOPE_GLOBAL, GLOB(memory.overhead_bytes), 0.0, 16.0 * 1073741824.0, "bytes"},
-    {"memory.context_bytes", CALIB_SCOPE_GLOBAL, GLOB(memory.context_bytes), 0.0, 4.0 * 1073741824.0, "bytes"},
-    {"memory.fragmentation", CALIB_SCOPE_GLOBAL, GLOB(memory.fragmentation), 1.0, 1.6, "1"},
-    {"memory.pool_fraction", CALIB_SCOPE_GLOBAL, GLOB(memory.pool_fraction), 0.0, 0.6, "1"},
-    {"memory.loss_bytes_per_logit", CALIB_SCOPE_GLOBAL, GLOB(memory.loss_bytes_per_logit), 2.0, 16.0, "bytes"},
-};
-
 const calib_param *calib_params(size_t *n_out) {
-  *n_out = AP_COUNT(params);
-  return params;
+  size_t n_all;
+  return cost_tuning_params(&n_all, n_out);
+}
+
+/* Where constant k of device entry dev (ignored for global ones) sits in c. */
+static const double *param_at(const cost_calib *c, const calib_param *k, int dev) {
+  size_t off = k->offset;
+  if (k->scope == COST_SCOPE_DEVICE)
+    return (const double *)((const char *)&c->devices[dev].compute + (off - offsetof(cost_tuning, compute)));
+  /* A global constant sits in one of the calibration's three global parts. */
+  if (off >= offsetof(cost_tuning, comm) && off < offsetof(cost_tuning, comm) + sizeof(comm_tuning))
+    return (const double *)((const char *)&c->comm + (off - offsetof(cost_tuning, comm)));
+  if (off >= offsetof(cost_tuning, memory) && off < offsetof(cost_tuning, memory) + sizeof(memory_tuning))
+    return (const double *)((const char *)&c->memory + (off - offsetof(cost_tuning, memory)));
+  return (const double *)((const char *)&c->overlap + (off - offsetof(cost_tuning, overlap)));
 }
 
 double *calib_param_ref(cost_calib *c, const calib_param *k, int device_index) {
-  if (k->scope == CALIB_SCOPE_DEVICE) return (double *)((char *)&c->devices[device_index].compute + k->offset);
-  return (double *)((char *)c + k->offset);
+  return (double *)(uintptr_t)param_at(c, k, device_index);
 }
 
 void calib_defaults(cost_calib *c) {
@@ -51,17 +35,7 @@ void calib_defaults(cost_calib *c) {
   c->comm = comm_tuning_defaults();
   c->overlap = overlap_tuning_defaults();
   c->memory = memory_tuning_defaults();
-  snprintf(c->source, sizeof c->source, "documented defaults (src/cost/compute.c, comm.c, estimate.c)");
-}
-
-calib_device *calib_device_entry(cost_calib *c, const char *device) {
-  for (int i = 0; i < c->n_devices; i++)
-    if (strcasecmp(c->devices[i].name, device) == 0) return &c->devices[i];
-  if (c->n_devices >= CALIB_MAX_DEVICES) return NULL;
-  calib_device *d = &c->devices[c->n_devices++];
-  snprintf(d->name, sizeof d->name, "%s", device);
-  d->compute = compute_tuning_defaults();
-  return d;
+  snprintf(c->source, sizeof c->source, "documented defaults (src/cost/compute.c, comm.c, tuning.c)");
 }
 
 /* The chip of a device type ("" when unknown or not stated). */
@@ -72,19 +46,35 @@ static void chip_of(const char *device, char *chip, size_t n) {
   snprintf(chip, n, "%s", hw_device_find(&scratch, device, &d) == AP_OK ? d.chip : "");
 }
 
-int calib_sibling(const cost_calib *c, const char *device, const bool *usable) {
-  char want[HW_NAME_MAX], have[HW_NAME_MAX];
-  chip_of(device, want, sizeof want);
+calib_device *calib_device_entry(cost_calib *c, const char *device) {
+  for (int i = 0; i < c->n_devices; i++)
+    if (strcasecmp(c->devices[i].name, device) == 0) return &c->devices[i];
+  if (c->n_devices >= CALIB_MAX_DEVICES) return NULL;
+  calib_device *d = &c->devices[c->n_devices++];
+  snprintf(d->name, sizeof d->name, "%s", device);
+  chip_of(device, d->chip, sizeof d->chip);
+  d->compute = compute_tuning_defaults();
+  return d;
+}
+
+/* The first listed device (among the usable) of another type on chip `want`. */
+static int sibling_on_chip(const cost_calib *c, const char *device, const char *want, const bool *usable) {
   if (!*want) return -1;
   for (int i = 0; i < c->n_devices; i++) {
     if ((usable && !usable[i]) || strcasecmp(c->devices[i].name, device) == 0) continue;
-    chip_of(c->devices[i].name, have, sizeof have);
-    if (strcmp(have, want) == 0) return i;
+    if (strcmp(c->devices[i].chip, want) == 0) return i;
   }
   return -1;
 }
 
-cost_tuning calib_tuning_for(const cost_calib *c, const char *device) {
+int calib_sibling(const cost_calib *c, const char *device, const bool *usable) {
+  char want[HW_NAME_MAX];
+  chip_of(device, want, sizeof want);
+  return sibling_on_chip(c, device, want, usable);
+}
+
+/* The tuning of `device` on chip `chip`: its entry, else a sibling's (calib_tuning_for). */
+static cost_tuning tuning_for(const cost_calib *c, const char *device, const char *chip) {
   cost_tuning t = {compute_tuning_defaults(), c->comm, c->memory, c->overlap};
   for (int i = 0; i < c->n_devices; i++)
     if (strcasecmp(c->devices[i].name, device) == 0) {
@@ -93,23 +83,31 @@ cost_tuning calib_tuning_for(const cost_calib *c, const char *device) {
     }
   /* A device type the calibration does not list takes the constants of one it lists on the same chip (an H200
    * those of an H100): the same silicon and kernels, a different memory or power limit. */
-  int s = calib_sibling(c, device, NULL);
+  int s = chip ? sibling_on_chip(c, device, chip, NULL) : calib_sibling(c, device, NULL);
   if (s >= 0) t.compute = c->devices[s].compute;
   return t;
 }
 
-/* Reads the keys of one object into doubles of a struct through the parameter table. */
-static ap_status read_scope(const jx_src *s, json_t *obj, calib_scope scope, void *base) {
+cost_tuning calib_tuning_for(const cost_calib *c, const char *device) { return tuning_for(c, device, NULL); }
+
+cost_tuning calib_tuning_for_device(const cost_calib *c, const hw_device *dev) {
+  return tuning_for(c, dev->name, dev->chip);
+}
+
+/* Reads the keys of one object (the constants of device entry `dev`, or the global ones) through the table. */
+static ap_status read_scope(const jx_src *s, json_t *obj, cost_scope scope, cost_calib *c, int dev) {
+  size_t n_params;
+  const calib_param *params = calib_params(&n_params);
   const char *key;
   json_t *v;
   json_object_foreach(obj, key, v) {
     const calib_param *k = NULL;
-    for (size_t i = 0; i < AP_COUNT(params); i++)
+    for (size_t i = 0; i < n_params; i++)
       if (params[i].scope == scope && strcmp(params[i].name, key) == 0) k = &params[i];
     if (!k) {
-      const char *names[AP_COUNT(params)];
+      const char *names[64];
       size_t n = 0;
-      for (size_t i = 0; i < AP_COUNT(params); i++)
+      for (size_t i = 0; i < n_params && n < AP_COUNT(names); i++)
         if (params[i].scope == scope) names[n++] = params[i].name;
       char sugg[256];
       util_suggest(key, names, n, sugg, sizeof sugg);
@@ -118,7 +116,7 @@ static ap_status read_scope(const jx_src *s, json_t *obj, calib_scope scope, voi
     double x = 0;
     ap_status st = jx_f64(s, obj, key, true, k->min, k->max, &x, NULL);
     if (st) return st;
-    *(double *)((char *)base + k->offset) = x;
+    *calib_param_ref(c, k, dev) = x;
   }
   return AP_OK;
 }
@@ -159,12 +157,12 @@ ap_status calib_parse(ap_ctx *ctx, const char *file, const char *text, size_t n,
         st = jx_fail(&ds, "", "more than %d device types", CALIB_MAX_DEVICES);
         break;
       }
-      if ((st = read_scope(&ds, obj, CALIB_SCOPE_DEVICE, &d->compute))) break;
+      if ((st = read_scope(&ds, obj, COST_SCOPE_DEVICE, out, (int)(d - out->devices)))) break;
     }
   json_t *glob = json_object_get(root, "global");
   if (!st && glob) {
     jx_src gs = {ctx, file, "global"};
-    st = json_is_object(glob) ? read_scope(&gs, glob, CALIB_SCOPE_GLOBAL, out)
+    st = json_is_object(glob) ? read_scope(&gs, glob, COST_SCOPE_GLOBAL, out, 0)
                               : jx_fail(&src, "global", "expected an object of constants");
   }
   json_decref(root);
@@ -215,6 +213,8 @@ static size_t utf8_whole_len(const char *s) {
 }
 
 void calib_to_json(const cost_calib *c, const char *fit_summary, strbuf *sb) {
+  size_t n_params;
+  const calib_param *params = calib_params(&n_params);
   sb_puts(sb, "{\n  \"format\": \"autopar-calibration/1\",\n  \"source\": ");
   char source[sizeof c->source];
   size_t len = utf8_whole_len(c->source);
@@ -227,19 +227,19 @@ void calib_to_json(const cost_calib *c, const char *fit_summary, strbuf *sb) {
     jx_sb_str(sb, c->devices[i].name);
     sb_puts(sb, ": {");
     int n = 0;
-    for (size_t k = 0; k < AP_COUNT(params); k++) {
-      if (params[k].scope != CALIB_SCOPE_DEVICE) continue;
+    for (size_t k = 0; k < n_params; k++) {
+      if (params[k].scope != COST_SCOPE_DEVICE) continue;
       sb_printf(sb, "%s\"%s\": ", n++ ? ", " : "", params[k].name);
-      put_const(sb, &params[k], *(const double *)((const char *)&c->devices[i].compute + params[k].offset));
+      put_const(sb, &params[k], *param_at(c, &params[k], i));
     }
     sb_puts(sb, "}");
   }
   sb_puts(sb, "\n  },\n  \"global\": {");
   int n = 0;
-  for (size_t k = 0; k < AP_COUNT(params); k++) {
-    if (params[k].scope != CALIB_SCOPE_GLOBAL) continue;
+  for (size_t k = 0; k < n_params; k++) {
+    if (params[k].scope != COST_SCOPE_GLOBAL) continue;
     sb_printf(sb, "%s\n    \"%s\": ", n++ ? "," : "", params[k].name);
-    put_const(sb, &params[k], *(const double *)((const char *)c + params[k].offset));
+    put_const(sb, &params[k], *param_at(c, &params[k], 0));
   }
   sb_puts(sb, "\n  }");
   if (fit_summary) sb_printf(sb, ",\n  \"fit\": %s", fit_summary);
@@ -276,5 +276,18 @@ ap_status calib_of_ctx(ap_ctx *ctx, cost_calib *out) {
     *out = *(const cost_calib *)ctx->calibration;
     return AP_OK;
   }
-  return calib_builtin(ctx, out);
+  /* The built-in one is parsed once per context (its memo), not once per evaluation. */
+  static const char key[] = "cost.calibration:builtin";
+  const cost_calib *cached = ctx_memo_get(ctx, key);
+  if (cached) {
+    *out = *cached;
+    return AP_OK;
+  }
+  ap_status st = calib_builtin(ctx, out);
+  cost_calib *keep = st ? NULL : malloc(sizeof *keep);
+  if (keep) {
+    *keep = *out;
+    if (!ctx_memo_put(ctx, key, keep, free)) free(keep);
+  }
+  return st;
 }

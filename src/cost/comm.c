@@ -74,44 +74,7 @@ bool comm_algo_applies(comm_coll coll, comm_algo algo) {
   return (unsigned)coll < COMM_COLL_COUNT && (unsigned)algo < COMM_ALGO_COUNT && applies[coll][algo];
 }
 
-/* ---- Tunable constants ------------------------------------------------------------------------------------ */
-
-#define TUNING_AT(field) offsetof(comm_tuning, field)
-
-static const comm_tuning_param tuning_params[] = {
-    {"bus_eff.scale_up", "1", TUNING_AT(bus_eff[COMM_LINK_SCALE_UP]), 0.82, 0.05, 1.0,
-     "NVIDIA/nccl-tests#212 (S. Jeaugey, NCCL): H100 NVLink line rate 450 GB/s, about 370 GB/s effective "
-     "busBw after protocol overhead with NCCL_ALGO=RING: 370/450 = 0.82. TUNING: ring-class collectives only; "
-     "NVLink SHARP all-reduce is faster and not modelled."},
-    {"bus_eff.pcie", "1", TUNING_AT(bus_eff[COMM_LINK_PCIE]), 0.80, 0.05, 1.0,
-     "TUNING: PCIe packet (TLP/DLLP) overhead leaves about 80% of the line rate for payload; no NCCL "
-     "measurement at hand, so the NVLink figure's order is kept. UNSURE: calibrate on a PCIe machine."},
-    {"bus_eff.network", "1", TUNING_AT(bus_eff[COMM_LINK_NETWORK]), 0.90, 0.05, 1.0,
-     "NVIDIA/nccl-tests#267 (NCCL team): ConnectX-7 at 400 Gb/s NDR reaches 48-49 of 50 GB/s per NIC; "
-     "NVIDIA/nccl#1576: DGX-A100 with 8 x 200 Gb/s gives 192 GB/s all-reduce busBw (0.96). TUNING: 0.9, below "
-     "those two-node figures, for the routing and congestion losses of larger jobs; calibrate."},
-    {"tree_bw_factor", "1", TUNING_AT(tree_bw_factor), 0.92, 0.1, 1.0,
-     "NVIDIA/nccl src/graph/tuning.cc (COSTMODEL.md §4.3): tree all-reduce bandwidth is min(busBw * 0.92, "
-     "per-channel cap) where ring/Simple keeps busBw. TUNING: NCCL's own ratio; its mid-size dip "
-     "(treeCorrectionFactor) is left out."},
-    {"call_latency_s", "s", TUNING_AT(call_latency_s), 8.4e-6, 0.0, 1e-3,
-     "NVIDIA/nccl src/graph/tuning.cc baseLatencies, Ring and Tree with the Simple protocol: 8.4 us per call "
-     "(COSTMODEL.md §4.3). TUNING: the cluster presets' per-step latencies are NCCL's Simple hwLat, so the base "
-     "of the same protocol goes with them."},
-};
-
-const comm_tuning_param *comm_tuning_params(size_t *n_out) {
-  *n_out = AP_COUNT(tuning_params);
-  return tuning_params;
-}
-
-comm_tuning comm_tuning_defaults(void) {
-  comm_tuning t;
-  memset(&t, 0, sizeof t);
-  for (size_t i = 0; i < AP_COUNT(tuning_params); i++)
-    memcpy((char *)&t + tuning_params[i].offset, &tuning_params[i].value, sizeof(double));
-  return t;
-}
+/* ---- Tunable constants: their table and defaults are in tuning.c ----------------------------------- */
 
 comm_tuning comm_tuning_ideal(void) {
   comm_tuning t;

@@ -64,27 +64,15 @@ typedef struct {
   double nic_share; /* factor applied to the network bandwidth for NIC sharing (1 = the hw per-device figure) */
 } comm_group;
 
-/* Tunable constants of the communication model. Every field is listed in the table comm_tuning_params
- * returns, with its unit, source and reason; calibration fits them through that table. */
+/* Tunable constants of the communication model. Every field is listed in the cost model's one table of
+ * constants (cost_tuning_params, tuning.c), with its unit, range, source and reason. */
 typedef struct {
   double bus_eff[COMM_LINK_COUNT]; /* fraction of a link's per-direction bandwidth that collectives reach */
   double tree_bw_factor;           /* tree all-reduce bandwidth relative to ring on the same links */
   double call_latency_s;           /* fixed cost of one collective call (kernel launch, setup) */
 } comm_tuning;
 
-/* One tunable constant: where it lives in comm_tuning and why it has its default. */
-typedef struct {
-  const char *name;   /* "bus_eff.network" */
-  const char *unit;   /* "1", "s" */
-  size_t offset;      /* of the double in comm_tuning */
-  double value;       /* the default */
-  double min, max;    /* the range calibration may fit it in */
-  const char *source; /* where the default comes from, with its TUNING reason */
-} comm_tuning_param;
-
-/* The table of tunable constants (static storage); *n_out receives its length. */
-AP_HIDDEN const comm_tuning_param *comm_tuning_params(size_t *n_out);
-/* The defaults of that table. */
+/* Their documented defaults (tuning.c). */
 AP_HIDDEN comm_tuning comm_tuning_defaults(void);
 /* Efficiencies 1, tree factor 1, no call latency: the textbook alpha-beta model, for tests and bounds. */
 AP_HIDDEN comm_tuning comm_tuning_ideal(void);

@@ -1,40 +1,11 @@
 /* The compute part of the cost model (cost layer); see compute.h. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/jsonx.h"
 #include "cost/compute.h"
-
-compute_tuning compute_tuning_defaults(void) {
-  return (compute_tuning){
-      /* TUNING: cuBLASLt bf16 GEMMs of transformer shapes on an H200 reach 0.66-0.82 of dense peak, median 0.68
-       * (data/profiles/h200.json, measured by tools/gpuprof); 0.75 is the large-shape level. */
-      .gemm_eff_max = 0.75,
-      /* TUNING: in the same profile a GEMM with one dimension of 1024 runs at about 0.55-0.6 of the large-shape
-       * rate; a shape factor d/(d + 256) per dimension gives 0.8 at 1024 and 0.94 at 4096. */
-      .gemm_dim_half = 256,
-      /* TUNING: FlashAttention-2 reaches 50-73% of A100 peak forward and 40-63% backward (Dao 2023, §4.1,
-       * Fig. 4); FlashAttention-3 on H100 bf16 0.6-0.75 forward (Shah et al. 2024, §4.1). */
-      .attn_fwd_eff = 0.6,
-      .attn_bwd_eff = 0.45,
-      /* TUNING: elementwise and RMSNorm kernels over large buffers reach 0.86-0.87 of HBM bandwidth on an
-       * H200 (data/profiles/h200.json "memory"); fused framework kernels are less regular, so 0.7. */
-      .mem_eff = 0.7,
-      /* TUNING: the H200 profile measures fp8 GEMMs at a median 0.663 of the fp8 peak against 0.685 of the
-       * bf16 peak for bf16, i.e. 1.94x; the casts are costed on their own (compute_op), the scaling bookkeeping
-       * of training (amax histories, scale updates) costs a little more, so 1.8. */
-      .fp8_gemm_speedup = 1.8,
-      /* TUNING: grouped GEMMs over many small experts run below a dense GEMM of the same per-expert shape
-       * (token counts per expert vary, tiles are padded); Megatron's grouped GEMM reports 70-90% of the dense
-       * rate (NVIDIA Megatron-Core MoE docs, moe-grouped-gemm). */
-      .moe_gemm_factor = 0.8,
-      /* TUNING: the host issues kernels one by one: a CUDA launch costs ~5 us (NVIDIA CUDA C++ best practices
-       * guide, "kernel launch overhead") and an eager PyTorch op adds its dispatch on top; 4 us per kernel. A
-       * layer takes at least its kernel count times this (cost_block), whatever the GPU time. */
-      .op_latency_s = 4e-6,
-  };
-}
 
 ap_status compute_profile_parse(ap_ctx *ctx, arena *a, const char *file, const char *text, size_t n,
                                 compute_model *cm) {
@@ -100,16 +71,53 @@ out:
   return st;
 }
 
+/* A device's parsed profile, kept in the context's memo (ctx_memo_get) so that it is parsed once per context
+ * and not once per environment: its GEMM tables live in its own arena. */
+typedef struct {
+  arena *a;
+  compute_model cm;
+} parsed_profile;
+
+static void parsed_profile_free(void *v) {
+  parsed_profile *pp = v;
+  if (pp) arena_free(pp->a);
+  free(pp);
+}
+
+/* Copies the profile part of `from` (tables and source) into out, from arena a. */
+static ap_status copy_profile(ap_ctx *ctx, arena *a, const compute_model *from, compute_model *out) {
+  for (int d = 0; d < HW_DTYPE_COUNT; d++) {
+    size_t n = (size_t)from->n_points[d];
+    out->n_points[d] = from->n_points[d];
+    out->points[d] = n ? arena_alloc(a, sizeof(compute_gemm_point) * n) : NULL;
+    if (n && !out->points[d]) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+    if (n) memcpy(out->points[d], from->points[d], sizeof(compute_gemm_point) * n);
+  }
+  out->profile_source = arena_strdup(a, from->profile_source);
+  return out->profile_source ? AP_OK : ctx_fail(ctx, AP_NOMEM, "out of memory");
+}
+
 ap_status compute_model_init(ap_ctx *ctx, arena *a, const hw_device *dev, const compute_tuning *t, compute_model *out) {
   memset(out, 0, sizeof *out);
   out->device = *dev;
   out->tuning = t ? *t : compute_tuning_defaults();
   out->profile_source = "";
-  char path[128];
+  char path[128], key[160];
   snprintf(path, sizeof path, "data/profiles/%s.json", dev->name);
+  snprintf(key, sizeof key, "cost.profile:%s", path);
+  const parsed_profile *cached = ctx_memo_get(ctx, key);
+  if (cached) return copy_profile(ctx, a, &cached->cm, out);
   const embedded_file *f = embedded_find(path);
   if (!f) return AP_OK;
-  return compute_profile_parse(ctx, a, f->path, f->text, f->n_bytes, out);
+  parsed_profile *pp = calloc(1, sizeof *pp);
+  if (!pp || !(pp->a = arena_new())) {
+    free(pp);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  ap_status st = compute_profile_parse(ctx, pp->a, f->path, f->text, f->n_bytes, &pp->cm);
+  if (!st) st = copy_profile(ctx, a, &pp->cm, out);
+  if (st || !ctx_memo_put(ctx, key, pp, parsed_profile_free)) parsed_profile_free(pp);
+  return st;
 }
 
 /* The shape curve: each dimension d scales efficiency by d/(d + d_half). */

@@ -2,7 +2,8 @@
  * shards it. DESIGN.md "Cost model": time = FLOP / (peak × efficiency(op kind, shape)), bounded below by
  * bytes / memory bandwidth (the roofline of Williams, Waterman & Patterson 2009). GEMM efficiency comes from a
  * measured profile of the device (data/profiles/<device>.json, docs/profile-format.md) when there is one, and
- * otherwise from a documented shape curve; each tunable constant sits in compute_tuning with its reason. */
+ * otherwise from a documented shape curve; each tunable constant sits in compute_tuning, with its reason in
+ * the cost model's table of constants (tuning.c). */
 #ifndef AP_COST_COMPUTE_H
 #define AP_COST_COMPUTE_H
 
@@ -21,7 +22,7 @@ typedef struct {
   double op_latency_s;     /* host time to issue one kernel: a layer is never faster than its kernels' issue */
 } compute_tuning;
 
-/* Defaults for a device with no fitted constants; see compute.c for sources. */
+/* Defaults for a device with no fitted constants; their sources are in the table of tuning.c. */
 AP_HIDDEN compute_tuning compute_tuning_defaults(void);
 
 /* One measured GEMM of a profile. */

@@ -2,9 +2,11 @@
  * DESIGN.md "Cost": iteration time with its breakdown, peak memory per pipeline stage with its breakdown, MFU,
  * tokens per second, and whether it fits. Searches and the CLI use only this header (and plan.h).
  *
- * Reading order: compute.h (one op on one device), comm.h (one collective on one group), memory.c (bytes per
- * pipeline rank), schedule.c (closed-form pipeline time), estimate.c (the whole plan), sim.c (the event-driven
- * simulator of the pipeline schedule). */
+ * Reading order and who calls whom: docs/cost-model.md "Layout of src/cost/". In short: tuning.c (the one table
+ * of constants), compute.h (one op on one device), comm.h (one collective on one group), env.c (the model and
+ * cluster once), layer.c (one layer), rank.c (one pipeline rank, piece by piece), schedule.c and memory.c (time
+ * and bytes of the ranks), estimate.c (the whole plan), sim.c (the event-driven simulator of plan/schedule.h's
+ * orders). */
 #ifndef AP_COST_H
 #define AP_COST_H
 
@@ -27,6 +29,23 @@ typedef struct {
 
 AP_HIDDEN memory_tuning memory_tuning_defaults(void);
 
+/* Bytes per parameter of the model states, unsharded (ZeRO, Rajbhandari et al. 2020 §5.1): the 16-bit weights,
+ * the gradients (memory_tuning.grad_bytes_per_param) and the fp32 master weights with Adam's two moments.
+ * memory.c, the data-parallel collectives of estimate.c and the searches' memory bounds all take them from here. */
+typedef struct {
+  double weights, grads, optimizer;
+} cost_state_bytes;
+AP_HIDDEN cost_state_bytes cost_state_bytes_per_param(const memory_tuning *mt);
+/* Their sum per parameter under ZeRO stage zero_stage over n_dp data-parallel ranks (1: optimizer states
+ * sharded, 2: + gradients, 3: + weights). */
+AP_HIDDEN double cost_state_bytes_zero(const cost_state_bytes *sb, int64_t zero_stage, double n_dp);
+/* Bytes one Adam step moves per parameter of the local optimizer shard: read the fp32 parameter, gradient and
+ * two moments, write the parameter, the moments and the 16-bit copy (Kingma & Ba 2015; ZeRO §3.1 layout). */
+#define COST_ADAM_STEP_BYTES_PER_PARAM 30.0
+/* The GEMM dtype of a plan's precision (bf16, fp16 or fp8 matmuls): the one mapping the cost model, the
+ * precision check and the searches' bounds use. */
+AP_HIDDEN hw_dtype cost_gemm_dtype(plan_precision precision);
+
 /* Overlap constants: what fraction of each kind of communication hides behind compute when overlap is on. */
 typedef struct {
   double tp_overlap;   /* with --tp-comm-overlap (userbuffers), fraction of TP traffic hidden */
@@ -48,6 +67,25 @@ typedef struct {
 } cost_tuning;
 
 AP_HIDDEN cost_tuning cost_tuning_defaults(void);
+
+/* One tunable constant of the cost model (tuning.c holds the one table of them). */
+typedef enum { COST_SCOPE_DEVICE, COST_SCOPE_GLOBAL } cost_scope;
+typedef struct {
+  const char *name;   /* its key in calibration files: "gemm_eff_max", "bus_eff.network", "overlap.tp" … */
+  cost_scope scope;   /* per device type (compute_tuning) or global (communication, overlap, memory) */
+  size_t offset;      /* of the double within cost_tuning */
+  const char *unit;   /* "1", "s", "bytes", "elements" */
+  double min, max;    /* its physical range: what a calibration file may set and a fit may reach */
+  double value;       /* the documented default */
+  bool in_files;      /* calibration files carry it (the first entries of the table, in file order) */
+  int fit_time, fit_memory; /* 1, 2 … : its turn in report/calibrate.c's throughput and memory fits; 0: kept */
+  const char *source; /* where the default comes from, with its TUNING: reason */
+} cost_tuning_param;
+/* The table (static storage): *n_out entries, of which the first *n_in_files (may be NULL) are in calibration
+ * files. */
+AP_HIDDEN const cost_tuning_param *cost_tuning_params(size_t *n_out, size_t *n_in_files);
+/* The constant k within t. */
+AP_HIDDEN double *cost_tuning_ref(cost_tuning *t, const cost_tuning_param *k);
 
 /* The environment of one evaluation: the model, the cluster and their derived tables. Built once per
  * (model, cluster, tuning) and shared by every plan evaluated against them. */
@@ -102,8 +140,8 @@ typedef struct {
   double pipeline_s; /* the closed-form pipeline time that iter_s is built on */
 } cost_result;
 
-/* One interval of the simulated timeline. */
-typedef enum { SIM_F, SIM_B, SIM_W, SIM_SEND, SIM_DP, SIM_OPT } sim_kind;
+/* One interval of the simulated timeline (F, B and W as plan/schedule.h's sched_pass). */
+typedef enum { SIM_F, SIM_B, SIM_W } sim_kind;
 typedef struct {
   sim_kind kind;
   int rank, chunk;
@@ -111,15 +149,19 @@ typedef struct {
   double start_s, end_s;
 } sim_event;
 
-/* The event-driven pipeline simulator (sim.c): runs the plan's schedule over its chunks and micro-batches with
- * the per-chunk times of r, each rank executing in the schedule's order as soon as its inputs have arrived.
- * Returns the pipeline time in seconds; when events is not NULL, writes up to cap events and sets *n_events
- * (the full count, which may exceed cap). */
-AP_HIDDEN double sim_pipeline(const plan *p, const cost_result *r, sim_event *events, size_t cap, size_t *n_events);
-/* Simulates the iteration once and returns it as a Chrome trace-event JSON document (one process per pipeline
- * stage, a compute and a communication thread in each); *pipeline_s (may be NULL) receives the simulated
- * pipeline time. The caller frees the document with free(). NULL when out of memory. */
-AP_HIDDEN char *sim_trace_json(const cost_env *env, const plan *p, const cost_result *r, double *pipeline_s);
+/* The event-driven pipeline simulator (sim.c): runs the plan's schedule (plan/schedule.h) over its chunks and
+ * micro-batches with the per-chunk times of r, each stage executing its passes in the schedule's order as soon
+ * as their inputs have arrived. Sets *pipeline_s to the pipeline time in seconds; when events is not NULL,
+ * *events receives every pass as an interval (the caller frees it with free()) and *n_events their count.
+ * A schedule of more than max_passes passes (0: no limit) fails with AP_UNSUPPORTED, one line naming the
+ * count, the limit and the option that raises it; out of memory fails with AP_NOMEM. */
+AP_HIDDEN ap_status sim_pipeline(ap_ctx *ctx, const plan *p, const cost_result *r, size_t max_passes,
+                                 sim_event **events, size_t *n_events, double *pipeline_s);
+/* The passes (events) the schedule of p runs: pp·vpp chunks × micro-batches × 2 (3 for zero-bubble). */
+AP_HIDDEN size_t sim_n_passes(const plan *p);
+/* The default limit on a simulation's passes: a Chrome trace of a million events is about 200 MB, and more
+ * than a trace viewer loads. */
+enum { SIM_MAX_PASSES_DEFAULT = 1000000 };
 
 /* Evaluates plan p (validated against the model and cluster first). AP_INVALID names the violated constraint;
  * a plan that does not fit still evaluates (fits = false). */

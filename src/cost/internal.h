@@ -1,5 +1,5 @@
-/* Shared internals of the cost layer: the environment and the per-layer costs that estimate.c computes and
- * memory.c, schedule.c and sim.c consume. Outside src/cost/ only the search strategies that build a pipeline
+/* Shared internals of the cost layer: the environment (env.c), the per-layer costs (layer.c), the per-rank
+ * pieces (rank.c) that estimate.c aggregates and memory.c and schedule.c consume. Outside src/cost/ only the search strategies that build a pipeline
  * split piece by piece (search/stage_dp.c, layer_dp.c, hetero.c) and the tests include it, for the per-layer
  * costs and the piecewise costs at the end. */
 #ifndef AP_COST_INTERNAL_H
@@ -83,18 +83,53 @@ typedef struct {
   double working_bytes;       /* transient per-layer peak */
   double params_dense, params_expert;
   int64_t n_layers;           /* layers of all the rank's chunks */
+  /* The breakdown of tf + tb: compute, recompute and exposed communication of one micro-batch (the non-layer
+   * blocks' TP collectives whole), and the hardware FLOP of one micro-batch times tp·cp. */
+  double fwd_s, bwd_s, recompute_s, tp_s, cp_s, ep_s, hw_flop;
+  /* What the non-layer blocks add to the first chunk ([0]) and to the last chunk ([1]), if this rank holds them. */
+  double edge_tf_s[2], edge_tb_s[2], edge_tw_s[2];
   double p2p_s;               /* send or receive of one boundary activation */
   bool has_embed, has_head;
 } rank_cost;
+
+/* The sequence length of a plan (its own, else the graph's default). */
+AP_HIDDEN double cost_seq_len(const cost_env *env, const plan *p);
+/* The compute model of node group g (the first group's for an index out of range). */
+AP_HIDDEN const compute_model *cost_group_model(const cost_env *env, int g);
+/* The plan's sharding of one op (layer.c). */
+AP_HIDDEN compute_shard cost_shard_of(const plan *p);
+/* Sharding divisor of a saved tensor: cp for the sequence, tp when TP splits it or SP splits its sequence. */
+AP_HIDDEN double cost_tensor_divisor(const graph_tensor *t, const compute_shard *sh);
+/* Whether per-op selective checkpointing keeps op's output; *n_mm counts the block's matmuls seen so far. */
+AP_HIDDEN bool cost_op_policy_keeps(const graph_op *op, int *n_mm);
+/* Saved activation bytes of a block per micro-batch under a recompute policy (see plan.h); NAN when out of
+ * memory. */
+AP_HIDDEN double cost_saved_bytes(const graph_block *blk, const compute_shard *sh, double b, double s, plan_recompute rc);
+/* Sizes read off the graph's own tensors (activations.c), per device of one micro-batch of b sequences of s
+ * tokens. The activation that crosses a pipeline-chunk boundary: the largest output of a pipeline unit that can
+ * end a chunk, in bytes, split along the sequence by sequence parallelism when seq_split. */
+AP_HIDDEN double cost_boundary_bytes(const cost_env *env, const plan *p, double b, double s, bool seq_split);
+/* The elements of the logits the loss reads (the input of every LOSS op). */
+AP_HIDDEN double cost_logit_elems(const cost_env *env, const plan *p, double b, double s);
+/* comm_s less what hides behind hide_s at most fraction of it. */
+AP_HIDDEN double cost_exposed_s(double comm_s, double hide_s, double fraction);
+/* One pipeline send/recv of p2p_s seconds less what the schedule hides of it. */
+AP_HIDDEN double cost_p2p_exposed_s(const cost_env *env, const plan *p, double p2p_s);
+/* The exposed pipeline sends and receives of one micro-batch on a rank, both directions, every crossing. */
+AP_HIDDEN double cost_pp_comm_per_mb_s(const cost_env *env, const plan *p, double p2p_s);
+/* The optimizer step of a rank on node group `group` over opt_params local parameters, seconds. */
+AP_HIDDEN double cost_optimizer_step_s(const cost_env *env, int group, double opt_params);
+/* Fills out's FLOP counts, MFU and TFLOP/s (flops.c); out->iter_s and tokens_per_iter must be set. */
+AP_HIDDEN void cost_flop_conventions(const cost_env *env, const plan *p, double s, double flop_hardware,
+                                     cost_result *out);
 
 /* Pipeline time of the schedule (closed form), filling out->bubble and compute terms; returns seconds. */
 AP_HIDDEN double schedule_time_s(const plan *p, const rank_cost *rc, int n_ranks, cost_time *out);
 /* Memory of pipeline rank r. */
 AP_HIDDEN cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s);
 
-/* ---- Piecewise costs (estimate.c), for the searches that build a pipeline split chunk by chunk
- * (search/stage_dp.c, layer_dp.c, hetero.c). Each adds to a rank_cost what cost_estimate adds for the same
- * piece, so that a dynamic programme over splits predicts the finished plan's pipeline time (schedule_time_s
+/* ---- Piecewise costs (rank.c): the pieces cost_estimate builds every rank from, for the searches that build
+ * a pipeline split chunk by chunk too (search/stage_dp.c, layer_dp.c, hetero.c), so that a dynamic programme over splits predicts the finished plan's pipeline time (schedule_time_s
  * on the ranks' tf + tb) and memory (memory_rank) as cost_estimate computes them. ---- */
 /* Adds one layer of cost L (cost_block_on for the rank's group) to rank R as cost_estimate's chunk loop does,
  * under full recompute when full (else the plan's granularity); its saved activation bytes go to
@@ -106,9 +141,11 @@ typedef struct {
 AP_HIDDEN layer_share cost_rank_add_layer(const cost_env *env, const plan *p, const layer_cost *L, bool full,
                                           rank_cost *R, double *chunk_act_bytes);
 AP_HIDDEN void cost_rank_end_chunk(rank_cost *R, double chunk_act_bytes);
-/* What pipeline rank r holds besides its layers, written to *out (cleared first): the non-layer blocks (the
+/* Adds to R what pipeline rank r holds besides its layers: the non-layer blocks (the
  * head with the last chunk, the others with chunk 0), the copy of a tied embedding on the last rank, and the
  * exposed pipeline sends and receives. */
+AP_HIDDEN void cost_rank_add_extras(const cost_env *env, const plan *p, const plan_groups *pg, int r, rank_cost *R);
+/* cost_rank_add_extras into a cleared *out. */
 AP_HIDDEN void cost_rank_extras(const cost_env *env, const plan *p, const plan_groups *pg, int r, rank_cost *out);
 /* into += from: sums of the times, bytes and parameters, maxima of the peaks, union of the flags. */
 AP_HIDDEN void cost_rank_merge(rank_cost *into, const rank_cost *from);

@@ -5,61 +5,54 @@
 #include <math.h>
 
 #include "cost/internal.h"
+#include "plan/schedule.h"
 
-/* Micro-batches whose activations rank r holds at its peak, in units of "all of the rank's chunks for one
- * micro-batch" (COSTMODEL.md §2.2). */
-static double in_flight(const plan *p, int r) {
-  double m = (double)p->n_micro_batches, pp = (double)p->pp, v = (double)p->vpp;
-  switch (p->schedule) {
-  case PLAN_SCHED_GPIPE:
-    return m; /* all forwards run before any backward (Huang et al. 2019) */
-  case PLAN_SCHED_1F1B:
-  case PLAN_SCHED_ZB_H1:
-    /* Megatron's warm-up: p - r - 1 forwards, then one more before the first backward (schedules.py); ZB-H1
-     * keeps 1F1B's memory (Qi et al. 2024 §2.1). */
-    return fmin(pp - (double)r, m);
-  case PLAN_SCHED_INTERLEAVED_1F1B: {
-    /* Warm-up of (p - r - 1)·2 + (v - 1)·p chunk-forwards plus one (Megatron schedules.py, microbatch group
-     * size p), each holding one chunk's activations, i.e. 1/v of the rank's. */
-    double chunks = fmin(m * v, (pp - (double)r - 1) * 2 + (v - 1) * pp + 1);
-    return chunks / v;
-  }
-  case PLAN_SCHED_ZB_V:
-    return fmin(pp, m); /* p·M_B on every rank (Qi et al. 2024 §6) */
-  case PLAN_SCHED_COUNT_:
-    break;
-  }
-  return m;
+cost_state_bytes cost_state_bytes_per_param(const memory_tuning *mt) {
+  /* ZeRO (Rajbhandari et al. 2020 §5.1; COSTMODEL.md §2.3): 16-bit weights, gradients at the stack's width
+   * (Megatron's fp32 main_grad buffer: 4), and fp32 master weights plus Adam's two moments, 4 + 4 + 4. */
+  return (cost_state_bytes){.weights = 2.0, .grads = mt->grad_bytes_per_param, .optimizer = 12.0};
+}
+
+double cost_state_bytes_zero(const cost_state_bytes *sb, int64_t zero_stage, double n_dp) {
+  double n = n_dp > 0 ? n_dp : 1;
+  return sb->weights * (zero_stage >= 3 ? 1 / n : 1) + sb->grads * (zero_stage >= 2 ? 1 / n : 1) +
+         sb->optimizer * (zero_stage >= 1 ? 1 / n : 1);
+}
+
+double cost_optimizer_step_s(const cost_env *env, int group, double opt_params) {
+  /* Adam step: read fp32 parameter, gradient, two moments; write parameter, moments and the 16-bit copy: about
+   * 30 bytes per parameter of the local optimizer shard, memory-bound (Kingma & Ba 2015; ZeRO §3.1 layout). */
+  return opt_params * COST_ADAM_STEP_BYTES_PER_PARAM /
+         (cost_group_model(env, group)->device.mem_bw_Bps * env->tuning.compute.mem_eff);
 }
 
 cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s) {
   const rank_cost *R = &rc[r];
   const memory_tuning *mt = &env->tuning.memory;
-  const graph *g = env->g;
   cost_mem mem = {0};
   double n_dp = (double)(p->dp * p->cp), n_edp = (double)plan_edp(p);
   if (n_edp < 1) n_edp = 1;
   double dense = R->params_dense, expert = R->params_expert;
   /* Model states (ZeRO, Rajbhandari et al. 2020 §5.1, with Megatron's fp32 gradient buffer: 2 + 4 + 12 bytes per
    * parameter unsharded; COSTMODEL.md §2.3). */
+  cost_state_bytes sb = cost_state_bytes_per_param(mt);
   bool w_shard = p->zero_stage >= 3, g_shard = p->zero_stage >= 2, o_shard = p->zero_stage >= 1;
   double dense_w = w_shard ? dense / n_dp : dense, exp_w = w_shard ? expert / n_edp : expert;
-  mem.params = 2.0 * (dense_w + exp_w);
-  mem.grads = mt->grad_bytes_per_param * (g_shard ? dense / n_dp + expert / n_edp : dense + expert);
-  mem.optimizer = 12.0 * (o_shard ? dense / n_dp + expert / n_edp : dense + expert);
-  mem.activations = R->act_bytes * in_flight(p, r) + R->working_bytes;
+  mem.params = sb.weights * (dense_w + exp_w);
+  mem.grads = sb.grads * (g_shard ? dense / n_dp + expert / n_edp : dense + expert);
+  mem.optimizer = sb.optimizer * (o_shard ? dense / n_dp + expert / n_edp : dense + expert);
+  /* The micro-batches in flight at the rank's peak: the schedule's rule (plan/schedule.h; COSTMODEL.md §2.2). */
+  mem.activations = R->act_bytes * plan_schedule_in_flight_mb(p, r) + R->working_bytes;
   if (R->has_head) {
     /* The loss's working set over the vocabulary-parallel logits; the 16-bit logits themselves (2 bytes) are
      * among the head's saved activations. A fused in-place loss keeps only an fp32 log-sum-exp per token. */
     double tokens = b * s / (double)p->cp;
-    mem.logits = p->fused_loss ? tokens * 4.0
-                               : tokens * (double)g->vocab_size / (double)p->tp * (mt->loss_bytes_per_logit - 2.0);
+    mem.logits = p->fused_loss ? tokens * 4.0 : cost_logit_elems(env, p, b, s) * (mt->loss_bytes_per_logit - 2.0);
   }
-  /* Buffers: sequence-parallel all-gather of one layer input and output; with ZeRO-3, the gathered parameters
-   * of the layer in use and the one prefetched. */
-  double h = (double)g->hidden_size;
-  mem.buffers = (p->tp > 1 ? 2.0 * b * s / (double)p->cp * h * 2.0 : 0);
-  if (p->zero_stage >= 3 && R->n_layers > 0) mem.buffers += 2.0 * 2.0 * (dense + expert) / (double)R->n_layers;
+  /* Buffers: the gathered (tensor-parallel) copy of one layer input and output; with ZeRO-3, the gathered
+   * parameters of the layer in use and the one prefetched. */
+  mem.buffers = (p->tp > 1 ? 2.0 * cost_boundary_bytes(env, p, b, s, false) : 0);
+  if (p->zero_stage >= 3 && R->n_layers > 0) mem.buffers += 2.0 * sb.weights * (dense + expert) / (double)R->n_layers;
   mem.overhead = mt->overhead_bytes + mt->context_bytes;
   mem.total = mem.params + mem.grads + mem.optimizer + (mem.activations + mem.logits + mem.buffers) * mt->fragmentation +
               mem.overhead;

@@ -1,5 +1,5 @@
-/* The public model API (model layer): loading a model from a preset name, a Hugging Face config.json or an
- * op-graph file, and describing it (parameters, per-block breakdown, FLOP per token). Presets are
+/* The public model API (model layer): loading a model from a preset name, a Hugging Face config.json, an
+ * op-graph file or an ONNX file (through the optional "onnx" part), and describing it (parameters, per-block breakdown, FLOP per token). Presets are
  * config.json files under data/models/ compiled into the library, each with an "autopar" object naming its
  * source and published parameter counts. */
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include "model/graph_json.h"
 #include "model/hfconfig.h"
 #include "model/model.h"
+#include "model/onnx.h"
 
 static const char PRESET_DIR[] = "data/models/";
 
@@ -84,6 +85,23 @@ static ap_status model_from_json(ap_ctx *ctx, const char *file, const char *name
   return AP_OK;
 }
 
+ap_status model_parse_onnx(ap_ctx *ctx, const char *file, const void *bytes, size_t n, ap_model **out) {
+  *out = NULL;
+  const onnx_part_ops *ops = ctx_part_ops(ctx, "onnx");
+  if (!ops)
+    return ctx_fail(ctx, AP_UNSUPPORTED, "%s: ONNX import is not built into this autopar (the optional part \"onnx\"; "
+                    "build without CORE_ONLY=1)", file);
+  ap_model *m = model_alloc();
+  if (!m) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  ap_status st = ops->load(ctx, m->a, file, bytes, n, &m->g);
+  if (st) {
+    ap_model_free(m);
+    return st;
+  }
+  *out = m;
+  return AP_OK;
+}
+
 ap_status model_parse(ap_ctx *ctx, const char *file, const char *text, size_t n, ap_model **out) {
   json_t *root = NULL;
   *out = NULL;
@@ -116,14 +134,16 @@ ap_status ap_model_load(ap_ctx *ctx, const char *spec, ap_model **out) {
   if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_model_load: ctx and out must not be NULL");
   *out = NULL;
   ctx_clear(ctx);
-  if (!spec || !*spec) return ctx_fail(ctx, AP_INVALID, "--model: expected a preset name or a path to a JSON file");
-  bool is_path = strchr(spec, '/') || util_ends_with(spec, ".json");
+  if (!spec || !*spec)
+    return ctx_fail(ctx, AP_INVALID, "--model: expected a preset name or a path to a JSON or ONNX file");
+  bool onnx = util_ends_with(spec, ".onnx");
+  bool is_path = strchr(spec, '/') || util_ends_with(spec, ".json") || onnx;
   if (is_path) {
     char *text = NULL;
     size_t n = 0;
     ap_status st = util_read_file(ctx, spec, &text, &n);
     if (st) return st;
-    st = model_parse(ctx, spec, text, n, out);
+    st = onnx ? model_parse_onnx(ctx, spec, text, n, out) : model_parse(ctx, spec, text, n, out);
     free(text);
     return st;
   }

@@ -26,12 +26,9 @@
 #include "report/calibrate.h"
 #include "report/validate.h"
 
-/* Constants the fit adjusts (the rest of calib_params keep their values: memory constants belong to a memory
- * fit, attn_bwd_eff follows attn_fwd_eff at its default ratio). */
-static const char *const fitted[] = {"gemm_eff_max",     "attn_fwd_eff",     "mem_eff",     "fp8_gemm_speedup",
-                                     "moe_gemm_factor",  "op_latency_s",     "bus_eff.scale_up", "bus_eff.network",
-                                     "overlap.tp",       "overlap.dp",       "overlap.zero3", "overlap.ep",
-                                     "overlap.pp"};
+/* The constants the fit adjusts, and in what order, are the table's (cost_tuning_params: fit_time, fit_memory);
+ * the rest keep their values: memory constants belong to the memory fit, attn_bwd_eff follows attn_fwd_eff at
+ * its default ratio. */
 
 /* TUNING: three sweeps of 14 golden-section steps each settle every constant to about 0.1% of its range
  * (0.618^14 ≈ 1e-3); further sweeps change the fitted MAPE by less than 0.1 point on runs.csv. */
@@ -121,20 +118,8 @@ static bool param_applies(const fit_state *f, const calib_param *k, int dev) {
  * to the next. 0.05 costs a constant moved across its whole range as much as a 5% prediction error. */
 static const double PULL = 0.05;
 
-/* The documented default of a constant (calib_defaults and compute_tuning_defaults). */
-static double default_of(const calib_param *k) {
-  /* Per thread: distinct contexts calibrate on distinct threads at once (include/autopar.h); a shared lazily
-   * initialised copy raced under ThreadSanitizer (tests/test_threads.c). */
-  static _Thread_local cost_calib d;
-  static _Thread_local bool init;
-  if (!init) {
-    calib_defaults(&d);
-    d.n_devices = 1;
-    d.devices[0].compute = compute_tuning_defaults();
-    init = true;
-  }
-  return *calib_param_ref(&d, k, 0);
-}
+/* The documented default of a constant: the table's (tuning.c). */
+static double default_of(const calib_param *k) { return k->value; }
 
 /* The objective for constant k at its current value: the error plus the pull toward the default. */
 static double penalised(fit_state *f, const calib_param *k, int dev, double x) {
@@ -169,22 +154,22 @@ static void fit_one(fit_state *f, const calib_param *k, int dev) {
   *x = cand_obj < best_obj ? cand : best;
 }
 
-/* The memory constants fitted to measured peaks (they do not change time). */
-/* Only constants of the measurement conventions: the ones that decide whether a plan fits (overhead,
- * fragmentation) keep their documented values, since the reported peaks mix allocator pools of several stacks
- * and a fit to them would make feasible plans look infeasible. */
-static const char *const fitted_memory[] = {"memory.pool_fraction", "memory.context_bytes"};
-
+/* The memory fit adjusts only constants of the measurement conventions (fit_memory in the table): the ones
+ * that decide whether a plan fits (overhead, fragmentation) keep their documented values, since the reported
+ * peaks mix allocator pools of several stacks and a fit to them would make feasible plans look infeasible. */
 static void fit(fit_state *f) {
   size_t n_params;
   const calib_param *ps = calib_params(&n_params);
-  const char *const *names = f->memory ? fitted_memory : fitted;
-  size_t n_names = f->memory ? AP_COUNT(fitted_memory) : AP_COUNT(fitted);
+  int n_turns = 0;
+  for (size_t k = 0; k < n_params; k++) {
+    int turn = f->memory ? ps[k].fit_memory : ps[k].fit_time;
+    if (turn > n_turns) n_turns = turn;
+  }
   for (int sweep = 0; sweep < f->sweeps; sweep++)
-    for (size_t q = 0; q < n_names; q++)
+    for (int q = 1; q <= n_turns; q++)
       for (size_t k = 0; k < n_params; k++) {
-        if (strcmp(ps[k].name, names[q]) != 0) continue;
-        if (ps[k].scope == CALIB_SCOPE_GLOBAL) {
+        if ((f->memory ? ps[k].fit_memory : ps[k].fit_time) != q) continue;
+        if (ps[k].scope == COST_SCOPE_GLOBAL) {
           if (param_applies(f, &ps[k], -1)) fit_one(f, &ps[k], -1);
         } else {
           for (int d = 0; d < f->cal->n_devices; d++)
@@ -208,13 +193,13 @@ static void warn_at_edges(ap_ctx *ctx, cost_calib *cal) {
   size_t n_params;
   const calib_param *ps = calib_params(&n_params);
   for (size_t k = 0; k < n_params; k++) {
-    int n_dev = ps[k].scope == CALIB_SCOPE_DEVICE ? cal->n_devices : 1;
+    int n_dev = ps[k].scope == COST_SCOPE_DEVICE ? cal->n_devices : 1;
     for (int d = 0; d < n_dev; d++) {
       double x = *calib_param_ref(cal, &ps[k], d), span = ps[k].max - ps[k].min;
       if (x - ps[k].min < 0.01 * span || ps[k].max - x < 0.01 * span)
         ctx_log(ctx, AP_LOG_WARN, "calibrate: %s%s%s = %g is at the end of its range [%g, %g]",
-                ps[k].scope == CALIB_SCOPE_DEVICE ? cal->devices[d].name : "",
-                ps[k].scope == CALIB_SCOPE_DEVICE ? "." : "", ps[k].name, x, ps[k].min, ps[k].max);
+                ps[k].scope == COST_SCOPE_DEVICE ? cal->devices[d].name : "",
+                ps[k].scope == COST_SCOPE_DEVICE ? "." : "", ps[k].name, x, ps[k].min, ps[k].max);
     }
   }
 }

@@ -129,7 +129,6 @@ typedef struct {
   plan_model_facts facts;
   int64_t n, gbs, seq, L;
   double mem_bound_limit; /* the memory limit the model-state bound is held to: largest device × fraction */
-  double grad_bytes;
   double p_split, p_rep, p_expert; /* parameters: split by tp, replicated, routed experts */
   bool memory_objective, chunk_bound_ok;
   bool uniform_layers; /* one layer block: every layer costs the same */
@@ -276,8 +275,8 @@ static double states_bound(const grid *gr, const grid_mesh *m, int32_t z) {
   double n_dp = (double)(m->dp * m->cp), n_edp = (double)(m->tp * m->cp * m->dp) / (double)(etp * m->ep);
   if (n_edp < 1) n_edp = 1;
   double dense = gr->p_split / (double)m->tp + gr->p_rep, expert = gr->p_expert / (double)(etp * m->ep);
-  double per_d = 2.0 * (z >= 3 ? 1 / n_dp : 1) + gr->grad_bytes * (z >= 2 ? 1 / n_dp : 1) + 12.0 * (z >= 1 ? 1 / n_dp : 1);
-  double per_e = 2.0 * (z >= 3 ? 1 / n_edp : 1) + gr->grad_bytes * (z >= 2 ? 1 / n_edp : 1) + 12.0 * (z >= 1 ? 1 / n_edp : 1);
+  cost_state_bytes sb = cost_state_bytes_per_param(&cost_env_tuning(gr->env)->memory);
+  double per_d = cost_state_bytes_zero(&sb, z, n_dp), per_e = cost_state_bytes_zero(&sb, z, n_edp);
   return (dense * per_d + expert * per_e) / (double)m->pp * (1 - 1e-9);
 }
 
@@ -790,7 +789,7 @@ static void make_base(grid *gr) {
  * searches early, so it may be loose. */
 static double compute_bound_s(const grid *gr) {
   const hw_cluster *hc = cost_env_cluster(gr->env);
-  hw_dtype dt = gr->base.precision == PLAN_PREC_FP8 ? HW_DTYPE_FP8 : gr->base.precision == PLAN_PREC_FP16 ? HW_DTYPE_FP16 : HW_DTYPE_BF16;
+  hw_dtype dt = cost_gemm_dtype(gr->base.precision);
   double peak = 0;
   for (int gi = 0; gi < hc->n_groups; gi++) {
     double pk = hc->groups[gi].device.peak_flop_per_s[dt];
@@ -829,7 +828,6 @@ static ap_status grid_run(search_run *sr) {
   gr->mem_bound_limit = cap * gr->o->max_mem_fraction;
   /* With node groups of different devices a chunk's time depends on the rank that runs it. */
   gr->chunk_bound_ok = same_device;
-  gr->grad_bytes = cost_env_tuning(gr->env)->memory.grad_bytes_per_param;
   model_params(gr);
   int n_layer_blocks = 0;
   for (int bi = 0; bi < gr->g->n_blocks; bi++) n_layer_blocks += gr->g->blocks[bi].role == BLOCK_LAYER;

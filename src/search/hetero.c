@@ -70,10 +70,12 @@ ap_status search_hetero_split(ap_ctx *ctx, const cost_env *env, const plan *base
     cost_rank_extras(env, &p, &pg, r, &extras);
     e[r] = extras.tf + extras.tb;
     int heavy = env->unit_block[0];
+    cost_state_bytes sb = cost_state_bytes_per_param(&env->tuning.memory);
+    double state_bytes = cost_state_bytes_zero(&sb, 0, 1);
     for (int64_t u = 1; u < L; u++) {
       const layer_cost *x = &lc[env->unit_block[u]], *y = &lc[heavy];
-      if (x->act_bytes[PLAN_RECOMPUTE_NONE] + 18 * (x->params_dense + x->params_expert) >
-          y->act_bytes[PLAN_RECOMPUTE_NONE] + 18 * (y->params_dense + y->params_expert))
+      if (x->act_bytes[PLAN_RECOMPUTE_NONE] + state_bytes * (x->params_dense + x->params_expert) >
+          y->act_bytes[PLAN_RECOMPUTE_NONE] + state_bytes * (y->params_dense + y->params_expert))
         heavy = env->unit_block[u];
     }
     lo[r] = v > 1 ? (double)v : (env->facts.has_layers && (r == 0 || r == pp - 1)) ? 0 : 1;

@@ -1,0 +1,175 @@
+/* The environment of an evaluation (cost layer): the model's graph and the cluster with what the cost model
+ * derives from them once (a compute model per node group, the pipeline units, the calibration's constants), and
+ * the communication groups of a plan's mesh axes, memoised across the plans of one search. Everything a plan
+ * evaluation (estimate.c, rank.c, layer.c) reads about the model and the cluster comes from here. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost/calib.h"
+#include "cost/internal.h"
+
+ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, const cost_tuning *t, cost_env **out) {
+  *out = NULL;
+  cost_env *env = calloc(1, sizeof *env);
+  if (!env || !(env->a = arena_new())) {
+    free(env);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  env->model = m;
+  env->g = model_graph(m);
+  env->cluster = c;
+  env->hc = hw_cluster_of(c);
+  /* The calibration in force (--calibration, else the shipped one) when no tuning is given: its constants for
+   * each node group's own device type. */
+  cost_calib *cal = NULL;
+  if (t) {
+    env->tuning = *t;
+  } else {
+    cal = malloc(sizeof *cal);
+    ap_status cst = cal ? calib_of_ctx(ctx, cal) : ctx_fail(ctx, AP_NOMEM, "out of memory");
+    if (!cst) env->tuning = calib_tuning_for_device(cal, &env->hc->groups[0].device);
+    if (cst) {
+      free(cal);
+      cost_env_free(env);
+      return cst;
+    }
+  }
+  plan_model_facts_of(env->g, &env->facts);
+  ap_status st = compute_model_init(ctx, env->a, &env->hc->groups[0].device, &env->tuning.compute, &env->cm);
+  /* A compute model per node group, so that each pipeline rank is costed on its own device. */
+  env->group_cm = st ? NULL : arena_alloc(env->a, sizeof(compute_model) * (size_t)env->hc->n_groups);
+  if (!st && !env->group_cm) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  for (int gi = 0; !st && gi < env->hc->n_groups; gi++) {
+    const hw_device *dev = &env->hc->groups[gi].device;
+    compute_tuning ct = cal ? calib_tuning_for_device(cal, dev).compute : env->tuning.compute;
+    if (gi == 0) env->group_cm[0] = env->cm;
+    else st = compute_model_init(ctx, env->a, dev, &ct, &env->group_cm[gi]);
+  }
+  free(cal);
+  if (st) {
+    cost_env_free(env);
+    return st;
+  }
+  /* Pipeline units: the repeats of layer blocks (or of every block for graphs without layers). */
+  env->n_layers = env->facts.n_layers;
+  env->memo = arena_alloc(env->a, sizeof *env->memo);
+  env->unit_block = arena_alloc(env->a, sizeof(int) * (size_t)(env->n_layers > 0 ? env->n_layers : 1));
+  if (!env->unit_block) {
+    cost_env_free(env);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  int64_t u = 0;
+  for (int i = 0; i < env->g->n_blocks; i++) {
+    const graph_block *blk = &env->g->blocks[i];
+    if (env->facts.has_layers && blk->role != BLOCK_LAYER) continue;
+    for (int64_t r = 0; r < blk->repeat && u < env->n_layers; r++) env->unit_block[u++] = i;
+  }
+  *out = env;
+  return AP_OK;
+}
+
+void cost_env_free(cost_env *env) {
+  if (!env) return;
+  arena_free(env->a);
+  free(env);
+}
+
+void cost_env_set_tuning(cost_env *env, const cost_tuning *t) {
+  env->tuning = *t;
+  env->cm.tuning = t->compute;
+  for (int gi = 0; gi < env->hc->n_groups; gi++) env->group_cm[gi].tuning = t->compute; /* */
+}
+
+double cost_seq_len(const cost_env *env, const plan *p) {
+  return (double)(p->seq_length > 0 ? p->seq_length : env->g->default_seq);
+}
+
+const graph *cost_env_graph(const cost_env *env) { return env->g; }
+const hw_cluster *cost_env_cluster(const cost_env *env) { return env->hc; }
+const cost_tuning *cost_env_tuning(const cost_env *env) { return &env->tuning; }
+
+/* comm_group_from_cluster through the environment's memo. */
+static ap_status cached_group(ap_ctx *ctx, const cost_env *env, int64_t stride, int64_t size, comm_group *out) {
+  group_memo *m = env->memo;
+  for (int i = 0; m && i < m->n; i++)
+    if (m->e[i].stride == stride && m->e[i].size == size) {
+      *out = m->e[i].g;
+      return AP_OK;
+    }
+  ap_status st = comm_group_from_cluster(ctx, env->hc, stride, size, 0, out);
+  if (st || !m) return st;
+  int slot = m->n < GROUP_MEMO_SIZE ? m->n++ : (m->next++ % GROUP_MEMO_SIZE);
+  m->e[slot].stride = stride;
+  m->e[slot].size = size;
+  m->e[slot].g = *out;
+  return AP_OK;
+}
+
+static ap_status axis_group(ap_ctx *ctx, const cost_env *env, const plan *p, unsigned axes, comm_group *out) {
+  int64_t stride = 1, size = 1;
+  if (!plan_axes_group(p, axes, &stride, &size)) {
+    /* Axes that are not adjacent: cost the group as its largest member axis (a lower bound), noted in docs. */
+    stride = 1;
+    size = 1;
+  }
+  if (size <= 1) {
+    *out = comm_group_flat(1, 1, 0, COMM_LINK_SCALE_UP);
+    return AP_OK;
+  }
+  return cached_group(ctx, env, stride, size, out);
+}
+
+ap_status cost_plan_groups(ap_ctx *ctx, const cost_env *env, const plan *p, plan_groups *out) {
+  ap_status st;
+  const unsigned TP = 1u << PLAN_AXIS_TP, CP = 1u << PLAN_AXIS_CP, EP = 1u << PLAN_AXIS_EP, DP = 1u << PLAN_AXIS_DP,
+                 EDP = 1u << PLAN_AXIS_EDP;
+  if ((st = axis_group(ctx, env, p, TP, &out->tp)) || (st = axis_group(ctx, env, p, CP, &out->cp)) ||
+      (st = axis_group(ctx, env, p, EP, &out->ep)) || (st = axis_group(ctx, env, p, DP | CP, &out->dp)) ||
+      (st = axis_group(ctx, env, p, EDP, &out->edp)))
+    return st;
+  if (out->dp.n_ranks != p->dp * p->cp && p->dp * p->cp > 1) {
+    if ((st = axis_group(ctx, env, p, DP, &out->dp))) return st;
+  }
+  /* Pipeline neighbours: two ranks one pipeline stride apart. */
+  out->pp = comm_group_flat(1, 1, 0, COMM_LINK_SCALE_UP);
+  if (p->pp > 1) {
+    int64_t stride = plan_axis_stride(p, PLAN_AXIS_PP);
+    if ((st = cached_group(ctx, env, stride, 2, &out->pp))) return st;
+  }
+  return AP_OK;
+}
+/* The compute model of node group g (the first group's for an index out of range). */
+const compute_model *cost_group_model(const cost_env *env, int g) {
+  return g > 0 && g < env->hc->n_groups ? &env->group_cm[g] : &env->cm;
+}
+
+/* Whether a node group's devices [first, first + n) hold any device of pipeline rank r, whose devices
+ * are those d with (d / stride) mod pp = r. Steps a stride at a time, so at most pp + 1 steps find one. */
+static bool group_holds_rank(int64_t first, int64_t n, int64_t stride, int64_t pp, int64_t r) {
+  for (int64_t d = first; d < first + n;) {
+    int64_t seg = d / stride;
+    if (seg % pp == r) return true;
+    d = (seg + 1) * stride;
+  }
+  return false;
+}
+
+int cost_rank_group(const cost_env *env, const plan *p, int64_t r, double *capacity_bytes) {
+  const hw_cluster *hc = env->hc;
+  int best = 0;
+  double cap = (double)hc->groups[0].device.mem_bytes;
+  int64_t stride = plan_axis_stride(p, PLAN_AXIS_PP);
+  if (hc->n_groups > 1 && stride > 0 && p->pp > 0) {
+    bool any = false;
+    for (int gi = 0; gi < hc->n_groups; gi++) {
+      const hw_node_group *g = &hc->groups[gi];
+      if (!group_holds_rank(g->first_rank, g->n_devices, stride, p->pp, r)) continue;
+      double peak = g->device.peak_flop_per_s[HW_DTYPE_BF16];
+      if (!any || peak < hc->groups[best].device.peak_flop_per_s[HW_DTYPE_BF16]) best = gi;
+      if (!any || (double)g->device.mem_bytes < cap) cap = (double)g->device.mem_bytes;
+      any = true;
+    }
+  }
+  if (capacity_bytes) *capacity_bytes = cap;
+  return best;
+}

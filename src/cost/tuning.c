@@ -1,0 +1,134 @@
+/* The cost model's tunable constants (cost layer): one table, cost_tuning_params, with each constant's name,
+ * scope, unit, physical range, documented default and the source of that default with its TUNING: reason.
+ * Everything else derives from it: the defaults of compute_tuning, comm_tuning, memory_tuning and
+ * overlap_tuning; the keys and ranges of calibration files (calib.c); which constants `autopar calibrate` fits
+ * and in what order (report/calibrate.c). Constants of the search strategies (how far they look) are not
+ * cost-model constants and stay beside their strategy. */
+#include <string.h>
+
+#include "cost/cost.h"
+
+#define C(field) offsetof(cost_tuning, compute.field)
+#define M(field) offsetof(cost_tuning, comm.field)
+#define MEM(field) offsetof(cost_tuning, memory.field)
+#define OV(field) offsetof(cost_tuning, overlap.field)
+#define GiB 1073741824.0
+
+/* The constants that calibration files carry come first, in the order the files list them (calib_params);
+ * fit_time and fit_memory give the order in which the two fits of report/calibrate.c adjust them. */
+static const cost_tuning_param params[] = {
+    /* ---- per device type: compute_tuning ---- */
+    {"gemm_eff_max", COST_SCOPE_DEVICE, C(gemm_eff_max), "1", 0.15, 1.0, 0.75, true, 1, 0,
+     "TUNING: cuBLASLt bf16 GEMMs of transformer shapes on an H200 reach 0.66-0.82 of dense peak, median 0.68 "
+     "(data/profiles/h200.json, measured by tools/gpuprof); 0.75 is the large-shape level."},
+    {"attn_fwd_eff", COST_SCOPE_DEVICE, C(attn_fwd_eff), "1", 0.1, 1.0, 0.6, true, 2, 0,
+     "TUNING: FlashAttention-2 reaches 50-73% of A100 peak forward (Dao 2023, §4.1, Fig. 4); FlashAttention-3 on "
+     "H100 bf16 0.6-0.75 forward (Shah et al. 2024, §4.1)."},
+    {"attn_bwd_eff", COST_SCOPE_DEVICE, C(attn_bwd_eff), "1", 0.1, 1.0, 0.45, true, 0, 0,
+     "TUNING: FlashAttention-2 reaches 40-63% of A100 peak backward (Dao 2023, §4.1, Fig. 4); the calibration "
+     "keeps it at this ratio to the forward one."},
+    {"mem_eff", COST_SCOPE_DEVICE, C(mem_eff), "1", 0.2, 1.0, 0.7, true, 3, 0,
+     "TUNING: elementwise and RMSNorm kernels over large buffers reach 0.86-0.87 of HBM bandwidth on an H200 "
+     "(data/profiles/h200.json \"memory\"); fused framework kernels are less regular, so 0.7."},
+    {"fp8_gemm_speedup", COST_SCOPE_DEVICE, C(fp8_gemm_speedup), "1", 1.0, 2.0, 1.8, true, 4, 0,
+     "TUNING: the H200 profile measures fp8 GEMMs at a median 0.663 of the fp8 peak against 0.685 of the bf16 "
+     "peak for bf16, i.e. 1.94x; the casts are costed on their own (compute_op), the scaling bookkeeping of "
+     "training (amax histories, scale updates) costs a little more, so 1.8; at most the 2x of the fp8 peak."},
+    {"moe_gemm_factor", COST_SCOPE_DEVICE, C(moe_gemm_factor), "1", 0.05, 1.0, 0.8, true, 5, 0,
+     "TUNING: grouped GEMMs over many small experts run below a dense GEMM of the same per-expert shape (token "
+     "counts per expert vary, tiles are padded); Megatron's grouped GEMM reports 70-90% of the dense rate "
+     "(NVIDIA Megatron-Core MoE docs, moe-grouped-gemm)."},
+    {"op_latency_s", COST_SCOPE_DEVICE, C(op_latency_s), "s", 0.0, 2e-5, 4e-6, true, 6, 0,
+     "TUNING: the host issues kernels one by one: a CUDA launch costs ~5 us (NVIDIA CUDA C++ best practices "
+     "guide, \"kernel launch overhead\") and an eager PyTorch op adds its dispatch on top; 4 us per kernel. A "
+     "layer takes at least its kernel count times this (cost_block), whatever the GPU time."},
+    /* ---- global: communication, overlap, memory ---- */
+    {"bus_eff.scale_up", COST_SCOPE_GLOBAL, M(bus_eff[COMM_LINK_SCALE_UP]), "1", 0.05, 1.0, 0.82, true, 7, 0,
+     "NVIDIA/nccl-tests#212 (S. Jeaugey, NCCL): H100 NVLink line rate 450 GB/s, about 370 GB/s effective busBw "
+     "after protocol overhead with NCCL_ALGO=RING: 370/450 = 0.82. TUNING: ring-class collectives only; NVLink "
+     "SHARP all-reduce is faster and not modelled."},
+    {"bus_eff.network", COST_SCOPE_GLOBAL, M(bus_eff[COMM_LINK_NETWORK]), "1", 0.05, 1.0, 0.90, true, 8, 0,
+     "NVIDIA/nccl-tests#267 (NCCL team): ConnectX-7 at 400 Gb/s NDR reaches 48-49 of 50 GB/s per NIC; "
+     "NVIDIA/nccl#1576: DGX-A100 with 8 x 200 Gb/s gives 192 GB/s all-reduce busBw (0.96). TUNING: 0.9, below "
+     "those two-node figures, for the routing and congestion losses of larger jobs; calibrate."},
+    {"overlap.tp", COST_SCOPE_GLOBAL, OV(tp_overlap), "1", 0.0, 1.0, 0.8, true, 9, 0,
+     "TUNING: Megatron's userbuffers TP overlap hides most of the all-gather/reduce-scatter behind the GEMMs "
+     "(Wang et al. 2023, \"Overlap communication with dependent computation\", ~80%)."},
+    {"overlap.dp", COST_SCOPE_GLOBAL, OV(dp_overlap), "1", 0.0, 1.0, 0.9, true, 10, 0,
+     "TUNING: bucketed gradient reduce-scatter overlaps the backward of the last micro-batch except its last "
+     "bucket (Megatron --overlap-grad-reduce, ddp bucket 40M parameters)."},
+    {"overlap.zero3", COST_SCOPE_GLOBAL, OV(zero3_overlap), "1", 0.0, 1.0, 0.7, true, 11, 0,
+     "TUNING: ZeRO-3 (FSDP FULL_SHARD) gathers each layer's parameters just before its forward and its backward, "
+     "every micro-batch: the gathers sit on the critical path of the layer they feed and prefetch hides them one "
+     "layer ahead only, while the NCCL kernels share SMs and HBM with the GEMMs (FSDP paper, Zhao et al. 2023, "
+     "§3.3 and §7.2: overlap is partial and falls with small per-layer compute); 0.7."},
+    {"overlap.cp", COST_SCOPE_GLOBAL, OV(cp_overlap), "1", 0.0, 1.0, 0.9, true, 0, 0,
+     "TUNING: ring attention sends the next KV block while computing on the current one (Liu et al. 2023, Ring "
+     "Attention §3); hidden when attention compute per step exceeds the transfer."},
+    {"overlap.ep", COST_SCOPE_GLOBAL, OV(ep_overlap), "1", 0.0, 1.0, 0.0, true, 12, 0,
+     "TUNING: without dedicated A2A overlap the dispatch/combine all-to-alls are exposed."},
+    {"overlap.pp", COST_SCOPE_GLOBAL, OV(pp_overlap), "1", 0.0, 1.0, 0.8, true, 13, 0,
+     "TUNING: Megatron overlaps pipeline send/recv with compute in the steady state (--overlap-p2p-comm)."},
+    {"memory.overhead_bytes", COST_SCOPE_GLOBAL, MEM(overhead_bytes), "bytes", 0.0, 16.0 * GiB, 0.5 * GiB, true, 0, 0,
+     "TUNING: cuBLAS/cuDNN workspaces and framework buffers inside the allocator: cuBLAS takes up to 32 MiB of "
+     "workspace per stream (CUDA toolkit docs, cublasSetWorkspace) and fused kernels keep a few more buffers; "
+     "0.5 GiB."},
+    {"memory.context_bytes", COST_SCOPE_GLOBAL, MEM(context_bytes), "bytes", 0.0, 4.0 * GiB, 0.75 * GiB, true, 0, 2,
+     "TUNING: the CUDA context takes about 0.5 GiB on Hopper and NCCL's channel buffers a few hundred MiB "
+     "(NCCL_BUFFSIZE 4 MiB per channel and peer); PyTorch's reserved-memory figure leaves both out."},
+    {"memory.fragmentation", COST_SCOPE_GLOBAL, MEM(fragmentation), "1", 1.0, 1.6, 1.05, true, 0, 0,
+     "TUNING: the PyTorch caching allocator needs some slack above live bytes to place a new block; with "
+     "expandable segments it stays near 5% (PyTorch docs, \"CUDA memory management\")."},
+    {"memory.pool_fraction", COST_SCOPE_GLOBAL, MEM(pool_fraction), "1", 0.0, 0.6, 0.1, true, 0, 1,
+     "TUNING: PyTorch's caching allocator rounds and caches blocks; reserved exceeds allocated by 5-20% in "
+     "published training runs (PyTorch docs, \"CUDA memory management\")."},
+    {"memory.loss_bytes_per_logit", COST_SCOPE_GLOBAL, MEM(loss_bytes_per_logit), "bytes", 2.0, 16.0, 6.0, true, 0, 0,
+     "TUNING: Megatron's fused vocab-parallel cross entropy (tensor_parallel/cross_entropy.py) works in place on "
+     "one fp32 copy of the 16-bit logits: 2 + 4 = 6 bytes per element. Other losses differ: flash-attn's in-place "
+     "cross entropy (llm-foundry's fused_crossentropy) keeps about the 2 bytes of the logits; PyTorch's "
+     "cross_entropy over logits upcast to fp32 (torchtitan, HF Transformers) holds at its backward the "
+     "log-softmax output, the incoming and the input gradient, 4 bytes each (aten log_softmax_backward), 12 in "
+     "all; a calibration file sets it for such a stack (docs/calibration.md)."},
+    /* ---- not in calibration files: fixed by their sources ---- */
+    {"gemm_dim_half", COST_SCOPE_DEVICE, C(gemm_dim_half), "elements", 1.0, 65536.0, 256.0, false, 0, 0,
+     "TUNING: in the H200 profile a GEMM with one dimension of 1024 runs at about 0.55-0.6 of the large-shape "
+     "rate; a shape factor d/(d + 256) per dimension gives 0.8 at 1024 and 0.94 at 4096."},
+    {"bus_eff.pcie", COST_SCOPE_GLOBAL, M(bus_eff[COMM_LINK_PCIE]), "1", 0.05, 1.0, 0.80, false, 0, 0,
+     "TUNING: PCIe packet (TLP/DLLP) overhead leaves about 80% of the line rate for payload; no NCCL measurement "
+     "at hand, so the NVLink figure's order is kept. UNSURE: calibrate on a PCIe machine."},
+    {"tree_bw_factor", COST_SCOPE_GLOBAL, M(tree_bw_factor), "1", 0.1, 1.0, 0.92, false, 0, 0,
+     "NVIDIA/nccl src/graph/tuning.cc (COSTMODEL.md §4.3): tree all-reduce bandwidth is min(busBw * 0.92, "
+     "per-channel cap) where ring/Simple keeps busBw. TUNING: NCCL's own ratio; its mid-size dip "
+     "(treeCorrectionFactor) is left out."},
+    {"call_latency_s", COST_SCOPE_GLOBAL, M(call_latency_s), "s", 0.0, 1e-3, 8.4e-6, false, 0, 0,
+     "NVIDIA/nccl src/graph/tuning.cc baseLatencies, Ring and Tree with the Simple protocol: 8.4 us per call "
+     "(COSTMODEL.md §4.3). TUNING: the cluster presets' per-step latencies are NCCL's Simple hwLat, so the base of "
+     "the same protocol goes with them."},
+    {"memory.grad_bytes_per_param", COST_SCOPE_GLOBAL, MEM(grad_bytes_per_param), "bytes", 2.0, 4.0, 4.0, false, 0, 0,
+     "TUNING: Megatron accumulates gradients in fp32 main_grad buffers (COSTMODEL.md §2.3: 18 = 2 + 4 + 12 "
+     "bytes); 2 for a stack that keeps bf16 gradients."},
+};
+
+const cost_tuning_param *cost_tuning_params(size_t *n_out, size_t *n_in_files) {
+  *n_out = AP_COUNT(params);
+  if (n_in_files) {
+    size_t n = 0;
+    while (n < AP_COUNT(params) && params[n].in_files) n++;
+    *n_in_files = n;
+  }
+  return params;
+}
+
+double *cost_tuning_ref(cost_tuning *t, const cost_tuning_param *k) { return (double *)((char *)t + k->offset); }
+
+cost_tuning cost_tuning_defaults(void) {
+  cost_tuning t;
+  memset(&t, 0, sizeof t);
+  for (size_t i = 0; i < AP_COUNT(params); i++) *cost_tuning_ref(&t, &params[i]) = params[i].value;
+  return t;
+}
+
+compute_tuning compute_tuning_defaults(void) { return cost_tuning_defaults().compute; }
+comm_tuning comm_tuning_defaults(void) { return cost_tuning_defaults().comm; }
+memory_tuning memory_tuning_defaults(void) { return cost_tuning_defaults().memory; }
+overlap_tuning overlap_tuning_defaults(void) { return cost_tuning_defaults().overlap; }
