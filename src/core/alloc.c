@@ -84,6 +84,8 @@ void *mem_json_loadb(const char *text, size_t n, size_t flags, void *error) {
 
 bool mem_in_json_parse(void) { return cur_in_parse; }
 
+void mem_free_libc(void *p) { free(p); }
+
 void mem_free_json(void *p) {
   json_malloc_t m = NULL;
   json_free_t f = NULL;

@@ -7,9 +7,9 @@
  * handle destructors and ap_free then release memory through the allocator last installed on the calling
  * thread, so a host that mixes allocators on one thread frees each handle after a call on its own context
  * (with one allocator per process or per thread nothing needs doing). Memory that a third-party library
- * allocated (jansson's json_dumps, libc's realpath) is released with mem_free_json or `(free)(p)`, which the
- * macro does not touch. An allocation that fails marks the thread, and ctx_fail then reports AP_NOMEM
- * whatever status the caller passed, so every failure caused by memory surfaces as AP_NOMEM. */
+ * allocated (jansson's json_dumps, libc's realpath) is released with mem_free_json or mem_free_libc. An
+ * allocation that fails marks the thread, and ctx_fail then reports AP_NOMEM whatever status the caller
+ * passed, so every failure caused by memory surfaces as AP_NOMEM. */
 #ifndef AP_ALLOC_H
 #define AP_ALLOC_H
 
@@ -26,6 +26,8 @@ __attribute__((visibility("hidden"))) void *mem_realloc(void *p, size_t n_bytes)
 __attribute__((visibility("hidden"))) void mem_free(void *p);
 __attribute__((visibility("hidden"))) char *mem_strdup(const char *s);
 __attribute__((visibility("hidden"))) char *mem_strndup(const char *s, size_t n);
+/* Releases memory that libc itself allocated (realpath's result), with libc's free. */
+__attribute__((visibility("hidden"))) void mem_free_libc(void *p);
 /* Releases a string that jansson allocated (json_dumps), through jansson's own free function. */
 __attribute__((visibility("hidden"))) void mem_free_json(void *p);
 
@@ -49,13 +51,14 @@ __attribute__((visibility("hidden"))) ap_ctx *ctx_new_here(void);
 /* The first line of every public function taking a context. */
 #define API_ENTER(ctx) mem_enter(ctx)
 
+/* Object-like, so that a function pointer (ctx_memo_put(…, free)) is the wrapper too. */
 #ifndef AP_ALLOC_NO_MACROS
-#define malloc(n) mem_malloc(n)
-#define calloc(n, s) mem_calloc(n, s)
-#define realloc(p, n) mem_realloc(p, n)
-#define free(p) mem_free(p)
-#define strdup(s) mem_strdup(s)
-#define strndup(s, n) mem_strndup(s, n)
+#define malloc mem_malloc
+#define calloc mem_calloc
+#define realloc mem_realloc
+#define free mem_free
+#define strdup mem_strdup
+#define strndup mem_strndup
 #endif
 
 #endif

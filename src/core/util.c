@@ -178,7 +178,7 @@ static ap_status target_open(ap_ctx *ctx, const char *path, write_target *t) {
     char *real = realpath(path, NULL); /* libc's allocation: copied, then released with libc's free */
     if (!real) return ctx_fail(ctx, AP_IO, "%s: cannot write: a symlink to a missing file", path);
     t->real = strdup(real);
-    (free)(real);
+    mem_free_libc(real);
   } else {
     t->real = strdup(path);
   }
@@ -308,8 +308,8 @@ ap_status util_path_inside(ap_ctx *ctx, const char *base_dir, const char *rel, c
     if (strncmp(rf, rb, nb) != 0 || (rf[nb] != '/' && rf[nb] != '\0'))
       st = ctx_fail(ctx, AP_INVALID, "%s: \"%.200s\" resolves outside %s (a symlink); expected a file inside it", what, rel, base_dir);
   }
-  (free)(rb); /* realpath's memory is libc's */
-  (free)(rf);
+  mem_free_libc(rb); /* realpath's memory is libc's */
+  mem_free_libc(rf);
   free(joined);
   return st;
 }
