@@ -31,6 +31,9 @@ void cli_set_error_stream(FILE *f);
 void cli_usage(const char *cmd, const char *synopsis, const cli_opt *opts, int n_opts);
 /* Prints the context's error as "autopar: MESSAGE" and maps the status to an exit code. */
 int cli_fail(ap_ctx *ctx, ap_status st);
+/* Prints the notation of plan summaries in text output (tp 8, mbs 1 x 64, zb-h1, (grid), * …), once, for
+ * --help. */
+void cli_notation(FILE *f);
 /* Prints s to stdout and frees it. */
 void cli_print_free(char *s);
 
@@ -43,6 +46,7 @@ int cmd_simulate(ap_ctx *ctx, int argc, char **argv);
 int cmd_export(ap_ctx *ctx, int argc, char **argv);
 int cmd_validate(ap_ctx *ctx, int argc, char **argv);
 int cmd_plan(ap_ctx *ctx, int argc, char **argv);
+int cmd_solve(ap_ctx *ctx, int argc, char **argv);
 int cmd_compare_clusters(ap_ctx *ctx, int argc, char **argv);
 
 /* Adds to ctx every optional part this binary was built with (src/cli/parts.c). */
