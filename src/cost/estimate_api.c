@@ -32,5 +32,10 @@ ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
   }
   free(r);
   cost_env_free(env);
+  if (!st && mem_failed()) { /* a summary line that fell back to "?" (plan_summary; core/alloc.h) */
+    free(*out);
+    *out = NULL;
+    st = ctx_fail(ctx, AP_NOMEM, "out of memory writing the estimate");
+  }
   return plan_blame_file(ctx, ap, st);
 }

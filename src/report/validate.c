@@ -868,5 +868,10 @@ ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char **out) 
   *out = (flags & AP_VALIDATE_JSON) ? validate_report_json(rep) : validate_report_text(rep);
   validate_report_free(rep);
   if (!*out) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  if (mem_failed()) { /* a summary line that fell back to "?" (plan_summary; core/alloc.h) */
+    free(*out);
+    *out = NULL;
+    return ctx_fail(ctx, AP_NOMEM, "out of memory writing the report");
+  }
   return AP_OK;
 }
