@@ -152,9 +152,13 @@ ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, const exp
 
   char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   json_decref(root);
-  if (!text) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  /* The setters above ignore jansson's failures; a failed allocation on the way means keys are missing. */
+  if (!text || mem_failed()) {
+    mem_free_json(text);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
   sb_puts(out, text);
   sb_puts(out, "\n");
-  free(text);
+  mem_free_json(text); /* jansson's allocation */
   return AP_OK;
 }

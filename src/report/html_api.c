@@ -23,6 +23,7 @@ static ap_status parse_doc(ap_ctx *ctx, const char *what, const char *want, cons
 }
 
 ap_status ap_report_html(ap_ctx *ctx, const ap_report_inputs *in, const char *out_path) {
+  API_ENTER(ctx);
   if (!ctx) return AP_INVALID;
   if (!in || !out_path || !*out_path)
     return ctx_fail(ctx, AP_INVALID, "ap_report_html: %s must not be NULL or empty", in ? "out_path" : "in");
