@@ -12,7 +12,15 @@
  *    no-op. Strings returned through char ** are heap-allocated and freed by the caller with ap_free().
  *  - Units are in the names: _bytes, _s, _flop, _flop_per_s, _Bps.
  *  - The library never prints, aborts or exits on bad input; logging goes through ap_log_fn.
- *  - Distinct contexts may be used from distinct threads at once; one context is not thread-safe.
+ *  - Every function checks its arguments: a NULL handle, string or output pointer where one is required is
+ *    AP_INVALID with a message naming the function and the argument (functions returning a value return 0,
+ *    "" or NULL instead; *_free(NULL) is a no-op).
+ *  - Thread-safety, per handle type: distinct contexts may be used from distinct threads at once (the
+ *    library has no mutable global state; tests/test_threads.c checks it under ThreadSanitizer). One
+ *    ap_ctx must not be used by two threads at once. An ap_model or ap_cluster is read-only after loading
+ *    and may be shared by threads (each with its own context) once loaded; ap_free/_free it once, when no
+ *    call uses it. An ap_plan is modified by ap_plan_set, ap_estimate, ap_simulate and ap_export (derived
+ *    fields are resolved in place): one thread at a time. ap_search_opts is only read.
  */
 #ifndef AUTOPAR_H
 #define AUTOPAR_H
@@ -77,6 +85,18 @@ typedef int (*ap_progress_fn)(void *user, double fraction, const char *what);
 
 /* Creates a context. Returns NULL only when out of memory. The caller frees it with ap_ctx_free. */
 AP_API ap_ctx *ap_ctx_new(void);
+
+/* A host allocator, with realloc semantics as Lua's lua_Alloc: ptr NULL allocates n_bytes (never 0); n_bytes 0
+ * frees ptr and returns NULL; otherwise resizes ptr to n_bytes. Returns NULL when it cannot allocate. */
+typedef void *(*ap_alloc_fn)(void *user, void *ptr, size_t n_bytes);
+/* Creates a context whose allocations (the context itself, every handle and string made through it) go
+ * through fn. NULL when fn is NULL or fails. Each function taking the context installs fn for the calling
+ * thread; ap_free and the *_free functions release memory through the allocator the calling thread
+ * installed last, so a thread that mixes contexts with different allocators frees each handle after a
+ * call on the context that made it (one allocator per thread or per process needs nothing). Memory that
+ * jansson allocates follows jansson's own json_set_alloc_funcs. When an allocation fails, the call returns
+ * AP_NOMEM, leaves no partial file and leaks nothing. */
+AP_API ap_ctx *ap_ctx_new_with_allocator(ap_alloc_fn fn, void *user);
 AP_API void ap_ctx_free(ap_ctx *ctx);
 
 /* The detail of the most recent failure in this context ("" when none). Owned by the context; valid until

@@ -66,6 +66,10 @@ int cmd_describe(ap_ctx *ctx, int argc, char **argv) {
                           "and FLOP per token.", opts, 4);
     return 0;
   }
+  if (model && n_pos == 1) {
+    fprintf(stderr, "autopar describe: unexpected argument \"%s\" besides --model %s\n", pos[0], model);
+    return EXIT_BAD_INPUT;
+  }
   if (!model && n_pos == 1) model = pos[0];
   if (!model) {
     fprintf(stderr, "autopar describe: --model is required (a preset name or a path; see autopar models)\n");
