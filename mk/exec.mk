@@ -32,3 +32,9 @@ install-exec: $(EXEC_RANK_BIN)
 	install -d $(DESTDIR)$(PREFIX)/libexec/autopar
 	install -m 755 $(EXEC_RANK_BIN) $(DESTDIR)$(PREFIX)/libexec/autopar/
 endif
+# `make bench-executor`: the cost model against the executor on this machine (bench/executor.py; not in make test).
+ifneq ($(CORE_ONLY),1)
+.PHONY: bench-executor
+bench-executor: $(BIN) $(EXEC_RANK_BIN)
+	python3 bench/executor.py --bin $(BIN)
+endif

@@ -120,6 +120,7 @@ static void put_summary(jd *d, const validate_summary *s) {
   jd_num(d, mem, "mape", s->mem_mape);
   json_t *by = jd_obj(d, mem, "by_convention");
   for (int k = 0; k < VALIDATE_MEM_COUNT_; k++) {
+    if (k == VALIDATE_MEM_RSS && s->mem_n_by[k] == 0) continue; /* the executor's convention: only when used */
     json_t *c = jd_obj(d, by, validate_mem_name((validate_mem_convention)k));
     jd_int(d, c, "n", s->mem_n_by[k]);
     jd_num(d, c, "mape", s->mem_mape_by[k]);

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""bench/executor: the cost model against the reference executor on this machine (issue 11; `make bench-executor`,
+not part of `make test`). Standard library only.
+
+1. `autopar profile --ranks 2 -o CLUSTER` measures the machine (unless --cluster names one already written).
+2. Runs a sweep of plans of every kind on 2 ranks (dp, ZeRO 1-3, tp with and without sequence parallelism,
+   pp with gpipe, 1f1b, interleaved-1f1b, zb-h1 and zb-v, uneven splits, cp, ep on a MoE model, recompute,
+   micro-batching) with `autopar run --record RUNS.csv` on models sized so a step takes about 0.2-2 s here.
+3. `autopar validate RUNS.csv --cluster CLUSTER --json` predicts each row; the script prints per plan the
+   predicted and measured iteration time (s) and peak memory per rank (MiB), then the iteration-time MAPE,
+   Spearman's rank correlation of predicted and measured time, the memory MAPE, and whether the planner's top
+   plan (`autopar plan --top 1` on the same model, cluster, batch and sequence, fp32) is the measured fastest
+   of the sweep (it need not be one of the sweep's plans; then the script says so).
+
+Iteration time = tokens per step / (tokens/s per rank x ranks), from the tokens/s the row holds. Measured times
+on a machine shared with other jobs are noisy: the script prints the spread of the steps it ran.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256, "intermediate_size": 688,
+         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 2048,
+         "max_position_embeddings": 256, "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "hidden_act": "silu",
+         "tie_word_embeddings": False}
+MIXTRAL = {"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "hidden_size": 256,
+           "intermediate_size": 344, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "vocab_size": 2048, "max_position_embeddings": 256, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+           "hidden_act": "silu", "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": None,
+           "tie_word_embeddings": False}
+GBS, SEQ = 8, 128
+
+
+def plan(par=None, pipe=None, opt=None, extra=None):
+    p = {"global_batch_size": GBS, "seq_length": SEQ, "precision": "fp32"}
+    if par:
+        p["parallel"] = par
+    if pipe:
+        p["pipeline"] = pipe
+    if opt:
+        p["optimizer"] = opt
+    if extra:
+        p.update(extra)
+    return p
+
+
+SWEEP = [
+    ("dp2-z0", "llama", plan({"dp": 2}, {"micro_batch_size": 4}, {"zero_stage": 0})),
+    ("dp2-z1", "llama", plan({"dp": 2}, {"micro_batch_size": 4}, {"zero_stage": 1})),
+    ("dp2-z2", "llama", plan({"dp": 2}, {"micro_batch_size": 2}, {"zero_stage": 2})),
+    ("dp2-z3", "llama", plan({"dp": 2}, {"micro_batch_size": 4}, {"zero_stage": 3})),
+    ("dp2-accum", "llama", plan({"dp": 2}, {"micro_batch_size": 1}, {"zero_stage": 1})),
+    ("dp2-full", "llama", plan({"dp": 2}, {"micro_batch_size": 4}, {"zero_stage": 1}, {"recompute": {"granularity": "full"}})),
+    ("dp2-sel", "llama", plan({"dp": 2}, {"micro_batch_size": 4}, {"zero_stage": 1}, {"recompute": {"granularity": "selective"}})),
+    ("tp2", "llama", plan({"tp": 2}, {"micro_batch_size": 8}, None, {"sequence_parallel": False})),
+    ("tp2-sp", "llama", plan({"tp": 2}, {"micro_batch_size": 8}, None, {"sequence_parallel": True})),
+    ("tp2-sp-mb2", "llama", plan({"tp": 2}, {"micro_batch_size": 2}, None, {"sequence_parallel": True})),
+    ("pp2-gpipe", "llama", plan({"pp": 2}, {"micro_batch_size": 2, "schedule": "gpipe"})),
+    ("pp2-1f1b", "llama", plan({"pp": 2}, {"micro_batch_size": 2, "schedule": "1f1b"})),
+    ("pp2-1f1b-mb1", "llama", plan({"pp": 2}, {"micro_batch_size": 1, "schedule": "1f1b"})),
+    ("pp2-inter", "llama", plan({"pp": 2, "vpp": 2}, {"micro_batch_size": 2, "schedule": "interleaved-1f1b"})),
+    ("pp2-zbh1", "llama", plan({"pp": 2}, {"micro_batch_size": 2, "schedule": "zb-h1"})),
+    ("pp2-zbv", "llama", plan({"pp": 2, "vpp": 2}, {"micro_batch_size": 2, "schedule": "zb-v"})),
+    ("pp2-uneven", "llama", plan({"pp": 2}, {"micro_batch_size": 2, "schedule": "1f1b", "stage_layers": [1, 3]})),
+    ("cp2", "llama", plan({"cp": 2}, {"micro_batch_size": 8})),
+    ("moe-dp2", "moe", plan({"dp": 2}, {"micro_batch_size": 4})),
+    ("moe-ep2", "moe", plan({"dp": 2, "ep": 2}, {"micro_batch_size": 4})),
+    ("moe-tp2-sp", "moe", plan({"tp": 2}, {"micro_batch_size": 8}, None, {"sequence_parallel": True})),
+    ("moe-pp2", "moe", plan({"pp": 2}, {"micro_batch_size": 2, "schedule": "1f1b"})),
+]
+
+
+def spearman(x, y):
+    def ranks(v):
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        i = 0
+        while i < len(v):
+            j = i
+            while j + 1 < len(v) and v[order[j + 1]] == v[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                r[order[k]] = (i + j) / 2.0
+            i = j + 1
+        return r
+    rx, ry = ranks(x), ranks(y)
+    n = len(x)
+    mx, my = sum(rx) / n, sum(ry) / n
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    vx = sum((a - mx) ** 2 for a in rx) ** 0.5
+    vy = sum((b - my) ** 2 for b in ry) ** 0.5
+    return cov / (vx * vy) if vx > 0 and vy > 0 else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin", default="bin/autopar")
+    ap.add_argument("--cluster", help="a cluster file from autopar profile (default: profile now)")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--keep", help="folder for the plans, runs.csv and cluster (default: a temporary one)")
+    a = ap.parse_args()
+    work = a.keep or tempfile.mkdtemp(prefix="autopar-bench-exec.")
+    os.makedirs(work, exist_ok=True)
+    models = {"llama": os.path.join(work, "llama.json"), "moe": os.path.join(work, "mixtral.json")}
+    for k, cfg in (("llama", LLAMA), ("moe", MIXTRAL)):
+        with open(models[k], "w") as f:
+            json.dump(cfg, f)
+    cluster = a.cluster or os.path.join(work, "cluster.json")
+    if not a.cluster:
+        subprocess.run([a.bin, "profile", "--ranks", "2", "-o", cluster], check=True)
+    runs = os.path.join(work, "runs.csv")
+    if os.path.exists(runs):
+        os.remove(runs)
+    names, spread = [], {}
+    for name, model, p in SWEEP:
+        path = os.path.join(work, name + ".json")
+        with open(path, "w") as f:
+            json.dump(p, f)
+        r = subprocess.run([a.bin, "run", "--model", models[model], "--plan", path, "--steps", str(a.steps),
+                            "--record", runs, "--json"], capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"{name}: run failed: {r.stderr.strip()}", file=sys.stderr)
+            continue
+        res = json.loads(r.stdout)
+        t = [s["time_s"] for s in res["steps"][1:]] or [res["steps"][0]["time_s"]]
+        spread[name] = (min(t), max(t))
+        names.append(name)
+    v = subprocess.run([a.bin, "validate", runs, "--cluster", cluster, "--json"], capture_output=True, text=True)
+    if v.returncode != 0:
+        sys.exit(f"validate failed: {v.stderr.strip()}")
+    doc = json.loads(v.stdout)
+    rows = doc["rows"]
+    pred_t, meas_t, mem_err = [], [], []
+    print(f"{'plan':14s} {'pred s':>8s} {'meas s':>8s} {'err':>7s} {'steps min-max s':>16s} {'pred MiB':>9s} "
+          f"{'meas MiB':>9s}")
+    tokens = GBS * SEQ
+    for name, row in zip(names, rows):
+        if row.get("error"):
+            print(f"{name:14s} error: {row['error']}")
+            continue
+        pt = tokens / (row["predicted_tokens_per_s_per_gpu"] * 2)
+        mt = tokens / (row["measured_tokens_per_s_per_gpu"] * 2)
+        pm, mm = row.get("compared_mem_bytes", 0) / 2**20, row.get("measured_peak_mem_bytes", 0) / 2**20
+        pred_t.append(pt)
+        meas_t.append(mt)
+        if mm > 0:
+            mem_err.append(abs(pm - mm) / mm)
+        lo, hi = spread[name]
+        print(f"{name:14s} {pt:8.3f} {mt:8.3f} {100 * (pt - mt) / mt:+6.1f}% {lo:7.3f}-{hi:<8.3f} {pm:9.1f} {mm:9.1f}")
+    n = len(pred_t)
+    if n == 0:
+        sys.exit("no row was predicted")
+    mape = 100 * sum(abs(p - m) / m for p, m in zip(pred_t, meas_t)) / n
+    print(f"\n{n} plans on 2 ranks: iteration-time MAPE {mape:.1f}%, Spearman {spearman(pred_t, meas_t):.3f}, "
+          f"peak-memory MAPE {100 * sum(mem_err) / max(len(mem_err), 1):.1f}% over {len(mem_err)}")
+    fastest = names[min(range(n), key=lambda i: meas_t[i])]
+    fastest_pred = names[min(range(n), key=lambda i: pred_t[i])]
+    top = subprocess.run([a.bin, "plan", "--model", models["llama"], "--cluster", cluster, "--gbs", str(GBS), "--seq",
+                          str(SEQ), "--top", "1", "--fix", "precision=fp32"], capture_output=True, text=True)
+    first = next((l for l in top.stdout.splitlines() if l.startswith("#1")), "(no plan)")
+    print(f"measured fastest: {fastest}; predicted fastest of the sweep: {fastest_pred} "
+          f"({'the same' if fastest == fastest_pred else 'not the same'})")
+    print(f"planner's top plan (llama, fp32): {first.strip()}")
+    print(f"files in {work}")
+
+
+if __name__ == "__main__":
+    main()
