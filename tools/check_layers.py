@@ -148,6 +148,9 @@ def main():
     a = ap.parse_args()
     findings = check(a.root, a.obj)
     known = known_pairs(a.root)
+    seen = {f.split(":")[0] for k in findings for f in findings[k]}
+    for pair in sorted(known - seen):
+        print(f"# known pair no longer found, remove it from {KNOWN_FILE}: {pair}")
     for k in findings:
         for f in [f for f in findings[k] if f.split(":")[0] in known]:
             findings[k].remove(f)

@@ -18,8 +18,6 @@ static int64_t mul_sat(int64_t a, int64_t b) {
   return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
 }
 
-int64_t plan_etp(const plan *p) { return p->etp > 0 ? p->etp : p->tp; }
-
 int64_t plan_edp(const plan *p) {
   int64_t dense = mul_sat(mul_sat(p->tp, p->cp), p->dp);
   int64_t expert = mul_sat(plan_etp(p), p->ep);

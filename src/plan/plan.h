@@ -348,7 +348,7 @@ AP_HIDDEN void plan_free(plan *p);
 AP_HIDDEN ap_status plan_set_ops(plan *p, const plan_op_spec *ops, int32_t n);
 
 /* The expert tensor parallel degree with 0 resolved to tp. */
-AP_HIDDEN int64_t plan_etp(const plan *p);
+static inline int64_t plan_etp(const plan *p) { return p->etp > 0 ? p->etp : p->tp; }
 /* The expert data parallel degree tp·cp·dp / (etp·ep), or 0 when that is not a whole number. */
 AP_HIDDEN int64_t plan_edp(const plan *p);
 /* Devices the plan occupies: dp·tp·pp·cp (saturating at INT64_MAX). */

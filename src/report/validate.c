@@ -1,11 +1,11 @@
 /* Validation against measured runs (report layer): rows of a runs table in, predictions and error figures
- * out. See validate.h for what is compared and how; ap_validate, the public entry point, is at the end.
+ * out. See validate.h for what is compared and how.
  *
  * Reading order: row_read (the row's fields, checked: bad input stops the run), validate_row_model and
  * validate_row_cluster (validate_model.c: the row's model and cluster; failures become the row's error),
- * row_predict (plan completion and cost), validate_summarise (validate_summary.c: the figures), the run, the
- * public entry point. The JSON and text writers are in validate_doc.c; the types the three files share are in
- * validate_internal.h. */
+ * row_predict (plan completion and cost), validate_summarise (validate_summary.c: the figures), the run. The
+ * document and its text are in validate_doc.c, the public entry point ap_validate in validate_api.c; the types
+ * validate.c, validate_model.c and validate_summary.c share are in validate_internal.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,11 +29,6 @@ static const char *const mem_names[] = {
 };
 _Static_assert(AP_COUNT(mem_names) == VALIDATE_MEM_COUNT_, "mem_convention names and enum disagree");
 
-
-/* TUNING: the time budget of the planner's search on one row of `validate --search`, seconds. Most rows (up to
- * a few hundred devices) finish in milliseconds; the largest meshes take longer, and 0.5 s each keeps a run
- * over the 385 reference rows near a minute on two cores. */
-static const double VALIDATE_SEARCH_BUDGET_S = 0.5;
 
 
 const char *validate_mem_name(validate_mem_convention c) {
@@ -397,23 +392,4 @@ static bool row_chose(const void *user, const char *field) {
 
 void validate_plan_brief(const plan *p, unsigned stated, char *out, size_t n) {
   plan_summary(p, PLAN_SUMMARY_COMPACT, row_chose, &stated, out, n);
-}
-
-/* ---- Public API ------------------------------------------------------------------------------------------ */
-
-ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char **out) {
-  if (!out) return ctx_fail(ctx, AP_INVALID, "ap_validate: out must not be NULL");
-  *out = NULL;
-  ctx_clear(ctx);
-  if (!csv_path || !*csv_path) return ctx_fail(ctx, AP_INVALID, "validate: expected the path of a runs CSV file");
-  if (flags & ~(AP_VALIDATE_JSON | AP_VALIDATE_SEARCH))
-    return ctx_fail(ctx, AP_INVALID, "ap_validate: unknown flags 0x%x", (unsigned)flags);
-  validate_report *rep = NULL;
-  ap_status st = (flags & AP_VALIDATE_SEARCH) ? validate_file_search(ctx, csv_path, VALIDATE_SEARCH_BUDGET_S, &rep)
-                                              : validate_file(ctx, csv_path, &rep);
-  if (st) return st;
-  *out = (flags & AP_VALIDATE_JSON) ? validate_report_json(rep) : validate_report_text(rep);
-  validate_report_free(rep);
-  if (!*out) return ctx_fail(ctx, AP_NOMEM, "out of memory");
-  return AP_OK;
 }
