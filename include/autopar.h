@@ -303,6 +303,34 @@ AP_API void ap_search_opts_init(ap_search_opts *opts);
 AP_API ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
                                 const ap_search_opts *opts, int format, char **out, ap_plan **best);
 
+/* ---- Solver problem files (docs/solve.md) -------------------------------------------------------
+ * A sharding problem (autopar-sharding-problem/1: per-node strategy costs, resharding matrices, aliases,
+ * liveness and a memory budget, Alpa's intra-op formulation) or a stage problem (autopar-stage-problem/1:
+ * per-stage costs by layer range, submesh and config, Alpa's inter-op formulation) solved by one search
+ * family, independently of the cost model. */
+typedef struct {
+  const char *strategy;  /* NULL or "": "ilp" for a sharding problem, "inter-op" for a stage problem */
+  double time_budget_s;  /* wall-clock limit in seconds; 0 = the default, 60 s */
+  int64_t max_evals;     /* objective evaluations a heuristic may spend; 0 = 20,000, or no limit when a time
+                          * budget is given */
+  uint64_t seed;         /* seeds the randomised strategies (mcmc, mcts, rl); default 1 */
+  const char *annotate;  /* greedy's seeds, "NODE=STRATEGY;NODE=STRATEGY" (indices); NULL = none */
+} ap_solve_opts;
+
+/* Sets the defaults above. */
+AP_API void ap_solve_opts_init(ap_solve_opts *opts);
+
+/* Reads the problem file at path, solves it and writes the result to *out (the caller frees it with ap_free):
+ * with AP_OUT_JSON {"format": "autopar-solve/1", "objective", "choice" or "stages", "status", "lower_bound", ...},
+ * with AP_OUT_TEXT a one-line summary. When the problem has no solution (or a heuristic found none):
+ * AP_INFEASIBLE with *out still written (status "infeasible", no choice). A bad file fails with AP_INVALID or
+ * AP_PARSE naming the file and the field; a strategy that does not apply, or the ILP where the "ilp" part is
+ * not added to ctx, with AP_UNSUPPORTED. */
+AP_API ap_status ap_solve_file(ap_ctx *ctx, const char *path, const ap_solve_opts *opts, int format, char **out);
+
+/* The i-th solve strategy's name and a one-line summary, for help texts; NULL past the last. */
+AP_API const char *ap_solve_strategy_name(size_t i, const char **summary);
+
 /* ---- Comparing clusters ------------------------------------------------------------------------ */
 
 /* Plans model on each cluster of the comma-separated list (presets, shorthands or files: "h100:64,a100:128")
