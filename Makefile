@@ -29,6 +29,7 @@ FUZZ_SECONDS ?= 20
 # and, where it has them, generated sources and extra programs. A part is compiled into its own static library
 # build/lib/libautopar-<part>.a, never into libautopar; the CLI and the tests link every part that is built and
 # define AP_PART_<PART> so that the CLI adds it to its contexts. CORE_ONLY=1 builds none of them.
+.DEFAULT_GOAL := all
 PARTS_ALL := $(sort $(patsubst mk/%.mk,%,$(wildcard mk/*.mk)))
 include $(wildcard mk/*.mk)
 ifeq ($(CORE_ONLY),1)
