@@ -192,6 +192,16 @@ void shard_op_loops(const graph_block *blk, const graph_op *op, double b, double
       L->w_map[0] = L->k_loop;
       L->w_map[1] = (int8_t)(no - 1);
     }
+    /* Of the leading (batch-like) dims only the first is split (the second too for a product of two activations,
+     * the heads of attention scores), unless it is 1: Alpa's dot strategies split one batch dim
+     * (auto_sharding's enumeration for dot), and it keeps the problem at 16 strategies on a 2-axis mesh. */
+    {
+      int keep = op->weight_is_input ? 2 : 1, kept_n = 0;
+      for (int j = 0; j < no - 1; j++) {
+        if (L->splittable[j] && kept_n < keep) kept_n++;
+        else L->splittable[j] = false;
+      }
+    }
     if (op->n_experts > 1)
       for (int l = 0; l < L->n_loops; l++) L->splittable[l] = false; /* expert routing: replicated here */
     break;
