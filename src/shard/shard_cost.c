@@ -101,6 +101,19 @@ static void add_comm(shard_strategy *st, const shard_mesh *m, comm_coll coll, in
   if (st->n_comm < SHARD_MAX_COMM) st->comm[st->n_comm++] = (shard_comm){coll, axis, bytes, t};
 }
 
+/* A pending sum over the axes of mask on a buffer of `bytes`: an all-reduce on one axis; over both, the
+ * hierarchical form (reduce-scatter inside, all-reduce of the scattered part across, all-gather inside), as
+ * NCCL's and Horovod's hierarchical all-reduce (Sergeev & Del Balso 2018 §4; Jia et al. 2018, 2D all-reduce). */
+static void partial_sum(shard_strategy *st, const shard_mesh *m, unsigned mask, double bytes) {
+  if (mask == 1u || mask == 2u) {
+    add_comm(st, m, COMM_ALLREDUCE, mask == 1u ? 0 : 1, bytes);
+  } else if (mask == 3u) {
+    add_comm(st, m, COMM_REDUCE_SCATTER, 1, bytes);
+    add_comm(st, m, COMM_ALLREDUCE, 0, bytes / (double)m->shape[1]);
+    add_comm(st, m, COMM_ALLGATHER, 1, bytes);
+  }
+}
+
 static bool is_integer(dtype dt) { return dt == DT_INT64 || dt == DT_INT32 || dt == DT_INT16 || dt == DT_U8; }
 
 /* The cost of one axis assignment; false when it is not legal. */
@@ -195,41 +208,43 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
   for (int k = 0; k < st->n_out; k++) out_bytes += graph_tensor_bytes(&tens[sop.outs[k]], b, s);
   for (int a = 0; a < m->n_axes; a++) {
     int l = axis_loop[a];
-    if (l < 0) continue;
-    if (L->reduce[l]) {
-      st->partial = (uint8_t)(st->partial | (1u << a));
-      add_comm(st, m, COMM_ALLREDUCE, a, env->n_micro * out_bytes);
-      if (op->kind == OP_LOSS && l == L->n_loops - 1) {
-        /* vocab-parallel cross-entropy: the max and the sum of exponentials per row are all-reduced
-         * (Megatron-LM, Shoeybi et al. 2019 §3, VocabParallelCrossEntropy) */
-        double rows = graph_tensor_numel(&tens[sop.in[0]], b, s) / (double)(L->size[l] / f[l]);
-        add_comm(st, m, COMM_ALLREDUCE, a, env->n_micro * rows * 4.0 * 2.0);
-      }
+    if (l < 0 || !L->reduce[l]) continue;
+    st->partial = (uint8_t)(st->partial | (1u << a));
+    if (op->kind == OP_LOSS && l == L->n_loops - 1) {
+      /* vocab-parallel cross-entropy: the max and the sum of exponentials per row are all-reduced
+       * (Megatron-LM, Shoeybi et al. 2019 §3, VocabParallelCrossEntropy) */
+      double rows = graph_tensor_numel(&tens[sop.in[0]], b, s) / (double)(L->size[l] / f[l]);
+      add_comm(st, m, COMM_ALLREDUCE, a, env->n_micro * rows * 4.0 * 2.0);
     }
   }
+  partial_sum(st, m, st->partial, env->n_micro * out_bytes);
   /* Backward: each input's gradient is a partial sum over the axes on loops it lacks. */
   for (int i = 0; i < op->n_in; i++) {
     const graph_tensor *t = &blk->tensors[op->in[i]];
     if (is_integer(t->dt)) continue;
+    unsigned mask = 0;
     for (int a = 0; a < m->n_axes; a++) {
       int l = axis_loop[a];
       if (l < 0) continue;
       bool has = false;
       for (int d = 0; d < t->n_dims; d++) has = has || L->in_map[i][d] == l;
-      if (!has) add_comm(st, m, COMM_ALLREDUCE, a, env->n_micro * graph_tensor_bytes(&tens[sop.in[i]], b, s));
+      if (!has) mask |= 1u << a;
     }
+    partial_sum(st, m, mask, env->n_micro * graph_tensor_bytes(&tens[sop.in[i]], b, s));
   }
   /* The weight gradient: a partial sum over the axes on loops the weight lacks (data parallelism's
    * all-reduce), once per iteration after the micro-batches have accumulated. */
   if (params_shard > 0) {
     double gbytes = params_shard * (double)dtype_bytes(blk->tensors[op->out].dt == DT_FP32 ? DT_FP32 : DT_BF16);
+    unsigned mask = 0;
     for (int a = 0; a < m->n_axes; a++) {
       int l = axis_loop[a];
       if (l < 0) continue;
       bool has = false;
       for (int d = 0; d < L->w_dims; d++) has = has || L->w_map[d] == l;
-      if (!has) add_comm(st, m, COMM_ALLREDUCE, a, gbytes);
+      if (!has) mask |= 1u << a;
     }
+    partial_sum(st, m, mask, gbytes);
   }
   return true;
 }
