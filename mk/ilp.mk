@@ -9,3 +9,6 @@ PART_SRC_ilp    := src/search/sharding_ilp.c
 PART_CFLAGS_ilp := $(patsubst -I%,-isystem %,$(CBC_CFLAGS))
 PART_LIBS_ilp   := $(CBC_LIBS)
 PART_TESTS_ilp  := tests/test_solve_ilp.c
+
+# parts.o carries -DAP_PART_ILP: rebuild it when this part changes.
+$(BUILD)/obj/src/cli/parts.o: mk/ilp.mk

@@ -260,6 +260,38 @@ static void test_heuristics_within_2_percent_on_trees(void **state) {
   ap_ctx_free(ctx);
 }
 
+static int stop_now(void *user, double fraction, const char *what) {
+  (void)fraction, (void)what;
+  ++*(int *)user;
+  return 1;
+}
+
+/* The context's progress callback stops a heuristic at its first report (1,024 evaluations). */
+static void test_progress_stops_a_heuristic(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  int calls = 0;
+  ap_ctx_set_progress(ctx, stop_now, &calls);
+  gen_params gp = {30, 4, 0, 0, 0, 0, false, false, 1};
+  static gen_sp g;
+  gen_sharding(&g, &gp, 77);
+  char *text = gen_sharding_json(&g);
+  arena *a = arena_new();
+  sp_problem p;
+  gen_read(ctx, a, text, &p);
+  int32_t choice[GEN_MAX_N];
+  solve_opts o;
+  solve_opts_init(&o);
+  o.progress = ctx;
+  sp_result r = run(ctx, solve_mcmc, &p, &o, choice);
+  assert_int_equal(calls, 1);
+  assert_int_equal(r.n_evals, 1024);
+  assert_int_equal(r.status, SOLVE_FEASIBLE);
+  arena_free(a);
+  free(text);
+  ap_ctx_free(ctx);
+}
+
 /* Greedy propagation keeps the annotated strategies and the locally cheapest elsewhere. */
 static void test_greedy_keeps_annotations(void **state) {
   (void)state;
@@ -388,6 +420,7 @@ int main(void) {
       cmocka_unit_test(test_elim_dp_equals_brute_force),
       cmocka_unit_test(test_elim_dp_refuses_what_it_cannot_solve),
       cmocka_unit_test(test_heuristics_within_2_percent_on_trees),
+      cmocka_unit_test(test_progress_stops_a_heuristic),
       cmocka_unit_test(test_greedy_keeps_annotations),
       cmocka_unit_test(test_ilp_without_part),
       cmocka_unit_test(test_reader_messages),

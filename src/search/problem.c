@@ -108,7 +108,7 @@ static ap_status read_nodes(ap_ctx *ctx, sp_problem *p, json_t *root) {
   size_t n;
   ap_status st = get_array(ctx, p->file, "", root, "nodes", true, &arr, &n);
   if (st) return st;
-  if (n < 1 || n > MAX_NODES) return bad(ctx, p->file, "nodes", "must list at least one node");
+  if (n < 1 || n > MAX_NODES) return bad(ctx, p->file, "nodes", "must list at least one node (and at most 4194304)");
   p->n_nodes = (int32_t)n;
   p->nodes = arena_alloc(p->a, n * sizeof *p->nodes);
   if (!p->nodes) return ctx_fail(ctx, AP_NOMEM, "%s: out of memory", p->file);

@@ -52,12 +52,18 @@ void solve_budget_start(solve_budget *b, const solve_opts *o) {
   b->limit_s = o->time_budget_s;
   b->t0_s = solve_clock_s();
   b->out = false;
+  b->progress = o->progress;
 }
 
 bool solve_budget_spend(solve_budget *b) {
   b->n_evals++;
   if (b->max_evals > 0 && b->n_evals >= b->max_evals) b->out = true;
   if (b->limit_s > 0 && (b->n_evals & 63) == 0 && solve_clock_s() - b->t0_s >= b->limit_s) b->out = true;
+  if (b->progress && (b->n_evals & 1023) == 0) {
+    double f = b->max_evals > 0 ? (double)b->n_evals / (double)b->max_evals
+                                : b->limit_s > 0 ? (solve_clock_s() - b->t0_s) / b->limit_s : 0;
+    if (ctx_progress(b->progress, f < 1 ? f : 1, "solve")) b->out = true;
+  }
   return b->out;
 }
 

@@ -19,6 +19,7 @@ typedef struct {
   uint64_t seed;
   const int32_t *annotate; /* per node: the strategy a user fixed (greedy's seeds), -1 for none; NULL = none */
   double mcmc_alpha;       /* Metropolis acceptance exp(-alpha * delta), delta in the problem's cost units */
+  ap_ctx *progress;        /* where the budget reports progress (and may be told to stop); NULL = nowhere */
 } solve_opts;
 
 /* Defaults: 20,000 evaluations (the issue's test budget), 60 s, seed 1, alpha 1.2 (FlexFlow's searchAlpha at
@@ -61,11 +62,14 @@ typedef struct {
 AP_HIDDEN const solve_strategy *solve_strategies(size_t *n_out);
 AP_HIDDEN const solve_strategy *solve_strategy_find(const char *name);
 
-/* A budget: counts evaluations and watches the clock (read every 64 evaluations, so cheap). */
+/* A budget: counts evaluations and watches the clock (read every 64 evaluations, so cheap); every 1024
+ * evaluations it reports progress through the context's callback, which may stop the search (the strategy
+ * then returns the best it has, as when the budget runs out). */
 typedef struct {
   int64_t max_evals, n_evals;
   double limit_s, t0_s;
   bool out;
+  ap_ctx *progress;
 } solve_budget;
 AP_HIDDEN double solve_clock_s(void);
 AP_HIDDEN void solve_budget_start(solve_budget *b, const solve_opts *o);

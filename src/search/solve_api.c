@@ -192,6 +192,7 @@ ap_status ap_solve_file(ap_ctx *ctx, const char *path, const ap_solve_opts *opts
   solve_opts o;
   solve_opts_init(&o);
   o.seed = opts->seed;
+  o.progress = ctx;
   if (opts->time_budget_s > 0) o.time_budget_s = opts->time_budget_s;
   o.max_evals = opts->max_evals > 0 ? opts->max_evals : opts->time_budget_s > 0 ? 0 : o.max_evals;
   arena *a = arena_new();
