@@ -167,10 +167,15 @@ typedef struct ap_plan ap_plan;
 AP_API ap_status ap_plan_new(ap_ctx *ctx, ap_plan **out);
 /* Reads an autopar JSON plan file. */
 AP_API ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out);
-/* Sets one field by name, as the CLI's flags do: tp, pp, dp, cp, ep, etp, vpp, mbs, gbs, seq, micro-batches,
- * schedule, recompute, recompute-layers, zero, precision, sp, order, stage-layers ("20,20,20,20"),
- * tp-comm-overlap, overlap-grad-reduce, overlap-param-gather. AP_INVALID names the key and the value. */
+/* Sets one field by name, as the CLI's flags do. key is a field's canonical name (micro_batch_size, as in the
+ * JSON form), its CLI flag (tp, pp, dp, cp, ep, etp, vpp, mbs, gbs, seq, micro-batches, schedule, recompute,
+ * recompute-layers, zero, precision, sp, order, stage-layers "20,20,20,20", fused-loss, tp-comm-overlap,
+ * overlap-grad-reduce, overlap-param-gather) or a Megatron-LM argument name (tensor-model-parallel-size …);
+ * '-' and '_' are interchangeable. docs/plan-format.md lists them. AP_INVALID names the key and the value. */
 AP_API ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *value);
+/* The i-th CLI flag of ap_plan_set (i from 0), with a one-phrase help in *help (may be NULL); NULL past the
+ * last. Static storage. */
+AP_API const char *ap_plan_key(size_t i, const char **help);
 /* The plan as autopar JSON (docs/plan-format.md); the caller frees *json_out with ap_free. */
 AP_API ap_status ap_plan_json(ap_ctx *ctx, const ap_plan *plan, char **json_out);
 AP_API void ap_plan_free(ap_plan *plan);

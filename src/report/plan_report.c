@@ -16,36 +16,6 @@
 
 /* ---- --fix ------------------------------------------------------------------------------------------------ */
 
-enum { NO_BIT = 99 };
-
-/* The keys --fix takes (those of ap_plan_set but the batch) and the search field each holds. */
-static const struct {
-  const char *key;
-  unsigned bit;
-} fix_keys[] = {
-    {"tp", COMPLETE_BIT_TP},
-    {"pp", COMPLETE_BIT_PP},
-    {"dp", COMPLETE_BIT_DP},
-    {"cp", COMPLETE_BIT_CP},
-    {"ep", COMPLETE_BIT_EP},
-    {"etp", SEARCH_BIT_ETP},
-    {"vpp", COMPLETE_BIT_VPP},
-    {"mbs", COMPLETE_BIT_MBS},
-    {"micro-batches", SEARCH_BIT_MICRO_BATCHES},
-    {"schedule", COMPLETE_BIT_SCHEDULE},
-    {"recompute", COMPLETE_BIT_RECOMPUTE},
-    {"recompute-layers", SEARCH_BIT_RECOMPUTE_LAYERS},
-    {"zero", COMPLETE_BIT_ZERO},
-    {"precision", COMPLETE_BIT_PRECISION},
-    {"sp", COMPLETE_BIT_SP},
-    {"order", SEARCH_BIT_ORDER},
-    {"stage-layers", SEARCH_BIT_SPLIT},
-    {"tp-comm-overlap", NO_BIT},
-    {"overlap-grad-reduce", NO_BIT},
-    {"overlap-param-gather", NO_BIT},
-    {"fused-loss", NO_BIT},
-};
-
 static void trim(char *s) {
   size_t n = strlen(s);
   while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = '\0';
@@ -60,25 +30,30 @@ static ap_status fix_one(ap_ctx *ctx, char *pair, ap_plan *ap, unsigned *mask) {
   char *key = pair, *value = eq + 1;
   trim(key);
   trim(value);
-  if (strcmp(key, "gbs") == 0 || strcmp(key, "seq") == 0)
-    return ctx_fail(ctx, AP_INVALID, "--fix: %s is part of the problem, not of the plan; give it with --%s", key, key);
-  int found = -1;
-  for (size_t i = 0; i < AP_COUNT(fix_keys); i++)
-    if (strcmp(fix_keys[i].key, key) == 0) found = (int)i;
-  if (found < 0) {
-    const char *names[AP_COUNT(fix_keys)];
-    for (size_t i = 0; i < AP_COUNT(fix_keys); i++) names[i] = fix_keys[i].key;
+  /* The keys are the field table's (plan_fields.c): canonical names, CLI flags and aliases. */
+  const plan_field *f = plan_field_find(key);
+  if (f && (f->flags & PLAN_FF_PROBLEM))
+    return ctx_fail(ctx, AP_INVALID, "--fix: %s is part of the problem, not of the plan; give it with --%s", key, f->cli);
+  if (!f || !f->cli) {
+    const char *names[PLAN_F_COUNT_];
+    char list[512] = "";
+    size_t n = 0, n_fields;
+    const plan_field *fields = plan_fields(&n_fields);
+    for (size_t i = 0; i < n_fields; i++)
+      if (fields[i].cli && !(fields[i].flags & PLAN_FF_PROBLEM)) {
+        names[n] = fields[i].cli;
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", n ? ", " : "", names[n]);
+        n++;
+      }
     char sugg[128];
-    util_suggest(key, names, AP_COUNT(fix_keys), sugg, sizeof sugg);
-    return ctx_fail(ctx, AP_INVALID, "--fix: unknown plan field \"%.64s\"%s%s%s (fields: tp, pp, dp, cp, ep, etp, vpp, mbs, "
-                    "micro-batches, schedule, recompute, recompute-layers, zero, precision, sp, order, stage-layers, "
-                    "tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, fused-loss)",
-                    key, *sugg ? "; did you mean " : "", sugg, *sugg ? "?" : "");
+    util_suggest(key, names, n, sugg, sizeof sugg);
+    return ctx_fail(ctx, AP_INVALID, "--fix: unknown plan field \"%.64s\"%s%s%s (fields: %s)", key,
+                    *sugg ? "; did you mean " : "", sugg, *sugg ? "?" : "", list);
   }
   if (!*value) return ctx_fail(ctx, AP_INVALID, "--fix: %s needs a value (%s=VALUE)", key, key);
   ap_ctx scratch = ctx_child(ctx);
   if (ap_plan_set(&scratch, ap, key, value)) return ctx_fail(ctx, AP_INVALID, "--fix: %s", scratch.error);
-  if (fix_keys[found].bit != NO_BIT) *mask |= 1u << fix_keys[found].bit;
+  if (f->flags & PLAN_FF_SEARCHED) *mask |= 1u << f->id;
   return AP_OK;
 }
 
@@ -284,9 +259,10 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
       if (!bp) {
         st = ctx_fail(ctx, AP_NOMEM, "out of memory");
       } else {
-        bp->p = res[0].p;
+        st = plan_copy(&bp->p, &res[0].p);
         bp->dp_set = bp->n_micro_set = bp->gbs_set = true;
         *best = bp;
+        if (st) ctx_fail(ctx, st, "out of memory");
       }
     }
     /* The verdict stays in the context for the caller (the CLI prints it on failure). */
@@ -296,11 +272,11 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
     free(*out);
     *out = NULL;
     if (best) {
-      free(*best);
+      ap_plan_free(*best);
       *best = NULL;
     }
   }
-  free(res);
+  search_results_free(res, n);
   free(space.pts);
   free(cmp.r);
   cost_env_free(env);
