@@ -99,6 +99,48 @@ static double min_mem_bytes(const graph *g, const shard_env *env, shard_strategy
   return sum;
 }
 
+ap_status gplan_problem(ap_ctx *ctx, arena *a, const graph *g, const hw_cluster *c, const compute_model *cm,
+                        const gplan_opts *o, const int64_t *shape, graph_problem *gp) {
+  ap_status st;
+  shard_mesh *mesh = arena_alloc(a, sizeof *mesh);
+  if (!mesh) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  int n_axes = shape[0] > 1 ? 2 : 1;
+  int64_t shp[2] = {shape[0] > 1 ? shape[0] : shape[1], shape[1]};
+  if ((st = shard_mesh_init(ctx, c, n_axes, shp, mesh))) return st;
+  double frac = o->max_mem_fraction > 0 ? o->max_mem_fraction : 1.0;
+  double limit = frac * (double)c->groups[0].device.mem_bytes;
+  double s = (double)(o->seq > 0 ? o->seq : (g->default_seq > 0 ? g->default_seq : 1));
+  shard_env env = {cm, mesh, (double)o->gbs, s, 1, 16.0, HW_DTYPE_BF16};
+  int cap = shard_max_strategies(n_axes);
+  shard_strategy *tmp = arena_alloc(a, (size_t)cap * sizeof *tmp);
+  if (!tmp) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  /* The fewest micro-batches whose least memory fits. */
+  for (int64_t m = 1; m <= o->gbs; m *= 2) {
+    if (o->gbs % m) break;
+    env.n_micro = (double)m;
+    env.b = (double)o->gbs / (double)m;
+    if (min_mem_bytes(g, &env, tmp, cap) <= limit) break;
+  }
+  gp_opts gopt = {true, limit, true, NULL};
+  int n_nodes = 0;
+  for (int bi = 0; bi < g->n_blocks; bi++) n_nodes += g->blocks[bi].n_ops;
+  int32_t *fix = NULL;
+  if (o->annotate && *o->annotate) {
+    fix = arena_alloc(a, (size_t)(n_nodes > 0 ? n_nodes : 1) * sizeof *fix);
+    int *base = arena_alloc(a, (size_t)(g->n_blocks + 1) * sizeof *base);
+    if (!fix || !base) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+    int nn = 0;
+    for (int bi = 0; bi < g->n_blocks; bi++) base[bi] = nn, nn += g->blocks[bi].n_ops;
+    for (int i = 0; i < n_nodes; i++) fix[i] = -1;
+    if ((st = parse_annotate(ctx, g, &env, base, o->annotate, fix, a))) return st;
+    gopt.fix = fix;
+  }
+  if ((st = graph_problem_build(ctx, a, g, &env, &gopt, gp))) return st;
+  gp->fix = fix;
+  gp->mem_limit_bytes = limit;
+  return AP_OK;
+}
+
 static int mesh_shapes(const hw_cluster *c, const gplan_opts *o, int64_t (*out)[2]) {
   if (o->n_mesh_shapes > 0) {
     memcpy(out, o->mesh_shapes, (size_t)o->n_mesh_shapes * sizeof *out);
@@ -120,9 +162,7 @@ ap_status gplan_run(ap_ctx *ctx, const graph *g, const hw_cluster *c, const gpla
   if (o->gbs <= 0) return ctx_fail(ctx, AP_INVALID, "--gbs: expected a global batch of at least 1");
   ap_status st = compute_model_init(ctx, r->a, &c->groups[0].device, NULL, &r->cm);
   if (st) return st;
-  double frac = o->max_mem_fraction > 0 ? o->max_mem_fraction : 1.0;
-  r->mem_limit_bytes = frac * (double)c->groups[0].device.mem_bytes;
-  double s = (double)(o->seq > 0 ? o->seq : (g->default_seq > 0 ? g->default_seq : 1));
+  r->mem_limit_bytes = (o->max_mem_fraction > 0 ? o->max_mem_fraction : 1.0) * (double)c->groups[0].device.mem_bytes;
   const char *list = o->strategies && *o->strategies ? o->strategies : gplan_default_strategies(ctx);
   /* Check the strategy names first. */
   char names[8][32];
@@ -148,52 +188,17 @@ ap_status gplan_run(ap_ctx *ctx, const graph *g, const hw_cluster *c, const gpla
   for (int si = 0; si < n_shapes; si++) {
     arena *a = arena_new();
     if (!a) return ctx_fail(ctx, AP_NOMEM, "out of memory");
-    shard_mesh *mesh = arena_alloc(a, sizeof *mesh);
+    graph_problem *gp = arena_alloc(a, sizeof *gp);
     int n_axes = shapes[si][0] > 1 ? 2 : 1;
     int64_t shp[2] = {shapes[si][0] > 1 ? shapes[si][0] : shapes[si][1], shapes[si][1]};
-    if (!mesh || (st = shard_mesh_init(ctx, c, n_axes, shp, mesh))) {
+    if (!gp || (st = gplan_problem(ctx, a, g, c, &r->cm, o, shapes[si], gp))) {
       arena_free(a);
       return st ? st : ctx_fail(ctx, AP_NOMEM, "out of memory");
     }
-    shard_env env = {&r->cm, mesh, (double)o->gbs, s, 1, 16.0, HW_DTYPE_BF16};
-    int cap = shard_max_strategies(n_axes);
-    shard_strategy *tmp = arena_alloc(a, (size_t)cap * sizeof *tmp);
-    if (!tmp) {
-      arena_free(a);
-      return ctx_fail(ctx, AP_NOMEM, "out of memory");
-    }
-    /* The fewest micro-batches whose least memory fits. */
-    for (int64_t m = 1; m <= o->gbs; m *= 2) {
-      if (o->gbs % m) break;
-      env.n_micro = (double)m;
-      env.b = (double)o->gbs / (double)m;
-      if (min_mem_bytes(g, &env, tmp, cap) <= r->mem_limit_bytes) break;
-    }
-    gp_opts gopt = {true, r->mem_limit_bytes, true, NULL};
-    int n_nodes = 0;
-    for (int bi = 0; bi < g->n_blocks; bi++) n_nodes += g->blocks[bi].n_ops;
-    int32_t *fix = NULL;
-    if (o->annotate && *o->annotate) {
-      fix = arena_alloc(a, (size_t)(n_nodes > 0 ? n_nodes : 1) * sizeof *fix);
-      int *base = arena_alloc(a, (size_t)(g->n_blocks + 1) * sizeof *base);
-      if (!fix || !base) {
-        arena_free(a);
-        return ctx_fail(ctx, AP_NOMEM, "out of memory");
-      }
-      int nn = 0;
-      for (int bi = 0; bi < g->n_blocks; bi++) base[bi] = nn, nn += g->blocks[bi].n_ops;
-      for (int i = 0; i < n_nodes; i++) fix[i] = -1;
-      if ((st = parse_annotate(ctx, g, &env, base, o->annotate, fix, a))) {
-        arena_free(a);
-        return st;
-      }
-      gopt.fix = fix;
-    }
-    graph_problem *gp = arena_alloc(a, sizeof *gp);
-    if (!gp || (st = graph_problem_build(ctx, a, g, &env, &gopt, gp))) {
-      arena_free(a);
-      return st ? st : ctx_fail(ctx, AP_NOMEM, "out of memory");
-    }
+    shard_mesh *mesh = (shard_mesh *)gp->env.mesh;
+    shard_env env = gp->env;
+    int n_nodes = gp->n_nodes;
+    const int32_t *fix = gp->fix;
     bool kept = false;
     int32_t *gch = arena_alloc(a, (size_t)(gp->sp.n_groups > 0 ? gp->sp.n_groups : 1) * sizeof *gch);
     int32_t *nch = arena_alloc(a, (size_t)(n_nodes > 0 ? n_nodes : 1) * sizeof *nch);
@@ -235,7 +240,7 @@ ap_status gplan_run(ap_ctx *ctx, const graph *g, const hw_cluster *c, const gpla
       r->lower_bound_s = sr.lower_bound;
       r->n_micro = env.n_micro;
       r->b = env.b;
-      r->s = s;
+      r->s = env.s;
       kept = true;
     }
     if (kept) {

@@ -61,6 +61,11 @@ AP_HIDDEN void gplan_result_free(gplan_result *r);
 AP_HIDDEN ap_status gplan_run(ap_ctx *ctx, const graph *g, const hw_cluster *c, const gplan_opts *o,
                               gplan_result *r);
 
+/* The sharding problem of g on a mesh of shape [rows, cols] (rows 1: a 1-axis mesh) with the fewest
+ * micro-batches whose least memory fits, annotations applied; memory from arena a. */
+AP_HIDDEN ap_status gplan_problem(ap_ctx *ctx, arena *a, const graph *g, const hw_cluster *c, const compute_model *cm,
+                                  const gplan_opts *o, const int64_t *shape, graph_problem *gp);
+
 /* Parses an annotation string against a problem: fix[node] = strategy index, -1 elsewhere. */
 AP_HIDDEN ap_status gplan_parse_annotate(ap_ctx *ctx, const graph_problem *gp, const char *text, int32_t *fix);
 

@@ -36,6 +36,8 @@ typedef struct {
   int *block_base; /* node index of op 0 of each block */
   int n_followers;
   int n_tied; /* ops tied to the same op of an earlier identical layer */
+  const int32_t *fix;     /* per node: the annotated strategy or -1; NULL when none (set by gplan_problem) */
+  double mem_limit_bytes; /* per device (set by gplan_problem) */
   sp_problem sp;
 } graph_problem;
 
