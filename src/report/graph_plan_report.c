@@ -290,3 +290,98 @@ ap_status ap_graph_plan(ap_ctx *ctx, const ap_model *model, const ap_cluster *cl
   gplan_result_free(&r);
   return st;
 }
+
+/* ---- describe --sharding ---- */
+ap_status ap_describe_sharding(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
+                               const ap_graph_plan_opts *opts, int format, char **out) {
+  *out = NULL;
+  const graph *g = model_graph(model);
+  const hw_cluster *c = hw_cluster_of(cluster);
+  if (opts->global_batch_size <= 0) return ctx_fail(ctx, AP_INVALID, "--gbs: expected a global batch of at least 1");
+  arena *a = arena_new();
+  if (!a) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  compute_model cm;
+  shard_mesh mesh;
+  int64_t dpn = c->n_groups > 0 ? c->groups[0].devices_per_node : c->n_devices;
+  int n_axes = c->n_devices > dpn ? 2 : 1;
+  int64_t shape[2] = {n_axes == 2 ? c->n_devices / dpn : c->n_devices, dpn};
+  ap_status st = compute_model_init(ctx, a, &c->groups[0].device, NULL, &cm);
+  if (!st) st = shard_mesh_init(ctx, c, n_axes, shape, &mesh);
+  int cap = shard_max_strategies(n_axes);
+  shard_strategy *tmp = st ? NULL : arena_alloc(a, (size_t)cap * sizeof *tmp);
+  if (!st && !tmp) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  if (st) {
+    arena_free(a);
+    return st;
+  }
+  double s = (double)(opts->seq_length > 0 ? opts->seq_length : (g->default_seq > 0 ? g->default_seq : 1));
+  shard_env env = {&cm, &mesh, (double)opts->global_batch_size, s, 1, 16.0, HW_DTYPE_BF16};
+  strbuf sb = {0};
+  bool json = format == AP_OUT_JSON;
+  if (json) {
+    sb_puts(&sb, "{\"format\": \"autopar-sharding/1\", \"model\": ");
+    json_str(&sb, g->name);
+    sb_puts(&sb, ", \"mesh\": {\"shape\": [");
+    for (int i = 0; i < n_axes; i++) sb_printf(&sb, "%s%lld", i ? ", " : "", (long long)mesh.shape[i]);
+    sb_puts(&sb, "], \"levels\": [");
+    for (int i = 0; i < n_axes; i++) {
+      if (i) sb_puts(&sb, ", ");
+      json_str(&sb, mesh.level_name[i]);
+    }
+    sb_puts(&sb, "]}, \"ops\": [");
+  } else {
+    sb_printf(&sb, "sharding strategies of %s on a mesh of", g->name);
+    for (int i = 0; i < n_axes; i++) sb_printf(&sb, " %s%lld (%s)", i ? "x " : "", (long long)mesh.shape[i], mesh.level_name[i]);
+    sb_printf(&sb, ", global batch %lld\n", (long long)opts->global_batch_size);
+  }
+  int n_op = 0;
+  for (int bi = 0; bi < g->n_blocks; bi++)
+    for (int oi = 0; oi < g->blocks[bi].n_ops; oi++) {
+      const graph_op *op = &g->blocks[bi].ops[oi];
+      int n = shard_enumerate(&env, &g->blocks[bi], op, tmp, cap);
+      if (json) {
+        sb_puts(&sb, n_op++ ? ",\n  {\"name\": " : "\n  {\"name\": ");
+        json_str(&sb, op->name);
+        sb_puts(&sb, ", \"op_type\": ");
+        json_str(&sb, op->op_type ? op->op_type : op_kind_name(op->kind));
+        sb_puts(&sb, ", \"strategies\": [");
+      } else {
+        sb_printf(&sb, "\n%s (%s): %d\n", op->name, op->op_type ? op->op_type : op_kind_name(op->kind), n);
+      }
+      for (int k = 0; k < n; k++) {
+        const shard_strategy *t = &tmp[k];
+        if (json) {
+          sb_puts(&sb, k ? ", {\"output_spec\": " : "{\"output_spec\": ");
+          spec_json(&sb, &t->out[0]);
+          if (t->weight.n_dims > 0) {
+            sb_puts(&sb, ", \"weight_spec\": ");
+            spec_json(&sb, &t->weight);
+          }
+          sb_puts(&sb, ", \"input_specs\": [");
+          for (int i = 0; i < op->n_in; i++) {
+            if (i) sb_puts(&sb, ", ");
+            spec_json(&sb, &t->in[i]);
+          }
+          sb_printf(&sb, "], \"partial\": %u, \"compute_s\": %.6g, \"comm_s\": %.6g, \"mem_bytes\": %.6g}", t->partial,
+                    t->compute_s, t->comm_s, t->weight_mem_bytes + t->act_mem_bytes);
+        } else {
+          sb_printf(&sb, "  %2d  out ", k);
+          spec_text(&sb, &t->out[0]);
+          sb_puts(&sb, "  weight ");
+          spec_text(&sb, &t->weight);
+          sb_puts(&sb, "  in ");
+          for (int i = 0; i < op->n_in; i++) {
+            if (i) sb_puts(&sb, " | ");
+            spec_text(&sb, &t->in[i]);
+          }
+          sb_printf(&sb, "%s  compute %.3g s, comm %.3g s, mem %.3g B\n", t->partial ? "  (pending sum)" : "",
+                    t->compute_s, t->comm_s, t->weight_mem_bytes + t->act_mem_bytes);
+        }
+      }
+      if (json) sb_puts(&sb, "]}");
+    }
+  if (json) sb_puts(&sb, "]}\n");
+  *out = sb_take(&sb);
+  arena_free(a);
+  return *out ? AP_OK : ctx_fail(ctx, AP_NOMEM, "out of memory");
+}
