@@ -185,6 +185,7 @@ ap_status gplan_run(ap_ctx *ctx, const graph *g, const hw_cluster *c, const gpla
   int n_shapes = mesh_shapes(c, o, shapes);
   double best = INFINITY;
   arena *work = NULL;
+  const char *first_err = NULL;
   for (int si = 0; si < n_shapes; si++) {
     arena *a = arena_new();
     if (!a) return ctx_fail(ctx, AP_NOMEM, "out of memory");
@@ -193,7 +194,13 @@ ap_status gplan_run(ap_ctx *ctx, const graph *g, const hw_cluster *c, const gpla
     int64_t shp[2] = {shapes[si][0] > 1 ? shapes[si][0] : shapes[si][1], shapes[si][1]};
     if (!gp || (st = gplan_problem(ctx, a, g, c, &r->cm, o, shapes[si], gp))) {
       arena_free(a);
-      return st ? st : ctx_fail(ctx, AP_NOMEM, "out of memory");
+      if (!gp) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+      /* an annotation that this mesh cannot honour (axis 1 on a 1-axis mesh, a split that does not divide):
+       * try the other meshes, and report the first such failure if none can */
+      if (st != AP_INVALID || !o->annotate) return st;
+      if (!first_err) first_err = arena_strdup(r->a, ap_ctx_error(ctx));
+      ctx_clear(ctx);
+      continue;
     }
     shard_mesh *mesh = (shard_mesh *)gp->env.mesh;
     shard_env env = gp->env;
@@ -254,6 +261,7 @@ ap_status gplan_run(ap_ctx *ctx, const graph *g, const hw_cluster *c, const gpla
       arena_free(a);
     }
   }
+  if (!r->found && first_err && r->n_tries == 0) return ctx_fail(ctx, AP_INVALID, "%s", first_err);
   if (r->found) {
     /* the winner's problem stays in its own arena, freed with the result's */
     r->br = gp_evaluate(&r->gp, r->choice);
