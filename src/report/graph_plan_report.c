@@ -58,11 +58,14 @@ static void spec_text(strbuf *sb, const shard_spec *s) {
 /* The op's own cost under its chosen strategy, per iteration. */
 static double op_cost_s(const gp_node *nd, const shard_strategy *s) { return nd->repeat * (s->compute_s + s->comm_s); }
 
-/* The max ops of largest own cost, largest first. */
+/* The max ops of largest own cost, largest first, one per group. */
 static int heaviest(const graph_problem *gp, const int32_t *ch, int *idx, int max) {
   int n = 0;
   for (int i = 0; i < gp->n_nodes; i++) {
     double c = op_cost_s(&gp->nodes[i], &gp->nodes[i].s[ch[i]]);
+    bool seen = false; /* one op per group: its tied copies say the same */
+    for (int q = 0; q < n && !seen; q++) seen = gp->sp.group_of[idx[q]] == gp->sp.group_of[i];
+    if (seen) continue;
     int j;
     if (n < max) {
       j = n++;
@@ -100,16 +103,30 @@ static void explain(strbuf *sb, const graph_problem *gp, const int32_t *ch, int 
   const shard_strategy *s = &nd->s[ch[i]];
   strbuf spec = {0}, aspec = {0};
   spec_text(&spec, &s->out[0]);
-  if (best_k >= 0) spec_text(&aspec, &nd->s[best_k].out[0]);
-  char line[512];
+  if (s->weight.n_dims > 0) {
+    sb_puts(&spec, " weight ");
+    spec_text(&spec, &s->weight);
+  }
+  if (best_k >= 0) {
+    spec_text(&aspec, &nd->s[best_k].out[0]);
+    if (nd->s[best_k].weight.n_dims > 0) {
+      sb_puts(&aspec, " weight ");
+      spec_text(&aspec, &nd->s[best_k].weight);
+    }
+  }
+  int n_group = 0;
+  for (int j = 0; j < gp->n_nodes; j++) n_group += gp->sp.group_of[j] == g;
+  char tail[96] = "";
+  if (n_group > 1) snprintf(tail, sizeof tail, " (it and the %d ops that share its strategy switched together)", n_group - 1);
+  char line[768];
   if (best_k < 0)
     snprintf(line, sizeof line, "%s: output %s is its only legal strategy here", op->name, spec.buf ? spec.buf : "");
   else
     snprintf(line, sizeof line, "%s: output %s (compute %.3g s, collectives %.3g s); the best alternative, output %s "
-             "(compute %.3g s, collectives %.3g s), makes the iteration %.3g s slower counting resharding",
+             "(compute %.3g s, collectives %.3g s), makes the iteration %.3g s slower counting resharding%s",
              op->name, spec.buf ? spec.buf : "", nd->repeat * s->compute_s, nd->repeat * s->comm_s,
              aspec.buf ? aspec.buf : "", nd->repeat * nd->s[best_k].compute_s, nd->repeat * nd->s[best_k].comm_s,
-             best - base);
+             best - base, tail);
   sb_free(&spec);
   sb_free(&aspec);
   if (json) {
