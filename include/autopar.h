@@ -132,6 +132,9 @@ AP_API void ap_model_free(ap_model *model);
 AP_API int64_t ap_model_params_total(const ap_model *model);
 AP_API int64_t ap_model_params_active(const ap_model *model);
 AP_API const char *ap_model_name(const ap_model *model);
+/* What ap_model_load read the model from: the path it was given, or the preset name; the model's name for a
+ * model built otherwise. A plan records it ("model") so that `export --plan` finds the model again. */
+AP_API const char *ap_model_spec(const ap_model *model);
 
 /* Describes the model at sequence length seq as JSON (keys documented in docs/model-inputs.md, among them
  * params_total, params_active, blocks[], flop_per_token). seq <= 0 uses the model's default. The caller
@@ -231,15 +234,20 @@ AP_API ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char 
 /* ---- Exports ---------------------------------------------------------------------------------- */
 
 /* Writes a plan for a training framework (docs/exports.md). format is one of:
- *  - "megatron": Megatron-LM command-line arguments, one flag per line with " \" continuations;
+ *  - "megatron": a torchrun command line for Megatron-LM's pretrain_gpt.py, one flag per line with " \"
+ *    continuations;
  *  - "deepspeed": a DeepSpeed JSON config (tensor and pipeline degrees under a top-level "autopar" object);
- *  - "torchtitan": a torchtitan job config in the legacy TOML form;
+ *  - "torchtitan": a torchtitan Python config module (its dataclass registry, current sources);
+ *  - "torchtitan-toml": a torchtitan TOML job config for v0.2.x;
  *  - "json": autopar's own plan format (docs/plan-format.md), which ap_plan_load reads back unchanged.
  * model may be NULL: the model the plan's "model" field names is then loaded. The plan's derived fields are
  * resolved (its device count is dp·tp·pp·cp) and it is validated against the model first (AP_INVALID names
  * the violated constraint). An unknown format is AP_INVALID listing the formats; a plan the framework cannot
  * run as planned is AP_UNSUPPORTED with the reason. The caller frees *out with ap_free. */
 AP_API ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *plan, const char *format, char **out);
+/* Whether format can express the plan, without writing it: AP_OK, or the status and reason ap_export would
+ * fail with. The planner may call it to offer only the plans a stack runs. */
+AP_API ap_status ap_export_check(ap_ctx *ctx, const ap_model *model, ap_plan *plan, const char *format);
 
 /* ---- Reports ---------------------------------------------------------------------------------- */
 

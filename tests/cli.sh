@@ -114,7 +114,10 @@ done <<CASES
 0|export --plan data/plans/llama-3-70b-64xh100.json --format megatron|--tensor-model-parallel-size 8
 0|export --plan data/plans/llama-3-70b-64xh100.json --model llama-3-70b --format megatron|--pipeline-model-parallel-size 4
 0|export --plan data/plans/llama-3-70b-64xh100.json --format deepspeed|"train_micro_batch_size_per_gpu": 1
-0|export --plan data/plans/llama-3-70b-64xh100.json --format torchtitan|[parallelism]
+0|export --plan data/plans/llama-3-70b-64xh100.json --format torchtitan-toml|[parallelism]
+2|export --plan data/plans/llama-3-70b-64xh100.json --format torchtitan|no core-attention recompute
+0|plan --model data/models/llama-3-8b.json --cluster h100:8 --gbs 64 --seq 4096 --export json -o $tmp/hf.json >/dev/null && $bin export --plan $tmp/hf.json --format megatron|--rotary-base 500000
+0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --export torchtitan 2>/dev/null|config.parallelism.data_parallel_shard_degree
 0|export --plan data/plans/llama-3-70b-64xh100.json --format json|"format":"autopar-plan/1"
 0|export --plan data/plans/llama-3-70b-64xh100.json --format megatron -o $tmp/megatron.sh && cat $tmp/megatron.sh|--use-distributed-optimizer
 0|export --plan data/plans/llama-3-70b-64xh100.json --format json --output $tmp/rt.json && $bin estimate --plan $tmp/rt.json --model llama-3-70b --cluster h100:64|tokens/s

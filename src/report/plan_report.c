@@ -144,9 +144,8 @@ static bool admit_export(void *user, const plan *p) {
   const admit_ctx *a = user;
   ap_ctx scratch = {0};
   ap_plan ap = {.p = *p, .dp_set = true, .n_micro_set = true, .gbs_set = true};
-  char *text = NULL;
-  ap_status st = ap_export(&scratch, a->model, &ap, a->format, &text);
-  free(text);
+  ap_status st = ap_export_check(&scratch, a->model, &ap, a->format);
+  ctx_clear(&scratch);
   return st == AP_OK;
 }
 
@@ -189,7 +188,11 @@ static ap_status build_opts(ap_ctx *ctx, const ap_model *model, const hw_cluster
   ap_status st = plan_fix_parse(ctx, o->fix, &so->fixed, &so->fixed_mask);
   if (!st) st = parse_strategies(ctx, o->strategies, &so->strategies);
   if (st) return st;
-  snprintf(so->fixed.model, sizeof so->fixed.model, "%s", ap_model_name(model));
+  /* The path a config was read from, so that `export --plan` loads the same model again; the name where the
+   * path does not fit the field. */
+  const char *mspec = ap_model_spec(model);
+  snprintf(so->fixed.model, sizeof so->fixed.model, "%s",
+           strlen(mspec) < sizeof so->fixed.model ? mspec : ap_model_name(model));
   snprintf(so->fixed.cluster, sizeof so->fixed.cluster, "%s", spec);
   so->fixed.global_batch_size = o->global_batch_size;
   so->fixed.seq_length = o->seq_length;
