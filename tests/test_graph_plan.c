@@ -279,11 +279,52 @@ static void test_annotations(void **state) {
   ap_ctx_free(bctx);
 }
 
+/* compare-search on the MLP: the exact families agree, no family or baseline beats the optimum, and the Megatron
+ * baseline is the optimum where Megatron's split is the optimal plan. */
+static void test_compare_search(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  arena *a = arena_new();
+  graph *g = mlp(a, ctx, 8192);
+  ap_cluster *c = NULL;
+  assert_int_equal(ap_cluster_load(ctx, "h100-sxm:4", &c), AP_OK);
+  ap_model m = {.a = NULL, .g = *g};
+  ap_graph_plan_opts o;
+  ap_graph_plan_opts_init(&o);
+  o.global_batch_size = 8;
+  o.max_evals = 2000;
+  o.time_budget_s = 2;
+  char *out = NULL;
+  assert_int_equal(ap_compare_search(ctx, &m, c, &o, AP_OUT_JSON, &out), AP_OK);
+  const char *ed = strstr(out, "\"name\": \"elim-dp\"");
+  const char *mg = strstr(out, "\"name\": \"baseline: megatron\"");
+  const char *dp = strstr(out, "\"name\": \"baseline: data parallel\"");
+  assert_non_null(ed);
+  assert_non_null(mg);
+  assert_non_null(dp);
+  double best_ed = 0, best_mg = 0, best_dp = 0;
+  assert_int_equal(sscanf(strstr(ed, "\"best_s\": ") + 10, "%lf", &best_ed), 1);
+  assert_int_equal(sscanf(strstr(mg, "\"best_s\": ") + 10, "%lf", &best_mg), 1);
+  assert_int_equal(sscanf(strstr(dp, "\"best_s\": ") + 10, "%lf", &best_dp), 1);
+  assert_true(fabs(best_mg - best_ed) <= 1e-9 * best_ed);
+  assert_true(best_dp > best_ed);
+  /* every family that ran is no better than the exact optimum */
+  for (const char *q = strstr(out, "\"best_s\": "); q; q = strstr(q + 1, "\"best_s\": ")) {
+    double v = 0;
+    if (sscanf(q + 10, "%lf", &v) == 1) assert_true(v >= best_ed * (1 - 1e-9));
+  }
+  ap_free(out);
+  ap_cluster_free(c);
+  arena_free(a);
+  ap_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_megatron_small_batch),      cmocka_unit_test(test_data_parallel_large_batch),
       cmocka_unit_test(test_dp_across_nodes_tp_inside), cmocka_unit_test(test_attention_heads_split),
       cmocka_unit_test(test_matmul_strategy_count),     cmocka_unit_test(test_annotations),
+      cmocka_unit_test(test_compare_search),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
