@@ -17,6 +17,7 @@
 #include "hw/hw.h"
 #include "model/graph.h"
 #include "search/graph_plan.h"
+#include "search/graph_sim.h"
 
 /* x[B, H] -> fc1 [H, 4H] -> gelu -> fc2 [4H, H] -> loss. */
 static graph *mlp(arena *a, ap_ctx *ctx, int64_t hidden) {
@@ -319,12 +320,74 @@ static void test_compare_search(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* Delta simulation equals full simulation: random moves (a random group to a random strategy) on a small
+ * transformer's problem, each simulated by delta from the first changed node and then in full. */
+static void test_delta_simulation(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  ap_model *m = test_small_model(ctx, 3, 1024, 16, 32000, false);
+  ap_cluster *c = NULL;
+  assert_int_equal(ap_cluster_load(ctx, "dgx-h100:2x8", &c), AP_OK);
+  arena *a = arena_new();
+  compute_model cm;
+  assert_int_equal(compute_model_init(ctx, a, &hw_cluster_of(c)->groups[0].device, NULL, &cm), AP_OK);
+  gplan_opts o;
+  gplan_opts_init(&o);
+  o.gbs = 16;
+  o.seq = 512;
+  graph_problem gp;
+  assert_int_equal(gplan_problem(ctx, a, model_graph(m), hw_cluster_of(c), &cm, &o, (int64_t[]){2, 8}, &gp), AP_OK);
+  gsim sim, ref;
+  assert_int_equal(gsim_init(ctx, a, &gp, &sim), AP_OK);
+  assert_int_equal(gsim_init(ctx, a, &gp, &ref), AP_OK);
+  int32_t *gch = arena_alloc(a, (size_t)gp.sp.n_groups * sizeof *gch), *nch = arena_alloc(a, (size_t)gp.n_nodes * sizeof *nch);
+  for (int g = 0; g < gp.sp.n_groups; g++) gch[g] = 0;
+  gp_node_choice(&gp, gch, nch);
+  double t = gsim_full(&sim, nch);
+  assert_true(t > 0);
+  uint64_t x = 12345;
+  int64_t saved = 0, n_moves = 0;
+  for (int move = 0; move < 300; move++) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    int g = (int)((x >> 33) % (uint64_t)gp.sp.n_groups);
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    int k = (int)((x >> 33) % (uint64_t)gp.sp.n_s[g]);
+    gch[g] = k;
+    int first = gp.n_nodes;
+    for (int i = 0; i < gp.n_nodes; i++)
+      if (gp.sp.group_of[i] == g && i < first) first = i;
+    gp_node_choice(&gp, gch, nch);
+    double d = gsim_delta(&sim, nch, first);
+    double full = gsim_full(&ref, nch);
+    assert_true(d == full); /* the same events in the same order: equal to the last bit */
+    saved += 2 * gp.n_nodes - sim.n_events;
+    n_moves++;
+  }
+  assert_true(saved > 0); /* delta replays fewer events */
+  /* MCMC on the simulator never returns worse than its start */
+  int32_t *best = arena_alloc(a, (size_t)gp.sp.n_groups * sizeof *best);
+  for (int g = 0; g < gp.sp.n_groups; g++) gch[g] = 0;
+  gp_node_choice(&gp, gch, nch);
+  double t0 = gsim_full(&ref, nch);
+  int64_t ne = 0;
+  double tb = gsim_mcmc(&gp, &sim, gch, 2000, 0, 1.2, 7, best, &ne, a);
+  assert_true(tb <= t0);
+  gp_node_choice(&gp, best, nch);
+  assert_true(gsim_full(&ref, nch) == tb);
+  assert_true(ne > 1000);
+  (void)n_moves;
+  arena_free(a);
+  ap_cluster_free(c);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_megatron_small_batch),      cmocka_unit_test(test_data_parallel_large_batch),
       cmocka_unit_test(test_dp_across_nodes_tp_inside), cmocka_unit_test(test_attention_heads_split),
       cmocka_unit_test(test_matmul_strategy_count),     cmocka_unit_test(test_annotations),
-      cmocka_unit_test(test_compare_search),
+      cmocka_unit_test(test_compare_search),            cmocka_unit_test(test_delta_simulation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

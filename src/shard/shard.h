@@ -78,6 +78,10 @@ typedef struct {
   shard_spec weight;                /* its weight as stored ([k, n]; conv [Cout, Cin, kh, kw]); n_dims 0 = none */
   uint8_t partial;                  /* axes whose contraction split leaves a pending sum on the output */
   double compute_s, comm_s;         /* per iteration: forward + backward on the shard; its collectives */
+  double compute_fwd_s;             /* the forward part of compute_s */
+  double fwd_comm_s, bwd_comm_s, wgrad_comm_s; /* comm_s by phase: the output's pending sum (forward), the
+                                                  inputs' gradient sums (backward, blocking), the weight's
+                                                  gradient sum (once per iteration, may overlap) */
   double weight_mem_bytes, act_mem_bytes;
   int n_comm;
   shard_comm comm[SHARD_MAX_COMM];
@@ -120,5 +124,9 @@ AP_HIDDEN int shard_max_strategies(int n_axes);
  * (forward and backward), and the collectives it takes when comm is not NULL (at most SHARD_MAX_COMM). */
 AP_HIDDEN double shard_reshard_s(const shard_env *env, double bytes, const shard_spec *from, const shard_spec *to,
                                  shard_comm *comm, int *n_comm);
+
+/* The same, split into the forward and the backward part. */
+AP_HIDDEN double shard_reshard_fb(const shard_env *env, double bytes, const shard_spec *from, const shard_spec *to,
+                                  shard_comm *comm, int *n_comm, double *fwd_s, double *bwd_s);
 
 #endif

@@ -200,10 +200,12 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
   compute_shard csh = {1, 1, 1, 1, false, env->gemm_dtype};
   compute_op_time ct = compute_op(env->cm, &mini, &sop, b, s, &csh);
   st->compute_s = env->n_micro * (ct.fwd_s + ct.bwd_s);
+  st->compute_fwd_s = env->n_micro * ct.fwd_s;
   double params_shard = (double)graph_op_params(&sop);
   st->weight_mem_bytes = params_shard * env->state_bytes_per_param;
 
   /* Collectives. Forward: a split contraction leaves a partial sum on every output: all-reduce it. */
+  double c_start = st->comm_s;
   double out_bytes = 0;
   for (int k = 0; k < st->n_out; k++) out_bytes += graph_tensor_bytes(&tens[sop.outs[k]], b, s);
   for (int a = 0; a < m->n_axes; a++) {
@@ -218,6 +220,8 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
     }
   }
   partial_sum(st, m, st->partial, env->n_micro * out_bytes);
+  st->fwd_comm_s = st->comm_s - c_start;
+  c_start = st->comm_s;
   /* Backward: each input's gradient is a partial sum over the axes on loops it lacks. */
   for (int i = 0; i < op->n_in; i++) {
     const graph_tensor *t = &blk->tensors[op->in[i]];
@@ -232,6 +236,8 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
     }
     partial_sum(st, m, mask, env->n_micro * graph_tensor_bytes(&tens[sop.in[i]], b, s));
   }
+  st->bwd_comm_s = st->comm_s - c_start;
+  c_start = st->comm_s;
   /* The weight gradient: a partial sum over the axes on loops the weight lacks (data parallelism's
    * all-reduce), once per iteration after the micro-batches have accumulated. */
   if (params_shard > 0) {
@@ -246,6 +252,7 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
     }
     partial_sum(st, m, mask, gbytes);
   }
+  st->wgrad_comm_s = st->comm_s - c_start;
   return true;
 }
 
@@ -267,6 +274,13 @@ int shard_enumerate(const shard_env *env, const graph_block *blk, const graph_op
 
 double shard_reshard_s(const shard_env *env, double bytes, const shard_spec *from, const shard_spec *to,
                        shard_comm *comm, int *n_comm) {
+  return shard_reshard_fb(env, bytes, from, to, comm, n_comm, NULL, NULL);
+}
+
+double shard_reshard_fb(const shard_env *env, double bytes, const shard_spec *from, const shard_spec *to,
+                        shard_comm *comm, int *n_comm, double *fwd_s, double *bwd_s) {
+  if (fwd_s) *fwd_s = 0;
+  if (bwd_s) *bwd_s = 0;
   const shard_mesh *m = env->mesh;
   shard_spec cur = *from;
   double t = 0;
@@ -302,6 +316,8 @@ double shard_reshard_s(const shard_env *env, double bytes, const shard_spec *fro
     double tf = fwd == COMM_COLL_COUNT ? 0 : env->n_micro * comm_time_s(g, fwd, COMM_AUTO, fb, NULL);
     double tb = env->n_micro * comm_time_s(g, bwd, COMM_AUTO, bb, NULL);
     t += tf + tb;
+    if (fwd_s) *fwd_s += tf;
+    if (bwd_s) *bwd_s += tb;
     if (comm && fwd != COMM_COLL_COUNT && nc < SHARD_MAX_COMM) comm[nc++] = (shard_comm){fwd, a, env->n_micro * fb, tf};
     if (comm && nc < SHARD_MAX_COMM) comm[nc++] = (shard_comm){bwd, a, env->n_micro * bb, tb};
   }
