@@ -195,6 +195,10 @@ done <<CASES
 2|compare-clusters --model llama-3-8b --clusters h100:8 --gbs 64 --tokens lots|--tokens: expected a positive amount
 2|compare-clusters --model llama-3-8b --clusters h100:8|are required
 0+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy greedy|op-level sharding
+0+onnx|plan --model examples/onnx/vit_b_16.onnx --cluster dgx-h100:4x8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"
+0+onnx|plan --model examples/onnx/unet.onnx --cluster dgx-h100:4x8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"
+0+onnx|plan --model examples/onnx/gpt2_small.onnx --cluster dgx-h100:4x8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"
+0+onnx|plan --model examples/onnx/t5_small.onnx --cluster dgx-h100:4x8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"
 0+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"
 0+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy greedy --annotate /conv1/Conv=R,S0,R,R --json|"name": "/conv1/Conv", "op_type": "Conv", "output_spec": ["R", "S0", "R", "R"]
 2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --annotate nosuch=S0,R|--annotate: the model has no op named "nosuch"
