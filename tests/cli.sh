@@ -26,6 +26,7 @@ has_ilp=0
 # Cases marked "N+onnx" read the shipped ONNX models and are skipped by a binary built without the onnx part.
 has_onnx=0
 "$bin" describe --model examples/onnx/resnet50.onnx >/dev/null 2>&1 && has_onnx=1
+python3 -c "import json,sys; d=json.load(open('examples/problems/mlp2-4dev.json')); d['nodes'][1]['compute'][3]=1e26; json.dump(d,open(sys.argv[1],'w'))" "$tmp/hugecost.json"
 n=0
 run_case() {
   want_rc=$1
@@ -162,21 +163,21 @@ done <<CASES
 0+ilp|solve examples/problems/mlp2-4dev.json --json|"status": "optimal", "objective": 8.5, "lower_bound": 8.5
 1+ilp|solve $tmp/overbudget.json --json|"status": "infeasible", "objective": null
 1+ilp|solve $tmp/overbudget.json|the problem has no feasible choice
-0|solve examples/problems/pipeline-4layer.json|inter-op: optimal, objective 9.4500000000000011; 2 stages
+0|solve examples/problems/pipeline-4layer.json|inter-op: optimal, objective 9.45; 2 stages
 0|solve examples/problems/pipeline-4layer.json --json|"stages": [{"first_layer": 0, "last_layer": 1, "submesh": 1, "config": 0}
 1|solve $tmp/nostage.json|no sequence of stages covers the layers on exactly 2 devices
 0|solve examples/problems/mlp2-4dev.json --strategy mcmc --seed 3|mcmc: feasible, objective 8.5
 0|solve examples/problems/mlp2-4dev.json --strategy mcts --evals 500|mcts: feasible, objective 8.5
 0|solve examples/problems/mlp2-4dev.json --strategy rl --time-budget 0.5|rl: feasible, objective 8.5
 0|solve examples/problems/mlp2-4dev.json --strategy recursive --json|"strategy": "recursive", "status": "feasible"
-0|solve examples/problems/mlp2-4dev.json --strategy greedy --annotate '1=0'|greedy: feasible, objective 15.300000000000001; choice 0 0 0 2
+0|solve examples/problems/mlp2-4dev.json --strategy greedy --annotate '1=0'|greedy: feasible, objective 15.3; choice 0 0 0 2
 2|solve examples/problems/mlp2-4dev.json --strategy greedy --annotate '1=7'|--annotate: "1=7": node 1 has 4 strategies
 2|solve examples/problems/mlp2-4dev.json --strategy elim-dp|elim-dp cannot take a memory budget
 0|solve $tmp/one.json --strategy elim-dp --json|"status": "optimal", "objective": 1, "lower_bound": 1
 2|solve examples/problems/mlp2-4dev.json --strategy inter-op|solves stage problems
 2|solve examples/problems/pipeline-4layer.json --strategy mcmc|is a stage problem (use inter-op)
 2|solve examples/problems/mlp2-4dev.json --strategy mcmx|unknown strategy "mcmx" (did you mean mcmc
-2|solve $tmp/badnode.json|badnode.json: nodes[1].compute[0]: must be a number >= 0 or null
+2|solve $tmp/badnode.json|badnode.json: nodes[1].compute[0]: must be a number in [0, 1e18] or null
 2|solve $tmp/cycle.json|cycle.json: nodes[0].follow: the chain of follows from this node is a cycle
 2|solve $tmp/badedge.json|badedge.json: edges[0].cost[1]: must be an array of 1 entries
 2|solve $tmp/badstage.json|badstage.json: stage_cost_s[0][0][0]: must be an array of 1 entries (one per config)
@@ -210,6 +211,7 @@ done <<CASES
 0+onnx|compare-search --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --time-budget 0.5 --evals 2000|baseline: megatron
 2|compare-search --model llama-3-8b|--model and --cluster are required
 2|compare-search --model llama-3-8b --cluster h100:8 --time-budget never|--time-budget: expected a number of seconds > 0
+2|solve $tmp/hugecost.json|hugecost.json: nodes[1].compute[3]: must be a number in [0, 1e18] or null
 CASES
 # The answer documents (docs/json.md): every --json output parses and carries its format tag, the text output's
 # key figures equal the document's, and numbers are written at full precision (tests/cli_json.py).

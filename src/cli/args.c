@@ -79,7 +79,8 @@ void cli_usage(const char *cmd, const char *synopsis, const cli_opt *opts, int n
     char left[64];
     snprintf(left, sizeof left, "--%s%s", opts[k].name,
              opts[k].kind == OPT_FLAG ? "" : opts[k].kind == OPT_INT ? " N" : " VALUE");
-    printf("  %-24s %s\n", left, opts[k].help);
+    /* Two spaces at least between an option and its help, so that tools/mkman.sh can tell them apart. */
+    printf("  %-24s%s%s\n", left, strlen(left) >= 24 ? "  " : " ", opts[k].help);
   }
 }
 

@@ -52,7 +52,7 @@ ap_status deepspeed_can_express(ap_ctx *ctx, const plan *p, const graph *g) {
   if (pipe && p->schedule != PLAN_SCHED_1F1B && p->schedule != PLAN_SCHED_GPIPE)
     return ctx_fail(ctx, AP_UNSUPPORTED,
                     "deepspeed export: DeepSpeed's pipeline engine runs 1F1B with one stage per rank, not %s; "
-                    "re-plan with --schedule 1f1b",
+                    "re-plan with --fix schedule=1f1b",
                     plan_schedule_name(p->schedule));
   if (pipe && p->zero_stage >= 2)
     return unsupported(ctx, "ZeRO-2 and ZeRO-3 are incompatible with DeepSpeed pipeline parallelism "
