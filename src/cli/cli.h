@@ -49,6 +49,7 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv);
 int cmd_run(ap_ctx *ctx, int argc, char **argv);
 int cmd_solve(ap_ctx *ctx, int argc, char **argv);
 int cmd_compare_clusters(ap_ctx *ctx, int argc, char **argv);
+int cmd_compare_search(ap_ctx *ctx, int argc, char **argv);
 
 /* Adds to ctx every optional part this binary was built with (src/cli/parts.c). */
 ap_status cli_add_parts(ap_ctx *ctx);
