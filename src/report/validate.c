@@ -103,6 +103,8 @@ static ap_status row_read(ap_ctx *ctx, const runs_table *t, const runs_row *r, v
   arch_spec *a = &rs->arch;
   a->model_config = runs_text(t, r, "model_config");
   while (*a->model_config == ' ') a->model_config++;
+  const char *why = *a->model_config ? util_relpath_problem(a->model_config) : NULL;
+  if (why) return runs_fail(ctx, t, r, "model_config", AP_INVALID, "expected a file name inside models/; \"%.120s\" %s", a->model_config, why);
   bool need = !*a->model_config;
   a->arch = -1;
   if ((st = runs_enum(ctx, t, r, "arch", false, arch_names, 2, &a->arch, NULL)) ||
@@ -348,6 +350,21 @@ static ap_status validate_run(ap_ctx *ctx, const char *csv_path, bool keep, bool
   }
   *out = rep;
   return AP_OK;
+}
+
+ap_status validate_read_rows(ap_ctx *ctx, const char *file, const char *text, size_t n, int64_t *n_rows) {
+  if (n_rows) *n_rows = 0;
+  runs_table *t = NULL;
+  ap_status st = runs_parse(ctx, file, text, n, &t);
+  if (!st) st = runs_check_columns(ctx, t);
+  for (int64_t i = 0; !st && i < t->n_rows; i++) {
+    validate_row v;
+    row_spec rs;
+    memset(&v, 0, sizeof v);
+    if (!(st = row_read(ctx, t, &t->rows[i], &v, &rs)) && n_rows) (*n_rows)++;
+  }
+  runs_free(t);
+  return st;
 }
 
 ap_status validate_file(ap_ctx *ctx, const char *csv_path, validate_report **out) {

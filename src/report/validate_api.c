@@ -1,6 +1,8 @@
 /* ap_validate, the public entry point of validation (report layer): reads and predicts a runs table through
  * validate.c and returns its document as JSON or text through validate_doc.c. Apart from validate.c and
  * validate_doc.c so that those two call one way (validate_doc.c reads the report; validate.c calls neither). */
+#include <stdlib.h>
+
 #include "report/validate.h"
 
 /* TUNING: the time budget of the planner's search on one row of `validate --search`, seconds. Most rows (up to
@@ -9,7 +11,8 @@
 static const double VALIDATE_SEARCH_BUDGET_S = 0.5;
 
 ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char **out) {
-  if (!out) return ctx_fail(ctx, AP_INVALID, "ap_validate: out must not be NULL");
+  API_ENTER(ctx);
+  if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_validate: ctx and out must not be NULL");
   *out = NULL;
   ctx_clear(ctx);
   if (!csv_path || !*csv_path) return ctx_fail(ctx, AP_INVALID, "validate: expected the path of a runs CSV file");
@@ -22,5 +25,10 @@ ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char **out) 
   *out = (flags & AP_VALIDATE_JSON) ? validate_report_json(rep) : validate_report_text(rep);
   validate_report_free(rep);
   if (!*out) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  if (mem_failed()) { /* a summary line that fell back to "?" (plan_summary; core/alloc.h) */
+    free(*out);
+    *out = NULL;
+    return ctx_fail(ctx, AP_NOMEM, "out of memory writing the report");
+  }
   return AP_OK;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/jsonx.h"
 #include "hw/hw.h"
@@ -134,12 +135,16 @@ ap_status validate_row_model(ap_ctx *ctx, arena *a, const char *csv_dir, const v
   bool from_config = false;
   if (*as->model_config) {
     char *path = arena_printf(a, "%s/models/%s", csv_dir, as->model_config);
+    char *models_dir = arena_printf(a, "%s/models", csv_dir); /* a symlink inside it may not lead out of it */
+    if (path && models_dir && (st = util_path_inside(ctx, models_dir, as->model_config, "model_config"))) path = NULL;
     const embedded_file *preset = NULL;
-    FILE *f = path ? fopen(path, "rb") : NULL;
-    if (!path) {
+    struct stat sb; /* exists (util_read_file then refuses a directory or a FIFO, which fopen would block on) */
+    bool exists = !st && path && stat(path, &sb) == 0;
+    if (st) {
+      /* model_config leads out of models/ */
+    } else if (!path) {
       st = ctx_fail(ctx, AP_NOMEM, "out of memory");
-    } else if (f) {
-      fclose(f);
+    } else if (exists) {
       char *text = NULL;
       size_t n = 0;
       if (!(st = util_read_file(ctx, path, &text, &n))) st = read_config(ctx, path, text, n, &root, c);
@@ -220,6 +225,6 @@ ap_status validate_row_cluster(ap_ctx *ctx, const validate_row *v, const cluster
   char label[160];
   snprintf(label, sizeof label, "cluster of row %s", v->id);
   st = hw_cluster_parse(ctx, label, text, strlen(text), out);
-  free(text);
+  mem_free_json(text); /* jansson's allocation */
   return st;
 }
