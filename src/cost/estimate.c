@@ -124,17 +124,11 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   double p2p_s = 0, hw_flop_mb = 0;
   for (int r = 0; r < n_ranks; r++) {
     cost_rank_add_extras(env, p, &pg, r, &rc[r]);
-    for (int e = 0; e < 2; e++) {
-      int64_t ch = e ? n_chunks - 1 : 0;
-      out->chunk_tf_s[ch] += rc[r].edge_tf_s[e];
-      out->chunk_tb_s[ch] += rc[r].edge_tb_s[e];
-      out->chunk_tw_s[ch] += rc[r].edge_tw_s[e];
-    }
     p2p_s = fmax(p2p_s, rc[r].p2p_s);
     hw_flop_mb += rc[r].hw_flop;
   }
   out->p2p_s = cost_p2p_exposed_s(env, p, p2p_s);
-  double pipe_s = schedule_time_s(p, rc, n_ranks, &out->time);
+  double pipe_s = schedule_pipeline_s(p, rc, n_ranks, out->chunk_tf_s, out->chunk_tb_s, out->chunk_tw_s, &out->time);
   out->pipeline_s = pipe_s;
   /* The critical rank's breakdown: the slowest rank's share of compute and communication over m micro-batches;
    * the bubble is the rest of the pipeline time. */

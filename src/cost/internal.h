@@ -80,6 +80,9 @@ typedef struct {
   double tf, tb, tw;          /* forward, backward (recompute included), weight-gradient part: one micro-batch */
   double act_bytes;           /* saved activations of one micro-batch of all the rank's chunks */
   double act_chunk_bytes_max; /* the largest chunk's */
+  /* tf + tb of the chunk being built (cost_rank_add_layer adds, cost_rank_end_chunk closes) and of the rank's
+   * slowest chunk: an uneven split's longest chunk, which the interleaved schedule's fill waits on. */
+  double chunk_t_s, chunk_t_max_s;
   double working_bytes;       /* transient per-layer peak */
   double params_dense, params_expert;
   int64_t n_layers;           /* layers of all the rank's chunks */
@@ -125,6 +128,16 @@ AP_HIDDEN void cost_flop_conventions(const cost_env *env, const plan *p, double 
 
 /* Pipeline time of the schedule (closed form), filling out->bubble and compute terms; returns seconds. */
 AP_HIDDEN double schedule_time_s(const plan *p, const rank_cost *rc, int n_ranks, cost_time *out);
+/* The interleaved and ZB-V schedules on an uneven split, from the chunk times (tf, tb, tw of chunk c, pp·vpp
+ * of them): m·Σ_j max_r (the j-th chunk of rank r) + the fill; 0 for the other kinds. estimate.c takes the
+ * larger of this and schedule_time_s (they are equal on even splits). */
+AP_HIDDEN double schedule_lockstep_s(const plan *p, const rank_cost *rc, int n_ranks, const double *chunk_tf_s,
+                                     const double *chunk_tb_s, const double *chunk_tw_s);
+/* The pipeline time cost_estimate reports: adds the ranks' non-layer blocks (edge_*) to the first and last of
+ * the layer-only chunk times (modified in place), then the larger of schedule_time_s and schedule_lockstep_s.
+ * The searches' predictors call it with the same pieces, so they predict what cost_estimate computes. */
+AP_HIDDEN double schedule_pipeline_s(const plan *p, rank_cost *rc, int n_ranks, double *chunk_tf_s, double *chunk_tb_s,
+                                     double *chunk_tw_s, cost_time *out);
 /* Memory of pipeline rank r. */
 AP_HIDDEN cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s);
 
