@@ -29,6 +29,7 @@ FUZZ_SECONDS ?= 20
 # and, where it has them, generated sources and extra programs. A part is compiled into its own static library
 # build/lib/libautopar-<part>.a, never into libautopar; the CLI and the tests link every part that is built and
 # define AP_PART_<PART> so that the CLI adds it to its contexts. CORE_ONLY=1 builds none of them.
+.DEFAULT_GOAL := all
 PARTS_ALL := $(sort $(patsubst mk/%.mk,%,$(wildcard mk/*.mk)))
 include $(wildcard mk/*.mk)
 ifeq ($(CORE_ONLY),1)
@@ -128,11 +129,14 @@ asan:
 	  LDFLAGS="-fsanitize=address,undefined" BIN=build/asan/bin/autopar test
 
 # Fuzz targets: clang + libFuzzer + ASan/UBSan, each run for FUZZ_SECONDS from a seed corpus in fuzz/seeds/.
+# Targets link every built part (fuzz_onnx needs libautopar-onnx.a and protobuf-c); a part's target needs its part.
+FUZZ_PART_A := $(foreach p,$(PARTS),build/fuzzlib/lib/libautopar-$(p).a)
+FUZZERS     := $(filter-out $(foreach p,$(filter-out $(PARTS),$(PARTS_ALL)),fuzz/fuzz_$(p).c),$(FUZZERS))
 FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L
 fuzz: | $(DEPS)
-	$(MAKE) BUILD=build/fuzzlib CC=clang OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" build/fuzzlib/lib/libautopar.a
+	$(MAKE) BUILD=build/fuzzlib CC=clang OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" build/fuzzlib/lib/libautopar.a $(FUZZ_PART_A)
 	@set -e; for f in $(FUZZERS); do n=$$(basename $$f .c); \
-	  clang $(FUZZ_CFLAGS) -o build/fuzzlib/$$n $$f build/fuzzlib/lib/libautopar.a -ljansson -lm; \
+	  clang $(FUZZ_CFLAGS) -o build/fuzzlib/$$n $$f $(FUZZ_PART_A) build/fuzzlib/lib/libautopar.a $(PART_LDLIBS) -ljansson -lm; \
 	  mkdir -p fuzz/corpus-$$n; \
 	  echo "fuzz: $$n for $(FUZZ_SECONDS) s"; \
 	  build/fuzzlib/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -print_final_stats=0 \

@@ -140,7 +140,7 @@ AP_API ap_status ap_model_describe_json(ap_ctx *ctx, const ap_model *model, int6
 /* The same description as plain text for a terminal. */
 AP_API ap_status ap_model_describe_text(ap_ctx *ctx, const ap_model *model, int64_t seq, char **text_out);
 
-/* Lists the built-in model presets as JSON: [{"name":…,"model_type":…,"params_total":…,"source":…}]. */
+/* Lists the built-in model presets as JSON: {"format":"autopar-models/1","models":[{"name":…,…}]} (docs/json.md). */
 AP_API ap_status ap_models_list_json(ap_ctx *ctx, char **json_out);
 AP_API ap_status ap_models_list_text(ap_ctx *ctx, char **text_out);
 
@@ -203,7 +203,7 @@ AP_API ap_status ap_ctx_set_simulate_limit(ap_ctx *ctx, int64_t max_passes);
 
 /* ap_validate's flags. */
 enum {
-  AP_VALIDATE_JSON = 1,  /* write {"rows": [...], "summary": {...}} instead of a text table */
+  AP_VALIDATE_JSON = 1,  /* write the autopar-validate/1 document (docs/json.md) instead of a text table */
   AP_VALIDATE_SEARCH = 2 /* also run the planner on every row (ap_plan_search's search, half a second at most per
                           * row): its best plan for the row's model, devices, global batch, sequence length and
                           * precision, with best_predicted_tokens_per_s_per_gpu and best_plan in each JSON row,

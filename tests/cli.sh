@@ -44,6 +44,10 @@ while IFS='|' read -r rc args text; do
 done <<CASES
 0|--help|usage: autopar COMMAND
 0|--version|autopar 0.1
+0|--help|--version
+0|--help|mbs 1 x 64
+0|estimate --help|autopar-estimate/1
+0|describe --model llama-3-8b --json|"format":"autopar-describe/1"
 2||missing command
 2|frobnicate|unknown command "frobnicate"
 0|models|llama-3-70b
@@ -97,7 +101,7 @@ done <<CASES
 2|estimate --model llama-3-8b --cluster h100:8 --tp 3 --gbs 64 --seq 4096|must equal
 0|simulate --model llama-3-8b --cluster h100:16 --tp 2 --pp 4 --gbs 64 --seq 4096 --trace $tmp/trace.json|simulated
 0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096|#1  tp
-0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --top 2 --json|"format":"autopar-search/1"
+0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --top 2 --json|"format":"autopar-search/2"
 0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --top 2 --json|"tokens_per_s_per_device"
 0|plan --model llama-3-70b --cluster h100:64 --gbs 128 --seq 8192 --fix tp=8,pp=4 --top 1|tp 8, pp 4
 0|plan --model llama-3-70b --cluster h100:64 --gbs 128 --seq 8192 --objective memory --max-mem-fraction 0.9 --top 1|objective memory
@@ -129,3 +133,6 @@ done <<CASES
 2|compare-clusters --model llama-3-8b --clusters h100:8 --gbs 64 --tokens lots|--tokens: expected a positive amount
 2|compare-clusters --model llama-3-8b --clusters h100:8|are required
 CASES
+# The answer documents (docs/json.md): every --json output parses and carries its format tag, the text output's
+# key figures equal the document's, and numbers are written at full precision (tests/cli_json.py).
+python3 tests/cli_json.py "$bin" "$tmp" | sed 's/^\(\(not \)\{0,1\}ok\) [0-9]* - /\1 json - /'

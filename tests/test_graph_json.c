@@ -576,6 +576,12 @@ static const bad_case bad_cases[] = {
      AP_INVALID, "ops[0].out: \"y\" must keep the input's batch and channel dimensions"},
     {"pool spatial", BLOCK(IMG("x", 8, 16) "," IMG("y", 8, 4), "{'name':'a','kind':'pool','in':['x'],'out':'y','kernel':2}"),
      AP_INVALID, "output \"y\" is 4x4 but input 16x16 with kernel 2x2, stride 2x2, padding 0x0 gives 8x8"},
+    {"outputs empty", BLOCK(X8 "," Y8, "{'name':'s','kind':'elementwise','in':['x'],'out':[],'flop_per_elem':0}"),
+     AP_INVALID, "ops[0].out: expected a tensor name or an array of 1 to 8 tensor names"},
+    {"output twice", BLOCK(X8 "," Y8, "{'name':'s','kind':'elementwise','in':['x'],'out':['y','y'],'flop_per_elem':0}"),
+     AP_INVALID, "ops[0].out[1]: tensor \"y\" is already the output of op \"(this op)\""},
+    {"output is input", BLOCK(X8 "," Y8, "{'name':'s','kind':'elementwise','in':['x'],'out':['y','x'],'flop_per_elem':0}"),
+     AP_INVALID, "ops[0].out[1]: \"x\" is also an input of this op"},
 };
 
 static void test_bad_inputs(void **state) {
@@ -637,6 +643,51 @@ static void test_mutations(void **state) {
   free(text);
 }
 
+/* An op with several outputs ("out" as an array) and the graph's edges: a split into two halves read by two
+ * ops, then joined. Each output is a graph tensor written by the op (its bytes count), and every read of a
+ * produced tensor is one edge from its producer, naming which output. */
+static void test_multi_output_and_edges(void **state) {
+  (void)state;
+  char *text = q("{" FMT ",'blocks':["
+                 "{'name':'b','tensors':[{'name':'x','shape':['B',8]},{'name':'lo','shape':['B',4]},"
+                 "{'name':'hi','shape':['B',4]},{'name':'a','shape':['B',4]},{'name':'y','shape':['B',4]}],"
+                 "'ops':[{'name':'split','kind':'elementwise','in':['x'],'out':['lo','hi'],'flop_per_elem':0},"
+                 "{'name':'relu','kind':'elementwise','in':['hi'],'out':'a','flop_per_elem':1},"
+                 "{'name':'mul','kind':'elementwise','in':['lo','a'],'out':'y','flop_per_elem':1}]},"
+                 "{'name':'c','repeat':2,'tensors':[{'name':'x','shape':['B',4]},{'name':'y','shape':['B',4]}],"
+                 "'ops':[{'name':'relu','kind':'elementwise','in':['x'],'out':'y','flop_per_elem':1}]}]}");
+  ap_ctx *ctx = ap_ctx_new();
+  arena *a;
+  graph g;
+  ap_status st = load(ctx, text, &a, &g);
+  if (st) fail_msg("%s", ap_ctx_error(ctx));
+  const graph_block *b = &g.blocks[0];
+  assert_int_equal(b->ops[0].n_out, 2);
+  assert_int_equal(b->ops[0].out, 1);
+  assert_int_equal(b->ops[0].outs[1], 2);
+  assert_int_equal(b->ops[1].n_out, 1);
+  op_cost c = graph_op_eval(b, &b->ops[0], 3, 1);
+  assert_close(c.write_bytes, 3.0 * 8 * 2); /* both halves, bf16 */
+  assert_int_equal(graph_producer(b, 2, NULL), 0);
+  /* edges: split.hi -> relu, split.lo -> mul, relu -> mul; block b's output -> block c; c's carried edge */
+  assert_int_equal(g.n_edges, 5);
+  const graph_edge *e = g.edges;
+  assert_true(e[0].from_op == 0 && e[0].from_out == 1 && e[0].to_op == 1 && e[0].to_in == 0 && e[0].from_tensor == 2);
+  assert_true(e[1].from_op == 0 && e[1].from_out == 0 && e[1].to_op == 2 && e[1].to_in == 0 && e[1].from_tensor == 1);
+  assert_true(e[2].from_op == 1 && e[2].to_op == 2 && e[2].to_in == 1);
+  int carried = 0, across = 0;
+  for (int i = 3; i < 5; i++) {
+    assert_int_equal(g.edges[i].to_block, 1);
+    if (g.edges[i].carried) carried++, assert_int_equal(g.edges[i].from_block, 1);
+    else across++, assert_true(g.edges[i].from_block == 0 && g.edges[i].from_op == 2 && g.edges[i].from_tensor == 4);
+  }
+  assert_int_equal(carried, 1);
+  assert_int_equal(across, 1);
+  arena_free(a);
+  ap_ctx_free(ctx);
+  free(text);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_examples_load), cmocka_unit_test(test_mlp_gemm_flop_is_six_n),
@@ -644,6 +695,7 @@ int main(void) {
       cmocka_unit_test(test_boundaries),    cmocka_unit_test(test_numbers_and_ties),
       cmocka_unit_test(test_detect),
       cmocka_unit_test(test_bad_inputs),    cmocka_unit_test(test_mutations),
+      cmocka_unit_test(test_multi_output_and_edges),
   };
   return cmocka_run_group_tests_name("graph_json", tests, NULL, NULL);
 }

@@ -311,6 +311,83 @@ static void test_describe_json_keys(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* The edges of a graph, recounted independently of graph_edges.c: every (op, input) pair whose tensor another
+ * op of the block produces has one edge from that producer; a pair reading the block's input that no op of
+ * the block produces has one edge from the previous block's output producer, and one more (carried) from the
+ * block's own output producer when the block repeats. Each edge names the tensors its ops really write and
+ * read. Returns the number of carried edges. */
+static int check_edges(const graph *g) {
+  int want = 0, carried = 0;
+  for (int bi = 0; bi < g->n_blocks; bi++) {
+    const graph_block *blk = &g->blocks[bi];
+    for (int oi = 0; oi < blk->n_ops; oi++)
+      for (int k = 0; k < blk->ops[oi].n_in; k++) {
+        int t = blk->ops[oi].in[k], producer = -1;
+        for (int p = 0; p < blk->n_ops; p++)
+          for (int q = 0; q < blk->ops[p].n_out; q++)
+            if (blk->ops[p].outs[q] == t) producer = p;
+        if (producer >= 0 && producer != oi) want++;
+        if (producer < 0 && t == blk->input) want += (bi > 0) + (blk->repeat > 1);
+      }
+  }
+  assert_int_equal(g->n_edges, want);
+  for (int i = 0; i < g->n_edges; i++) {
+    const graph_edge *e = &g->edges[i];
+    const graph_op *from = &g->blocks[e->from_block].ops[e->from_op], *to = &g->blocks[e->to_block].ops[e->to_op];
+    assert_int_equal(from->outs[e->from_out], e->from_tensor);
+    assert_int_equal(to->in[e->to_in], e->to_tensor);
+    if (e->from_block == e->to_block && !e->carried) assert_int_equal(e->from_tensor, e->to_tensor);
+    if (e->carried) {
+      carried++;
+      assert_int_equal(e->from_block, e->to_block);
+      assert_true(g->blocks[e->to_block].repeat > 1);
+    } else if (e->from_block != e->to_block) {
+      assert_int_equal(e->from_block + 1, e->to_block);
+      assert_int_equal(e->from_tensor, g->blocks[e->from_block].output);
+      assert_int_equal(e->to_tensor, g->blocks[e->to_block].input);
+    }
+  }
+  return carried;
+}
+
+/* The transformer builder fills the graph's edges: within each block and from block to block, with the
+ * repeated layer handing its output to its next repeat (carried). */
+static void test_transformer_edges(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  const char *names[] = {"llama-3-8b", "deepseek-v3", "gpt-oss-120b"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    ap_model *m = NULL;
+    if (ap_model_load(ctx, names[i], &m)) fail_msg("%s", ap_ctx_error(ctx));
+    const graph *g = model_graph(m);
+    int carried = check_edges(g);
+    /* llama and deepseek repeat their layer blocks; gpt-oss alternates window sizes, one layer per block */
+    if (i < 2) assert_true(carried > 0);
+    else assert_int_equal(carried, 0);
+    /* every op of the builder has exactly one output */
+    for (int b = 0; b < g->n_blocks; b++)
+      for (int o = 0; o < g->blocks[b].n_ops; o++) {
+        assert_int_equal(g->blocks[b].ops[o].n_out, 1);
+        assert_int_equal(g->blocks[b].ops[o].outs[0], g->blocks[b].ops[o].out);
+      }
+    ap_model_free(m);
+  }
+  ap_ctx_free(ctx);
+}
+
+/* Without the "onnx" part in the context (a core-only build, or a host that did not add it), an .onnx model
+ * fails with AP_UNSUPPORTED naming the part. */
+static void test_onnx_needs_part(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  ap_model *m = NULL;
+  static const char bytes[] = "\x08\x07";
+  assert_int_equal(model_parse_onnx(ctx, "net.onnx", bytes, 2, &m), AP_UNSUPPORTED);
+  assert_null(m);
+  assert_error_contains(ctx, "net.onnx: ONNX import is not built into this autopar (the optional part \"onnx\"");
+  ap_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reference_configs_param_counts),
@@ -323,6 +400,8 @@ int main(void) {
       cmocka_unit_test(test_unknown_preset_suggests),
       cmocka_unit_test(test_moe_layout),
       cmocka_unit_test(test_describe_json_keys),
+      cmocka_unit_test(test_transformer_edges),
+      cmocka_unit_test(test_onnx_needs_part),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -652,15 +652,15 @@ static void test_public_api(void **state) {
   so.seq_length = 8192;
   so.top_k = 4;
   json_t *root = search_json(f.ctx, f.model, f.cluster, &so);
-  assert_string_equal(json_string_value(json_object_get(root, "format")), "autopar-search/1");
+  assert_string_equal(json_string_value(json_object_get(root, "format")), "autopar-search/2");
   assert_true(json_is_true(json_object_get(root, "feasible")));
   json_t *plans = json_object_get(root, "plans");
   assert_int_equal(json_array_size(plans), 4);
   json_t *p0 = json_array_get(plans, 0), *p1 = json_array_get(plans, 1);
-  assert_true(json_is_true(json_object_get(p0, "fits")));
+  assert_true(json_is_true(json_object_get(json_object_get(p0, "memory"), "fits")));
   assert_true(json_real_value(json_object_get(p0, "tokens_per_s_per_device")) > 0);
   assert_non_null(json_object_get(json_object_get(p0, "time_breakdown_s"), "bubble"));
-  assert_true(json_array_size(json_object_get(p0, "stage_mem_bytes")) >= 1);
+  assert_true(json_array_size(json_object_get(json_object_get(p0, "memory"), "stages")) >= 1);
   assert_null(json_object_get(p0, "vs_best"));
   assert_true(json_real_value(json_object_get(json_object_get(p1, "vs_best"), "slowdown")) >= 0);
   json_decref(root);

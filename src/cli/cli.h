@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "autopar.h"
 
@@ -28,6 +29,9 @@ bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int 
 void cli_usage(const char *cmd, const char *synopsis, const cli_opt *opts, int n_opts);
 /* Prints the context's error as "autopar: MESSAGE" and maps the status to an exit code. */
 int cli_fail(ap_ctx *ctx, ap_status st);
+/* Prints the notation of plan summaries in text output (tp 8, mbs 1 x 64, zb-h1, (grid), * …), once, for
+ * --help. */
+void cli_notation(FILE *f);
 /* Prints s to stdout and frees it. */
 void cli_print_free(char *s);
 

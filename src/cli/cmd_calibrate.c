@@ -9,7 +9,7 @@ int cmd_calibrate(ap_ctx *ctx, int argc, char **argv) {
   cli_opt opts[] = {{"device", OPT_STRING, "fit only the rows on this device type (e.g. h100-sxm)", &device},
                     {"output", OPT_STRING, "where to write the calibration (also -o)", &output},
                     {"calibration", OPT_STRING, "start from this calibration instead of the built-in one", &calibration},
-                    {"json", OPT_FLAG, "print the report as JSON", &json},
+                    {"json", OPT_FLAG, "print the report as JSON (format autopar-calibrate/1, docs/json.md)", &json},
                     {"help", OPT_FLAG, "show this help", &help}};
   enum { N = sizeof opts / sizeof opts[0] };
   const char *pos[1];

@@ -22,7 +22,7 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   opts[n++] = (cli_opt){"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model};
   opts[n++] = (cli_opt){"cluster", OPT_STRING, "cluster preset, shorthand (h100:64, dgx-h100:8x8) or file", &cluster};
   opts[n++] = (cli_opt){"plan", OPT_STRING, "autopar JSON plan file (flags below override it)", &plan_path};
-  opts[n++] = (cli_opt){"json", OPT_FLAG, "print JSON", &json};
+  opts[n++] = (cli_opt){"json", OPT_FLAG, simulate ? "print JSON (format autopar-simulate/1, docs/json.md)" : "print JSON (format autopar-estimate/1, docs/json.md)", &json};
   opts[n++] = (cli_opt){"calibration", OPT_STRING, "cost-model constants from `autopar calibrate` (default: built in)", &calibration};
   if (simulate) opts[n++] = (cli_opt){"trace", OPT_STRING, "write the timeline as a Chrome trace-event JSON file", &trace};
   if (simulate)
@@ -39,6 +39,7 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
                        : "--model M --cluster C [--plan FILE] [--tp N --pp N ... --gbs N --seq N] [--json]\n\n"
                          "Predicts one plan: iteration time and breakdown, tokens/s, MFU, memory per stage.",
               opts, n);
+    cli_notation(stdout);
     return 0;
   }
   if (!model || !cluster) {

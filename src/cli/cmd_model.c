@@ -5,7 +5,8 @@
 
 int cmd_models(ap_ctx *ctx, int argc, char **argv) {
   bool json = false, help = false;
-  cli_opt opts[] = {{"json", OPT_FLAG, "print JSON", &json}, {"help", OPT_FLAG, "show this help", &help}};
+  cli_opt opts[] = {{"json", OPT_FLAG, "print JSON (format autopar-models/1, docs/json.md)", &json},
+                    {"help", OPT_FLAG, "show this help", &help}};
   const char *pos[1];
   int n_pos;
   if (!cli_parse("models", argc, argv, opts, 2, pos, 0, &n_pos)) return EXIT_BAD_INPUT;
@@ -23,8 +24,9 @@ int cmd_models(ap_ctx *ctx, int argc, char **argv) {
 int cmd_clusters(ap_ctx *ctx, int argc, char **argv) {
   bool json = false, help = false;
   const char *show = NULL;
-  cli_opt opts[] = {{"json", OPT_FLAG, "print JSON", &json},
-                    {"show", OPT_STRING, "describe one cluster (preset, shorthand such as h100:64, or file)", &show},
+  cli_opt opts[] = {{"json", OPT_FLAG, "print JSON (format autopar-clusters/1, docs/json.md)", &json},
+                    {"show", OPT_STRING, "describe one cluster as JSON, a cluster file (autopar-cluster/1; preset, "
+                                         "shorthand such as h100:64, or file)", &show},
                     {"help", OPT_FLAG, "show this help", &help}};
   const char *pos[1];
   int n_pos;
@@ -54,7 +56,7 @@ int cmd_describe(ap_ctx *ctx, int argc, char **argv) {
   int64_t seq = 0;
   cli_opt opts[] = {{"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model},
                     {"seq", OPT_INT, "sequence length in tokens (default: the model's, at most 4096)", &seq},
-                    {"json", OPT_FLAG, "print JSON", &json},
+                    {"json", OPT_FLAG, "print JSON (format autopar-describe/1, docs/json.md)", &json},
                     {"help", OPT_FLAG, "show this help", &help}};
   const char *pos[1];
   int n_pos;

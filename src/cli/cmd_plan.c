@@ -58,7 +58,7 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
       {"gbs", OPT_INT, "global batch, sequences per iteration (required)", &gbs},
       {"seq", OPT_INT, "sequence length, tokens (default: the model's)", &seq},
       {"top", OPT_INT, "plans to show, best first (default 3)", &top},
-      {"json", OPT_FLAG, "print JSON (format autopar-search/1, docs/planner.md)", &json},
+      {"json", OPT_FLAG, "print JSON (format autopar-search/2, docs/json.md)", &json},
       {"fix", OPT_STRING, "hold plan fields fixed: tp=8,pp=4,schedule=1f1b (keys of estimate's flags)", &fix},
       {"objective", OPT_STRING, "throughput (default) or memory (least peak memory, then fastest)", &objective},
       {"max-mem-fraction", OPT_STRING, "share of device memory a plan may use, in (0, 1] (default 1)", &mem_frac},
@@ -86,6 +86,7 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
               "plans are shown with what would make them fit. With --export the winner goes to stdout and the\n"
               "explanation to stderr, or with -o FILE the export to FILE and the explanation to stdout.",
               opts, N_OPTS);
+    cli_notation(stdout);
     return 0;
   }
   if (!model || !cluster || gbs <= 0) {

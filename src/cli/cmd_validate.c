@@ -7,7 +7,7 @@
 int cmd_validate(ap_ctx *ctx, int argc, char **argv) {
   bool json = false, help = false, search = false;
   const char *file = NULL, *calibration = NULL;
-  cli_opt opts[] = {{"json", OPT_FLAG, "print JSON: {\"rows\": [...], \"summary\": {...}}", &json},
+  cli_opt opts[] = {{"json", OPT_FLAG, "print JSON (format autopar-validate/1: rows and summary, docs/json.md)", &json},
                     {"calibration", OPT_STRING, "cost-model constants from `autopar calibrate` (default: built in)", &calibration},
                     {"search", OPT_FLAG, "also plan every row: the planner's best plan and how it compares", &search},
                     {"help", OPT_FLAG, "show this help", &help}};
@@ -25,6 +25,7 @@ int cmd_validate(ap_ctx *ctx, int argc, char **argv) {
                           "batch, sequence length and precision is added (best_predicted_tokens_per_s_per_gpu and best_plan in\n"
                           "--json), with a summary of the rows where it matches or beats the row's plan.",
               opts, N_OPTS);
+    cli_notation(stdout);
     return 0;
   }
   if (n_pos == 1) file = pos[0];

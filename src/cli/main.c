@@ -30,13 +30,37 @@ static void log_to_stderr(void *user, ap_log_level level, const char *msg) {
   fprintf(stderr, "autopar: %s: %s\n", names[level], msg);
 }
 
+void cli_notation(FILE *f) {
+  fputs("\nnotation (plan summaries in text output; --json writes the same plan in full, docs/json.md):\n"
+        "  tp 8, pp 4, dp 2   tensor-, pipeline- and data-parallel degrees; cp context-parallel, ep/etp expert-\n"
+        "                     and expert-tensor-parallel degrees; (order tp-cp-ep-dp-pp) a non-default rank order\n"
+        "  mbs 1 x 64         micro-batch size 1 (sequences per micro-batch), 64 micro-batches per iteration\n"
+        "  1f1b, gpipe        pipeline schedules: one-forward-one-backward (PipeDream-Flush), GPipe\n"
+        "  interleaved-1f1b   1f1b over vpp virtual stages per rank (Megatron-LM's interleaved schedule)\n"
+        "  zb-h1, zb-v        zero-bubble schedules H1 and V (Qi et al. 2024)\n"
+        "  vpp 5, [20,20,…]   virtual pipeline stages per rank; layers of each pipeline chunk when stated\n"
+        "  sp                 sequence parallelism on (with tp)\n"
+        "  recompute X        activation recomputation: none, selective (core attention), op (torchtitan's per-op),\n"
+        "                     full (whole layers; \"(k layers per chunk)\": only the first k of each chunk)\n"
+        "  ZeRO N             optimizer sharding: 1 optimizer states, 2 and gradients, 3 and parameters\n"
+        "  (grid)             the search strategy that found the plan: grid, stage-dp, layer-dp or hetero\n"
+        "  tp8 pp1 dp8 mbs4 vpp1 sp0 rc=none z1\n"
+        "                     validate's compact form of the same fields (rc=full/k: the first k layers);\n"
+        "                     * after a field: chosen by autopar (the row left it empty), not stated\n",
+        f);
+}
+
 static void usage(FILE *f) {
   fprintf(f, "autopar %s: finds the fastest way to train a model on a cluster\n\nusage: autopar COMMAND [OPTIONS]\n\n",
           AP_VERSION_STRING);
   fprintf(f, "commands:\n");
   for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
     fprintf(f, "  %-12s %s\n", subcommands[i].name, subcommands[i].summary);
-  fprintf(f, "\nRun `autopar COMMAND --help` for a command's options.\n");
+  fprintf(f, "\noptions:\n  %-12s %s\n  %-12s %s\n", "--help", "show this help (also -h, help)", "--version",
+          "print the version");
+  fprintf(f, "\nRun `autopar COMMAND --help` for a command's options. Every --json output is one document with a\n"
+             "\"format\" tag (\"autopar-estimate/1\", \"autopar-search/2\", ...), documented key by key in docs/json.md.\n");
+  cli_notation(f);
 }
 
 int main(int argc, char **argv) {

@@ -89,6 +89,8 @@ typedef struct {
 AP_HIDDEN void sb_printf(strbuf *sb, const char *fmt, ...) AP_PRINTF(2, 3);
 AP_HIDDEN void sb_vprintf(strbuf *sb, const char *fmt, va_list ap);
 AP_HIDDEN void sb_puts(strbuf *sb, const char *s);
+/* Appends the n bytes at s (no NUL among them needed). */
+AP_HIDDEN void sb_putn(strbuf *sb, const char *s, size_t n);
 /* Returns the string (never NULL unless out of memory) and resets sb. */
 AP_HIDDEN char *sb_take(strbuf *sb);
 AP_HIDDEN void sb_free(strbuf *sb);

@@ -132,19 +132,27 @@ ap_status jx_bool(const jx_src *s, json_t *obj, const char *keys, bool required,
 }
 
 void jx_sb_num(strbuf *sb, double x) {
-  if (isfinite(x)) sb_printf(sb, "%.10g", x);
-  else sb_puts(sb, "null");
+  if (!isfinite(x)) {
+    sb_puts(sb, "null");
+    return;
+  }
+  char buf[32];
+  jx_format_double(x, buf);
+  sb_puts(sb, buf);
 }
 
 void jx_sb_str(strbuf *sb, const char *str) {
-  sb_puts(sb, "\"");
-  for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
+  sb_putn(sb, "\"", 1);
+  const unsigned char *p = (const unsigned char *)str;
+  for (;;) {
+    /* A run of characters that need no escape goes in one append. */
+    const unsigned char *run = p;
+    while (*p && *p != '"' && *p != '\\' && *p >= 0x20) p++;
+    if (p > run) sb_putn(sb, (const char *)run, (size_t)(p - run));
+    if (!*p) break;
     if (*p == '"' || *p == '\\') sb_printf(sb, "\\%c", *p);
-    else if (*p < 0x20) sb_printf(sb, "\\u%04x", *p);
-    else {
-      char c[2] = {(char)*p, 0};
-      sb_puts(sb, c);
-    }
+    else sb_printf(sb, "\\u%04x", *p);
+    p++;
   }
-  sb_puts(sb, "\"");
+  sb_putn(sb, "\"", 1);
 }

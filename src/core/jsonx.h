@@ -34,8 +34,11 @@ AP_HIDDEN ap_status jx_bool(const jx_src *s, json_t *obj, const char *keys, bool
 /* Records "file: where.key: expected WHAT" and returns AP_INVALID. */
 AP_HIDDEN ap_status jx_fail(const jx_src *s, const char *key, const char *fmt, ...) AP_PRINTF(3, 4);
 
-/* Appends a number to sb with 10 significant digits, or null when it is not finite (JSON has no NaN). */
+/* Appends a number to sb at full precision (the shortest decimal text that reads back to the same double), or
+ * null when it is not finite (JSON has no NaN). The one JSON number writer: every document goes through it. */
 AP_HIDDEN void jx_sb_num(strbuf *sb, double x);
+/* The text jx_sb_num writes for a finite x (jnum.c): printf's %g layout with 15 to 17 significant digits. */
+AP_HIDDEN void jx_format_double(double x, char out[32]);
 /* Appends a JSON-escaped string literal (with quotes) to sb. */
 AP_HIDDEN void jx_sb_str(strbuf *sb, const char *s);
 

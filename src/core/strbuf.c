@@ -40,11 +40,13 @@ void sb_printf(strbuf *sb, const char *fmt, ...) {
   va_end(ap);
 }
 
-void sb_puts(strbuf *sb, const char *s) {
-  size_t n = strlen(s);
+void sb_puts(strbuf *sb, const char *s) { sb_putn(sb, s, strlen(s)); }
+
+void sb_putn(strbuf *sb, const char *s, size_t n) {
   if (!sb_reserve(sb, n)) return;
-  memcpy(sb->buf + sb->len, s, n + 1);
+  memcpy(sb->buf + sb->len, s, n);
   sb->len += n;
+  sb->buf[sb->len] = '\0';
 }
 
 char *sb_take(strbuf *sb) {

@@ -4,6 +4,7 @@
 
 #include "core/jsonx.h"
 #include "cost/internal.h"
+#include "cost/result_doc.h"
 #include "plan/plan_api.h"
 
 ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, ap_plan *ap, int format,

@@ -1,93 +1,236 @@
-/* Formatting of a cost result as JSON and as text (cost layer). The JSON keys carry their units. */
+/* A cost result as a document, and its text rendering (cost layer; result_doc.h). The result is written as
+ * JSON once, here (cost_result_put): estimate, simulate and plan all carry that object, and every text
+ * output of a cost result is rendered from the document, never from the struct, so text and JSON cannot
+ * disagree. The JSON keys carry their units (docs/json.md). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/jsonx.h"
-#include "cost/internal.h"
+#include "cost/result_doc.h"
+#include "plan/summary.h"
 
-static void mem_json(strbuf *sb, const cost_mem *m) {
-  sb_printf(sb,
-            "{\"params_bytes\":%.6g,\"grads_bytes\":%.6g,\"optimizer_bytes\":%.6g,\"activations_bytes\":%.6g,"
-            "\"logits_bytes\":%.6g,\"buffers_bytes\":%.6g,\"overhead_bytes\":%.6g,\"total_bytes\":%.6g}",
-            m->params, m->grads, m->optimizer, m->activations, m->logits, m->buffers, m->overhead, m->total);
-}
+static const cost_time_part parts[COST_N_TIME_PARTS] = {
+    {"forward", "forward", "forward", offsetof(cost_time, forward)},
+    {"backward", "backward", "backward", offsetof(cost_time, backward)},
+    {"recompute", "recompute", "recompute", offsetof(cost_time, recompute)},
+    {"bubble", "bubble", "pipeline bubble", offsetof(cost_time, bubble)},
+    {"tp_comm_exposed", "TP comm", "TP comm (exposed)", offsetof(cost_time, tp_comm)},
+    {"cp_comm_exposed", "CP comm", "CP comm (exposed)", offsetof(cost_time, cp_comm)},
+    {"ep_comm_exposed", "EP comm", "EP comm (exposed)", offsetof(cost_time, ep_comm)},
+    {"pp_comm_exposed", "PP comm", "PP comm (exposed)", offsetof(cost_time, pp_comm)},
+    {"dp_comm_exposed", "DP comm", "DP comm (exposed)", offsetof(cost_time, dp_comm)},
+    {"optimizer", "optimizer", "optimizer step", offsetof(cost_time, optimizer)},
+};
+enum { FIRST_COMM = 4, LAST_COMM = 8 };
+_Static_assert(sizeof(cost_time) == COST_N_TIME_PARTS * sizeof(double), "every part of cost_time is in parts[]");
 
-char *cost_result_json(const cost_env *env, const plan *p, const cost_result *r) {
-  strbuf sb = {0};
-  const cost_time *t = &r->time;
-  sb_puts(&sb, "{\"model\":");
-  jx_sb_str(&sb, env->g->name);
-  sb_puts(&sb, ",\"cluster\":");
-  jx_sb_str(&sb, env->hc->name);
-  sb_printf(&sb, ",\"n_devices\":%lld,\"device\":", (long long)env->hc->n_devices);
-  jx_sb_str(&sb, env->cm.device.name);
-  sb_puts(&sb, ",\"plan\":");
-  plan_to_json(p, &sb);
-  sb_printf(&sb,
-            ",\"iteration_time_s\":%.6g,\"time_breakdown_s\":{\"forward\":%.6g,\"backward\":%.6g,\"recompute\":%.6g,"
-            "\"bubble\":%.6g,\"tp_comm_exposed\":%.6g,\"cp_comm_exposed\":%.6g,\"ep_comm_exposed\":%.6g,"
-            "\"pp_comm_exposed\":%.6g,\"dp_comm_exposed\":%.6g,\"optimizer\":%.6g}",
-            r->iter_s, t->forward, t->backward, t->recompute, t->bubble, t->tp_comm, t->cp_comm, t->ep_comm, t->pp_comm,
-            t->dp_comm, t->optimizer);
-  sb_printf(&sb,
-            ",\"tokens_per_iteration\":%.6g,\"tokens_per_s\":%.6g,\"tokens_per_s_per_device\":%.6g,"
-            "\"flop_per_iteration\":{\"palm\":%.6g,\"megatron\":%.6g,\"hardware\":%.6g},"
-            "\"mfu\":{\"palm\":%.4f,\"megatron\":%.4f,\"hardware\":%.4f,\"peak\":\"dense bf16\"},"
-            "\"tflops_per_device\":{\"palm\":%.2f,\"megatron\":%.2f}",
-            r->tokens_per_iter, r->tokens_per_s, r->tokens_per_s_per_device, r->flop_palm, r->flop_megatron,
-            r->flop_hardware, r->mfu_palm, r->mfu_megatron, r->hfu, r->tflops_per_device_palm,
-            r->tflops_per_device_megatron);
-  sb_printf(&sb, ",\"memory\":{\"capacity_bytes\":%.6g,\"peak_bytes\":%.6g,\"peak_stage\":%d,\"fits\":%s,\"stages\":[",
-            r->capacity_bytes, r->peak_mem_bytes, r->peak_rank, r->fits ? "true" : "false");
-  for (int i = 0; i < r->n_ranks; i++) {
-    if (i) sb_puts(&sb, ",");
-    mem_json(&sb, &r->mem[i]);
-  }
-  sb_printf(&sb, "]},\"bound\":\"%s\"}\n", r->bound);
-  return sb_take(&sb);
+const cost_time_part *cost_time_parts(void) { return parts; }
+
+double cost_time_part_s(const cost_time *t, size_t i) {
+  double v;
+  memcpy(&v, (const char *)t + parts[i].offset, sizeof v);
+  return v;
 }
 
 static double gib(double b) { return b / 1073741824.0; }
 
-char *cost_result_text(const cost_env *env, const plan *p, const cost_result *r) {
-  strbuf sb = {0};
+void cost_result_bound_text(const cost_result *r, char *out, size_t n) {
   const cost_time *t = &r->time;
-  sb_printf(&sb, "model    %s on %s (%lld x %s)\n", env->g->name, env->hc->name, (long long)env->hc->n_devices,
-            env->cm.device.name);
-  sb_printf(&sb, "plan     dp %lld, tp %lld, pp %lld, cp %lld, ep %lld, vpp %lld, %s, mbs %lld x %lld micro-batches, "
-                 "gbs %lld, seq %lld, sp %d, recompute %s, zero %d, %s%s\n",
-            (long long)p->dp, (long long)p->tp, (long long)p->pp, (long long)p->cp, (long long)p->ep, (long long)p->vpp,
-            plan_schedule_name(p->schedule), (long long)p->micro_batch_size, (long long)p->n_micro_batches,
-            (long long)p->global_batch_size, (long long)(p->seq_length ? p->seq_length : env->g->default_seq),
-            p->sequence_parallel ? 1 : 0, plan_recompute_name(p->recompute), p->zero_stage,
-            plan_precision_name(p->precision), p->fused_loss ? ", fused loss" : "");
-  sb_printf(&sb, "\niteration  %.4f s   %.0f tokens/s   %.1f tokens/s/device   bound: %s\n", r->iter_s, r->tokens_per_s,
-            r->tokens_per_s_per_device, r->bound);
-  sb_printf(&sb, "MFU        %.1f%% (PaLM: 6N + attention, no causal discount)   %.1f%% (Megatron: causal /2)   "
-                 "HFU %.1f%%   of dense bf16 peak\n",
-            100 * r->mfu_palm, 100 * r->mfu_megatron, 100 * r->hfu);
-  sb_printf(&sb, "TFLOP/s    %.1f per device (PaLM), %.1f (Megatron)\n\n", r->tflops_per_device_palm,
-            r->tflops_per_device_megatron);
-  sb_puts(&sb, "time breakdown (critical pipeline rank)\n");
-  const struct {
-    const char *name;
-    double v;
-  } rows[] = {{"forward", t->forward},         {"backward", t->backward},         {"recompute", t->recompute},
-              {"pipeline bubble", t->bubble},  {"TP comm (exposed)", t->tp_comm}, {"CP comm (exposed)", t->cp_comm},
-              {"EP comm (exposed)", t->ep_comm}, {"PP comm (exposed)", t->pp_comm}, {"DP comm (exposed)", t->dp_comm},
-              {"optimizer step", t->optimizer}};
-  for (size_t i = 0; i < AP_COUNT(rows); i++)
-    if (rows[i].v > 0)
-      sb_printf(&sb, "  %-20s %9.4f s  %5.1f%%\n", rows[i].name, rows[i].v, 100 * rows[i].v / r->iter_s);
-  sb_printf(&sb, "\nmemory per device (GiB), capacity %.1f: %s\n", gib(r->capacity_bytes),
-            r->fits ? "fits" : "DOES NOT FIT");
-  sb_printf(&sb, "  %-6s %8s %8s %8s %8s %8s %8s %8s %8s\n", "stage", "params", "grads", "optim", "activ", "logits",
-            "buffers", "overhd", "total");
-  for (int i = 0; i < r->n_ranks; i++) {
-    const cost_mem *m = &r->mem[i];
-    sb_printf(&sb, "  %-6d %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f%s\n", i, gib(m->params), gib(m->grads),
-              gib(m->optimizer), gib(m->activations), gib(m->logits), gib(m->buffers), gib(m->overhead), gib(m->total),
-              i == r->peak_rank ? "  <- peak" : "");
+  double it = r->iter_s > 0 ? r->iter_s : 1;
+  if (!r->fits) {
+    snprintf(out, n, "memory (%.1f GiB needed of %.1f)", gib(r->peak_mem_bytes), gib(r->capacity_bytes));
+    return;
   }
+  double comm = 0, top = 0;
+  size_t top_i = FIRST_COMM;
+  for (size_t i = FIRST_COMM; i <= LAST_COMM; i++) {
+    comm += cost_time_part_s(t, i);
+    if (cost_time_part_s(t, i) > top) top = cost_time_part_s(t, i), top_i = i;
+  }
+  const char *b = r->bound ? r->bound : "compute";
+  if (strcmp(b, "bubble") == 0)
+    snprintf(out, n, "bubble: the pipeline idles %.1f%% of the iteration", 100 * t->bubble / it);
+  else if (strcmp(b, "communication") == 0)
+    snprintf(out, n, "communication: %.1f%% exposed, most of it %s", 100 * comm / it, parts[top_i].label);
+  else
+    snprintf(out, n, "%s: forward, backward and recompute take %.1f%% of the iteration", b,
+             100 * (t->forward + t->backward + t->recompute) / it);
+}
+
+/* The parts of one stage's memory, in the order of the text table. */
+static const struct {
+  const char *key, *column;
+  size_t offset;
+} mem_parts[] = {
+    {"params_bytes", "params", offsetof(cost_mem, params)},
+    {"grads_bytes", "grads", offsetof(cost_mem, grads)},
+    {"optimizer_bytes", "optim", offsetof(cost_mem, optimizer)},
+    {"activations_bytes", "activ", offsetof(cost_mem, activations)},
+    {"logits_bytes", "logits", offsetof(cost_mem, logits)},
+    {"buffers_bytes", "buffers", offsetof(cost_mem, buffers)},
+    {"overhead_bytes", "overhd", offsetof(cost_mem, overhead)},
+    {"total_bytes", "total", offsetof(cost_mem, total)},
+};
+_Static_assert(sizeof(cost_mem) == AP_COUNT(mem_parts) * sizeof(double), "every part of cost_mem is in mem_parts[]");
+
+void cost_result_put(jd *d, json_t *o, const cost_result *r) {
+  jd_num(d, o, "iteration_time_s", r->iter_s);
+  json_t *tb = jd_obj(d, o, "time_breakdown_s");
+  for (size_t i = 0; i < COST_N_TIME_PARTS; i++) jd_num(d, tb, parts[i].key, cost_time_part_s(&r->time, i));
+  jd_num(d, o, "tokens_per_iteration", r->tokens_per_iter);
+  jd_num(d, o, "tokens_per_s", r->tokens_per_s);
+  jd_num(d, o, "tokens_per_s_per_device", r->tokens_per_s_per_device);
+  json_t *f = jd_obj(d, o, "flop_per_iteration");
+  jd_num(d, f, "palm", r->flop_palm);
+  jd_num(d, f, "megatron", r->flop_megatron);
+  jd_num(d, f, "hardware", r->flop_hardware);
+  json_t *mfu = jd_obj(d, o, "mfu");
+  jd_num(d, mfu, "palm", r->mfu_palm);
+  jd_num(d, mfu, "megatron", r->mfu_megatron);
+  jd_num(d, mfu, "hardware", r->hfu);
+  jd_str(d, mfu, "peak", "dense bf16");
+  json_t *tf = jd_obj(d, o, "tflops_per_device");
+  jd_num(d, tf, "palm", r->tflops_per_device_palm);
+  jd_num(d, tf, "megatron", r->tflops_per_device_megatron);
+  json_t *m = jd_obj(d, o, "memory");
+  jd_num(d, m, "capacity_bytes", r->capacity_bytes);
+  jd_num(d, m, "peak_bytes", r->peak_mem_bytes);
+  jd_int(d, m, "peak_stage", r->peak_rank);
+  jd_bool(d, m, "fits", r->fits);
+  json_t *stages = jd_arr(d, m, "stages");
+  for (int i = 0; i < r->n_ranks; i++) {
+    json_t *s = jd_obj(d, stages, NULL);
+    for (size_t k = 0; k < AP_COUNT(mem_parts); k++) {
+      double v;
+      memcpy(&v, (const char *)&r->mem[i] + mem_parts[k].offset, sizeof v);
+      jd_num(d, s, mem_parts[k].key, v);
+    }
+  }
+  jd_str(d, o, "bound", r->bound ? r->bound : "compute");
+  char bound[160];
+  cost_result_bound_text(r, bound, sizeof bound);
+  jd_str(d, o, "bound_detail", bound);
+}
+
+void cost_doc_plan(jd *d, json_t *o, const char *key, const plan *p) {
+  strbuf sb = {0};
+  plan_to_json(p, &sb);
+  char *text = sb_take(&sb);
+  jd_raw(d, o, key, text);
+  free(text);
+}
+
+/* The header every document about one plan on one cluster opens with. */
+static void plan_header(jd *d, const cost_env *env, const plan *p) {
+  const graph *g = cost_env_graph(env);
+  const hw_cluster *hc = cost_env_cluster(env);
+  jd_str(d, d->root, "model", g->name);
+  jd_str(d, d->root, "cluster", hc->name);
+  jd_int(d, d->root, "n_devices", hc->n_devices);
+  jd_str(d, d->root, "device", hc->groups[0].device.name);
+  char summary[512];
+  plan_summary(p, PLAN_SUMMARY_LINE, NULL, NULL, summary, sizeof summary);
+  jd_str(d, d->root, "summary", summary);
+  jd_int(d, d->root, "global_batch_size", p->global_batch_size);
+  jd_int(d, d->root, "seq_length", p->seq_length ? p->seq_length : g->default_seq);
+  cost_doc_plan(d, d->root, "plan", p);
+}
+
+void cost_estimate_doc(jd *d, const cost_env *env, const plan *p, const cost_result *r) {
+  jd_init(d, "autopar-estimate/1");
+  plan_header(d, env, p);
+  cost_result_put(d, d->root, r);
+}
+
+char *cost_result_json(const cost_env *env, const plan *p, const cost_result *r) {
+  jd d;
+  cost_estimate_doc(&d, env, p, r);
+  char *s = jd_dump(&d);
+  jd_free(&d);
+  return s;
+}
+
+/* The estimate's text, every figure read from the document. */
+static void estimate_text(strbuf *sb, const json_t *doc) {
+  sb_printf(sb, "model    %s on %s (%lld x %s)\n", jd_gets(doc, "model"), jd_gets(doc, "cluster"),
+            (long long)jd_geti(doc, "n_devices"), jd_gets(doc, "device"));
+  sb_printf(sb, "plan     %s\n", jd_gets(doc, "summary"));
+  sb_printf(sb, "batch    %lld sequences of %lld tokens\n", (long long)jd_geti(doc, "global_batch_size"),
+            (long long)jd_geti(doc, "seq_length"));
+  double it = jd_getn(doc, "iteration_time_s");
+  sb_printf(sb, "\niteration  %.4f s   %.0f tokens/s   %.1f tokens/s/device   bound: %s\n", it,
+            jd_getn(doc, "tokens_per_s"), jd_getn(doc, "tokens_per_s_per_device"), jd_gets(doc, "bound"));
+  sb_printf(sb, "MFU        %.1f%% (PaLM: 6N + attention, no causal discount)   %.1f%% (Megatron: causal /2)   "
+                "HFU %.1f%%   of dense bf16 peak\n",
+            100 * jd_getn(doc, "mfu.palm"), 100 * jd_getn(doc, "mfu.megatron"), 100 * jd_getn(doc, "mfu.hardware"));
+  sb_printf(sb, "TFLOP/s    %.1f per device (PaLM), %.1f (Megatron)\n\n", jd_getn(doc, "tflops_per_device.palm"),
+            jd_getn(doc, "tflops_per_device.megatron"));
+  sb_puts(sb, "time breakdown (critical pipeline rank)\n");
+  const json_t *tb = jd_at(doc, "time_breakdown_s");
+  for (size_t i = 0; i < COST_N_TIME_PARTS; i++) {
+    double v = jd_getn(tb, parts[i].key);
+    if (v > 0) sb_printf(sb, "  %-20s %9.4f s  %5.1f%%\n", parts[i].long_label, v, 100 * v / it);
+  }
+  const json_t *m = jd_at(doc, "memory");
+  sb_printf(sb, "\nmemory per device (GiB), capacity %.1f: %s\n", gib(jd_getn(m, "capacity_bytes")),
+            jd_getb(m, "fits") ? "fits" : "DOES NOT FIT");
+  sb_printf(sb, "  %-6s", "stage");
+  for (size_t k = 0; k < AP_COUNT(mem_parts); k++) sb_printf(sb, " %8s", mem_parts[k].column);
+  sb_puts(sb, "\n");
+  const json_t *stages = jd_at(m, "stages");
+  int64_t peak = jd_geti(m, "peak_stage");
+  for (size_t i = 0; i < json_array_size(stages); i++) {
+    sb_printf(sb, "  %-6zu", i);
+    for (size_t k = 0; k < AP_COUNT(mem_parts); k++)
+      sb_printf(sb, " %8.2f", gib(jd_getn(json_array_get(stages, i), mem_parts[k].key)));
+    sb_puts(sb, (int64_t)i == peak ? "  <- peak\n" : "\n");
+  }
+}
+
+char *cost_estimate_text(const json_t *doc) {
+  strbuf sb = {0};
+  estimate_text(&sb, doc);
   return sb_take(&sb);
+}
+
+char *cost_result_text(const cost_env *env, const plan *p, const cost_result *r) {
+  jd d;
+  cost_estimate_doc(&d, env, p, r);
+  char *s = d.failed ? NULL : cost_estimate_text(d.root);
+  jd_free(&d);
+  return s;
+}
+
+char *cost_simulate_out(const plan *p, const cost_result *r, double sim_pipeline_s, const char *trace_path,
+                        int format) {
+  jd d;
+  jd_init(&d, "autopar-simulate/1");
+  double iter_sim = sim_pipeline_s + r->time.dp_comm + r->time.optimizer;
+  jd_num(&d, d.root, "simulated_pipeline_s", sim_pipeline_s);
+  jd_num(&d, d.root, "closed_form_pipeline_s", r->pipeline_s);
+  jd_num(&d, d.root, "simulated_iteration_time_s", iter_sim);
+  jd_num(&d, d.root, "closed_form_iteration_time_s", r->iter_s);
+  jd_num(&d, d.root, "exposed_dp_comm_s", r->time.dp_comm);
+  jd_num(&d, d.root, "optimizer_s", r->time.optimizer);
+  jd_num(&d, d.root, "tokens_per_s_per_device", r->tokens_per_iter / iter_sim / (double)plan_n_devices(p));
+  jd_str(&d, d.root, "trace", trace_path);
+  char *out = NULL;
+  if (format == AP_OUT_JSON) {
+    out = jd_dump(&d);
+  } else if (!d.failed) {
+    const json_t *doc = d.root;
+    double sim = jd_getn(doc, "simulated_pipeline_s"), cf = jd_getn(doc, "closed_form_pipeline_s");
+    strbuf sb = {0};
+    sb_printf(&sb,
+              "pipeline   %.4f s simulated, %.4f s closed form (%+.2f%%)\niteration  %.4f s simulated (with %.4f s "
+              "exposed DP sync and %.4f s optimizer)\n",
+              sim, cf, 100 * (sim - cf) / cf, jd_getn(doc, "simulated_iteration_time_s"), jd_getn(doc, "exposed_dp_comm_s"),
+              jd_getn(doc, "optimizer_s"));
+    if (*jd_gets(doc, "trace")) sb_printf(&sb, "trace      %s\n", jd_gets(doc, "trace"));
+    out = sb_take(&sb);
+  }
+  jd_free(&d);
+  return out;
 }

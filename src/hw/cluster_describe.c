@@ -5,17 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jdoc.h"
 #include "hw/hw_json.h"
 
-/* Appends x in the shortest %g form that reads back exactly. */
-static void put_num(strbuf *sb, double x) {
-  char buf[40];
-  for (int prec = 15; prec <= 17; prec++) {
-    snprintf(buf, sizeof buf, "%.*g", prec, x);
-    if (strtod(buf, NULL) == x) break;
-  }
-  sb_puts(sb, buf);
-}
+/* Numbers go through the one JSON number writer, which writes the shortest form that reads back exactly. */
+#define put_num jx_sb_num
 
 static void put_key(strbuf *sb, bool *first, const char *key) {
   if (!*first) sb_puts(sb, ",");
@@ -98,7 +92,7 @@ static void put_level(strbuf *sb, const hw_link_level *lv, bool outermost) {
 }
 
 static void put_cluster(strbuf *sb, const hw_cluster *c) {
-  sb_puts(sb, "{\"name\":");
+  sb_puts(sb, "{\"format\":\"autopar-cluster/1\",\"name\":");
   jx_sb_str(sb, c->name);
   if (c->description[0]) {
     sb_puts(sb, ",\"description\":");
@@ -226,7 +220,7 @@ ap_status ap_clusters_list_json(ap_ctx *ctx, char **json_out) {
   if (!json_out) return ctx_fail(ctx, AP_INVALID, "ap_clusters_list_json: json_out must not be NULL");
   *json_out = NULL;
   strbuf sb = {0};
-  sb_puts(&sb, "{\"clusters\":[");
+  sb_puts(&sb, "{\"format\":\"autopar-clusters/1\",\"clusters\":[");
   ap_status st = for_each_preset(ctx, HW_PRESET_CLUSTER, &sb, write_cluster_entry);
   sb_puts(&sb, "],\"devices\":[");
   if (!st) st = for_each_preset(ctx, HW_PRESET_DEVICE, &sb, write_device_entry);
@@ -238,45 +232,51 @@ ap_status ap_clusters_list_json(ap_ctx *ctx, char **json_out) {
   return take(ctx, &sb, json_out);
 }
 
-/* ---- Text -------------------------------------------------------------------------------------------------------- */
+/* ---- Text, rendered from the list's document ------------------------------------------------------------------ */
 
-static void text_cluster_entry(strbuf *sb, const embedded_file *f, const void *obj, bool first) {
-  (void)f;
-  const hw_cluster *c = obj;
-  const hw_node_group *g = &c->groups[0];
-  if (first)
-    sb_puts(sb, "Cluster presets (--cluster NAME, NAME:DEVICES or NAME:NODESxDEVICES):\n"
-                "  name              device      per node  links (per device, each direction)\n");
-  sb_printf(sb, "  %-17s %-11s %-9lld ", c->name, g->device.name, (long long)g->devices_per_node);
-  for (int l = 0; l < g->n_levels; l++) {
-    const hw_link_level *lv = &g->levels[l];
-    if (l + 1 < g->n_levels)
-      sb_printf(sb, "%s %.0f GB/s in %lld, ", lv->name, lv->bw_Bps / 1e9, (long long)lv->domain_devices);
-    else
-      sb_printf(sb, "%s %.1f GB/s\n", lv->name, lv->bw_Bps / lv->oversubscription / 1e9);
+static void text_clusters(strbuf *sb, const json_t *doc) {
+  const json_t *arr = jd_at(doc, "clusters");
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    const json_t *c = json_array_get(arr, i);
+    if (i == 0)
+      sb_puts(sb, "Cluster presets (--cluster NAME, NAME:DEVICES or NAME:NODESxDEVICES):\n"
+                  "  name              device      per node  links (per device, each direction)\n");
+    sb_printf(sb, "  %-17s %-11s %-9lld ", jd_gets(c, "name"), jd_gets(c, "device"), (long long)jd_geti(c, "devices_per_node"));
+    const json_t *levels = jd_at(c, "levels");
+    size_t n = json_array_size(levels);
+    for (size_t l = 0; l < n; l++) {
+      const json_t *lv = json_array_get(levels, l);
+      if (l + 1 < n)
+        sb_printf(sb, "%s %.0f GB/s in %lld, ", jd_gets(lv, "name"), jd_getn(lv, "bw_Bps") / 1e9,
+                  (long long)jd_geti(lv, "domain_devices"));
+      else
+        sb_printf(sb, "%s %.1f GB/s\n", jd_gets(lv, "name"), jd_getn(lv, "bw_Bps") / jd_getn(lv, "oversubscription") / 1e9);
+    }
   }
-}
-
-static void text_device_entry(strbuf *sb, const embedded_file *f, const void *obj, bool first) {
-  (void)f;
-  const hw_device *d = obj;
-  if (first)
-    sb_puts(sb, "\nDevices (--cluster DEVICE:COUNT uses the device's node preset):\n"
-                "  name        bf16 TFLOP/s  memory GiB  memory TB/s  node preset\n");
-  sb_printf(sb, "  %-11s %-13.1f %-11.1f %-12.2f %s\n", d->name, d->peak_flop_per_s[HW_DTYPE_BF16] / 1e12,
-            (double)d->mem_bytes / (1024.0 * 1024.0 * 1024.0), d->mem_bw_Bps / 1e12,
-            d->default_node[0] ? d->default_node : "-");
+  arr = jd_at(doc, "devices");
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    const json_t *d = jd_at(json_array_get(arr, i), "device");
+    if (i == 0)
+      sb_puts(sb, "\nDevices (--cluster DEVICE:COUNT uses the device's node preset):\n"
+                  "  name        bf16 TFLOP/s  memory GiB  memory TB/s  node preset\n");
+    const char *node = jd_gets(d, "node");
+    sb_printf(sb, "  %-11s %-13.1f %-11.1f %-12.2f %s\n", jd_gets(d, "name"), jd_getn(d, "peak_flop_per_s.bf16") / 1e12,
+              (double)jd_geti(d, "mem_bytes") / (1024.0 * 1024.0 * 1024.0), jd_getn(d, "mem_bw_Bps") / 1e12,
+              *node ? node : "-");
+  }
 }
 
 ap_status ap_clusters_list_text(ap_ctx *ctx, char **text_out) {
   if (!text_out) return ctx_fail(ctx, AP_INVALID, "ap_clusters_list_text: text_out must not be NULL");
   *text_out = NULL;
+  char *js = NULL;
+  ap_status st = ap_clusters_list_json(ctx, &js);
+  if (st) return st;
+  json_t *doc = json_loads(js, 0, NULL);
+  free(js);
   strbuf sb = {0};
-  ap_status st = for_each_preset(ctx, HW_PRESET_CLUSTER, &sb, text_cluster_entry);
-  if (!st) st = for_each_preset(ctx, HW_PRESET_DEVICE, &sb, text_device_entry);
-  if (st) {
-    sb_free(&sb);
-    return st;
-  }
+  if (doc) text_clusters(&sb, doc);
+  else sb.oom = true;
+  json_decref(doc);
   return take(ctx, &sb, text_out);
 }

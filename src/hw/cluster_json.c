@@ -21,7 +21,7 @@ static const char *const level_keys[] = {
 static const char *const node_keys[] = {"node", "device", "devices_per_node", "n_nodes", "levels", "sources"};
 static const char *const top_keys[] = {
     "node", "device",      "devices_per_node", "n_nodes",   "levels",      "sources",    "name",
-    "aliases", "description", "origin",        "n_devices", "node_groups", "inter_node",
+    "aliases", "description", "origin",        "n_devices", "node_groups", "inter_node", "format",
 };
 static const char *const inter_keys[] = {
     "name",          "bw_Bps",     "latency_s",       "oversubscription",
@@ -334,6 +334,11 @@ static ap_status read_cluster(ap_ctx *ctx, const char *file, json_t *root, arena
   if (!st) st = jx_str(&top, root, "name", false, &name, NULL);
   if (!st) st = jx_str(&top, root, "description", false, &desc, NULL);
   if (!st) st = jx_str(&top, root, "origin", false, &unused, NULL);
+  /* `clusters --show` tags its description (docs/json.md), which reads back as a cluster file. */
+  const char *format = NULL;
+  if (!st) st = jx_str(&top, root, "format", false, &format, NULL);
+  if (!st && format && strcmp(format, "autopar-cluster/1") != 0)
+    st = jx_fail(&top, "format", "expected \"autopar-cluster/1\", got \"%.64s\"", format);
   if (st) return st;
   if (name && (!*name || strlen(name) >= HW_NAME_MAX))
     return jx_fail(&top, "name", "expected 1 to %d characters", HW_NAME_MAX - 1);

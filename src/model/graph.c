@@ -56,9 +56,14 @@ double graph_tensor_bytes(const graph_tensor *t, double b, double s) {
   return graph_tensor_numel(t, b, s) * (double)dtype_bytes(t->dt);
 }
 
+/* Whether the op's weight_k × weight_n (+ bias) are its own parameters. */
+static bool owns_weight(const graph_op *op) {
+  return !op->tied && !op->weight_is_input && (op->kind == OP_MATMUL || op->kind == OP_ROUTER || op->kind == OP_CONV2D);
+}
+
 int64_t graph_op_params(const graph_op *op) {
   int64_t p = op->extra_params;
-  if (!op->tied && (op->kind == OP_MATMUL || op->kind == OP_ROUTER || op->kind == OP_CONV2D))
+  if (owns_weight(op))
     p += (op->weight_k * op->weight_n + (op->has_bias ? op->weight_n : 0)) * op->n_experts;
   return p;
 }
@@ -66,7 +71,7 @@ int64_t graph_op_params(const graph_op *op) {
 int64_t graph_op_params_active(const graph_op *op) {
   if (op->n_experts <= 1) return graph_op_params(op);
   int64_t per_expert = op->weight_k * op->weight_n + (op->has_bias ? op->weight_n : 0);
-  return op->extra_params + (op->tied ? 0 : per_expert * op->top_k);
+  return op->extra_params + (owns_weight(op) ? per_expert * op->top_k : 0);
 }
 
 op_cost graph_op_eval(const graph_block *blk, const graph_op *op, double b, double s) {
@@ -78,6 +83,7 @@ op_cost graph_op_eval(const graph_block *blk, const graph_op *op, double b, doub
   double param_bytes = (double)graph_op_params_active(op) * (double)dtype_bytes(out->dt);
   c.read_bytes = in_bytes;
   c.write_bytes = out_n * (double)dtype_bytes(out->dt);
+  for (int i = 1; i < op->n_out; i++) c.write_bytes += graph_tensor_bytes(&blk->tensors[op->outs[i]], b, s);
   switch (op->kind) {
   case OP_MATMUL:
   case OP_ROUTER: {
@@ -90,6 +96,16 @@ op_cost graph_op_eval(const graph_block *blk, const graph_op *op, double b, doub
     c.dgrad_flop = f;
     c.wgrad_flop = f;
     c.bwd_gemm_flop = 2 * f;
+    if (op->weight_is_input) {
+      /* A product of two activations [..., M, K] · [..., K, N]: 2·K FLOP per output element, K taken from the
+       * left operand's symbolic shape (it is S in P·V). The backward pass is the gradient of each operand, one
+       * GEMM as large as the forward each (the same rule), and there is no weight to update. */
+      f = 2.0 * out_n * (x->n_dims > 0 ? graph_dim(x->dims[x->n_dims - 1], b, s) : 1.0);
+      c.fwd_gemm_flop = f;
+      c.bwd_gemm_flop = 2 * f;
+      c.dgrad_flop = 2 * f;
+      c.wgrad_flop = 0;
+    }
     if (op->has_bias) {
       c.fwd_vector_flop += m * (double)op->weight_n;
       c.wgrad_flop += m * (double)op->weight_n;
@@ -139,8 +155,9 @@ op_cost graph_op_eval(const graph_block *blk, const graph_op *op, double b, doub
     break;
   }
   case OP_CONV2D: {
-    /* Each output element is a dot product of length C_in·k_h·k_w = weight_k. */
-    double f = 2.0 * out_n * (double)op->weight_k;
+    /* Each output element is a dot product of length C_in·k_h·k_w = weight_k. A transposed convolution
+     * states its own FLOP per output element (its work follows its input). */
+    double f = op->gemm_flop_per_elem > 0 ? op->gemm_flop_per_elem * out_n : 2.0 * out_n * (double)op->weight_k;
     c.fwd_gemm_flop = f;
     c.dgrad_flop = f;
     c.wgrad_flop = f;
@@ -155,6 +172,7 @@ op_cost graph_op_eval(const graph_block *blk, const graph_op *op, double b, doub
   case OP_KIND_COUNT_:
     break;
   }
+  if (op->is_view) c.read_bytes = c.write_bytes = 0;
   return c;
 }
 
@@ -283,9 +301,18 @@ int graph_tensor_add(graph_builder *gb, const char *name, dtype dt, int tp_dim, 
 int graph_op_add(graph_builder *gb, const graph_op *op) {
   graph_block *blk = gb->blk;
   if (!blk || !grow(gb, (void **)&blk->ops, blk->n_ops, &gb->cap_ops, sizeof(graph_op))) return -1;
-  blk->ops[blk->n_ops] = *op;
-  blk->ops[blk->n_ops].name = arena_strdup(gb->a, op->name);
-  if (!blk->ops[blk->n_ops].name) {
+  graph_op *o = &blk->ops[blk->n_ops];
+  *o = *op;
+  if (o->n_out == 0 && o->out >= 0) {
+    o->n_out = 1;
+    o->outs[0] = o->out;
+  }
+  if (op->op_type && !(o->op_type = arena_strdup(gb->a, op->op_type))) {
+    gb->oom = true;
+    return -1;
+  }
+  o->name = arena_strdup(gb->a, op->name);
+  if (!o->name) {
     gb->oom = true;
     return -1;
   }
@@ -306,11 +333,17 @@ ap_status graph_validate(ap_ctx *ctx, const graph *g, const char *file) {
                 op->n_saved >= 0 && op->n_saved <= OP_MAX_SAVED && op->mask_of < blk->n_tensors;
       for (int k = 0; ok && k < op->n_in; k++) ok = op->in[k] >= 0 && op->in[k] < blk->n_tensors;
       for (int k = 0; ok && k < op->n_saved; k++) ok = op->saved[k] >= 0 && op->saved[k] < blk->n_tensors;
+      /* n_out 0: an op made without graph_op_add that names only out */
+      ok = ok && op->n_out >= 0 && op->n_out <= OP_MAX_OUT && (op->n_out == 0 || op->outs[0] == op->out);
+      for (int k = 1; ok && k < op->n_out; k++) ok = op->outs[k] >= 0 && op->outs[k] < blk->n_tensors;
       if (!ok) return ctx_fail(ctx, AP_INVALID, "%s: block %s, op %s: tensor reference out of range", file, blk->name, op->name);
       bool needs_in = op->kind != OP_EMBEDDING;
       if (needs_in && op->n_in < 1)
         return ctx_fail(ctx, AP_INVALID, "%s: block %s, op %s: needs at least one input", file, blk->name, op->name);
-      if (op->kind == OP_MATMUL || op->kind == OP_ROUTER) {
+      if (op->weight_is_input && (op->kind != OP_MATMUL || op->n_in < 2 || op->weight_k < 1 || op->weight_n < 1))
+        return ctx_fail(ctx, AP_INVALID, "%s: block %s, op %s: a product of two activations needs a matmul with two inputs",
+                        file, blk->name, op->name);
+      if ((op->kind == OP_MATMUL || op->kind == OP_ROUTER) && !op->weight_is_input) {
         const graph_tensor *x = &blk->tensors[op->in[0]], *y = &blk->tensors[op->out];
         if (op->weight_k < 1 || op->weight_n < 1 || x->n_dims < 1 || x->dims[x->n_dims - 1] != op->weight_k ||
             y->n_dims < 1 || y->dims[y->n_dims - 1] != op->weight_n)

@@ -33,7 +33,9 @@ enum { GRAPH_MAX_DIMS = 6 };
   X(FP4, "fp4", 1)    \
   X(INT64, "int64", 8) \
   X(INT32, "int32", 4) \
-  X(U8, "u8", 1)
+  X(U8, "u8", 1)      \
+  X(FP64, "fp64", 8)  \
+  X(INT16, "int16", 2)
 
 typedef enum {
 #define X(e, s, n) DT_##e,
@@ -80,7 +82,7 @@ typedef struct {
   bool seq_parallel; /* true when sequence parallelism may split its S dimension (TP leaves it whole) */
 } graph_tensor;
 
-enum { OP_MAX_IN = 4, OP_MAX_SAVED = 6 };
+enum { OP_MAX_IN = 4, OP_MAX_SAVED = 6, OP_MAX_OUT = 8 };
 
 typedef struct {
   const char *name;
@@ -110,6 +112,21 @@ typedef struct {
   int64_t kernel_h, kernel_w;
   /* ELEMENTWISE/NORM: FLOP per output element in the forward pass (documented per builder). */
   double flop_per_elem;
+  /* General-graph additions (filled by the ONNX importer; neutral defaults keep the older builders' ops
+   * unchanged). Every output of the op: outs[0] == out, n_out >= 1 once the op is added (graph_op_add sets
+   * n_out = 1 for an op that names only out; an op assembled by hand with n_out 0 means out alone). */
+  int n_out;
+  int outs[OP_MAX_OUT];
+  /* MATMUL: the right operand is the op's second input, an activation (a batched matmul such as Q·Kᵀ), not
+   * a weight: no parameters, and the backward pass computes two input gradients and no weight gradient. */
+  bool weight_is_input;
+  /* CONV2D: forward FLOP per output element when it is not 2·weight_k (a transposed convolution, whose
+   * work scales with its input); 0 = 2·weight_k. */
+  double gemm_flop_per_elem;
+  /* A view (reshape, squeeze, flatten): no data moves, so no bytes are read or written. */
+  bool is_view;
+  /* The source operator type (an ONNX op_type such as "Conv"), or NULL. */
+  const char *op_type;
 } graph_op;
 
 typedef enum { BLOCK_EMBED, BLOCK_LAYER, BLOCK_HEAD, BLOCK_OTHER } block_role;
@@ -125,6 +142,20 @@ typedef struct {
   bool is_moe;
 } graph_block;
 
+/* An edge of the graph: the tensor that one op produces and another reads. Within a block, the producer's
+ * output outs[from_out] is the consumer's input in[to_in] (tensor indices of that block). Between blocks, the
+ * producer's block hands its output tensor to the next block's input tensor: the edge links the op that
+ * produces one to each op that reads the other. A block repeated more than once also hands its output to its
+ * own input (carried: from one repeat to the next). Tensors that no op produces (graph inputs, labels) have no
+ * edges in. */
+typedef struct {
+  int from_block, from_op, from_out; /* producer: block, op index in it, output index in its outs */
+  int from_tensor;                   /* the tensor in the producer's block */
+  int to_block, to_op, to_in;        /* consumer: block, op index in it, input index in its in */
+  int to_tensor;                     /* the tensor in the consumer's block (from_tensor when in one block) */
+  bool carried;                      /* from one repeat of a block to its next repeat */
+} graph_edge;
+
 /* The whole model. Owned by an arena; freed with it. */
 typedef struct {
   const char *name;
@@ -135,6 +166,9 @@ typedef struct {
   int64_t default_seq; /* a sensible default sequence length (max positions capped), tokens */
   int64_t vocab_size, hidden_size, n_layers; /* summary facts; 0 where they do not apply */
   bool causal_lm;
+  /* Producer → consumer edges (graph_build_edges), ordered by consumer block, op and input. */
+  int n_edges;
+  graph_edge *edges;
 } graph;
 
 /* Costs of one op, or one block, at concrete micro-batch b and sequence s (one pass of the layer). FLOP
@@ -195,6 +229,14 @@ AP_HIDDEN int graph_tensor_add(graph_builder *gb, const char *name, dtype dt, in
 AP_HIDDEN int graph_op_add(graph_builder *gb, const graph_op *op);
 /* A blank op of a kind with neutral defaults (one expert, top_k 1, no saved tensors, mask_of -1). */
 AP_HIDDEN graph_op graph_op_init(op_kind kind, const char *name);
+
+/* Fills g->edges from the blocks' tensors and ops (the edge rules are at graph_edge). Call once the graph is
+ * complete; returns AP_NOMEM when out of memory. Every builder calls it (tf_build, graph_json_read, the ONNX
+ * importer). */
+AP_HIDDEN ap_status graph_build_edges(ap_ctx *ctx, arena *a, graph *g);
+/* The index of the op of blk that produces tensor t (and, in *out_index when not NULL, which of its outputs),
+ * or -1 when none does. */
+AP_HIDDEN int graph_producer(const graph_block *blk, int t, int *out_index);
 
 /* Checks structural invariants (indices in range, shapes consistent for matmuls); returns AP_INTERNAL or
  * AP_INVALID with a message naming the block and op. */

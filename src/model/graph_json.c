@@ -564,24 +564,47 @@ static ap_status read_inputs(rd *r, const char *where, json_t *jo, const kind_sp
   return AP_OK;
 }
 
-static ap_status read_output(rd *r, const char *where, json_t *jo, graph_op *op, int oi) {
-  json_t *out = json_object_get(jo, "out");
-  if (!out || json_is_null(out)) return failf(r, AP_INVALID, where, "out", "required field missing");
+/* One output tensor of op: checks it against the op's inputs and earlier producers and readers. */
+static ap_status read_one_output(rd *r, const char *where, const char *key, json_t *v, graph_op *op, int oi, int *out) {
   int t;
-  ap_status st = resolve(r, where, "out", out, &t);
+  ap_status st = resolve(r, where, key, v, &t);
   if (st) return st;
   const graph_block *blk = r->gb.blk;
   for (int i = 0; i < op->n_in; i++)
-    if (op->in[i] == t) return failf(r, AP_INVALID, where, "out", "\"%s\" is also an input of this op", blk->tensors[t].name);
+    if (op->in[i] == t) return failf(r, AP_INVALID, where, key, "\"%s\" is also an input of this op", blk->tensors[t].name);
   if (r->producer[t] >= 0)
-    return failf(r, AP_INVALID, where, "out", "tensor \"%s\" is already the output of op \"%s\"", blk->tensors[t].name,
-                 blk->ops[r->producer[t]].name);
+    return failf(r, AP_INVALID, where, key, "tensor \"%s\" is already the output of op \"%s\"", blk->tensors[t].name,
+                 r->producer[t] == oi ? "(this op)" : blk->ops[r->producer[t]].name);
   if (r->first_reader[t] >= 0)
-    return failf(r, AP_INVALID, where, "out",
+    return failf(r, AP_INVALID, where, key,
                  "tensor \"%s\" is read by the earlier op \"%s\" (list ops in execution order)", blk->tensors[t].name,
                  blk->ops[r->first_reader[t]].name);
   r->producer[t] = oi;
-  op->out = t;
+  *out = t;
+  return AP_OK;
+}
+
+/* "out": a tensor name, or an array of 1 to OP_MAX_OUT names for an op with several outputs (the first is
+ * the one the op's kind rules read, e.g. a matmul's n). */
+static ap_status read_output(rd *r, const char *where, json_t *jo, graph_op *op, int oi) {
+  json_t *out = json_object_get(jo, "out");
+  if (!out || json_is_null(out)) return failf(r, AP_INVALID, where, "out", "required field missing");
+  if (!json_is_array(out)) {
+    ap_status st = read_one_output(r, where, "out", out, op, oi, &op->out);
+    op->n_out = 1;
+    op->outs[0] = op->out;
+    return st;
+  }
+  if (json_array_size(out) < 1 || json_array_size(out) > OP_MAX_OUT)
+    return failf(r, AP_INVALID, where, "out", "expected a tensor name or an array of 1 to %d tensor names", OP_MAX_OUT);
+  for (size_t i = 0; i < json_array_size(out); i++) {
+    char key[32];
+    snprintf(key, sizeof key, "out[%zu]", i);
+    ap_status st = read_one_output(r, where, key, json_array_get(out, i), op, oi, &op->outs[i]);
+    if (st) return st;
+    op->n_out = (int)i + 1;
+  }
+  op->out = op->outs[0];
   return AP_OK;
 }
 
@@ -800,7 +823,8 @@ static ap_status read_top(rd *r, json_t *root, graph *g) {
   if (!has_layers)
     for (int i = 0; i < g->n_blocks; i++)
       if (g->blocks[i].role == BLOCK_LAYER) g->n_layers += g->blocks[i].repeat;
-  return graph_validate(r->ctx, g, r->file);
+  if ((st = graph_validate(r->ctx, g, r->file))) return st;
+  return graph_build_edges(r->ctx, r->a, g);
 }
 
 ap_status graph_json_read(ap_ctx *ctx, arena *a, const char *file, json_t *root, graph *out) {

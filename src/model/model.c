@@ -1,15 +1,17 @@
-/* The public model API (model layer): loading a model from a preset name, a Hugging Face config.json or an
- * op-graph file, and describing it (parameters, per-block breakdown, FLOP per token). Presets are
+/* The public model API (model layer): loading a model from a preset name, a Hugging Face config.json, an
+ * op-graph file or an ONNX file (through the optional "onnx" part), and describing it (parameters, per-block breakdown, FLOP per token). Presets are
  * config.json files under data/models/ compiled into the library, each with an "autopar" object naming its
  * source and published parameter counts. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jdoc.h"
 #include "core/jsonx.h"
 #include "model/graph_json.h"
 #include "model/hfconfig.h"
 #include "model/model.h"
+#include "model/onnx.h"
 
 static const char PRESET_DIR[] = "data/models/";
 
@@ -84,6 +86,23 @@ static ap_status model_from_json(ap_ctx *ctx, const char *file, const char *name
   return AP_OK;
 }
 
+ap_status model_parse_onnx(ap_ctx *ctx, const char *file, const void *bytes, size_t n, ap_model **out) {
+  *out = NULL;
+  const onnx_part_ops *ops = ctx_part_ops(ctx, "onnx");
+  if (!ops)
+    return ctx_fail(ctx, AP_UNSUPPORTED, "%s: ONNX import is not built into this autopar (the optional part \"onnx\"; "
+                    "build without CORE_ONLY=1)", file);
+  ap_model *m = model_alloc();
+  if (!m) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  ap_status st = ops->load(ctx, m->a, file, bytes, n, &m->g);
+  if (st) {
+    ap_model_free(m);
+    return st;
+  }
+  *out = m;
+  return AP_OK;
+}
+
 ap_status model_parse(ap_ctx *ctx, const char *file, const char *text, size_t n, ap_model **out) {
   json_t *root = NULL;
   *out = NULL;
@@ -114,14 +133,16 @@ enum { MAX_PRESETS = 256 };
 ap_status ap_model_load(ap_ctx *ctx, const char *spec, ap_model **out) {
   *out = NULL;
   ctx_clear(ctx);
-  if (!spec || !*spec) return ctx_fail(ctx, AP_INVALID, "--model: expected a preset name or a path to a JSON file");
-  bool is_path = strchr(spec, '/') || util_ends_with(spec, ".json");
+  if (!spec || !*spec)
+    return ctx_fail(ctx, AP_INVALID, "--model: expected a preset name or a path to a JSON or ONNX file");
+  bool onnx = util_ends_with(spec, ".onnx");
+  bool is_path = strchr(spec, '/') || util_ends_with(spec, ".json") || onnx;
   if (is_path) {
     char *text = NULL;
     size_t n = 0;
     ap_status st = util_read_file(ctx, spec, &text, &n);
     if (st) return st;
-    st = model_parse(ctx, spec, text, n, out);
+    st = onnx ? model_parse_onnx(ctx, spec, text, n, out) : model_parse(ctx, spec, text, n, out);
     free(text);
     return st;
   }
@@ -180,26 +201,25 @@ static block_fig block_figures(const graph_block *blk, double s) {
 
 static int64_t resolve_seq(const ap_model *m, int64_t seq) { return seq > 0 ? seq : m->g.default_seq > 0 ? m->g.default_seq : 1; }
 
-ap_status ap_model_describe_json(ap_ctx *ctx, const ap_model *m, int64_t seq, char **json_out) {
+/* `describe`'s answer as one document (autopar-describe/1, docs/json.md); the text below renders from it. */
+static void describe_doc(jd *d, const ap_model *m, int64_t seq) {
   const graph *g = &m->g;
   double s = (double)resolve_seq(m, seq);
-  strbuf sb = {0};
-  sb_puts(&sb, "{\"name\":");
-  jx_sb_str(&sb, g->name);
-  sb_puts(&sb, ",\"model_type\":");
-  jx_sb_str(&sb, g->model_type);
-  sb_puts(&sb, ",\"source\":");
-  jx_sb_str(&sb, g->source);
-  sb_printf(&sb, ",\"params_total\":%lld,\"params_active\":%lld", (long long)graph_params_total(g),
-            (long long)graph_params_active(g));
-  if (m->published_params_total)
-    sb_printf(&sb, ",\"published_params_total\":%lld", (long long)m->published_params_total);
-  if (m->published_params_active)
-    sb_printf(&sb, ",\"published_params_active\":%lld", (long long)m->published_params_active);
-  sb_printf(&sb, ",\"n_layers\":%lld,\"hidden_size\":%lld,\"vocab_size\":%lld,\"seq\":%lld", (long long)g->n_layers,
-            (long long)g->hidden_size, (long long)g->vocab_size, (long long)s);
+  jd_init(d, "autopar-describe/1");
+  json_t *o = d->root;
+  jd_str(d, o, "name", g->name);
+  jd_str(d, o, "model_type", g->model_type);
+  jd_str(d, o, "source", g->source);
+  jd_int(d, o, "params_total", graph_params_total(g));
+  jd_int(d, o, "params_active", graph_params_active(g));
+  if (m->published_params_total) jd_int(d, o, "published_params_total", m->published_params_total);
+  if (m->published_params_active) jd_int(d, o, "published_params_active", m->published_params_active);
+  jd_int(d, o, "n_layers", g->n_layers);
+  jd_int(d, o, "hidden_size", g->hidden_size);
+  jd_int(d, o, "vocab_size", g->vocab_size);
+  jd_int(d, o, "seq", (int64_t)s);
   double fwd = 0, train = 0, gemm = 0, saved = 0;
-  sb_puts(&sb, ",\"blocks\":[");
+  json_t *blocks = jd_arr(d, o, "blocks");
   for (int i = 0; i < g->n_blocks; i++) {
     const graph_block *blk = &g->blocks[i];
     block_fig f = block_figures(blk, s);
@@ -208,23 +228,30 @@ ap_status ap_model_describe_json(ap_ctx *ctx, const ap_model *m, int64_t seq, ch
     train += f.train_flop * r;
     gemm += f.train_gemm_flop * r;
     saved += f.saved_bytes * r;
-    sb_printf(&sb, "%s{\"name\":", i ? "," : "");
-    jx_sb_str(&sb, blk->name);
-    sb_printf(&sb,
-              ",\"role\":\"%s\",\"repeat\":%lld,\"moe\":%s,\"n_ops\":%d,\"params_per_repeat\":%lld,"
-              "\"params_active_per_repeat\":%lld,\"fwd_flop_per_token\":%.6g,\"train_flop_per_token\":%.6g,"
-              "\"saved_activation_bytes_per_token\":%.6g}",
-              role_names[blk->role], (long long)blk->repeat, blk->is_moe ? "true" : "false", blk->n_ops,
-              (long long)graph_block_params(blk), (long long)graph_block_params_active(blk), f.fwd_flop,
-              f.train_flop, f.saved_bytes);
+    json_t *b = jd_obj(d, blocks, NULL);
+    jd_str(d, b, "name", blk->name);
+    jd_str(d, b, "role", role_names[blk->role]);
+    jd_int(d, b, "repeat", blk->repeat);
+    jd_bool(d, b, "moe", blk->is_moe);
+    jd_int(d, b, "n_ops", blk->n_ops);
+    jd_int(d, b, "params_per_repeat", graph_block_params(blk));
+    jd_int(d, b, "params_active_per_repeat", graph_block_params_active(blk));
+    jd_num(d, b, "fwd_flop_per_token", f.fwd_flop);
+    jd_num(d, b, "train_flop_per_token", f.train_flop);
+    jd_num(d, b, "saved_activation_bytes_per_token", f.saved_bytes);
   }
-  sb_printf(&sb,
-            "],\"flop_per_token\":{\"forward\":%.6g,\"train\":%.6g,\"train_gemm\":%.6g,"
-            "\"convention\":\"forward + dgrad + wgrad, no causal discount, no recompute\"},"
-            "\"saved_activation_bytes_per_token\":%.6g}\n",
-            fwd, train, gemm, saved);
-  *json_out = sb_take(&sb);
-  return *json_out ? AP_OK : ctx_fail(ctx, AP_NOMEM, "out of memory");
+  json_t *fl = jd_obj(d, o, "flop_per_token");
+  jd_num(d, fl, "forward", fwd);
+  jd_num(d, fl, "train", train);
+  jd_num(d, fl, "train_gemm", gemm);
+  jd_str(d, fl, "convention", "forward + dgrad + wgrad, no causal discount, no recompute");
+  jd_num(d, o, "saved_activation_bytes_per_token", saved);
+}
+
+static ap_status doc_out(ap_ctx *ctx, jd *d, bool as_json, char *(*render)(const json_t *), char **out) {
+  *out = d->failed ? NULL : as_json ? jd_dump(d) : render(d->root);
+  jd_free(d);
+  return *out ? AP_OK : ctx_fail(ctx, AP_NOMEM, "out of memory");
 }
 
 /* Formats a count with a unit suffix: 70.55B, 8.03B, 124.4M. */
@@ -235,81 +262,100 @@ static void human(char *out, size_t n, double v) {
   snprintf(out, n, k ? "%.2f%s" : "%.0f%s", v, suf[k]);
 }
 
-ap_status ap_model_describe_text(ap_ctx *ctx, const ap_model *m, int64_t seq, char **text_out) {
-  const graph *g = &m->g;
-  double s = (double)resolve_seq(m, seq);
+static char *describe_text(const json_t *doc) {
   strbuf sb = {0};
   char a[32], b[32];
-  human(a, sizeof a, (double)graph_params_total(g));
-  human(b, sizeof b, (double)graph_params_active(g));
-  sb_printf(&sb, "model        %s (%s)\nsource       %s\n", g->name, g->model_type, g->source);
-  sb_printf(&sb, "parameters   %s total (%lld), %s active per token (%lld)\n", a, (long long)graph_params_total(g), b,
-            (long long)graph_params_active(g));
-  if (g->n_layers)
-    sb_printf(&sb, "shape        %lld layers, hidden %lld, vocabulary %lld\n", (long long)g->n_layers,
-              (long long)g->hidden_size, (long long)g->vocab_size);
-  sb_printf(&sb, "sequence     %lld tokens\n\n", (long long)s);
+  int64_t total = jd_geti(doc, "params_total"), active = jd_geti(doc, "params_active");
+  human(a, sizeof a, (double)total);
+  human(b, sizeof b, (double)active);
+  sb_printf(&sb, "model        %s (%s)\nsource       %s\n", jd_gets(doc, "name"), jd_gets(doc, "model_type"),
+            jd_gets(doc, "source"));
+  sb_printf(&sb, "parameters   %s total (%lld), %s active per token (%lld)\n", a, (long long)total, b, (long long)active);
+  if (jd_geti(doc, "n_layers"))
+    sb_printf(&sb, "shape        %lld layers, hidden %lld, vocabulary %lld\n", (long long)jd_geti(doc, "n_layers"),
+              (long long)jd_geti(doc, "hidden_size"), (long long)jd_geti(doc, "vocab_size"));
+  sb_printf(&sb, "sequence     %lld tokens\n\n", (long long)jd_geti(doc, "seq"));
   sb_printf(&sb, "%-22s %6s %14s %14s %16s %16s\n", "block", "repeat", "params/repeat", "active/repeat",
             "train FLOP/token", "saved B/token");
-  double fwd = 0, train = 0, gemm = 0;
-  for (int i = 0; i < g->n_blocks; i++) {
-    const graph_block *blk = &g->blocks[i];
-    block_fig f = block_figures(blk, s);
-    fwd += f.fwd_flop * (double)blk->repeat;
-    train += f.train_flop * (double)blk->repeat;
-    gemm += f.train_gemm_flop * (double)blk->repeat;
-    human(a, sizeof a, (double)graph_block_params(blk));
-    human(b, sizeof b, (double)graph_block_params_active(blk));
-    sb_printf(&sb, "%-22s %6lld %14s %14s %16.4g %16.4g\n", blk->name, (long long)blk->repeat, a, b,
-              f.train_flop * (double)blk->repeat, f.saved_bytes * (double)blk->repeat);
+  const json_t *blocks = jd_at(doc, "blocks");
+  for (size_t i = 0; i < json_array_size(blocks); i++) {
+    const json_t *blk = json_array_get(blocks, i);
+    double r = (double)jd_geti(blk, "repeat");
+    human(a, sizeof a, (double)jd_geti(blk, "params_per_repeat"));
+    human(b, sizeof b, (double)jd_geti(blk, "params_active_per_repeat"));
+    sb_printf(&sb, "%-22s %6lld %14s %14s %16.4g %16.4g\n", jd_gets(blk, "name"), (long long)r, a, b,
+              jd_getn(blk, "train_flop_per_token") * r, jd_getn(blk, "saved_activation_bytes_per_token") * r);
   }
-  sb_printf(&sb, "\nFLOP per token: forward %.4g, training %.4g (GEMM only %.4g)\n", fwd, train, gemm);
+  sb_printf(&sb, "\nFLOP per token: forward %.4g, training %.4g (GEMM only %.4g)\n", jd_getn(doc, "flop_per_token.forward"),
+            jd_getn(doc, "flop_per_token.train"), jd_getn(doc, "flop_per_token.train_gemm"));
   sb_puts(&sb, "  (forward + input-gradient + weight-gradient; no causal discount; no recompute)\n");
-  *text_out = sb_take(&sb);
-  return *text_out ? AP_OK : ctx_fail(ctx, AP_NOMEM, "out of memory");
+  return sb_take(&sb);
 }
 
-/* Loads every preset for listing; a preset that fails to load is reported, never skipped silently. */
-static ap_status list_presets(ap_ctx *ctx, bool as_json, char **out) {
+ap_status ap_model_describe_json(ap_ctx *ctx, const ap_model *m, int64_t seq, char **json_out) {
+  jd d;
+  describe_doc(&d, m, seq);
+  return doc_out(ctx, &d, true, describe_text, json_out);
+}
+
+ap_status ap_model_describe_text(ap_ctx *ctx, const ap_model *m, int64_t seq, char **text_out) {
+  jd d;
+  describe_doc(&d, m, seq);
+  return doc_out(ctx, &d, false, describe_text, text_out);
+}
+
+/* `models`' answer as one document (autopar-models/1): every preset, loaded, so that a preset that fails to load
+ * is reported, never skipped silently. */
+static ap_status models_doc(ap_ctx *ctx, jd *d) {
   const char *names[MAX_PRESETS];
   const embedded_file *files[MAX_PRESETS];
   size_t n = preset_names(names, files, MAX_PRESETS);
-  strbuf sb = {0};
-  if (as_json) sb_puts(&sb, "[");
-  else sb_printf(&sb, "%-28s %-12s %10s %10s  %s\n", "preset", "model_type", "params", "active", "source");
-  ap_status st = AP_OK;
-  for (size_t i = 0; i < n && !st; i++) {
+  jd_init(d, "autopar-models/1");
+  json_t *arr = jd_arr(d, d->root, "models");
+  for (size_t i = 0; i < n; i++) {
     char name[96];
     snprintf(name, sizeof name, "%s", names[i]);
     name[strlen(name) - 5] = '\0';
     ap_model *m = NULL;
-    st = ap_model_load(ctx, name, &m);
-    if (st) break;
-    if (as_json) {
-      sb_printf(&sb, "%s{\"name\":", i ? "," : "");
-      jx_sb_str(&sb, name);
-      sb_puts(&sb, ",\"model_type\":");
-      jx_sb_str(&sb, m->g.model_type);
-      sb_printf(&sb, ",\"params_total\":%lld,\"params_active\":%lld,\"source\":", (long long)graph_params_total(&m->g),
-                (long long)graph_params_active(&m->g));
-      jx_sb_str(&sb, m->g.source);
-      sb_puts(&sb, "}");
-    } else {
-      char a[32], b[32];
-      human(a, sizeof a, (double)graph_params_total(&m->g));
-      human(b, sizeof b, (double)graph_params_active(&m->g));
-      sb_printf(&sb, "%-28s %-12s %10s %10s  %.70s\n", name, m->g.model_type, a, b, m->g.source);
+    ap_status st = ap_model_load(ctx, name, &m);
+    if (st) {
+      jd_free(d);
+      return st;
     }
+    json_t *o = jd_obj(d, arr, NULL);
+    jd_str(d, o, "name", name);
+    jd_str(d, o, "model_type", m->g.model_type);
+    jd_int(d, o, "params_total", graph_params_total(&m->g));
+    jd_int(d, o, "params_active", graph_params_active(&m->g));
+    jd_str(d, o, "source", m->g.source);
     ap_model_free(m);
   }
-  if (as_json) sb_puts(&sb, "]\n");
-  if (st) {
-    sb_free(&sb);
-    return st;
-  }
-  *out = sb_take(&sb);
-  return *out ? AP_OK : ctx_fail(ctx, AP_NOMEM, "out of memory");
+  return AP_OK;
 }
 
-ap_status ap_models_list_json(ap_ctx *ctx, char **json_out) { return list_presets(ctx, true, json_out); }
-ap_status ap_models_list_text(ap_ctx *ctx, char **text_out) { return list_presets(ctx, false, text_out); }
+static char *models_text(const json_t *doc) {
+  strbuf sb = {0};
+  sb_printf(&sb, "%-28s %-12s %10s %10s  %s\n", "preset", "model_type", "params", "active", "source");
+  const json_t *arr = jd_at(doc, "models");
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    const json_t *o = json_array_get(arr, i);
+    char a[32], b[32];
+    human(a, sizeof a, (double)jd_geti(o, "params_total"));
+    human(b, sizeof b, (double)jd_geti(o, "params_active"));
+    sb_printf(&sb, "%-28s %-12s %10s %10s  %.70s\n", jd_gets(o, "name"), jd_gets(o, "model_type"), a, b,
+              jd_gets(o, "source"));
+  }
+  return sb_take(&sb);
+}
+
+ap_status ap_models_list_json(ap_ctx *ctx, char **json_out) {
+  jd d;
+  ap_status st = models_doc(ctx, &d);
+  return st ? st : doc_out(ctx, &d, true, models_text, json_out);
+}
+
+ap_status ap_models_list_text(ap_ctx *ctx, char **text_out) {
+  jd d;
+  ap_status st = models_doc(ctx, &d);
+  return st ? st : doc_out(ctx, &d, false, models_text, text_out);
+}

@@ -19,5 +19,8 @@ AP_HIDDEN const graph *model_graph(const ap_model *m);
 AP_HIDDEN ap_status model_from_tf_config(ap_ctx *ctx, const tf_config *c, ap_model **out);
 /* Parses a model from memory (HF config or op graph); file names the source in messages. */
 AP_HIDDEN ap_status model_parse(ap_ctx *ctx, const char *file, const char *text, size_t n, ap_model **out);
+/* Decodes an ONNX model from memory through the "onnx" part of ctx (ctx_part_ops); AP_UNSUPPORTED naming the
+ * part when ctx has none. */
+AP_HIDDEN ap_status model_parse_onnx(ap_ctx *ctx, const char *file, const void *bytes, size_t n, ap_model **out);
 
 #endif

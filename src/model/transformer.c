@@ -454,5 +454,6 @@ ap_status tf_build(ap_ctx *ctx, arena *a, const tf_config *c, graph *g) {
   }
   if (!b.gb.oom && graph_block_begin(&b.gb, g, "head", BLOCK_HEAD, 1)) head(&b);
   if (b.gb.oom || !g->name || !g->model_type || !g->source) return ctx_fail(ctx, AP_NOMEM, "out of memory building the graph");
-  return graph_validate(ctx, g, c->name ? c->name : "model");
+  ap_status st = graph_validate(ctx, g, c->name ? c->name : "model");
+  return st ? st : graph_build_edges(ctx, a, g);
 }

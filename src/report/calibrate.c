@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jdoc.h"
 #include "core/jsonx.h"
 #include "cost/calib.h"
 #include "report/calibrate.h"
@@ -273,6 +274,24 @@ static double mape_of(fit_state *f, int fold, int *n_out) {
   return n ? sum / n : NAN;
 }
 
+/* The report's text, every figure read from its document. */
+static void calibrate_text(strbuf *sb, const json_t *doc) {
+  const char *device = jd_gets(doc, "device");
+  sb_printf(sb, "calibrated %lld rows of %s%s%s\n", (long long)jd_geti(doc, "rows"), jd_gets(doc, "csv"),
+            *device ? " on " : "", device);
+  sb_printf(sb, "MAPE before        %.1f%%\nMAPE after         %.1f%% (in sample, full validate with the fitted constants)\n",
+            100 * jd_getn(doc, "mape_before"), 100 * jd_getn(doc, "mape_after"));
+  double loo = jd_getn(doc, "leave_one_source_out_mape"), mem_before = jd_getn(doc, "memory_mape_before");
+  if (isfinite(loo))
+    sb_printf(sb, "leave-one-source-out MAPE %.1f%% (each source predicted by constants fitted on the others)\n", 100 * loo);
+  if (isfinite(mem_before))
+    sb_printf(sb, "memory MAPE %.1f%% before, %.1f%% after (rows that report a measured peak)\n", 100 * mem_before,
+              100 * jd_getn(doc, "memory_mape_after"));
+  else
+    sb_puts(sb, "memory: no row reports a measured peak\n");
+  sb_printf(sb, "written to %s\n", jd_gets(doc, "output"));
+}
+
 ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, const char *out_path, int format,
                          int effort, char **report_out) {
   *report_out = NULL;
@@ -408,35 +427,31 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
   }
   if (!st) {
     double loo_mape = loo_n ? loo_sum / loo_n : NAN;
-    if (format == 1) {
-      const struct {
-        const char *key;
-        double v;
-      } figs[] = {{"mape_before", before},          {"mape_after_fixed_plans", after_fixed}, {"mape_after", after},
-                  {"leave_one_source_out_mape", loo_mape}, {"memory_mape_before", mem_before},
-                  {"memory_mape_after", mem_after}};
-      sb_puts(&sb, "{\"output\": ");
-      jx_sb_str(&sb, out_path);
-      sb_printf(&sb, ", \"rows\": %d", n_rows);
-      for (size_t i = 0; i < AP_COUNT(figs); i++) {
-        sb_printf(&sb, ", \"%s\": ", figs[i].key);
-        jx_sb_num(&sb, figs[i].v);
-      }
-      sb_printf(&sb, ", \"fit\": %s}\n", fit_summary);
+    /* The report is one document (autopar-calibrate/1, docs/json.md); the text is rendered from it. */
+    jd doc;
+    jd_init(&doc, "autopar-calibrate/1");
+    jd_str(&doc, doc.root, "csv", csv_path);
+    jd_str(&doc, doc.root, "device", device);
+    jd_str(&doc, doc.root, "output", out_path);
+    jd_int(&doc, doc.root, "rows", n_rows);
+    jd_num(&doc, doc.root, "mape_before", before);
+    jd_num(&doc, doc.root, "mape_after_fixed_plans", after_fixed);
+    jd_num(&doc, doc.root, "mape_after", after);
+    jd_num(&doc, doc.root, "leave_one_source_out_mape", loo_mape);
+    jd_num(&doc, doc.root, "memory_mape_before", mem_before);
+    jd_num(&doc, doc.root, "memory_mape_after", mem_after);
+    jd_put(&doc, doc.root, "fit", json_loads(fit_summary, 0, NULL));
+    if (format == AP_OUT_JSON) {
+      char *js = jd_dump(&doc);
+      if (js) sb_puts(&sb, js);
+      else sb.oom = true;
+      free(js);
+    } else if (doc.failed) {
+      sb.oom = true;
     } else {
-      sb_printf(&sb, "calibrated %d rows of %s%s%s\n", n_rows, csv_path, device ? " on " : "", device ? device : "");
-      sb_printf(&sb, "MAPE before        %.1f%%\nMAPE after         %.1f%% (in sample, full validate with the fitted constants)\n",
-                100 * before, 100 * after);
-      if (isfinite(loo_mape))
-        sb_printf(&sb, "leave-one-source-out MAPE %.1f%% (each source predicted by constants fitted on the others)\n",
-                  100 * loo_mape);
-      if (isfinite(mem_before))
-        sb_printf(&sb, "memory MAPE %.1f%% before, %.1f%% after (rows that report a measured peak)\n", 100 * mem_before,
-                  100 * mem_after);
-      else
-        sb_puts(&sb, "memory: no row reports a measured peak\n");
-      sb_printf(&sb, "written to %s\n", out_path);
+      calibrate_text(&sb, doc.root);
     }
+    jd_free(&doc);
     *report_out = sb_take(&sb);
     if (!*report_out) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   }

@@ -1,12 +1,14 @@
 /* ap_compare_clusters (report layer): "64 H100 or 128 A100?" in one table. Each cluster is planned with the
  * same options through ap_plan_search; its winner's throughput gives the time and device-hours to train on the
  * token budget (train_cost.c) and, with a price, the cost. Clusters are ranked by time (throughput when no
- * budget is given) and by cost. */
+ * budget is given) and by cost. The answer is one document (autopar-compare-clusters/1, docs/json.md); the text
+ * table is rendered from it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jdoc.h"
 #include "core/jsonx.h"
 #include "report/train_cost.h"
 
@@ -65,7 +67,7 @@ static ap_status plan_one(ap_ctx *ctx, const ap_model *model, entry *e, const ap
     snprintf(e->summary, sizeof e->summary, "%s", sum ? sum : "");
     e->iteration_time_s = json_number_value(json_object_get(best, "iteration_time_s"));
     e->tokens_per_s = json_number_value(json_object_get(best, "tokens_per_s"));
-    e->peak_mem_bytes = json_number_value(json_object_get(best, "peak_mem_bytes"));
+    e->peak_mem_bytes = jd_getn(best, "memory.peak_bytes"); /* autopar-search/2: the cost result's memory */
   } else {
     e->tokens_per_s = 0;
   }
@@ -91,65 +93,68 @@ static void rank_by(entry *es, size_t n, bool by_cost) {
   }
 }
 
-static void write_json(strbuf *sb, const entry *es, size_t n, double tokens, bool priced) {
-  sb_puts(sb, "{\"format\":\"autopar-compare-clusters/1\",\"tokens\":");
-  jx_sb_num(sb, tokens > 0 ? tokens : NAN);
-  sb_puts(sb, ",\"clusters\":[");
+/* The answer as one document (autopar-compare-clusters/1, docs/json.md), clusters in the order given. */
+static void compare_doc(jd *d, const entry *es, size_t n, double tokens, bool priced) {
+  jd_init(d, "autopar-compare-clusters/1");
+  jd_num(d, d->root, "tokens", tokens > 0 ? tokens : NAN);
+  json_t *arr = jd_arr(d, d->root, "clusters");
   for (size_t i = 0; i < n; i++) {
     const entry *e = &es[i];
-    sb_printf(sb, "%s{\"cluster\":", i ? "," : "");
-    jx_sb_str(sb, e->spec);
-    sb_printf(sb, ",\"n_devices\":%lld,\"device\":", (long long)e->n_devices);
-    jx_sb_str(sb, e->device);
-    sb_printf(sb, ",\"feasible\":%s,\"rank_by_time\":%d,\"rank_by_cost\":", e->feasible ? "true" : "false", e->rank_time);
-    if (priced) sb_printf(sb, "%d", e->rank_cost);
-    else sb_puts(sb, "null");
-    sb_puts(sb, ",\"best_plan\":");
-    if (e->feasible) jx_sb_str(sb, e->summary);
-    else sb_puts(sb, "null");
-    sb_puts(sb, ",\"iteration_time_s\":");
-    jx_sb_num(sb, e->feasible ? e->iteration_time_s : NAN);
-    sb_puts(sb, ",\"tokens_per_s\":");
-    jx_sb_num(sb, e->feasible ? e->tokens_per_s : NAN);
-    sb_puts(sb, ",\"tokens_per_s_per_device\":");
-    jx_sb_num(sb, e->feasible ? e->tokens_per_s / (double)e->n_devices : NAN);
-    sb_puts(sb, ",\"peak_mem_bytes\":");
-    jx_sb_num(sb, e->feasible ? e->peak_mem_bytes : NAN);
-    sb_puts(sb, ",\"train\":");
-    train_cost_json(sb, &e->tc);
-    sb_puts(sb, "}");
+    json_t *o = jd_obj(d, arr, NULL);
+    jd_str(d, o, "cluster", e->spec);
+    jd_int(d, o, "n_devices", e->n_devices);
+    jd_str(d, o, "device", e->device);
+    jd_bool(d, o, "feasible", e->feasible);
+    jd_int(d, o, "rank_by_time", e->rank_time);
+    if (priced) jd_int(d, o, "rank_by_cost", e->rank_cost);
+    else jd_null(d, o, "rank_by_cost");
+    jd_str(d, o, "best_plan", e->feasible ? e->summary : NULL);
+    jd_num(d, o, "iteration_time_s", e->feasible ? e->iteration_time_s : NAN);
+    jd_num(d, o, "tokens_per_s", e->feasible ? e->tokens_per_s : NAN);
+    jd_num(d, o, "tokens_per_s_per_device", e->feasible ? e->tokens_per_s / (double)e->n_devices : NAN);
+    jd_num(d, o, "peak_mem_bytes", e->feasible ? e->peak_mem_bytes : NAN);
+    train_cost_put(d, o, "train", &e->tc);
   }
-  sb_puts(sb, "]}\n");
 }
 
-static void write_text(strbuf *sb, const entry *es, size_t n, double tokens, bool priced) {
-  char d[64];
-  if (tokens > 0) sb_printf(sb, "time and cost to train on %.3g tokens", tokens);
+/* The table, every figure read from the document. */
+static void compare_text(strbuf *sb, const json_t *doc) {
+  char dur[64];
+  double tokens = jd_getn(doc, "tokens");
+  const json_t *arr = jd_at(doc, "clusters");
+  size_t n = json_array_size(arr);
+  bool priced = n > 0 && jd_at(json_array_get(arr, 0), "rank_by_cost") &&
+                !json_is_null(jd_at(json_array_get(arr, 0), "rank_by_cost"));
+  if (isfinite(tokens)) sb_printf(sb, "time and cost to train on %.3g tokens", tokens);
   else sb_puts(sb, "per 10^9 tokens (give --tokens for a budget)");
   sb_puts(sb, "\n\n");
   sb_printf(sb, "%-4s %-22s %8s  %-10s %12s %14s %14s %12s", "rank", "cluster", "devices", "device", "tokens/s",
-            tokens > 0 ? "time to train" : "time", "device-hours", priced ? "cost" : "");
+            isfinite(tokens) ? "time to train" : "time", "device-hours", priced ? "cost" : "");
   sb_puts(sb, "  best plan\n");
-  for (int r = 1; r <= (int)n; r++)
+  for (int64_t r = 1; r <= (int64_t)n; r++)
     for (size_t i = 0; i < n; i++) {
-      const entry *e = &es[i];
-      if (e->rank_time != r) continue;
-      if (!e->feasible) {
-        sb_printf(sb, "%-4s %-22s %8lld  %-10s %12s %14s %14s %12s  no plan fits\n", "-", e->spec, (long long)e->n_devices,
-                  e->device, "-", "-", "-", "");
+      const json_t *e = json_array_get(arr, i);
+      if (jd_geti(e, "rank_by_time") != r) continue;
+      if (!jd_getb(e, "feasible")) {
+        sb_printf(sb, "%-4s %-22s %8lld  %-10s %12s %14s %14s %12s  no plan fits\n", "-", jd_gets(e, "cluster"),
+                  (long long)jd_geti(e, "n_devices"), jd_gets(e, "device"), "-", "-", "-", "");
         continue;
       }
-      train_format_duration(e->tc.time_s, d, sizeof d);
+      train_format_duration(jd_getn(e, "train.time_s"), dur, sizeof dur);
       char cost[32] = "";
-      if (priced) snprintf(cost, sizeof cost, "%.0f", e->tc.cost);
-      sb_printf(sb, "%-4d %-22s %8lld  %-10s %12.0f %14s %14.0f %12s  %s\n", r, e->spec, (long long)e->n_devices, e->device,
-                e->tokens_per_s, d, e->tc.gpu_hours, cost, e->summary);
+      if (priced) snprintf(cost, sizeof cost, "%.0f", jd_getn(e, "train.cost"));
+      sb_printf(sb, "%-4lld %-22s %8lld  %-10s %12.0f %14s %14.0f %12s  %s\n", (long long)r, jd_gets(e, "cluster"),
+                (long long)jd_geti(e, "n_devices"), jd_gets(e, "device"), jd_getn(e, "tokens_per_s"), dur,
+                jd_getn(e, "train.gpu_hours"), cost, jd_gets(e, "best_plan"));
     }
   if (priced) {
     sb_puts(sb, "\nby cost:");
-    for (int r = 1; r <= (int)n; r++)
-      for (size_t i = 0; i < n; i++)
-        if (es[i].rank_cost == r && es[i].feasible) sb_printf(sb, " %d. %s (%.0f)", r, es[i].spec, es[i].tc.cost);
+    for (int64_t r = 1; r <= (int64_t)n; r++)
+      for (size_t i = 0; i < n; i++) {
+        const json_t *e = json_array_get(arr, i);
+        if (jd_geti(e, "rank_by_cost") == r && jd_getb(e, "feasible"))
+          sb_printf(sb, " %lld. %s (%.0f)", (long long)r, jd_gets(e, "cluster"), jd_getn(e, "train.cost"));
+      }
     sb_puts(sb, "\n");
   }
   sb_puts(sb, "(rank by time to train, fastest first; time and device-hours from the best plan's predicted throughput)\n");
@@ -206,15 +211,20 @@ ap_status ap_compare_clusters(ap_ctx *ctx, const ap_model *model, const char *cl
   if (st) goto done;
   rank_by(es, n, false);
   if (np) rank_by(es, n, true);
-  strbuf sb = {0};
-  if (format == AP_OUT_JSON) write_json(&sb, es, n, tokens, np > 0);
-  else write_text(&sb, es, n, tokens, np > 0);
-  if (sb.oom) {
-    sb_free(&sb);
+  jd doc;
+  compare_doc(&doc, es, n, tokens, np > 0);
+  if (format == AP_OUT_JSON) {
+    *out = jd_dump(&doc);
+  } else if (!doc.failed) {
+    strbuf sb = {0};
+    compare_text(&sb, doc.root);
+    *out = sb_take(&sb);
+  }
+  jd_free(&doc);
+  if (!*out) {
     st = ctx_fail(ctx, AP_NOMEM, "compare-clusters: out of memory");
     goto done;
   }
-  *out = sb_take(&sb);
 done:
   free(specs);
   free(ps);

@@ -256,6 +256,17 @@ typedef struct {
   const char *label;
 } point;
 
+/* A point's peak memory and whether it fits: space[] entries carry peak_mem_bytes and fits, plans[] entries
+ * the cost result's memory object (docs/json.md, autopar-search/2). */
+static double point_peak(json_t *e) {
+  json_t *m = json_object_get(e, "memory");
+  return m ? num(m, "peak_bytes") : num(e, "peak_mem_bytes");
+}
+static bool point_fits(json_t *e) {
+  json_t *m = json_object_get(e, "memory");
+  return !json_is_false(json_object_get(m ? m : e, "fits"));
+}
+
 /* The explored space: every costed plan the search document lists (space[], else plans[]), iteration time
  * against peak memory, the Pareto front (no other plan both faster and leaner) joined, the winner marked. */
 static ap_status section_space(strbuf *sb, json_t *search) {
@@ -264,22 +275,28 @@ static ap_status section_space(strbuf *sb, json_t *search) {
   if (from_plans) sp = search ? json_object_get(search, "plans") : NULL;
   size_t n = json_is_array(sp) ? json_array_size(sp) : 0;
   if (n == 0) return AP_OK;
-  point *pt = calloc(n, sizeof *pt);
+  point *pt = calloc(n + 1, sizeof *pt); /* + 1: the winner, when the sample of space[] missed it */
   if (!pt) return AP_NOMEM;
   size_t np = 0, i;
   json_t *e;
   double tmax = 0, mmax = 0, tmin = INFINITY;
   json_array_foreach(sp, i, e) {
-    double t = num(e, "iteration_time_s"), m = num(e, "peak_mem_bytes");
+    double t = num(e, "iteration_time_s"), m = point_peak(e);
     if (!(isfinite(t) && t > 0 && isfinite(m) && m > 0)) continue;
-    pt[np] = (point){t, m, !json_is_false(json_object_get(e, "fits")), false, i == 0 && from_plans, str(e, "summary")};
+    pt[np] = (point){t, m, point_fits(e), false, i == 0 && from_plans, str(e, "summary")};
     tmax = fmax(tmax, t), mmax = fmax(mmax, m), tmin = fmin(tmin, t);
     np++;
   }
   json_t *best = json_array_get(json_object_get(search, "plans"), 0);
-  double bt = num(best, "iteration_time_s"), bm = num(best, "peak_mem_bytes");
+  double bt = num(best, "iteration_time_s"), bm = point_peak(best);
+  bool have_best = from_plans;
+  for (size_t a = 0; a < np && !from_plans; a++)
+    if (pt[a].t == bt && pt[a].m == bm) pt[a].best = have_best = true;
+  if (!have_best && isfinite(bt) && bt > 0 && isfinite(bm) && bm > 0) {
+    pt[np++] = (point){bt, bm, point_fits(best), false, true, str(best, "summary")};
+    tmax = fmax(tmax, bt), mmax = fmax(mmax, bm), tmin = fmin(tmin, bt);
+  }
   for (size_t a = 0; a < np; a++) {
-    if (!from_plans && pt[a].t == bt && pt[a].m == bm) pt[a].best = true;
     bool dominated = false;
     for (size_t b = 0; b < np && !dominated; b++)
       dominated = b != a && pt[b].fits && pt[b].t <= pt[a].t && pt[b].m <= pt[a].m && (pt[b].t < pt[a].t || pt[b].m < pt[a].m);
@@ -379,7 +396,7 @@ static void section_runner_ups(strbuf *sb, json_t *search) {
       sb_puts(sb, "–");
     }
     sb_puts(sb, "</td><td>");
-    put_bytes(sb, num(p, "peak_mem_bytes"));
+    put_bytes(sb, point_peak(p));
     sb_puts(sb, "</td></tr>\n");
   }
   sb_puts(sb, "</table></section>\n");

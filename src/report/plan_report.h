@@ -14,8 +14,4 @@
  * names the bad key or value. fix may be NULL or "". */
 AP_HIDDEN ap_status plan_fix_parse(ap_ctx *ctx, const char *fix, plan *base, unsigned *mask);
 
-/* The plan in one line for people: "tp 8, pp 4, dp 2 | mbs 1 x 64 | interleaved-1f1b vpp 5 | sp | recompute
- * selective | ZeRO 1 | bf16", with cp, ep/etp, the mesh order and the split where they are not the defaults. */
-AP_HIDDEN void plan_report_brief(const plan *p, char *out, size_t n);
-
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "core/jsonx.h"
+#include "cost/result_doc.h"
 #include "plan/plan_api.h"
 #include "report/trace.h"
 
@@ -17,8 +18,11 @@ char *report_trace_json(const char *model, const char *cluster, const plan *p, c
   jx_sb_str(&sb, model);
   sb_puts(&sb, ",\"cluster\":");
   jx_sb_str(&sb, cluster);
-  sb_printf(&sb, ",\"schedule\":\"%s\",\"simulated_pipeline_s\":%.6g,\"closed_form_pipeline_s\":%.6g},\"traceEvents\":[",
-            plan_schedule_name(p->schedule), pipe, r->pipeline_s);
+  sb_printf(&sb, ",\"schedule\":\"%s\",\"simulated_pipeline_s\":", plan_schedule_name(p->schedule));
+  jx_sb_num(&sb, pipe);
+  sb_puts(&sb, ",\"closed_form_pipeline_s\":");
+  jx_sb_num(&sb, r->pipeline_s);
+  sb_puts(&sb, "},\"traceEvents\":[");
   bool first = true;
   for (int64_t rk = 0; rk < p->pp; rk++) {
     for (int tid = 0; tid < 2; tid++) {
@@ -82,26 +86,9 @@ ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
       !(trace = report_trace_json(cost_env_graph(env)->name, cost_env_cluster(env)->name, &ap->p, r, ev, n_ev, sim_s)))
     st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   if (!st && trace_path) st = util_write_file_atomic(ctx, trace_path, trace);
-  if (!st) {
-    double iter_sim = sim_s + r->time.dp_comm + r->time.optimizer;
-    strbuf sb = {0};
-    if (format == AP_OUT_JSON) {
-      sb_printf(&sb,
-                "{\"simulated_pipeline_s\":%.6g,\"closed_form_pipeline_s\":%.6g,\"simulated_iteration_time_s\":%.6g,"
-                "\"closed_form_iteration_time_s\":%.6g,\"tokens_per_s_per_device\":%.6g,\"trace\":",
-                sim_s, r->pipeline_s, iter_sim, r->iter_s, r->tokens_per_iter / iter_sim / (double)plan_n_devices(&ap->p));
-      jx_sb_str(&sb, trace_path ? trace_path : "");
-      sb_puts(&sb, "}\n");
-    } else {
-      sb_printf(&sb,
-                "pipeline   %.4f s simulated, %.4f s closed form (%+.2f%%)\niteration  %.4f s simulated (with %.4f s "
-                "exposed DP sync and %.4f s optimizer)\n%s%s%s",
-                sim_s, r->pipeline_s, 100 * (sim_s - r->pipeline_s) / r->pipeline_s, iter_sim, r->time.dp_comm,
-                r->time.optimizer, trace_path ? "trace      " : "", trace_path ? trace_path : "", trace_path ? "\n" : "");
-    }
-    *out = sb_take(&sb);
-    if (!*out) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
-  }
+  /* The answer: one document (autopar-simulate/1, docs/json.md), written or rendered (cost/result_fmt.c). */
+  if (!st && !(*out = cost_simulate_out(&ap->p, r, sim_s, trace_path, format)))
+    st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   free(ev);
   free(trace);
   free(r);

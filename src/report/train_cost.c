@@ -40,16 +40,11 @@ void train_format_duration(double s, char *out, size_t n) {
   else snprintf(out, n, "%.1f s", s);
 }
 
-void train_cost_json(strbuf *sb, const train_cost *c) {
-  sb_puts(sb, "{\"tokens\":");
-  jx_sb_num(sb, c->tokens);
-  sb_puts(sb, ",\"time_s\":");
-  jx_sb_num(sb, c->time_s);
-  sb_puts(sb, ",\"gpu_hours\":");
-  jx_sb_num(sb, c->gpu_hours);
-  sb_puts(sb, ",\"cost\":");
-  jx_sb_num(sb, c->cost);
-  sb_puts(sb, ",\"price_per_gpu_hour\":");
-  jx_sb_num(sb, c->price_per_gpu_hour);
-  sb_puts(sb, "}");
+void train_cost_put(jd *d, json_t *o, const char *key, const train_cost *c) {
+  json_t *t = jd_obj(d, o, key);
+  jd_num(d, t, "tokens", c->tokens);
+  jd_num(d, t, "time_s", c->time_s);
+  jd_num(d, t, "gpu_hours", c->gpu_hours);
+  jd_num(d, t, "cost", c->cost);
+  jd_num(d, t, "price_per_gpu_hour", c->price_per_gpu_hour);
 }

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "core/core.h"
+#include "core/jdoc.h"
 
 typedef struct {
   double tokens;          /* the token budget */
@@ -25,8 +26,8 @@ AP_HIDDEN void train_cost_compute(double tokens, double tokens_per_s, double n_d
 AP_HIDDEN bool train_parse_amount(const char *s, double *out);
 /* "12.3 days" / "4.5 hours" / "30 minutes": a duration for people. */
 AP_HIDDEN void train_format_duration(double s, char *out, size_t n);
-/* Appends `"train": {"tokens":…,"time_s":…,"gpu_hours":…,"cost":…|null,"price_per_gpu_hour":…|null}` members
- * (without the key) as a JSON object. */
-AP_HIDDEN void train_cost_json(strbuf *sb, const train_cost *c);
+/* Puts {"tokens", "time_s", "gpu_hours", "cost" (null without a price), "price_per_gpu_hour" (null without a
+ * price)} under key in o (docs/json.md). */
+AP_HIDDEN void train_cost_put(jd *d, json_t *o, const char *key, const train_cost *c);
 
 #endif

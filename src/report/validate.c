@@ -13,6 +13,7 @@
 #include "hw/hw.h"
 #include "model/hfconfig.h"
 #include "model/model.h"
+#include "plan/summary.h"
 #include "report/runs_csv.h"
 #include "report/validate.h"
 #include "search/complete.h"
@@ -43,6 +44,12 @@ static const double VALIDATE_SEARCH_BUDGET_S = 0.5;
 
 /* A row's miss: what a row the tool cannot model adds to MAPE, as if it had predicted no throughput. */
 static const double MISS_APE = 1.0;
+
+double validate_miss_ape(void) { return MISS_APE; }
+
+const char *validate_mem_name(validate_mem_convention c) {
+  return (int)c >= 0 && c < VALIDATE_MEM_COUNT_ ? mem_names[c] : "?";
+}
 
 /* ---- Reading a row ------------------------------------------------------------------------------------- */
 
@@ -853,304 +860,16 @@ const validate_summary *validate_report_summary(const validate_report *r) { retu
 
 /* ---- Output ---------------------------------------------------------------------------------------------- */
 
+/* The chooser of plan_summary's marks: a field is chosen by autopar when the row did not state it. */
+static bool row_chose(const void *user, const char *field) {
+  unsigned stated = *(const unsigned *)user;
+  for (int b = 0; b < COMPLETE_N_FIELDS; b++)
+    if (strcmp(complete_field_name((complete_bit)b), field) == 0) return !((stated >> b) & 1u);
+  return false;
+}
+
 void validate_plan_brief(const plan *p, unsigned stated, char *out, size_t n) {
-#define MARK(bit) (((stated >> COMPLETE_BIT_##bit) & 1u) ? "" : "*")
-  size_t len = 0;
-  out[0] = '\0';
-#define PUT(...)                                                      \
-  do {                                                                \
-    if (len < n) {                                                    \
-      int k_ = snprintf(out + len, n - len, __VA_ARGS__);             \
-      if (k_ > 0) len += (size_t)k_;                                  \
-    }                                                                 \
-  } while (0)
-  PUT("tp%lld%s pp%lld%s dp%lld%s", (long long)p->tp, MARK(TP), (long long)p->pp, MARK(PP), (long long)p->dp, MARK(DP));
-  if (p->cp > 1) PUT(" cp%lld%s", (long long)p->cp, MARK(CP));
-  if (p->ep > 1) PUT(" ep%lld%s", (long long)p->ep, MARK(EP));
-  char layers[24] = "";
-  if (p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0)
-    snprintf(layers, sizeof layers, "/%d", (int)p->recompute_layers);
-  PUT(" mbs%lld%s vpp%lld%s sp%d%s rc=%s%s%s z%d%s", (long long)p->micro_batch_size, MARK(MBS), (long long)p->vpp,
-      MARK(VPP), p->sequence_parallel ? 1 : 0, MARK(SP), plan_recompute_name(p->recompute), layers, MARK(RECOMPUTE),
-      (int)p->zero_stage, MARK(ZERO));
-  if (p->precision != PLAN_PREC_BF16) PUT(" %s%s", plan_precision_name(p->precision), MARK(PRECISION));
-  if (p->fused_loss) PUT(" fused-loss*");
-#undef PUT
-#undef MARK
-}
-
-static void json_row(strbuf *sb, const validate_row *v) {
-  sb_puts(sb, "{\"id\":");
-  jx_sb_str(sb, v->id);
-  bool ok = !v->error;
-  sb_puts(sb, ",\"predicted_tokens_per_s_per_gpu\":");
-  jx_sb_num(sb, ok ? v->predicted_tokens : NAN);
-  sb_puts(sb, ",\"measured_tokens_per_s_per_gpu\":");
-  jx_sb_num(sb, v->has_measured ? v->measured_tokens : NAN);
-  sb_puts(sb, ",\"ape\":");
-  jx_sb_num(sb, v->ape);
-  sb_puts(sb, ",\"predicted_outcome\":");
-  sb_puts(sb, !ok ? "null" : v->fits ? "\"ok\"" : "\"oom\"");
-  sb_puts(sb, ",\"predicted_peak_mem_bytes\":");
-  jx_sb_num(sb, ok ? round(v->predicted_peak_mem_bytes) : NAN);
-  sb_printf(sb, ",\"line\":%lld,\"model\":", (long long)v->line);
-  jx_sb_str(sb, v->model);
-  sb_puts(sb, ",\"gpu\":");
-  jx_sb_str(sb, v->gpu);
-  sb_printf(sb, ",\"num_gpus\":%lld,\"outcome\":\"%s\"", (long long)v->num_gpus, v->measured_oom ? "oom" : "ok");
-  if (v->has_mem) {
-    sb_puts(sb, ",\"measured_peak_mem_bytes\":");
-    jx_sb_num(sb, round(v->measured_mem_bytes));
-    sb_printf(sb, ",\"mem_convention\":\"%s\",\"compared_mem_bytes\":", mem_names[v->mem_convention]);
-    jx_sb_num(sb, ok ? round(v->compared_mem_bytes) : NAN);
-    sb_puts(sb, ",\"mem_ape\":");
-    jx_sb_num(sb, v->mem_ape);
-  }
-  if (ok) {
-    char brief[160];
-    validate_plan_brief(&v->plan, v->stated, brief, sizeof brief);
-    sb_puts(sb, ",\"plan\":");
-    jx_sb_str(sb, brief);
-    sb_puts(sb, ",\"chosen\":[");
-    int k = 0;
-    for (int b = 0; b < COMPLETE_N_FIELDS; b++)
-      if (!((v->stated >> b) & 1u)) {
-        sb_printf(sb, "%s\"%s\"", k++ ? "," : "", complete_field_name((complete_bit)b));
-      }
-    sb_printf(sb, "],\"n_evaluated\":%lld,\"iter_s\":", (long long)v->n_evaluated);
-    jx_sb_num(sb, v->iter_s);
-    sb_puts(sb, ",\"mfu_palm\":");
-    jx_sb_num(sb, v->mfu_palm);
-    sb_puts(sb, ",\"bound\":");
-    jx_sb_str(sb, v->bound ? v->bound : "");
-  }
-  if (ok && v->searched) {
-    sb_puts(sb, ",\"best_predicted_tokens_per_s_per_gpu\":");
-    jx_sb_num(sb, v->has_best ? v->best_tokens : NAN);
-    sb_puts(sb, ",\"best_vs_plan\":");
-    jx_sb_num(sb, v->has_best && v->predicted_tokens > 0 ? v->best_tokens / v->predicted_tokens : NAN);
-    sb_puts(sb, ",\"best_plan\":");
-    if (v->has_best) plan_to_json(&v->best_plan, sb);
-    else sb_puts(sb, "null");
-    if (v->search_note) {
-      sb_puts(sb, ",\"search_note\":");
-      jx_sb_str(sb, v->search_note);
-    }
-  }
-  if (v->note) {
-    sb_puts(sb, ",\"note\":");
-    jx_sb_str(sb, v->note);
-  }
-  if (v->error) {
-    sb_puts(sb, ",\"error\":");
-    jx_sb_str(sb, v->error);
-  }
-  sb_puts(sb, "}");
-}
-
-/* summary.data_floor: what rows with identical inputs force on any prediction (data_floor.h). */
-static void json_floor(strbuf *sb, const data_floor *f) {
-  sb_printf(sb, ",\"data_floor\":{\"identical_input_groups\":%lld,\"rows_in_them\":%lld,\"mape_floor\":",
-            (long long)f->n_groups, (long long)f->n_rows_grouped);
-  jx_sb_num(sb, f->mape_floor);
-  sb_puts(sb, ",\"ape_bar\":");
-  jx_sb_num(sb, f->bar);
-  sb_printf(sb, ",\"min_rows_over_bar\":%lld,\"groups_over_bar\":[", (long long)f->min_rows_over);
-  for (int64_t g = 0; g < f->n_listed; g++) {
-    const floor_group *fg = &f->listed[g];
-    sb_printf(sb, "%s{\"rows_over_bar\":%lld,\"ids\":[", g ? "," : "", (long long)fg->n_over);
-    for (int64_t k = 0; k < fg->n; k++) {
-      if (k) sb_puts(sb, ",");
-      jx_sb_str(sb, fg->ids[k]);
-    }
-    sb_puts(sb, "],\"measured\":[");
-    for (int64_t k = 0; k < fg->n; k++) {
-      if (k) sb_puts(sb, ",");
-      jx_sb_num(sb, fg->measured[k]);
-    }
-    sb_puts(sb, "]}");
-  }
-  sb_puts(sb, "]}");
-}
-
-char *validate_report_json(const validate_report *r) {
-  strbuf sb = {0};
-  const validate_summary *s = &r->sum;
-  sb_puts(&sb, "{\"rows\":[");
-  for (int64_t i = 0; i < r->n_rows; i++) {
-    if (i) sb_puts(&sb, ",");
-    json_row(&sb, &r->rows[i]);
-  }
-  sb_puts(&sb, "],\"summary\":{\"mape\":");
-  jx_sb_num(&sb, s->mape);
-  sb_puts(&sb, ",\"median_ape\":");
-  jx_sb_num(&sb, s->median_ape);
-  sb_printf(&sb, ",\"n\":%lld,\"n_rows\":%lld,\"n_errors\":%lld,\"miss_ape\":", (long long)s->n, (long long)s->n_rows,
-            (long long)s->n_errors);
-  jx_sb_num(&sb, MISS_APE);
-  sb_puts(&sb, ",\"mean_signed_error\":");
-  jx_sb_num(&sb, s->mean_signed_error);
-  sb_puts(&sb, ",\"worst\":");
-  if (s->worst_id) {
-    sb_puts(&sb, "{\"id\":");
-    jx_sb_str(&sb, s->worst_id);
-    sb_puts(&sb, ",\"ape\":");
-    jx_sb_num(&sb, s->worst_ape);
-    sb_puts(&sb, "}");
-  } else {
-    sb_puts(&sb, "null");
-  }
-  sb_puts(&sb, ",\"spearman\":");
-  jx_sb_num(&sb, s->spearman);
-  sb_printf(&sb, ",\"spearman_groups\":%lld,\"spearman_by_group\":[", (long long)s->n_ranked);
-  for (int64_t g = 0; g < s->n_groups; g++) {
-    sb_puts(&sb, g ? ",{\"model\":" : "{\"model\":");
-    jx_sb_str(&sb, s->groups[g].model);
-    sb_puts(&sb, ",\"gpu\":");
-    jx_sb_str(&sb, s->groups[g].gpu);
-    sb_printf(&sb, ",\"n\":%lld,\"rho\":", (long long)s->groups[g].n);
-    jx_sb_num(&sb, s->groups[g].rho);
-    sb_puts(&sb, "}");
-  }
-  sb_printf(&sb, "],\"oom\":{\"oom_rows\":%lld,\"oom_predicted_oom\":%lld,\"ok_rows\":%lld,\"ok_predicted_fit\":%lld}",
-            (long long)s->oom_rows, (long long)s->oom_predicted_oom, (long long)s->ok_rows, (long long)s->ok_predicted_fit);
-  sb_printf(&sb, ",\"memory\":{\"n\":%lld,\"mape\":", (long long)s->mem_n);
-  jx_sb_num(&sb, s->mem_mape);
-  sb_puts(&sb, ",\"by_convention\":{");
-  for (int k = 0; k < VALIDATE_MEM_COUNT_; k++) {
-    sb_printf(&sb, "%s\"%s\":{\"n\":%lld,\"mape\":", k ? "," : "", mem_names[k], (long long)s->mem_n_by[k]);
-    jx_sb_num(&sb, s->mem_mape_by[k]);
-    sb_puts(&sb, "}");
-  }
-  sb_puts(&sb, "},\"compared\":\"predicted total per device (fixed overhead and allocator reserve included); "
-               "nvidia-smi rows: the first node's most loaded pipeline rank; max_memory_reserved rows: the peak "
-               "over all ranks\"}");
-  json_floor(&sb, &s->floor);
-  if (s->searched) {
-    sb_printf(&sb, ",\"search\":{\"compared\":%lld,\"at_least_as_fast\":%lld,\"slower\":%lld,\"stated_plan_unfit\":%lld,"
-              "\"no_plan_fits\":%lld,\"cut_by_budget\":%lld,\"worst\":",
-              (long long)s->search_compared, (long long)s->search_at_least, (long long)s->search_slower,
-              (long long)s->search_stated_unfit, (long long)s->search_none_fit, (long long)s->search_truncated);
-    if (s->search_worst_id) {
-      sb_puts(&sb, "{\"id\":");
-      jx_sb_str(&sb, s->search_worst_id);
-      sb_puts(&sb, ",\"best_vs_plan\":");
-      jx_sb_num(&sb, s->search_worst_ratio);
-      sb_puts(&sb, "}");
-    } else {
-      sb_puts(&sb, "null");
-    }
-    sb_puts(&sb, "}");
-  }
-  sb_puts(&sb, "}}\n");
-  return sb_take(&sb);
-}
-
-/* A percentage for the text table, or "-" when not a number. */
-static const char *pct(double x, char *buf, size_t n) {
-  if (isfinite(x)) snprintf(buf, n, "%.1f%%", 100.0 * x);
-  else snprintf(buf, n, "-");
-  return buf;
-}
-
-static const char *gib(double bytes, char *buf, size_t n) {
-  if (isfinite(bytes) && bytes > 0) snprintf(buf, n, "%.1f", bytes / 1073741824.0);
-  else snprintf(buf, n, "-");
-  return buf;
-}
-
-char *validate_report_text(const validate_report *r) {
-  strbuf sb = {0};
-  const validate_summary *s = &r->sum;
-  int w = 4;
-  for (int64_t i = 0; i < r->n_rows; i++) {
-    int len = (int)strlen(r->rows[i].id);
-    if (len > w) w = len < 48 ? len : 48;
-  }
-  if (s->searched) {
-    sb_printf(&sb, "%-*s %12s %12s %8s  %-7s %13s %12s %9s  %s\n", w, "id", "predicted", "measured", "ape", "outcome",
-              "mem GiB", "best plan", "best/plan", "plan (* = chosen by autopar)");
-    sb_printf(&sb, "%-*s %12s %12s %8s  %-7s %13s %12s\n", w, "", "tok/s/GPU", "tok/s/GPU", "", "pred/run", "pred/run",
-              "tok/s/GPU");
-  } else {
-    sb_printf(&sb, "%-*s %12s %12s %8s  %-7s %13s  %s\n", w, "id", "predicted", "measured", "ape", "outcome",
-              "mem GiB", "plan (* = chosen by autopar)");
-    sb_printf(&sb, "%-*s %12s %12s %8s  %-7s %13s\n", w, "", "tok/s/GPU", "tok/s/GPU", "", "pred/run", "pred/run");
-  }
-  for (int64_t i = 0; i < r->n_rows; i++) {
-    const validate_row *v = &r->rows[i];
-    char meas[32], ape[32], mem[48], a[16], b[16], brief[160];
-    if (v->has_measured) snprintf(meas, sizeof meas, "%.1f", v->measured_tokens);
-    else snprintf(meas, sizeof meas, "-");
-    if (v->error) {
-      sb_printf(&sb, "%-*.*s %12s %12s %8s  %-7s %13s  error: %s\n", w, w, v->id, "-", meas, "miss",
-                v->measured_oom ? "-/oom" : "-/ok", "-", v->error);
-      continue;
-    }
-    snprintf(mem, sizeof mem, "%s/%s", gib(v->has_mem ? v->compared_mem_bytes : v->predicted_peak_mem_bytes, a, sizeof a),
-             gib(v->has_mem ? v->measured_mem_bytes : NAN, b, sizeof b));
-    validate_plan_brief(&v->plan, v->stated, brief, sizeof brief);
-    char outcome[16];
-    snprintf(outcome, sizeof outcome, "%s/%s", v->fits ? "ok" : "oom", v->measured_oom ? "oom" : "ok");
-    sb_printf(&sb, "%-*.*s %12.1f %12s %8s  %-7s %13s", w, w, v->id, v->predicted_tokens, meas,
-              pct(v->ape, ape, sizeof ape), outcome, mem);
-    char best[160] = "";
-    if (s->searched) {
-      if (v->has_best) {
-        sb_printf(&sb, " %12.1f %8.3fx", v->best_tokens, v->best_tokens / v->predicted_tokens);
-        validate_plan_brief(&v->best_plan, COMPLETE_ALL, best, sizeof best);
-      } else {
-        sb_printf(&sb, " %12s %9s", "-", "-");
-      }
-    }
-    sb_printf(&sb, "  %s%s%s", brief, v->note ? "  note: " : "", v->note ? v->note : "");
-    if (s->searched && v->has_best) sb_printf(&sb, "  best: %s %s vpp%lld", best, plan_schedule_name(v->best_plan.schedule),
-                                              (long long)v->best_plan.vpp);
-    if (s->searched && v->search_note) sb_printf(&sb, "  search: %s", v->search_note);
-    sb_puts(&sb, "\n");
-  }
-  char p1[32], p2[32], p3[32];
-  sb_printf(&sb, "\nrows: %lld (%lld with a measured throughput, %lld measured oom, %lld errors)\n", (long long)s->n_rows,
-            (long long)s->n, (long long)(s->n_rows - s->n), (long long)s->n_errors);
-  sb_printf(&sb, "throughput: MAPE %s, median %s over %lld rows (an error counts as %.0f%%); mean signed error %s\n",
-            pct(s->mape, p1, sizeof p1), pct(s->median_ape, p2, sizeof p2), (long long)s->n, 100 * MISS_APE,
-            pct(s->mean_signed_error, p3, sizeof p3));
-  if (s->worst_id) sb_printf(&sb, "worst: %s (ape %s)\n", s->worst_id, pct(s->worst_ape, p1, sizeof p1));
-  if (isfinite(s->spearman))
-    sb_printf(&sb, "spearman: mean %.3f over %lld groups (same model and gpu, at least 3 rows; %lld more without "
-              "spread left out)\n", s->spearman, (long long)s->n_ranked, (long long)(s->n_groups - s->n_ranked));
-  else sb_printf(&sb, "spearman: no group of at least 3 rows on the same model and gpu\n");
-  sb_printf(&sb, "oom agreement: %lld of %lld oom rows predicted oom; %lld of %lld ok rows predicted to fit\n",
-            (long long)s->oom_predicted_oom, (long long)s->oom_rows, (long long)s->ok_predicted_fit, (long long)s->ok_rows);
-  sb_printf(&sb, "memory: MAPE %s over %lld rows", pct(s->mem_mape, p1, sizeof p1), (long long)s->mem_n);
-  for (int k = 0; k < VALIDATE_MEM_COUNT_; k++)
-    sb_printf(&sb, "%s%s %s over %lld", k ? "; " : " (", mem_names[k], pct(s->mem_mape_by[k], p1, sizeof p1),
-              (long long)s->mem_n_by[k]);
-  sb_puts(&sb, "); predicted total with overhead and allocator reserve\n");
-  const data_floor *f = &s->floor;
-  if (f->n_groups > 0) {
-    sb_printf(&sb, "data floor: %lld groups of rows with identical inputs (%lld rows) measured apart; no prediction "
-                   "from the rows' fields can do better than MAPE %s, nor leave fewer than %lld rows above %s\n",
-              (long long)f->n_groups, (long long)f->n_rows_grouped, pct(f->mape_floor, p1, sizeof p1),
-              (long long)f->min_rows_over, pct(f->bar, p2, sizeof p2));
-    for (int64_t g = 0; g < f->n_listed; g++) {
-      const floor_group *fg = &f->listed[g];
-      sb_printf(&sb, "data floor: at least %lld above %s whatever the prediction:", (long long)fg->n_over,
-                pct(f->bar, p2, sizeof p2));
-      for (int64_t k = 0; k < fg->n; k++) sb_printf(&sb, "%s %s %.0f", k ? "," : "", fg->ids[k], fg->measured[k]);
-      sb_puts(&sb, "\n");
-    }
-  }
-  if (s->searched) {
-    sb_printf(&sb, "search: the planner's best is at least as fast as the row's plan on %lld of %lld rows whose plan fits "
-                   "(slower on %lld); %lld rows' plans do not fit under the cost model; no plan fits on %lld; %lld "
-                   "searches stopped at the time budget\n",
-              (long long)s->search_at_least, (long long)s->search_compared, (long long)s->search_slower,
-              (long long)s->search_stated_unfit, (long long)s->search_none_fit, (long long)s->search_truncated);
-    if (s->search_worst_id)
-      sb_printf(&sb, "search: lags most on %s (best/plan %.4f)\n", s->search_worst_id, s->search_worst_ratio);
-  }
-  return sb_take(&sb);
+  plan_summary(p, PLAN_SUMMARY_COMPACT, row_chose, &stated, out, n);
 }
 
 /* ---- Public API ------------------------------------------------------------------------------------------ */

@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/jdoc.h"
 #include "cost/cost.h"
 #include "plan/plan.h"
 #include "report/data_floor.h"
@@ -135,17 +136,25 @@ AP_HIDDEN void validate_report_free(validate_report *r);
 AP_HIDDEN int64_t validate_report_n_rows(const validate_report *r);
 AP_HIDDEN const validate_row *validate_report_row(const validate_report *r, int64_t i);
 AP_HIDDEN const validate_summary *validate_report_summary(const validate_report *r);
-/* The report as JSON ({"rows": [...], "summary": {...}}) or as a text table; NULL when out of memory. The
- * caller frees the string with free(). */
+/* The report as one document, autopar-validate/1 ({"format", "rows": [...], "summary": {...}}, docs/json.md),
+ * into d (jd_init is done here; the caller frees it with jd_free); and the text table rendered from such a
+ * document alone (validate_doc.c). */
+AP_HIDDEN void validate_doc(jd *d, const validate_report *r);
+AP_HIDDEN char *validate_doc_text(const json_t *doc);
+/* The document written as JSON, or rendered as text; NULL when out of memory. The caller frees the string with
+ * free(). */
 AP_HIDDEN char *validate_report_json(const validate_report *r);
 AP_HIDDEN char *validate_report_text(const validate_report *r);
+/* The name of a memory convention as the runs table's mem_convention column spells it; "?" when out of range. */
+AP_HIDDEN const char *validate_mem_name(validate_mem_convention c);
+/* What a row that cannot be modelled adds to MAPE (1: as if it predicted no throughput). */
+AP_HIDDEN double validate_miss_ape(void);
 /* The memory to compare with a row's measured peak under its mem_convention: for PyTorch's reserved bytes the
  * peak over all ranks less the CUDA context and NCCL buffers, with the allocator's pool on top; for nvidia-smi
  * on the first node, the most loaded pipeline rank among that node's devices, pool and context included. */
 AP_HIDDEN double validate_compared_mem(const validate_row *v, const struct cost_env *env, const cost_result *cr);
 /* The plan in one short line, "tp8 pp4 dp2 mbs1 vpp1 sp1 rc=selective z1", with '*' after each field that
- * the tool chose (not in `stated`); cp and ep appear when above 1, the precision when not bf16, and "rc=full/k"
- * when only the first k layers of each chunk recompute. */
+ * the tool chose (not in `stated`): plan_summary's compact style (plan/summary.h) with the row's marks. */
 AP_HIDDEN void validate_plan_brief(const plan *p, unsigned stated, char *out, size_t n);
 
 #endif

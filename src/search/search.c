@@ -354,6 +354,7 @@ ap_status search_offer(search_run *sr, const plan *p, cost_result *cost) {
   sr->st.n_evaluated++;
   if (r->fits && sr->limit_fraction < 1) r->fits = r->peak_mem_bytes <= sr->limit_fraction * r->capacity_bytes;
   if (!r->fits) r->bound = "memory";
+  if (sr->opts.observe) sr->opts.observe(sr->opts.observe_user, p, r);
   if (r->fits) {
     sr->st.n_fit++;
     keep_top(sr, p, r);

@@ -76,6 +76,10 @@ typedef struct {
    * plans that would rank, so it may be slower than an evaluation. */
   bool (*admit)(void *user, const plan *p);
   void *admit_user;
+  /* Sees every costed plan once the driver has settled whether it fits (NULL = none): the planner's report
+   * samples the explored space with it (report/plan_report.c). Called in the search's thread; must be cheap. */
+  void (*observe)(void *user, const plan *p, const cost_result *r);
+  void *observe_user;
 } search_opts;
 
 /* Top 3, no time limit, all of device memory, throughput, nothing fixed (fixed = plan_defaults), batch unset. */

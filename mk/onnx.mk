@@ -1,0 +1,18 @@
+# The ONNX import part (docs/build.md, docs/model-inputs.md "ONNX"): decodes .onnx files with protobuf-c.
+# The C code for onnx.proto (as Debian's libonnx-dev ships it) is generated at build time by protoc-c into
+# $(BUILD)/gen/onnx/ and never committed. Only the files that include protobuf-c headers are in the part; the
+# importer they call (src/model/onnx_import.c and friends) is plain C in the core library.
+ONNX_PROTO ?= /usr/include/onnx/onnx.proto
+ONNX_GEN   := $(BUILD)/gen/onnx
+
+PART_SRC_onnx    := src/model/onnx_pb.c $(ONNX_GEN)/onnx.pb-c.c
+PART_CFLAGS_onnx := -I$(ONNX_GEN) $(shell pkg-config --cflags libprotobuf-c 2>/dev/null)
+PART_LIBS_onnx   := $(shell pkg-config --libs libprotobuf-c 2>/dev/null || echo -lprotobuf-c)
+PART_TESTS_onnx  := tests/test_onnx.c
+
+$(ONNX_GEN)/onnx.pb-c.c $(ONNX_GEN)/onnx.pb-c.h &: $(ONNX_PROTO) | $(BUILD)/.deps
+	@mkdir -p $(ONNX_GEN)
+	protoc-c --proto_path=$(dir $(ONNX_PROTO)) --c_out=$(ONNX_GEN) $(ONNX_PROTO)
+
+$(BUILD)/obj/src/model/onnx_pb.o: $(ONNX_GEN)/onnx.pb-c.h
+$(BUILD)/obj/src/cli/parts.o: mk/onnx.mk

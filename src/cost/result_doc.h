@@ -1,0 +1,47 @@
+/* A cost result as a document (cost layer): the one JSON writer of cost_result, whose keys docs/json.md
+ * documents once ("The cost result"), and the parts of the time breakdown in one table. `estimate` and
+ * `simulate` build their documents here; `plan` (report/plan_doc.c) puts the same object in each of its plans.
+ * Internal header: not installed, not part of the public API. */
+#ifndef AP_COST_RESULT_DOC_H
+#define AP_COST_RESULT_DOC_H
+
+#include "core/jdoc.h"
+#include "cost/cost.h"
+
+/* One part of the iteration time: its JSON key under time_breakdown_s, its short label (plan's report) and
+ * its long label (estimate's table). */
+typedef struct {
+  const char *key, *label, *long_label;
+  size_t offset; /* in cost_time */
+} cost_time_part;
+
+enum { COST_N_TIME_PARTS = 10 };
+/* The parts in cost_time's order: forward, backward, recompute, bubble, the five exposed communications
+ * (tp, cp, ep, pp, dp), optimizer. */
+AP_HIDDEN const cost_time_part *cost_time_parts(void);
+AP_HIDDEN double cost_time_part_s(const cost_time *t, size_t i);
+
+/* What bounds the plan, in words, with the share that earns it: "compute: forward, backward and recompute
+ * take 95.5% of the iteration", "memory (90.1 GiB needed of 80.0)". */
+AP_HIDDEN void cost_result_bound_text(const cost_result *r, char *out, size_t n);
+
+/* Puts the cost result's keys into the object o (docs/json.md "The cost result"): iteration_time_s,
+ * time_breakdown_s, tokens_per_iteration, tokens_per_s, tokens_per_s_per_device, flop_per_iteration, mfu,
+ * tflops_per_device, memory (capacity, peak, peak stage, fits, every stage's parts), bound, bound_detail. */
+AP_HIDDEN void cost_result_put(jd *d, json_t *o, const cost_result *r);
+/* Puts plan p under key as its plan-format object (docs/plan-format.md). */
+AP_HIDDEN void cost_doc_plan(jd *d, json_t *o, const char *key, const plan *p);
+
+/* Builds the document of `estimate` (autopar-estimate/1) into d (jd_init is done here); the caller frees it
+ * with jd_free. */
+AP_HIDDEN void cost_estimate_doc(jd *d, const cost_env *env, const plan *p, const cost_result *r);
+/* The text rendering of an autopar-estimate document; NULL when out of memory. The caller frees it. */
+AP_HIDDEN char *cost_estimate_text(const json_t *doc);
+
+/* The output of `simulate` (autopar-simulate/1: the simulated and closed-form times; `estimate --json` gives
+ * the closed form's whole result) in format AP_OUT_TEXT or AP_OUT_JSON. sim_pipeline_s is the simulated
+ * pipeline time, trace_path the written trace (NULL when none). NULL when out of memory; the caller frees it. */
+AP_HIDDEN char *cost_simulate_out(const plan *p, const cost_result *r, double sim_pipeline_s, const char *trace_path,
+                                  int format);
+
+#endif
