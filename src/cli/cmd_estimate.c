@@ -14,7 +14,7 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   static const char *const plan_keys[] = {"tp", "pp", "dp", "cp", "ep", "etp", "vpp", "mbs", "gbs", "seq",
                                           "micro-batches", "schedule", "recompute", "recompute-layers", "zero",
                                           "precision", "sp", "order", "stage-layers", "tp-comm-overlap",
-                                          "overlap-grad-reduce", "overlap-param-gather", "fused-loss"};
+                                          "overlap-grad-reduce", "overlap-param-gather", "fused-loss", "stack"};
   enum { N_PLAN_KEYS = sizeof plan_keys / sizeof plan_keys[0] };
   const char *values[N_PLAN_KEYS] = {0};
   cli_opt opts[7 + N_PLAN_KEYS + 2];

@@ -34,8 +34,14 @@ AP_HIDDEN memory_tuning memory_tuning_defaults(void);
  * memory.c, the data-parallel collectives of estimate.c and the searches' memory bounds all take them from here. */
 typedef struct {
   double weights, grads, optimizer;
+  double unsharded; /* gradient bytes no ZeRO stage shards (plan/stack.h: DeepSpeed's BF16 optimizer, torchtitan
+                     * pipelining); in no sum below, memory.c adds them */
 } cost_state_bytes;
+/* The least any stack keeps (2-byte gradients): what the searches' memory lower bounds use. */
 AP_HIDDEN cost_state_bytes cost_state_bytes_per_param(const memory_tuning *mt);
+/* What plan p's stack keeps (plan/stack.h) under its precision; a plan naming no stack runs on the model's
+ * default (megatron-lm for a transformer, autopar otherwise, whose gradients are memory.grad_bytes_per_param). */
+AP_HIDDEN cost_state_bytes cost_state_bytes_plan(const memory_tuning *mt, const plan *p, bool transformer);
 /* Their sum per parameter under ZeRO stage zero_stage over n_dp data-parallel ranks (1: optimizer states
  * sharded, 2: + gradients, 3: + weights). */
 AP_HIDDEN double cost_state_bytes_zero(const cost_state_bytes *sb, int64_t zero_stage, double n_dp);

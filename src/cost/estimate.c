@@ -17,7 +17,7 @@ static double dp_sync_s(const cost_env *env, const plan *p, const plan_groups *p
                         double *opt_params) {
   const overlap_tuning *ov = &env->tuning.overlap;
   const comm_tuning *ct = &env->tuning.comm;
-  cost_state_bytes sb = cost_state_bytes_per_param(&env->tuning.memory);
+  cost_state_bytes sb = cost_state_bytes_plan(&env->tuning.memory, p, env->facts.has_layers);
   double gb = sb.grads, wb = sb.weights, m = (double)p->n_micro_batches;
   double n_dp = (double)(p->dp * p->cp), n_edp = (double)plan_edp(p);
   double t_grad = 0, t_param = 0, dp_exposed = 0;

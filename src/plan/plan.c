@@ -80,6 +80,20 @@ bool plan_precision_from_name(const char *name, plan_precision *out) {
   return i >= 0;
 }
 
+static const char *const stack_names[] = {
+#define X(e, s) s,
+    PLAN_STACK_MAP(X)
+#undef X
+};
+const char *plan_stack_name(plan_stack st) {
+  return (unsigned)st < PLAN_STACK_COUNT_ ? stack_names[st] : st == PLAN_STACK_DEFAULT ? "default" : "?";
+}
+bool plan_stack_from_name(const char *name, plan_stack *out) {
+  int i = find_name(stack_names, AP_COUNT(stack_names), name);
+  if (i >= 0) *out = (plan_stack)i;
+  return i >= 0;
+}
+
 /* ---- The plan value ---- */
 
 /* Megatron's default order (parallel_state.py initialize_model_parallel: order="tp-cp-ep-dp-pp"). */
@@ -106,6 +120,7 @@ void plan_defaults(plan *p) {
   p->zero_stage = 1;
   p->precision = PLAN_PREC_BF16;
   p->fused_loss = false;
+  p->stack = PLAN_STACK_DEFAULT;
   p->overlap_grad_reduce = true;
   p->overlap_param_gather = true;
   p->tp_comm_overlap = false;
@@ -130,7 +145,7 @@ bool plan_equal(const plan *a, const plan *b) {
     return false;
   if (a->sequence_parallel != b->sequence_parallel || a->recompute != b->recompute ||
       a->recompute_layers != b->recompute_layers || a->zero_stage != b->zero_stage || a->precision != b->precision ||
-      a->fused_loss != b->fused_loss)
+      a->fused_loss != b->fused_loss || a->stack != b->stack)
     return false;
   if (a->overlap_grad_reduce != b->overlap_grad_reduce || a->overlap_param_gather != b->overlap_param_gather ||
       a->tp_comm_overlap != b->tp_comm_overlap)

@@ -118,6 +118,28 @@ typedef enum {
   PLAN_PREC_COUNT_
 } plan_precision;
 
+/* The software stack that runs the plan (plan/stack.h has what each runs and keeps): the names of runs.csv's
+ * `stack` column, plain DeepSpeed, autopar (the reference executor: every schedule) and any (the whole space,
+ * for what-if studies). DEFAULT = not named: megatron-lm for transformers, autopar for general graphs. */
+#define PLAN_STACK_MAP(X)                     \
+  X(MEGATRON_LM, "megatron-lm")               \
+  X(MEGATRON_BRIDGE, "megatron-bridge")       \
+  X(NEMO, "nemo")                             \
+  X(MEGATRON_DEEPSPEED, "megatron-deepspeed") \
+  X(TORCHTITAN, "torchtitan")                 \
+  X(LLM_FOUNDRY, "llm-foundry")               \
+  X(DEEPSPEED, "deepspeed")                   \
+  X(AUTOPAR, "autopar")                       \
+  X(ANY, "any")
+
+typedef enum {
+#define X(e, s) PLAN_STACK_##e,
+  PLAN_STACK_MAP(X)
+#undef X
+  PLAN_STACK_COUNT_,
+  PLAN_STACK_DEFAULT = PLAN_STACK_COUNT_ /* not named (plan_stack_default resolves it) */
+} plan_stack;
+
 /* One training plan. plan_defaults gives every field a value; a plan is valid only once plan_validate says
  * so. Zero means "derived" in the fields that say so (etp, seq_length, n_stage_layers, n_chunk_recompute). */
 typedef struct {
@@ -161,6 +183,8 @@ typedef struct {
    * Engine's parallel cross entropy behind Megatron's --cross-entropy-loss-fusion
    * --cross-entropy-fusion-impl te; Liger's). false: the framework's default loss (memory.loss_bytes_per_logit). */
   bool fused_loss;
+  /* The software stack that runs it (PLAN_STACK_DEFAULT: the model's default, plan/stack.h). */
+  plan_stack stack;
 
   /* Overlap of communication with compute. Each is a no-op where its communication does not occur
    * (param_gather without sharded parameters or optimizer, tp_comm with tp = 1). */
@@ -183,6 +207,9 @@ AP_HIDDEN const char *plan_recompute_name(plan_recompute r);
 AP_HIDDEN bool plan_recompute_from_name(const char *name, plan_recompute *out);
 AP_HIDDEN const char *plan_precision_name(plan_precision pr);
 AP_HIDDEN bool plan_precision_from_name(const char *name, plan_precision *out);
+/* "default" for PLAN_STACK_DEFAULT. */
+AP_HIDDEN const char *plan_stack_name(plan_stack st);
+AP_HIDDEN bool plan_stack_from_name(const char *name, plan_stack *out);
 
 /* ---- The plan value (plan.c) ---- */
 /* Sets every field (padding included) to the defaults: all degrees 1, etp 0, vpp 1, order tp-cp-ep-dp-pp,

@@ -55,7 +55,7 @@ void plan_resolve(ap_plan *ap, int64_t n_devices) {
   if (!ap->gbs_set) p->global_batch_size = per * p->n_micro_batches;
 }
 
-typedef enum { K_I64, K_I32, K_BOOL, K_SCHED, K_RECOMP, K_PREC, K_ORDER, K_STAGES } key_kind;
+typedef enum { K_I64, K_I32, K_BOOL, K_SCHED, K_RECOMP, K_PREC, K_STACK, K_ORDER, K_STAGES } key_kind;
 
 static const struct {
   const char *key;
@@ -84,6 +84,8 @@ static const struct {
     {"schedule", K_SCHED, offsetof(plan, schedule), "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v"},
     {"recompute", K_RECOMP, offsetof(plan, recompute), "none, selective, op, full"},
     {"precision", K_PREC, offsetof(plan, precision), "bf16, fp16, fp8"},
+    {"stack", K_STACK, offsetof(plan, stack),
+     "megatron-lm, megatron-bridge, nemo, megatron-deepspeed, torchtitan, llm-foundry, deepspeed, autopar, any"},
     {"order", K_ORDER, offsetof(plan, order), "mesh order, innermost first, e.g. tp,cp,ep,dp,pp"},
     {"stage-layers", K_STAGES, offsetof(plan, stage_layers), "layers per pipeline chunk, e.g. 20,20,20,20"},
 };
@@ -127,6 +129,10 @@ ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *val
       return AP_OK;
     case K_PREC:
       if (!plan_precision_from_name(value, (plan_precision *)f))
+        return ctx_fail(ctx, AP_INVALID, "--%s: expected one of %s, got \"%s\"", key, keys[i].help, value);
+      return AP_OK;
+    case K_STACK:
+      if (!plan_stack_from_name(value, (plan_stack *)f))
         return ctx_fail(ctx, AP_INVALID, "--%s: expected one of %s, got \"%s\"", key, keys[i].help, value);
       return AP_OK;
     case K_ORDER: {

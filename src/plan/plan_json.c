@@ -86,6 +86,7 @@ void plan_to_json(const plan *p, strbuf *sb) {
   put_str(sb, "precision", plan_precision_name(p->precision), true);
   /* Written only when set, so that the files of every other plan keep their form. */
   if (p->fused_loss) put_bool(sb, "fused_loss", true, true);
+  if (p->stack != PLAN_STACK_DEFAULT) put_str(sb, "stack", plan_stack_name(p->stack), true);
   sb_puts(sb, ",\"overlap\":{");
   put_bool(sb, "grad_reduce", p->overlap_grad_reduce, false);
   put_bool(sb, "param_gather", p->overlap_param_gather, true);
@@ -99,7 +100,7 @@ void plan_to_json(const plan *p, strbuf *sb) {
 static const char *const top_keys[] = {"format",   "model",             "cluster",   "global_batch_size",
                                        "seq_length", "parallel",        "pipeline",  "sequence_parallel",
                                        "recompute",  "optimizer",       "precision", "fused_loss",
-                                       "overlap"};
+                                       "stack",      "overlap"};
 static const char *const parallel_keys[] = {"dp", "tp", "pp", "cp", "ep", "etp", "vpp", "order"};
 static const char *const pipeline_keys[] = {"schedule", "micro_batch_size", "n_micro_batches", "stage_layers"};
 static const char *const recompute_keys[] = {"granularity", "num_layers", "per_chunk"};
@@ -155,6 +156,13 @@ static bool recompute_from(const char *n, int *o) {
   if (ok) *o = (int)v;
   return ok;
 }
+static bool stack_from(const char *n, int *o) {
+  plan_stack v;
+  bool ok = plan_stack_from_name(n, &v);
+  if (ok) *o = (int)v;
+  return ok;
+}
+
 static bool precision_from(const char *n, int *o) {
   plan_precision v;
   bool ok = plan_precision_from_name(n, &v);
@@ -300,6 +308,12 @@ ap_status plan_from_json(ap_ctx *ctx, const char *file, json_t *root, plan *out)
   if ((st = read_enum(&s, root, "precision", precision_from, "bf16, fp16, fp8", &prec, NULL))) return st;
   out->precision = (plan_precision)prec;
   if ((st = jx_bool(&s, root, "fused_loss", false, &out->fused_loss, NULL))) return st;
+  int stk = (int)out->stack;
+  if ((st = read_enum(&s, root, "stack", stack_from,
+                      "megatron-lm, megatron-bridge, nemo, megatron-deepspeed, torchtitan, llm-foundry, deepspeed, autopar, any",
+                      &stk, NULL)))
+    return st;
+  out->stack = (plan_stack)stk;
   if ((st = section(&s, root, "overlap", &obj))) return st;
   if (obj) {
     jx_src o = {ctx, file, "overlap"};

@@ -225,6 +225,16 @@ static ap_status row_read(ap_ctx *ctx, const runs_table *t, const runs_row *r, v
     p->precision = precision_values[prec];
     *s |= COMPLETE_F(PRECISION);
   }
+  /* The row's software stack (plan/stack.h): what it keeps per parameter is physics the model uses; empty =
+   * the model's default. */
+  static const char *const stack_names[] = {
+#define X(e, n) n,
+      PLAN_STACK_MAP(X)
+#undef X
+  };
+  int stk = 0;
+  if ((st = runs_enum(ctx, t, r, "stack", false, stack_names, (int)AP_COUNT(stack_names), &stk, &found))) return st;
+  if (found) p->stack = (plan_stack)stk;
   /* A stated vpp implies the schedule Megatron runs with it. */
   if (*s & COMPLETE_F(VPP)) {
     p->schedule = p->vpp > 1 ? PLAN_SCHED_INTERLEAVED_1F1B : PLAN_SCHED_1F1B;
@@ -488,6 +498,7 @@ static ap_status row_search(validate_report *rep, validate_row *v, const cost_en
   o.seq_length = v->plan.seq_length;
   o.time_budget_s = rep->search_budget_s;
   o.fixed.precision = v->plan.precision;
+  o.fixed.stack = v->plan.stack;
   o.fixed_mask = COMPLETE_F(PRECISION);
   memcpy(o.fixed.model, v->plan.model, sizeof o.fixed.model);
   memcpy(o.fixed.cluster, v->plan.cluster, sizeof o.fixed.cluster);

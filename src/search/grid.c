@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "search/cands.h"
+#include "plan/stack.h"
 #include "search/search.h"
 
 enum {
@@ -435,7 +436,18 @@ static int pipe_options(const grid *gr, int64_t pp, int64_t n_micro, pipe_opt *o
   }
   if (!fix_s && (!fix_v || f->vpp == 2) && 2 * pp <= gr->L + 2 && n < MAX_OPTS)
     out[n++] = (pipe_opt){PLAN_SCHED_ZB_V, 2, false};
-  return n;
+  /* Only the schedules the plan's stack runs (plan/stack.h); without ZB-H1, 1F1B is costed in its own right. */
+  const plan_stack_info *si = plan_stack_get(f->stack);
+  if (!si) return n;
+  int kept = 0;
+  bool zb_h1 = si->schedules >> PLAN_SCHED_ZB_H1 & 1u;
+  for (int i = 0; i < n; i++) {
+    if (!(si->schedules >> out[i].schedule & 1u)) continue;
+    out[kept] = out[i];
+    if (!zb_h1 && out[kept].schedule == PLAN_SCHED_1F1B) out[kept].shadow = false;
+    kept++;
+  }
+  return kept;
 }
 
 /* ---- The ladder of memory savers --------------------------------------------------------------------------- */
@@ -836,9 +848,11 @@ static ap_status grid_run(search_run *sr) {
   if (fixes(gr, COMPLETE_BIT_ZERO)) {
     gr->zeros[gr->n_zeros++] = gr->o->fixed.zero_stage;
   } else {
-    gr->zeros[gr->n_zeros++] = 1;
-    gr->zeros[gr->n_zeros++] = 2;
-    gr->zeros[gr->n_zeros++] = 3;
+    /* The stages the plan's stack runs (plan/stack.h; all for a stack that names none). */
+    const plan_stack_info *si = plan_stack_get(gr->o->fixed.stack);
+    unsigned zmask = si ? si->zero | si->zero_with_pp : 0xEu;
+    for (int32_t z = 1; z <= 3; z++)
+      if (zmask >> z & 1u) gr->zeros[gr->n_zeros++] = z;
   }
 
   enum_meshes(gr);
