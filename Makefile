@@ -26,7 +26,8 @@ FUZZ_SECONDS ?= 20
 
 # Optional parts (docs/build.md): each mk/<part>.mk names its sources (PART_SRC_<part>), the compiler flags and
 # libraries its third-party dependency needs (PART_CFLAGS_<part>, PART_LIBS_<part>), its tests (PART_TESTS_<part>)
-# and, where it has them, generated sources and extra programs. A part is compiled into its own static library
+# and, where it has them, generated sources and extra programs (PART_BINS; a program's own sources, PART_PROG_SRC_<part>,
+# are in neither libautopar nor the part's library). A part is compiled into its own static library
 # build/lib/libautopar-<part>.a, never into libautopar; the CLI and the tests link every part that is built and
 # define AP_PART_<PART> so that the CLI adds it to its contexts. CORE_ONLY=1 builds none of them.
 .DEFAULT_GOAL := all
@@ -37,7 +38,7 @@ PARTS    :=
 else
 PARTS    ?= $(PARTS_ALL)
 endif
-PART_SRC_ALL   := $(foreach p,$(PARTS_ALL),$(PART_SRC_$(p)))
+PART_SRC_ALL   := $(foreach p,$(PARTS_ALL),$(PART_SRC_$(p)) $(PART_PROG_SRC_$(p)))
 PART_TESTS_ALL := $(foreach p,$(PARTS_ALL),$(PART_TESTS_$(p)))
 PART_LIBS_A    := $(foreach p,$(PARTS),$(BUILD)/lib/libautopar-$(p).a)
 PART_LDLIBS    := $(foreach p,$(PARTS),$(PART_LIBS_$(p)))
@@ -147,10 +148,11 @@ fuzz: | $(DEPS)
 example: $(BIN)
 	$(BIN) plan --model llama-3-70b --cluster dgx-h100:8x8 --gbs 1024 --seq 8192
 
-bench: $(LIB_A)
+bench: $(LIB_A) $(PART_LIBS_A)
 	@mkdir -p $(BUILD)/bench
 	@set -e; for b in $(BENCHES); do n=$$(basename $$b .c); \
-	  $(CC) $(CPPFLAGS) $(CFLAGS) -O2 -o $(BUILD)/bench/$$n $$b $(LIB_A) $(LDLIBS); $(BUILD)/bench/$$n; done
+	  $(CC) $(CPPFLAGS) $(PART_DEFS) $(CFLAGS) -O2 -o $(BUILD)/bench/$$n $$b $(PART_LIBS_A) $(LIB_A) $(PART_LDLIBS) $(LDLIBS); \
+	  $(BUILD)/bench/$$n; done
 
 # The manual page, generated from the binary's own help texts (tools/mkman.sh).
 man: $(BUILD)/autopar.1

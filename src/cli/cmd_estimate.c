@@ -10,12 +10,11 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   bool json = false, help = false;
   const char *model = NULL, *cluster = NULL, *plan_path = NULL, *trace = NULL, *calibration = NULL;
   int64_t max_events = 0;
-  /* Plan fields, passed to ap_plan_set by name. */
-  static const char *const plan_keys[] = {"tp", "pp", "dp", "cp", "ep", "etp", "vpp", "mbs", "gbs", "seq",
-                                          "micro-batches", "schedule", "recompute", "recompute-layers", "zero",
-                                          "precision", "sp", "order", "stage-layers", "tp-comm-overlap",
-                                          "overlap-grad-reduce", "overlap-param-gather", "fused-loss", "stack"};
-  enum { N_PLAN_KEYS = sizeof plan_keys / sizeof plan_keys[0] };
+  /* Plan fields, passed to ap_plan_set by name: the CLI flags of the field table (ap_plan_key). */
+  enum { N_PLAN_KEYS = 32 };
+  const char *plan_keys[N_PLAN_KEYS], *plan_help[N_PLAN_KEYS];
+  int n_keys = 0;
+  while (n_keys < N_PLAN_KEYS && (plan_keys[n_keys] = ap_plan_key((size_t)n_keys, &plan_help[n_keys]))) n_keys++;
   const char *values[N_PLAN_KEYS] = {0};
   cli_opt opts[7 + N_PLAN_KEYS + 2];
   int n = 0;
@@ -27,7 +26,7 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   if (simulate) opts[n++] = (cli_opt){"trace", OPT_STRING, "write the timeline as a Chrome trace-event JSON file", &trace};
   if (simulate)
     opts[n++] = (cli_opt){"max-events", OPT_INT, "simulate at most N passes (default 1M; each is one trace event)", &max_events};
-  for (int i = 0; i < N_PLAN_KEYS; i++) opts[n++] = (cli_opt){plan_keys[i], OPT_STRING, "plan field (docs/plan-format.md)", &values[i]};
+  for (int i = 0; i < n_keys; i++) opts[n++] = (cli_opt){plan_keys[i], OPT_STRING, plan_help[i], &values[i]};
   opts[n++] = (cli_opt){"help", OPT_FLAG, "show this help", &help};
   const char *pos[1];
   int n_pos;
@@ -55,7 +54,7 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   if (!st) st = ap_model_load(ctx, model, &m);
   if (!st) st = ap_cluster_load(ctx, cluster, &c);
   if (!st) st = plan_path ? ap_plan_load(ctx, plan_path, &p) : ap_plan_new(ctx, &p);
-  for (int i = 0; i < N_PLAN_KEYS && !st; i++)
+  for (int i = 0; i < n_keys && !st; i++)
     if (values[i]) st = ap_plan_set(ctx, p, plan_keys[i], values[i]);
   if (!st)
     st = simulate ? ap_simulate(ctx, m, c, p, trace, json ? AP_OUT_JSON : AP_OUT_TEXT, &out)

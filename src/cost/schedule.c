@@ -3,6 +3,7 @@
  * all the rank's chunks (recompute and exposed communication included) and tw the weight-gradient part of tb. */
 #include <math.h>
 
+#include "cost/bound.h"
 #include "cost/internal.h"
 
 double schedule_time_s(const plan *p, const rank_cost *rc, int n, cost_time *out) {
@@ -41,13 +42,13 @@ double schedule_time_s(const plan *p, const rank_cost *rc, int n, cost_time *out
     max = fmax(max, t);
     /* Zero-bubble schedules fill the drain with deferred weight-gradient work: the bubble of a rank shrinks from
      * tf + tb to tf + tb - 2·tw (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", §2.1, ZB-H1). */
-    double zb = fmax(0, fmax(t - 2 * rc[r].tw, rc[r].tb - rc[r].tw)); /* never below one input-gradient pass */
+    double zb = fmax(0, fmax(t - COST_ZB_H1_W_MULT * rc[r].tw, rc[r].tb - rc[r].tw)); /* never below one input-gradient pass */
     zb_sum += zb;
     zb_max = fmax(zb_max, zb);
     /* ZB-V: two chunks per rank in a V (Qi et al. 2024 §6). The paper's hand-built schedule reaches zero bubble
      * at T_F = T_B = T_W; the order of plan/schedule.h (built at equal times) leaves each rank a fill of a
      * quarter of its F + B at equal times, which is what the simulator replays, so the closed form charges it. */
-    double zbv = fmax(0, t - rc[r].tw) / 4;
+    double zbv = fmax(0, t - COST_ZB_V_W_MULT * rc[r].tw) / COST_ZB_V_FILL_DIV;
     zbv_sum += zbv;
     zbv_max = fmax(zbv_max, zbv);
   }
@@ -116,7 +117,7 @@ double schedule_lockstep_s(const plan *p, const rank_cost *rc, int n, const doub
   for (int64_t j = 0; j < v; j++) pace += round[j];
   for (int r = 0; r < n; r++) {
     if (r != crit) fill += cmax[r];
-    double z = fmax(0, rc[r].tf + rc[r].tb - rc[r].tw) / 4;
+    double z = fmax(0, rc[r].tf + rc[r].tb - COST_ZB_V_W_MULT * rc[r].tw) / COST_ZB_V_FILL_DIV;
     zfill += z;
     zfill_max = fmax(zfill_max, z);
     path += rc[r].tf + rc[r].tb - rc[r].tw;

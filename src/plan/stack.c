@@ -51,7 +51,7 @@
 #define G(g) {g, 0, 0}
 #define GB(g, u, upp) {g, u, upp}
 
-static const plan_stack_info stacks[PLAN_STACK_COUNT_] = {
+static const plan_stack_info stacks[PLAN_STACK_DEFAULT] = {
     [PLAN_STACK_MEGATRON_LM] = {"megatron-lm", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                                 RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true, true, 0,
                                 "Transformer Engine fused attention", GRADS(G(4), G(2), G(4)),
@@ -83,7 +83,7 @@ static const plan_stack_info stacks[PLAN_STACK_COUNT_] = {
                         true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)), "the whole space, for what-if studies"},
 };
 
-const plan_stack_info *plan_stack_get(plan_stack s) { return (unsigned)s < PLAN_STACK_COUNT_ ? &stacks[s] : NULL; }
+const plan_stack_info *plan_stack_get(plan_stack s) { return (unsigned)s < PLAN_STACK_DEFAULT ? &stacks[s] : NULL; }
 
 plan_stack plan_stack_default(bool transformer) { return transformer ? PLAN_STACK_MEGATRON_LM : PLAN_STACK_AUTOPAR; }
 

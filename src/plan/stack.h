@@ -32,7 +32,7 @@ typedef struct {
   const char *source;    /* where the row's facts come from (files at commits) */
 } plan_stack_info;
 
-/* The row of stack s (NULL when out of range). */
+/* The row of stack s (NULL for PLAN_STACK_DEFAULT or out of range). */
 AP_HIDDEN const plan_stack_info *plan_stack_get(plan_stack s);
 /* The stack a plan runs on when none is named: megatron-lm for a model with transformer layers, autopar (the
  * reference executor, which runs every schedule) for a general graph. */
