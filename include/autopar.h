@@ -316,6 +316,10 @@ typedef struct {
   const char *export_format; /* keep only plans that this ap_export format can express ("megatron" admits no
                               * zero-bubble schedule); NULL = any plan */
   ap_plan *compare;          /* a plan to cost beside the winner, breakdowns side by side; NULL = none */
+  const char *stack;         /* the software stack the plan runs on (megatron-lm, megatron-bridge, nemo,
+                              * megatron-deepspeed, torchtitan, llm-foundry, deepspeed, autopar, any): the search
+                              * chooses only what it runs. NULL = the one export_format implies, else megatron-lm
+                              * for a transformer and autopar for a general graph */
 } ap_search_opts;
 
 /* Sets the defaults: no batch (it must be set), model's sequence length, top 3, no time limit, all of memory,

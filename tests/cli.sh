@@ -153,6 +153,11 @@ done <<CASES
 2|plan --model llama-3-8b --cluster h100:8|--model, --cluster and --gbs are required
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --objective fast|--objective must be throughput or memory
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --max-mem-fraction x|--max-mem-fraction: expected a number
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --stack megatron|--stack must be one of megatron-lm
+2|plan --model llama-3-8b --cluster dgx-h100:2x8 --gbs 64 --fix pp=2,schedule=zb-v,vpp=2|megatron-lm does not run the zb-v schedule
+0|plan --model llama-3-8b --cluster dgx-h100:2x8 --gbs 64 --fix pp=2,schedule=zb-v,vpp=2 --stack any --top 1|zb-v
+0|plan --model llama-3-8b --cluster dgx-h100:8x8 --gbs 64 --stack megatron-deepspeed --json --top 1|"stack":"megatron-deepspeed"
+0|estimate --model llama-3-8b --cluster h100:8 --tp 2 --dp 4 --stack torchtitan --json|"stack":"torchtitan"
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --export bogus|unknown export format "bogus"
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 -o $tmp/x.sh|-o/--output needs --export FORMAT
 0|validate $tmp/small_runs.csv --search|search: the planner's best is at least as fast as the row's plan on 2 of 2

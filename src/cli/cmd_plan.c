@@ -93,6 +93,7 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
   bool json = false, help = false;
   const char *model = NULL, *cluster = NULL, *fix = NULL, *objective = NULL, *mem_frac = NULL, *budget = NULL;
   const char *calibration = NULL, *export_format = NULL, *output = NULL, *compare = NULL, *strategy = NULL;
+  const char *stack = NULL;
   const char *annotate = NULL;
   int64_t gbs = 0, seq = 0, top = 3;
   cli_opt opts[] = {
@@ -106,6 +107,8 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
       {"objective", OPT_STRING, "throughput (default) or memory (least peak memory, then fastest)", &objective},
       {"max-mem-fraction", OPT_STRING, "share of device memory a plan may use, in (0, 1] (default 1)", &mem_frac},
       {"time-budget", OPT_STRING, "stop searching after this many seconds (default: none)", &budget},
+      {"stack", OPT_STRING, "software stack that runs the plan: megatron-lm (default), megatron-bridge, nemo, "
+                            "megatron-deepspeed, torchtitan, llm-foundry, deepspeed, autopar, any", &stack},
       {"strategy", OPT_STRING, "search strategies to run, comma-separated (default: all that apply)", &strategy},
       {"annotate", OPT_STRING, "general graphs: output specs to keep, 'op=S0,R;op2=R,S1' (greedy's seeds)", &annotate},
       {"calibration", OPT_STRING, "cost-model constants from `autopar calibrate` (default: built in)", &calibration},
@@ -159,6 +162,7 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
   so.fix = fix;
   so.strategies = strategy;
   so.export_format = export_format;
+  so.stack = stack;
   if (!parse_double("--max-mem-fraction", mem_frac, &so.max_mem_fraction) ||
       !parse_double("--time-budget", budget, &so.time_budget_s))
     return EXIT_BAD_INPUT;

@@ -193,6 +193,7 @@ static ap_status row_search(validate_report *rep, validate_row *v, const cost_en
   o.seq_length = v->plan.seq_length;
   o.time_budget_s = rep->search_budget_s;
   o.fixed.precision = v->plan.precision;
+  o.fixed.stack = v->plan.stack;
   o.fixed_mask = PLAN_F(PRECISION);
   memcpy(o.fixed.model, v->plan.model, sizeof o.fixed.model);
   memcpy(o.fixed.cluster, v->plan.cluster, sizeof o.fixed.cluster);

@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/stack.h"
 #include "search/grid_internal.h"
 
 /* ---- Exploring one mesh ------------------------------------------------------------------------------------ */
@@ -213,9 +214,11 @@ static ap_status grid_run(search_run *sr) {
   if (fixes(gr, PLAN_F_ZERO_STAGE)) {
     gr->zeros[gr->n_zeros++] = gr->o->fixed.zero_stage;
   } else {
-    gr->zeros[gr->n_zeros++] = 1;
-    gr->zeros[gr->n_zeros++] = 2;
-    gr->zeros[gr->n_zeros++] = 3;
+    /* The stages the plan's stack runs (plan/stack.h; all for a stack that names none). */
+    const plan_stack_info *si = plan_stack_get(gr->o->fixed.stack);
+    unsigned zmask = si ? si->zero | si->zero_with_pp : 0xEu;
+    for (int32_t z = 1; z <= 3; z++)
+      if (zmask >> z & 1u) gr->zeros[gr->n_zeros++] = z;
   }
 
   grid_enum_meshes(gr);

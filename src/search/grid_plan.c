@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "plan/stack.h"
 #include "search/grid_internal.h"
 
 /* TUNING: interleaving depths tried whatever the split; deeper ones only where they split the layers evenly
@@ -122,5 +123,16 @@ int grid_pipe_options(const grid *gr, int64_t pp, int64_t n_micro, pipe_opt *out
   }
   if (!fix_s && (!fix_v || f->vpp == 2) && 2 * pp <= gr->L + 2 && n < MAX_OPTS)
     out[n++] = (pipe_opt){PLAN_SCHED_ZB_V, 2, false};
-  return n;
+  /* Only the schedules the plan's stack runs (plan/stack.h); without ZB-H1, 1F1B is costed in its own right. */
+  const plan_stack_info *si = plan_stack_get(f->stack);
+  if (!si) return n;
+  int kept = 0;
+  bool zb_h1 = si->schedules >> PLAN_SCHED_ZB_H1 & 1u;
+  for (int i = 0; i < n; i++) {
+    if (!(si->schedules >> out[i].schedule & 1u)) continue;
+    out[kept] = out[i];
+    if (!zb_h1 && out[kept].schedule == PLAN_SCHED_1F1B) out[kept].shadow = false;
+    kept++;
+  }
+  return kept;
 }
