@@ -321,6 +321,10 @@ typedef struct {
   const char *export_format; /* keep only plans that this ap_export format can express ("megatron" admits no
                               * zero-bubble schedule); NULL = any plan */
   ap_plan *compare;          /* a plan to cost beside the winner, breakdowns side by side; NULL = none */
+  const char *stack;         /* the software stack the plan runs on (megatron-lm, megatron-bridge, nemo,
+                              * megatron-deepspeed, torchtitan, llm-foundry, deepspeed, autopar, any): the search
+                              * chooses only what it runs. NULL = the one export_format implies, else megatron-lm
+                              * for a transformer and autopar for a general graph */
 } ap_search_opts;
 
 /* Sets the defaults: no batch (it must be set), model's sequence length, top 3, no time limit, all of memory,
@@ -369,6 +373,36 @@ AP_API ap_status ap_solve_file(ap_ctx *ctx, const char *path, const ap_solve_opt
 
 /* The i-th solve strategy's name and a one-line summary, for help texts; NULL past the last. */
 AP_API const char *ap_solve_strategy_name(size_t i, const char **summary);
+
+/* ---- Op-level plans of general graphs (docs/graph-plan.md) ------------------------------------- */
+
+typedef struct {
+  int64_t global_batch_size; /* required */
+  int64_t seq_length;        /* 0 = the model's */
+  const char *strategies;    /* solve strategies, comma-separated (ilp, elim-dp, greedy, mcmc, mcts, rl, recursive);
+                                NULL = ilp,greedy where the "ilp" part is built, else elim-dp,greedy,mcmc */
+  const char *annotate;      /* "op=S0,R;op2=R,S1": output specs the plan must keep (greedy's seeds); NULL = none */
+  double max_mem_fraction;   /* share of device memory a plan may use; 0 = 1 */
+  double time_budget_s;      /* per solve; 0 = the solve default */
+  int64_t max_evals;         /* per heuristic solve; 0 = the solve default (20,000) */
+  uint64_t seed;             /* default 1 */
+} ap_graph_plan_opts;
+
+AP_API void ap_graph_plan_opts_init(ap_graph_plan_opts *opts);
+/* Nonzero for a model that `autopar plan` plans op by op (an ONNX import). */
+AP_API int ap_model_is_general_graph(const ap_model *model);
+/* Shards every op of the model over a logical mesh of the cluster and writes the plan (JSON format
+ * "autopar-plan/2" with mesh, stages and per-op specs, or a text summary) to *out (free with ap_free).
+ * AP_INVALID on a bad option or annotation (naming the op); AP_INFEASIBLE when nothing fits. */
+AP_API ap_status ap_graph_plan(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
+                               const ap_graph_plan_opts *opts, int format, char **out);
+/* Every search family on the same sharding problem and budget, against the data-parallel and Megatron
+ * baselines (JSON format "autopar-compare-search/1" or a table). */
+AP_API ap_status ap_compare_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
+                                   const ap_graph_plan_opts *opts, int format, char **out);
+/* Each op's legal strategies on the cluster's default mesh (JSON or text). */
+AP_API ap_status ap_describe_sharding(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
+                                      const ap_graph_plan_opts *opts, int format, char **out);
 
 /* ---- Comparing clusters ------------------------------------------------------------------------ */
 

@@ -23,6 +23,9 @@ printf '{"format": "autopar-stage-problem/1", "n_layers": 1, "n_devices": 2, "n_
 printf '{"format": "autopar-stage-problem/1", "n_layers": 1, "n_devices": 1, "n_micro_batches": 1, "n_configs": 1, "submeshes": [[1, 1]], "stage_cost_s": [[[[1, 2]]]]}' >"$tmp/badstage.json"
 has_ilp=0
 "$bin" solve "$tmp/one.json" >/dev/null 2>&1 && has_ilp=1
+# Cases marked "N+onnx" read the shipped ONNX models and are skipped by a binary built without the onnx part.
+has_onnx=0
+"$bin" describe --model examples/onnx/resnet50.onnx >/dev/null 2>&1 && has_onnx=1
 python3 -c "import json,sys; d=json.load(open('examples/problems/mlp2-4dev.json')); d['nodes'][1]['compute'][3]=1e26; json.dump(d,open(sys.argv[1],'w'))" "$tmp/hugecost.json"
 n=0
 run_case() {
@@ -35,6 +38,13 @@ run_case() {
     want_rc=${want_rc%+ilp}
     if [ "$has_ilp" -eq 0 ]; then
       printf 'ok %d - autopar %s # skipped: no ilp part\n' "$n" "$args"
+      return
+    fi
+    ;;
+  *+onnx)
+    want_rc=${want_rc%+onnx}
+    if [ "$has_onnx" -eq 0 ]; then
+      printf 'ok %d - autopar %s # skipped: no onnx part\n' "$n" "$args"
       return
     fi
     ;;
@@ -143,6 +153,11 @@ done <<CASES
 2|plan --model llama-3-8b --cluster h100:8|--model, --cluster and --gbs are required
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --objective fast|--objective must be throughput or memory
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --max-mem-fraction x|--max-mem-fraction: expected a number
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --stack megatron|--stack must be one of megatron-lm
+2|plan --model llama-3-8b --cluster dgx-h100:2x8 --gbs 64 --fix pp=2,schedule=zb-v,vpp=2|megatron-lm does not run the zb-v schedule
+0|plan --model llama-3-8b --cluster dgx-h100:2x8 --gbs 64 --fix pp=2,schedule=zb-v,vpp=2 --stack any --top 1|zb-v
+0|plan --model llama-3-8b --cluster dgx-h100:8x8 --gbs 64 --stack megatron-deepspeed --json --top 1|"stack":"megatron-deepspeed"
+0|estimate --model llama-3-8b --cluster h100:8 --tp 2 --dp 4 --stack torchtitan --json|"stack":"torchtitan"
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --export bogus|unknown export format "bogus"
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 -o $tmp/x.sh|-o/--output needs --export FORMAT
 0|validate $tmp/small_runs.csv --search|search: the planner's best is at least as fast as the row's plan on 2 of 2
@@ -185,6 +200,22 @@ done <<CASES
 2|compare-clusters --model llama-3-8b --clusters h100:8,zz:8 --gbs 64|--clusters: zz:8:
 2|compare-clusters --model llama-3-8b --clusters h100:8 --gbs 64 --tokens lots|--tokens: expected a positive amount
 2|compare-clusters --model llama-3-8b --clusters h100:8|are required
+0+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy greedy|op-level sharding
+0+onnx|plan --model examples/onnx/vit_b_16.onnx --cluster dgx-h100:4x8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"
+0+onnx|plan --model examples/onnx/unet.onnx --cluster dgx-h100:4x8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"
+0+onnx|plan --model examples/onnx/gpt2_small.onnx --cluster dgx-h100:4x8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"
+0+onnx|plan --model examples/onnx/t5_small.onnx --cluster dgx-h100:4x8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"
+0+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"
+0+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy greedy --annotate /conv1/Conv=R,S0,R,R --json|"name": "/conv1/Conv", "op_type": "Conv", "output_spec": ["R", "S0", "R", "R"]
+2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --annotate nosuch=S0,R|--annotate: the model has no op named "nosuch"
+2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --annotate /conv1/Conv=S0|--annotate: op /conv1/Conv: "S0" is not a spec of its output's 4 dims
+2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --annotate /conv1/Conv=R,R,S0,R|op /conv1/Conv: no legal strategy gives its output the spec R,R,S0,R
+2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy inter-op|"inter-op" is not a sharding strategy of a general graph
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --annotate fc1=S0,R|--annotate applies to general graphs
+0+onnx|describe --model examples/onnx/resnet50.onnx --sharding --cluster dgx-h100:2x8|sharding strategies of resnet50 on a mesh of 2 (network) x 8 (nvlink)
+0+onnx|compare-search --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --time-budget 0.5 --evals 2000|baseline: megatron
+2|compare-search --model llama-3-8b|--model and --cluster are required
+2|compare-search --model llama-3-8b --cluster h100:8 --time-budget never|--time-budget: expected a number of seconds > 0
 2|solve $tmp/hugecost.json|hugecost.json: nodes[1].compute[3]: must be a number in [0, 1e18] or null
 CASES
 # The answer documents (docs/json.md): every --json output parses and carries its format tag, the text output's

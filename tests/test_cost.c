@@ -327,6 +327,7 @@ static void test_zero_model_states(void **state) {
     assert_int_equal(cost_env_new(ctx, m, cl, &t, &env), AP_OK);
     plan p;
     plan_defaults(&p);
+    p.stack = PLAN_STACK_AUTOPAR; /* the stack whose gradient width is the tuning's */
     p.dp = 64;
     p.zero_stage = cases[i].zero;
     rank_cost rc = {0};
@@ -334,6 +335,54 @@ static void test_zero_model_states(void **state) {
     cost_mem mem = memory_rank(env, &p, &rc, 0, 1, 1024);
     double per = (mem.params + mem.grads + mem.optimizer) / 1e9;
     assert_rel_close(per, cases[i].want_per_param_at_d64, 1e-12);
+    cost_env_free(env);
+  }
+  ap_cluster_free(cl);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
+/* The stacks' model-state bytes per parameter (plan/stack.c), ZeRO-1 over 64 ranks: Megatron-LM's fp32 main
+ * grads with bf16 (2 + 4 + 12/64), its fp16 gradients (2 + 2 + 12/64), Megatron-Bridge's bf16 reduction
+ * (2 + 2 + 12/64), DeepSpeed's BF16 optimizer (bf16 grads plus an unsharded fp32 copy: 2 + 2 + 4 + 12/64),
+ * torchtitan's FSDP2 (ZeRO-3, fp32 reduce: (2 + 4 + 12)/64, plus 4 unsharded with pp > 1). */
+static void test_stack_model_states(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  ap_model *m = NULL;
+  assert_int_equal(ap_model_load(ctx, "llama-3-8b", &m), AP_OK);
+  ap_cluster *cl = NULL;
+  assert_int_equal(ap_cluster_load(ctx, "h100:128", &cl), AP_OK);
+  static const struct {
+    plan_stack stack;
+    plan_precision prec;
+    int zero;
+    int64_t pp;
+    double want;
+  } cases[] = {
+      {PLAN_STACK_MEGATRON_LM, PLAN_PREC_BF16, 1, 1, 6.0 + 12.0 / 64},
+      {PLAN_STACK_MEGATRON_LM, PLAN_PREC_FP16, 1, 1, 4.0 + 12.0 / 64},
+      {PLAN_STACK_DEFAULT, PLAN_PREC_BF16, 1, 1, 6.0 + 12.0 / 64}, /* a transformer's default: megatron-lm */
+      {PLAN_STACK_MEGATRON_BRIDGE, PLAN_PREC_BF16, 1, 1, 4.0 + 12.0 / 64},
+      {PLAN_STACK_MEGATRON_DEEPSPEED, PLAN_PREC_BF16, 1, 1, 8.0 + 12.0 / 64},
+      {PLAN_STACK_MEGATRON_DEEPSPEED, PLAN_PREC_FP16, 1, 1, 4.0 + 12.0 / 64},
+      {PLAN_STACK_TORCHTITAN, PLAN_PREC_BF16, 3, 1, 18.0 / 64},
+      {PLAN_STACK_TORCHTITAN, PLAN_PREC_BF16, 3, 2, 18.0 / 64 + 4.0},
+  };
+  for (size_t i = 0; i < AP_COUNT(cases); i++) {
+    cost_env *env = NULL;
+    assert_int_equal(cost_env_new(ctx, m, cl, NULL, &env), AP_OK);
+    plan p;
+    plan_defaults(&p);
+    p.stack = cases[i].stack;
+    p.precision = cases[i].prec;
+    p.dp = 64;
+    p.pp = cases[i].pp;
+    p.zero_stage = cases[i].zero;
+    rank_cost rc = {0};
+    rc.params_dense = 1e9;
+    cost_mem mem = memory_rank(env, &p, &rc, 0, 1, 1024);
+    assert_rel_close((mem.params + mem.grads + mem.optimizer) / 1e9, cases[i].want, 1e-12);
     cost_env_free(env);
   }
   ap_cluster_free(cl);
@@ -692,6 +741,7 @@ int main(void) {
       cmocka_unit_test(test_fp8_casts),
       cmocka_unit_test(test_unaligned_heads),
       cmocka_unit_test(test_zero_model_states),
+      cmocka_unit_test(test_stack_model_states),
       cmocka_unit_test(test_closed_form_equals_simulation),
       cmocka_unit_test(test_simulator_uneven),
       cmocka_unit_test(test_trace_event_schema),

@@ -696,6 +696,7 @@ static void test_search_quality_reference(void **state) {
     o.global_batch_size = v->plan.global_batch_size;
     o.seq_length = v->plan.seq_length;
     o.fixed.precision = v->plan.precision;
+    o.fixed.stack = v->plan.stack; /* the row's stack, as validate --search plans it */
     o.fixed_mask = PLAN_F(PRECISION);
     search_result *res = NULL;
     int n = 0;

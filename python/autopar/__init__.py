@@ -53,7 +53,8 @@ class _SearchOpts(ctypes.Structure):
     _fields_ = [("global_batch_size", ctypes.c_int64), ("seq_length", ctypes.c_int64), ("top_k", ctypes.c_int),
                 ("time_budget_s", ctypes.c_double), ("max_mem_fraction", ctypes.c_double),
                 ("objective", ctypes.c_char_p), ("fix", ctypes.c_char_p), ("strategies", ctypes.c_char_p),
-                ("export_format", ctypes.c_char_p), ("compare", ctypes.c_void_p)]
+                ("export_format", ctypes.c_char_p), ("compare", ctypes.c_void_p),
+                ("stack", ctypes.c_char_p)]
 
 
 def _candidates():
@@ -268,7 +269,7 @@ def simulate(model, cluster, trace, plan=None, gbs=None, seq=None, calibration=N
 
 
 def plan(model, cluster, gbs, seq=None, top=None, fix=None, objective=None, max_mem_fraction=None,
-         time_budget=None, strategy=None, export=None, compare=None, calibration=None, _text=False,
+         time_budget=None, strategy=None, export=None, compare=None, calibration=None, stack=None, _text=False,
          **fixed_fields):
     """Searches for the fastest plans that fit (``autopar plan --json``). Plan fields given as keywords
     (``tp=8``) are held fixed, as ``--fix`` does; ``fix`` takes the same as a string. Raises Error with status
@@ -301,6 +302,8 @@ def plan(model, cluster, gbs, seq=None, top=None, fix=None, objective=None, max_
             opts.strategies = s(_value(strategy))
         if export is not None:
             opts.export_format = s(export)
+        if stack is not None:
+            opts.stack = s(stack)
         if compare is not None:
             opts.compare = c.plan(compare, {})
         out = ctypes.c_void_p()

@@ -53,6 +53,7 @@ def main(argv=None):
             p.add_argument("--time-budget", type=float)
             p.add_argument("--strategy")
             p.add_argument("--export")
+            p.add_argument("--stack")
             p.add_argument("--compare")
         else:
             p.add_argument("--plan")
@@ -82,7 +83,7 @@ def main(argv=None):
             doc = autopar.plan(args.model, args.cluster, args.gbs, seq=args.seq, top=args.top, fix=args.fix,
                                objective=args.objective, max_mem_fraction=args.max_mem_fraction,
                                time_budget=args.time_budget, strategy=args.strategy, export=args.export,
-                               compare=args.compare, calibration=args.calibration, _text=text)
+                               compare=args.compare, calibration=args.calibration, stack=args.stack, _text=text)
         elif args.command == "estimate":
             doc = autopar.estimate(args.model, args.cluster, plan=args.plan, calibration=args.calibration,
                                    _text=text, **_fields(rest))

@@ -59,6 +59,7 @@ char *cli_slurp(const char *path);
 void cli_first_message(const char *text, char *out, size_t n);
 int cmd_solve(ap_ctx *ctx, int argc, char **argv);
 int cmd_compare_clusters(ap_ctx *ctx, int argc, char **argv);
+int cmd_compare_search(ap_ctx *ctx, int argc, char **argv);
 
 /* Adds to ctx every optional part this binary was built with (src/cli/parts.c). */
 ap_status cli_add_parts(ap_ctx *ctx);

@@ -1,5 +1,5 @@
 /* The allocator hook (core layer; the design is in core/alloc.h): the thread's installed allocator, the
- * malloc-family wrappers the library's calls are mapped to, and ap_ctx_new_with_allocator. The default
+ * malloc-family wrappers the library's calls are mapped to (ap_ctx_new_with_allocator, in ctx.c, installs a host's). The default
  * allocator is libc's; a host's allocator has realloc semantics (ap_alloc_fn in include/autopar.h). */
 #define AP_ALLOC_NO_MACROS
 #include <jansson.h>
@@ -94,14 +94,8 @@ void mem_free_json(void *p) {
   else free(p);
 }
 
-ap_ctx *ap_ctx_new_with_allocator(ap_alloc_fn fn, void *user) {
-  if (!fn) return NULL;
+void mem_enter_fn(ap_alloc_fn fn, void *user) {
   cur_fn = fn;
   cur_user = user;
   cur_failed = false;
-  ap_ctx *ctx = ctx_new_here(); /* as ap_ctx_new, with fn installed */
-  if (!ctx) return NULL;
-  ctx->alloc_fn = fn;
-  ctx->alloc_user = user;
-  return ctx;
 }

@@ -44,9 +44,9 @@ __attribute__((visibility("hidden"))) void mem_enter(const ap_ctx *ctx);
 /* True when an allocation failed on this thread since the last mem_enter. */
 __attribute__((visibility("hidden"))) bool mem_failed(void);
 
-/* A new context made with the allocator installed on this thread (ap_ctx_new and ap_ctx_new_with_allocator
- * install theirs first); ctx.c. */
-__attribute__((visibility("hidden"))) ap_ctx *ctx_new_here(void);
+/* Installs the allocator fn (NULL: libc's) with its user pointer for the calling thread, as mem_enter does for
+ * a context's; ap_ctx_new_with_allocator uses it before the context exists. */
+__attribute__((visibility("hidden"))) void mem_enter_fn(ap_alloc_fn fn, void *user);
 
 /* The first line of every public function taking a context. */
 #define API_ENTER(ctx) mem_enter(ctx)

@@ -32,17 +32,28 @@ struct ctx_memo {
   memo_entry *head;
 };
 
-ap_ctx *ap_ctx_new(void) {
-  mem_enter(NULL); /* libc's allocator; ap_ctx_new_with_allocator (core/alloc.c) takes the host's */
-  return ctx_new_here();
-}
-
-ap_ctx *ctx_new_here(void) {
+/* A new context made with the allocator installed on this thread. */
+static ap_ctx *ctx_new_here(void) {
   ap_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return NULL;
   ctx->log_max = AP_LOG_WARN;
   ctx->memo = calloc(1, sizeof *ctx->memo);
   ctx->memo_owned = ctx->memo != NULL;
+  return ctx;
+}
+
+ap_ctx *ap_ctx_new(void) {
+  mem_enter(NULL); /* libc's allocator; ap_ctx_new_with_allocator takes the host's */
+  return ctx_new_here();
+}
+
+ap_ctx *ap_ctx_new_with_allocator(ap_alloc_fn fn, void *user) {
+  if (!fn) return NULL;
+  mem_enter_fn(fn, user);
+  ap_ctx *ctx = ctx_new_here(); /* as ap_ctx_new, with fn installed */
+  if (!ctx) return NULL;
+  ctx->alloc_fn = fn;
+  ctx->alloc_user = user;
   return ctx;
 }
 

@@ -8,8 +8,8 @@
  * sum t >= S and max t >= S/pp; in schedule.c's closed forms:
  *  - 1F1B, GPipe: sum + (m-1)·max >= (m + pp - 1)·S/pp;
  *  - interleaved over v chunks: m·max + (sum - max)/v = (m - 1/v)·max + sum/v >= (m + (pp-1)/v)·S/pp;
- *  - zero bubble: m·max + (sum z - max z)/k with z_r = max(0, t_r - c·w_r), k = 1, c = 2 for zb-h1 and
- *    k = 2, c = 3 for zb-v (schedule.c writes zb-v's z with the 1/2 inside), and sum w = W: z_r >= t_r - c·w_r
+ *  - zero bubble: m·max + (sum z - max z)/k with z_r >= max(0, t_r - c·w_r), k = 1, c = 2 for zb-h1 and
+ *    k = 4, c = 1 for zb-v (schedule.c writes zb-v's z with the 1/4 inside), and sum w = W: z_r >= t_r - c·w_r
  *    and max z <= max t, so sum z - max z >= S - c·W - max t, and the time is at least
  *    m·max + (S - c·W - max)/k = (m - 1/k)·max + (S - c·W)/k >= (m - 1/k)·S/pp + (S - c·W)/k; it is also at
  *    least m·max >= m·S/pp since sum z - max z >= 0.
@@ -21,7 +21,8 @@ double cost_bound_pipeline_s(plan_schedule s, int64_t vpp, double m, double pp, 
   case PLAN_SCHED_1F1B: return (m + pp - 1) * avg;
   case PLAN_SCHED_INTERLEAVED_1F1B: return (m + (pp - 1) / (double)vpp) * avg;
   case PLAN_SCHED_ZB_H1: return fmax(m * avg, (m - 1) * avg + (S - COST_ZB_H1_W_MULT * W));
-  case PLAN_SCHED_ZB_V: return fmax(m * avg, (m - 0.5) * avg + (S - COST_ZB_V_W_MULT * W) / 2);
+  case PLAN_SCHED_ZB_V:
+    return fmax(m * avg, (m - 1 / COST_ZB_V_FILL_DIV) * avg + (S - COST_ZB_V_W_MULT * W) / COST_ZB_V_FILL_DIV);
   case PLAN_SCHED_COUNT_: break;
   }
   return 0;

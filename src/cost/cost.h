@@ -35,8 +35,14 @@ AP_HIDDEN memory_tuning memory_tuning_defaults(void);
  * memory.c, the data-parallel collectives of estimate.c and the searches' memory bounds all take them from here. */
 typedef struct {
   double weights, grads, optimizer;
+  double unsharded; /* gradient bytes no ZeRO stage shards (plan/stack.h: DeepSpeed's BF16 optimizer, torchtitan
+                     * pipelining); in no sum below, memory.c adds them */
 } cost_state_bytes;
+/* The least any stack keeps (2-byte gradients): what the searches' memory lower bounds use. */
 AP_HIDDEN cost_state_bytes cost_state_bytes_per_param(const memory_tuning *mt);
+/* What plan p's stack keeps (plan/stack.h) under its precision; a plan naming no stack runs on the model's
+ * default (megatron-lm for a transformer, autopar otherwise, whose gradients are memory.grad_bytes_per_param). */
+AP_HIDDEN cost_state_bytes cost_state_bytes_plan(const memory_tuning *mt, const plan *p, bool transformer);
 /* Their sum per parameter under ZeRO stage zero_stage over n_dp data-parallel ranks (1: optimizer states
  * sharded, 2: + gradients, 3: + weights). */
 AP_HIDDEN double cost_state_bytes_zero(const cost_state_bytes *sb, int64_t zero_stage, double n_dp);
@@ -223,6 +229,9 @@ typedef struct {
   double tf, tb, tw;          /* forward, backward (recompute included), weight-gradient part: one micro-batch */
   double act_bytes;           /* saved activations of one micro-batch of all the rank's chunks */
   double act_chunk_bytes_max; /* the largest chunk's */
+  /* tf + tb of the chunk being built (cost_rank_add_layer adds, cost_rank_end_chunk closes) and of the rank's
+   * slowest chunk: an uneven split's longest chunk, which the interleaved schedule's fill waits on. */
+  double chunk_t_s, chunk_t_max_s;
   double working_bytes;       /* transient per-layer peak */
   double params_dense, params_expert;
   int64_t n_layers;           /* layers of all the rank's chunks */
@@ -237,6 +246,16 @@ typedef struct {
 
 /* Pipeline time of the schedule (closed form), filling out->bubble and compute terms; returns seconds. */
 AP_HIDDEN double schedule_time_s(const plan *p, const rank_cost *rc, int n_ranks, cost_time *out);
+/* The interleaved and ZB-V schedules on an uneven split, from the chunk times (tf, tb, tw of chunk c, pp·vpp
+ * of them): m·Σ_j max_r (the j-th chunk of rank r) + the fill; 0 for the other kinds. estimate.c takes the
+ * larger of this and schedule_time_s (they are equal on even splits). */
+AP_HIDDEN double schedule_lockstep_s(const plan *p, const rank_cost *rc, int n_ranks, const double *chunk_tf_s,
+                                     const double *chunk_tb_s, const double *chunk_tw_s);
+/* The pipeline time cost_estimate reports: adds the ranks' non-layer blocks (edge_*) to the first and last of
+ * the layer-only chunk times (modified in place), then the larger of schedule_time_s and schedule_lockstep_s.
+ * The searches' predictors call it with the same pieces, so they predict what cost_estimate computes. */
+AP_HIDDEN double schedule_pipeline_s(const plan *p, rank_cost *rc, int n_ranks, double *chunk_tf_s, double *chunk_tb_s,
+                                     double *chunk_tw_s, cost_time *out);
 /* Memory of pipeline rank r. */
 AP_HIDDEN cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s);
 

@@ -17,7 +17,7 @@ static double dp_sync_s(const cost_env *env, const plan *p, const plan_groups *p
                         double *opt_params) {
   const overlap_tuning *ov = &env->tuning.overlap;
   const comm_tuning *ct = &env->tuning.comm;
-  cost_state_bytes sb = cost_state_bytes_per_param(&env->tuning.memory);
+  cost_state_bytes sb = cost_state_bytes_plan(&env->tuning.memory, p, env->facts.has_layers);
   double gb = sb.grads, wb = sb.weights, m = (double)p->n_micro_batches;
   double n_dp = (double)(p->dp * p->cp), n_edp = (double)plan_edp(p);
   double t_grad = 0, t_param = 0, dp_exposed = 0;
@@ -124,17 +124,11 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   double p2p_s = 0, hw_flop_mb = 0;
   for (int r = 0; r < n_ranks; r++) {
     cost_rank_add_extras(env, p, &pg, r, &rc[r]);
-    for (int e = 0; e < 2; e++) {
-      int64_t ch = e ? n_chunks - 1 : 0;
-      out->chunk_tf_s[ch] += rc[r].edge_tf_s[e];
-      out->chunk_tb_s[ch] += rc[r].edge_tb_s[e];
-      out->chunk_tw_s[ch] += rc[r].edge_tw_s[e];
-    }
     p2p_s = fmax(p2p_s, rc[r].p2p_s);
     hw_flop_mb += rc[r].hw_flop;
   }
   out->p2p_s = cost_p2p_exposed_s(env, p, p2p_s);
-  double pipe_s = schedule_time_s(p, rc, n_ranks, &out->time);
+  double pipe_s = schedule_pipeline_s(p, rc, n_ranks, out->chunk_tf_s, out->chunk_tb_s, out->chunk_tw_s, &out->time);
   out->pipeline_s = pipe_s;
   /* The critical rank's breakdown: the slowest rank's share of compute and communication over m micro-batches;
    * the bubble is the rest of the pipeline time. */

@@ -5,12 +5,24 @@
 #include <math.h>
 
 #include "cost/internal.h"
+#include "plan/stack.h"
 #include "plan/schedule.h"
 
 cost_state_bytes cost_state_bytes_per_param(const memory_tuning *mt) {
-  /* ZeRO (Rajbhandari et al. 2020 §5.1; COSTMODEL.md §2.3): 16-bit weights, gradients at the stack's width
-   * (Megatron's fp32 main_grad buffer: 4), and fp32 master weights plus Adam's two moments, 4 + 4 + 4. */
-  return (cost_state_bytes){.weights = 2.0, .grads = mt->grad_bytes_per_param, .optimizer = 12.0};
+  /* ZeRO (Rajbhandari et al. 2020 §5.1; COSTMODEL.md §2.3): 16-bit weights, gradients at the narrowest width a
+   * stack keeps (16-bit: DeepSpeed's fp16 optimizer, Megatron-Bridge's bf16 reduction), and fp32 master weights
+   * plus Adam's two moments, 4 + 4 + 4. */
+  return (cost_state_bytes){.weights = 2.0, .grads = fmin(mt->grad_bytes_per_param, 2.0), .optimizer = 12.0};
+}
+
+cost_state_bytes cost_state_bytes_plan(const memory_tuning *mt, const plan *p, bool transformer) {
+  plan q = *p;
+  if (q.stack == PLAN_STACK_DEFAULT) q.stack = plan_stack_default(transformer);
+  /* autopar and any keep the cost model's own gradient width (memory.grad_bytes_per_param) */
+  if (q.stack == PLAN_STACK_AUTOPAR || q.stack == PLAN_STACK_ANY)
+    return (cost_state_bytes){.weights = 2.0, .grads = mt->grad_bytes_per_param, .optimizer = 12.0};
+  plan_stack_grad_bytes g = plan_stack_grads(&q);
+  return (cost_state_bytes){.weights = 2.0, .grads = g.grads, .optimizer = 12.0, .unsharded = g.unsharded + g.unsharded_pp};
 }
 
 double cost_state_bytes_zero(const cost_state_bytes *sb, int64_t zero_stage, double n_dp) {
@@ -35,11 +47,11 @@ cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, in
   double dense = R->params_dense, expert = R->params_expert;
   /* Model states (ZeRO, Rajbhandari et al. 2020 §5.1, with Megatron's fp32 gradient buffer: 2 + 4 + 12 bytes per
    * parameter unsharded; COSTMODEL.md §2.3). */
-  cost_state_bytes sb = cost_state_bytes_per_param(mt);
+  cost_state_bytes sb = cost_state_bytes_plan(mt, p, env->facts.has_layers);
   bool w_shard = p->zero_stage >= 3, g_shard = p->zero_stage >= 2, o_shard = p->zero_stage >= 1;
   double dense_w = w_shard ? dense / n_dp : dense, exp_w = w_shard ? expert / n_edp : expert;
   mem.params = sb.weights * (dense_w + exp_w);
-  mem.grads = sb.grads * (g_shard ? dense / n_dp + expert / n_edp : dense + expert);
+  mem.grads = sb.grads * (g_shard ? dense / n_dp + expert / n_edp : dense + expert) + sb.unsharded * (dense + expert);
   mem.optimizer = sb.optimizer * (o_shard ? dense / n_dp + expert / n_edp : dense + expert);
   /* The micro-batches in flight at the rank's peak: the schedule's rule (plan/schedule.h; COSTMODEL.md §2.2). */
   mem.activations = R->act_bytes * plan_schedule_in_flight_mb(p, r) + R->working_bytes;

@@ -38,6 +38,7 @@ layer_share cost_rank_add_layer(const cost_env *env, const plan *p, const layer_
   double comm = sh.tp_exposed_s + sh.cp_exposed_s + sh.ep_exposed_s;
   R->tf += L->fwd_s + comm / 3.0;
   R->tb += L->bwd_s + sh.recompute_s + 2.0 * comm / 3.0;
+  R->chunk_t_s += L->fwd_s + L->bwd_s + sh.recompute_s + comm;
   R->tw += L->wgrad_s;
   R->fwd_s += L->fwd_s;
   R->bwd_s += L->bwd_s;
@@ -61,6 +62,8 @@ layer_share cost_rank_add_layer(const cost_env *env, const plan *p, const layer_
 void cost_rank_end_chunk(rank_cost *R, double chunk_act_bytes) {
   R->act_bytes += chunk_act_bytes;
   R->act_chunk_bytes_max = fmax(R->act_chunk_bytes_max, chunk_act_bytes);
+  R->chunk_t_max_s = fmax(R->chunk_t_max_s, R->chunk_t_s);
+  R->chunk_t_s = 0;
 }
 
 void cost_rank_add_extras(const cost_env *env, const plan *p, const plan_groups *pg, int r, rank_cost *R) {
@@ -136,6 +139,7 @@ void cost_rank_merge(rank_cost *into, const rank_cost *from) {
   }
   into->act_bytes += from->act_bytes;
   into->act_chunk_bytes_max = fmax(into->act_chunk_bytes_max, from->act_chunk_bytes_max);
+  into->chunk_t_max_s = fmax(into->chunk_t_max_s, from->chunk_t_max_s);
   into->working_bytes = fmax(into->working_bytes, from->working_bytes);
   into->params_dense += from->params_dense;
   into->params_expert += from->params_expert;

@@ -23,34 +23,10 @@
  *    entropy loss fusion is disabled due to stability issues", arguments.py); the native implementation is
  *    the one left.
  * docs/exports.md has the mapping table and what is not exported. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "plan/export.h"
-
-/* ---- The argument list ---- */
-
-void margs_flag(margs *m, const char *name, const char *value) {
-  if (m->body.len) sb_puts(&m->body, " \\\n");
-  sb_puts(&m->body, name);
-  if (value) sb_printf(&m->body, " %s", value);
-}
-
-void margs_flag_i(margs *m, const char *name, int64_t v) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "%lld", (long long)v);
-  margs_flag(m, name, buf);
-}
-
-void margs_note(margs *m, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  sb_puts(&m->notes, "# ");
-  sb_vprintf(&m->notes, fmt, ap);
-  sb_puts(&m->notes, "\n");
-  va_end(ap);
-}
 
 static ap_status unsupported(ap_ctx *ctx, const char *why) {
   return ctx_fail(ctx, AP_UNSUPPORTED, "megatron export: %s", why);

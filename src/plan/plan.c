@@ -26,8 +26,6 @@ static const char *product_str(int64_t v, char *buf, size_t n) {
   return buf;
 }
 
-int64_t plan_etp(const plan *p) { return p->etp > 0 ? p->etp : p->tp; }
-
 int64_t plan_edp(const plan *p) {
   int64_t dense = mul_sat(mul_sat(p->tp, p->cp), p->dp);
   int64_t expert = mul_sat(plan_etp(p), p->ep);

@@ -121,6 +121,28 @@ typedef enum {
   PLAN_PREC_COUNT_
 } plan_precision;
 
+/* The software stack that runs the plan (plan/stack.h has what each runs and keeps): the names of runs.csv's
+ * `stack` column, plain DeepSpeed, autopar (the reference executor: every schedule) and any (the whole space,
+ * for what-if studies). DEFAULT = not named: megatron-lm for transformers, autopar for general graphs. */
+#define PLAN_STACK_MAP(X)                     \
+  X(MEGATRON_LM, "megatron-lm")               \
+  X(MEGATRON_BRIDGE, "megatron-bridge")       \
+  X(NEMO, "nemo")                             \
+  X(MEGATRON_DEEPSPEED, "megatron-deepspeed") \
+  X(TORCHTITAN, "torchtitan")                 \
+  X(LLM_FOUNDRY, "llm-foundry")               \
+  X(DEEPSPEED, "deepspeed")                   \
+  X(AUTOPAR, "autopar")                       \
+  X(ANY, "any")                               \
+  X(DEFAULT, "default") /* not named: plan_stack_default resolves it; last */
+
+typedef enum {
+#define X(e, s) PLAN_STACK_##e,
+  PLAN_STACK_MAP(X)
+#undef X
+  PLAN_STACK_COUNT_
+} plan_stack;
+
 /* The sharding of one tensor dimension over a logical device mesh of up to two axes (issue 12; Alpa's and
  * GSPMD's notation): replicated, or split over mesh axis 0, axis 1 or both. */
 #define PLAN_DIM_SPEC_MAP(X) \
@@ -192,6 +214,8 @@ typedef struct {
    * Engine's parallel cross entropy behind Megatron's --cross-entropy-loss-fusion
    * --cross-entropy-fusion-impl te; Liger's). false: the framework's default loss (memory.loss_bytes_per_logit). */
   bool fused_loss;
+  /* The software stack that runs it (PLAN_STACK_DEFAULT: the model's default, plan/stack.h). */
+  plan_stack stack;
 
   /* Overlap of communication with compute. Each is a no-op where its communication does not occur
    * (param_gather without sharded parameters or optimizer, tp_comm with tp = 1). */
@@ -220,6 +244,9 @@ AP_HIDDEN const char *plan_recompute_name(plan_recompute r);
 AP_HIDDEN bool plan_recompute_from_name(const char *name, plan_recompute *out);
 AP_HIDDEN const char *plan_precision_name(plan_precision pr);
 AP_HIDDEN bool plan_precision_from_name(const char *name, plan_precision *out);
+AP_HIDDEN const char *plan_stack_name(plan_stack st);
+AP_HIDDEN bool plan_stack_from_name(const char *name, plan_stack *out);
+
 AP_HIDDEN const char *plan_dim_spec_name(plan_dim_spec d);
 AP_HIDDEN bool plan_dim_spec_from_name(const char *name, plan_dim_spec *out);
 
@@ -254,6 +281,7 @@ AP_HIDDEN bool plan_dim_spec_from_name(const char *name, plan_dim_spec *out);
   X(SEQ_LENGTH, "seq_length")                               \
   X(CHUNK_RECOMPUTE_LAYERS, "chunk_recompute_layers")       \
   X(FUSED_LOSS, "fused_loss")                               \
+  X(STACK, "stack")                                         \
   X(OVERLAP_GRAD_REDUCE, "overlap_grad_reduce")             \
   X(OVERLAP_PARAM_GATHER, "overlap_param_gather")           \
   X(TP_COMM_OVERLAP, "tp_comm_overlap")                     \
@@ -349,7 +377,7 @@ AP_HIDDEN void plan_free(plan *p);
 AP_HIDDEN ap_status plan_set_ops(plan *p, const plan_op_spec *ops, int32_t n);
 
 /* The expert tensor parallel degree with 0 resolved to tp. */
-AP_HIDDEN int64_t plan_etp(const plan *p);
+static inline int64_t plan_etp(const plan *p) { return p->etp > 0 ? p->etp : p->tp; }
 /* The expert data parallel degree tp·cp·dp / (etp·ep), or 0 when that is not a whole number. */
 AP_HIDDEN int64_t plan_edp(const plan *p);
 /* Devices the plan occupies: dp·tp·pp·cp (saturating at INT64_MAX). */

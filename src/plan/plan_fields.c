@@ -18,12 +18,13 @@ AP_ENUM_NAMES(plan_axis, plan_axis, PLAN_AXIS_MAP, PLAN_AXIS_COUNT_)
 AP_ENUM_NAMES(plan_schedule, plan_schedule, PLAN_SCHEDULE_MAP, PLAN_SCHED_COUNT_)
 AP_ENUM_NAMES(plan_recompute, plan_recompute, PLAN_RECOMPUTE_MAP, PLAN_RECOMPUTE_COUNT_)
 AP_ENUM_NAMES(plan_precision, plan_precision, PLAN_PRECISION_MAP, PLAN_PREC_COUNT_)
+AP_ENUM_NAMES(plan_stack, plan_stack, PLAN_STACK_MAP, PLAN_STACK_COUNT_)
 AP_ENUM_NAMES(plan_dim_spec, plan_dim_spec, PLAN_DIM_SPEC_MAP, PLAN_DIM_COUNT_)
 AP_ENUM_NAMES(plan_field, plan_field_id, PLAN_FIELD_MAP, PLAN_F_COUNT_)
 
 /* Enum members are read and written through an int (plan_field_int). */
 _Static_assert(sizeof(plan_schedule) == sizeof(int) && sizeof(plan_recompute) == sizeof(int) &&
-                   sizeof(plan_precision) == sizeof(int),
+                   sizeof(plan_precision) == sizeof(int) && sizeof(plan_stack) == sizeof(int),
                "plan enums are int-sized");
 
 /* The most layers one chunk may list, and the most a recompute count may name. TUNING: ten times the deepest
@@ -92,6 +93,10 @@ static const plan_field table[] = {
      PLAN_PREC_BF16, ENUM(plan_precision), "mxfp8=fp8", NULL, PLAN_FF_SEARCHED, "bf16, fp16, fp8, fp32"},
     {PLAN_F_FUSED_LOSS, PLAN_FK_BOOL, "", "fused_loss", "fused-loss", "", NULL, M(fused_loss), 0, 0, 1, 0, NO_ENUM, "",
      NULL, PLAN_FF_OMIT_DEFAULT, "fused in-place cross entropy (0 or 1)"},
+    /* The software stack (plan/stack.h); runs.csv's stack column. Not named = the model's default. */
+    {PLAN_F_STACK, PLAN_FK_ENUM, "", "stack", "stack", "", "stack", M(stack), 0, 0, 0, PLAN_STACK_DEFAULT,
+     ENUM(plan_stack), "", NULL, PLAN_FF_OMIT_DEFAULT,
+     "megatron-lm, megatron-bridge, nemo, megatron-deepspeed, torchtitan, llm-foundry, deepspeed, autopar, any"},
     {PLAN_F_OVERLAP_GRAD_REDUCE, PLAN_FK_BOOL, "overlap", "grad_reduce", "overlap-grad-reduce", "", NULL,
      M(overlap_grad_reduce), 0, 0, 1, 1, NO_ENUM, "", NULL, 0, "overlap gradient reduction"},
     {PLAN_F_OVERLAP_PARAM_GATHER, PLAN_FK_BOOL, "overlap", "param_gather", "overlap-param-gather", "", NULL,

@@ -78,7 +78,10 @@ static int try_fixes(const cost_env *env, const plan *p, double limit, fix_try *
 static int64_t devices_needed(const cost_env *env, const plan *p, const cost_result *r, double limit) {
   const cost_mem *m = &r->mem[r->peak_rank];
   double n_dp = (double)(p->dp * p->cp);
-  double per_param = 2.0 + cost_env_tuning(env)->memory.grad_bytes_per_param + 12.0;
+  plan_model_facts facts;
+  plan_model_facts_of(cost_env_graph(env), &facts);
+  cost_state_bytes sb = cost_state_bytes_plan(&cost_env_tuning(env)->memory, p, facts.has_layers);
+  double per_param = sb.weights + sb.grads + sb.unsharded + sb.optimizer;
   /* The rank's parameters, from the parameter bytes and how the plan shards them. */
   double params = m->params / 2.0 * (p->zero_stage >= 3 ? n_dp : 1);
   double rest = m->total - m->params - m->grads - m->optimizer;

@@ -12,6 +12,8 @@
 #include "core/jsonx.h"
 #include "plan/plan_api.h"
 #include "report/plan_doc.h"
+#include "model/model.h"
+#include "plan/stack.h"
 #include "report/plan_report.h"
 
 /* ---- --fix ------------------------------------------------------------------------------------------------ */
@@ -201,6 +203,21 @@ static ap_status build_opts(ap_ctx *ctx, const ap_model *model, const hw_cluster
   snprintf(so->fixed.cluster, sizeof so->fixed.cluster, "%s", spec);
   so->fixed.global_batch_size = o->global_batch_size;
   so->fixed.seq_length = o->seq_length;
+  /* The stack: --stack, else the export's, else the model's default (plan/stack.h). */
+  plan_model_facts facts;
+  plan_model_facts_of(model_graph(model), &facts);
+  plan_stack stk = plan_stack_of_export(o->export_format);
+  if (o->stack && *o->stack) {
+    if (!plan_stack_from_name(o->stack, &stk))
+      return ctx_fail(ctx, AP_INVALID,
+                      "plan: --stack must be one of megatron-lm, megatron-bridge, nemo, megatron-deepspeed, torchtitan, "
+                      "llm-foundry, deepspeed, autopar, any; got \"%.64s\"",
+                      o->stack);
+  }
+  if (stk == PLAN_STACK_COUNT_ || stk == PLAN_STACK_DEFAULT) {
+    stk = plan_stack_default(facts.has_layers);
+  }
+  so->fixed.stack = stk;
   (void)hc;
   return AP_OK;
 }

@@ -1,14 +1,15 @@
 /* Validation against measured runs (report layer): rows of a runs table in, predictions and error figures
- * out. See validate.h for what is compared and how; ap_validate, the public entry point, is at the end.
+ * out. See validate.h for what is compared and how.
  *
- * Reading order: row_read (the row's fields, checked: bad input stops the run), row_model and row_cluster
- * (the row's model and cluster: failures become the row's error), row_predict (plan completion and cost),
- * summarise (the figures), then the JSON and text writers. */
+ * Reading order: row_read (the row's fields, checked: bad input stops the run), validate_row_model and
+ * validate_row_cluster (validate_model.c: the row's model and cluster; failures become the row's error),
+ * row_predict (plan completion and cost), validate_summarise (validate_summary.c: the figures), the run. The
+ * document and its text are in validate_doc.c, the public entry point ap_validate in validate_api.c; the types
+ * validate.c, validate_model.c and validate_summary.c share are in validate_internal.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/jsonx.h"
 #include "hw/hw.h"
@@ -17,6 +18,7 @@
 #include "plan/summary.h"
 #include "report/runs_csv.h"
 #include "report/validate.h"
+#include "report/validate_internal.h"
 #include "search/complete.h"
 #include "search/search.h"
 
@@ -27,27 +29,7 @@ static const char *const mem_names[] = {
 };
 _Static_assert(AP_COUNT(mem_names) == VALIDATE_MEM_COUNT_, "mem_convention names and enum disagree");
 
-struct validate_report {
-  arena *a;
-  bool keep;
-  bool search;            /* validate_file_search: the planner's best plan for every row */
-  double search_budget_s; /* per row */
-  const char *cluster;    /* ap_validate_on: one cluster for every row; NULL: each row's */
-  runs_table *t;
-  int64_t n_rows;
-  validate_row *rows;
-  validate_summary sum;
-};
 
-/* TUNING: the time budget of the planner's search on one row of `validate --search`, seconds. Most rows (up to
- * a few hundred devices) finish in milliseconds; the largest meshes take longer, and 0.5 s each keeps a run
- * over the 385 reference rows near a minute on two cores. */
-static const double VALIDATE_SEARCH_BUDGET_S = 0.5;
-
-/* A row's miss: what a row the tool cannot model adds to MAPE, as if it had predicted no throughput. */
-static const double MISS_APE = 1.0;
-
-double validate_miss_ape(void) { return MISS_APE; }
 
 const char *validate_mem_name(validate_mem_convention c) {
   return (int)c >= 0 && c < VALIDATE_MEM_COUNT_ ? mem_names[c] : "?";
@@ -55,33 +37,9 @@ const char *validate_mem_name(validate_mem_convention c) {
 
 /* ---- Reading a row ------------------------------------------------------------------------------------- */
 
-/* The architecture as the row states it inline. */
-typedef struct {
-  const char *model_config; /* "" when none */
-  bool has_layers, has_hidden, has_heads, has_vocab, has_ffn, has_kv, has_mlp, has_experts, has_top_k, has_moe_ffn;
-  int64_t layers, hidden, heads, vocab, ffn, kv, experts, top_k, moe_ffn;
-  int mlp; /* index into mlp_names */
-  int arch; /* index into arch_names; -1 when empty */
-} arch_spec;
-
 static const char *const mlp_names[] = {"gelu", "swiglu"};
 static const char *const arch_names[] = {"dense", "moe"};
 static const char *const outcome_names[] = {"ok", "oom"};
-/* The cluster as the row states it. */
-typedef struct {
-  const char *gpu;
-  int64_t num_gpus, gpus_per_node;
-  bool has_gpus_per_node, has_inter_bw;
-  double inter_GBps;
-} cluster_spec;
-
-typedef struct {
-  arch_spec arch;
-  cluster_spec cl;
-  plan partial;
-  unsigned stated;
-  bool selective; /* recompute "selective": which selective granularity depends on the model (row_predict) */
-} row_spec;
 
 /* The columns that are a run's inputs: what a prediction may read. Two rows equal in all of them are the same
  * configuration measured twice (data_floor.h). */
@@ -198,224 +156,6 @@ static ap_status row_read(ap_ctx *ctx, const runs_table *t, const runs_row *r, v
   return AP_OK;
 }
 
-/* ---- The row's model and cluster ------------------------------------------------------------------------ */
-
-/* A transformer from the inline columns: GPT style (LayerNorm with biases, learned positions, tied
- * embeddings, as Megatron's GPT defaults) for gelu, Llama style (RMSNorm, rotary positions, no biases,
- * untied) for swiglu; FFN 4·hidden and KV heads = heads when empty (README "An empty architecture field
- * takes the usual default"); every layer MoE when the row has experts. */
-static void inline_config(const arch_spec *a, int64_t seq, const char *name, tf_config *c) {
-  tf_config_defaults(c);
-  bool gelu = !a->has_mlp || a->mlp == 0;
-  c->name = name;
-  c->model_type = gelu ? "gpt (inline)" : "llama (inline)";
-  c->source = "inline architecture columns";
-  c->n_layers = a->layers;
-  c->hidden = a->hidden;
-  c->heads = a->heads;
-  c->kv_heads = a->has_kv ? a->kv : a->heads;
-  c->head_dim = c->head_dim_v = a->heads > 0 ? a->hidden / a->heads : 0;
-  c->vocab = a->vocab;
-  c->ffn = a->has_ffn ? a->ffn : 4 * a->hidden;
-  c->max_pos = seq;
-  c->norm = gelu ? NORM_LAYERNORM : NORM_RMSNORM;
-  c->norm_bias = gelu;
-  c->mlp = gelu ? MLP_PLAIN : MLP_GATED;
-  c->learned_pos = gelu;
-  c->rope = !gelu;
-  c->tied = gelu;
-  c->qkv_bias = c->o_bias = c->mlp_bias = gelu;
-  if (a->has_experts && a->experts > 1) {
-    c->n_experts = a->experts;
-    c->top_k = a->has_top_k ? a->top_k : 1;
-    c->moe_ffn = a->has_moe_ffn ? a->moe_ffn : c->ffn;
-    for (int64_t i = 0; i < c->n_layers && i < TF_MAX_LAYERS; i++) c->is_moe_layer[i] = true;
-  }
-}
-
-/* The built-in preset that a row's model name stands for: the name lowercased with runs of spaces and
- * underscores as one '-' ("GPT OSS 120B" -> gpt-oss-120b); NULL when there is none. */
-static const embedded_file *preset_for_name(const char *model) {
-  char want[96 + 24];
-  size_t n = 0;
-  bool dash = false;
-  snprintf(want, sizeof want, "data/models/");
-  n = strlen(want);
-  for (const char *q = model; *q && n + 6 < sizeof want; q++) {
-    char ch = *q;
-    if (ch == ' ' || ch == '_') {
-      dash = true;
-      continue;
-    }
-    if (dash && n > 12) want[n++] = '-';
-    dash = false;
-    want[n++] = (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
-  }
-  snprintf(want + n, sizeof want - n, ".json");
-  return embedded_find(want);
-}
-
-/* Whether a config agrees with every architecture column the row states (the vocabulary excepted: the row's
- * is the padded one the run used). The columns cannot say a head dimension apart from hidden/heads, sliding
- * windows or attention sinks; a preset of the row's model name that agrees supplies them. */
-static bool agrees(const arch_spec *a, const tf_config *c) {
-  if (a->has_layers && a->layers != c->n_layers) return false;
-  if (a->has_hidden && a->hidden != c->hidden) return false;
-  if (a->has_heads && a->heads != c->heads) return false;
-  if (a->has_kv && a->kv != c->kv_heads) return false;
-  bool moe = a->has_experts && a->experts > 1;
-  if (moe != (c->n_experts > 1)) return false;
-  if (moe && (a->experts != c->n_experts || (a->has_top_k && a->top_k != c->top_k))) return false;
-  if (moe && a->has_moe_ffn && a->moe_ffn != c->moe_ffn) return false;
-  return true;
-}
-
-/* The built-in preset that a missing models/ file stands for: the longest preset name that is the config's
- * base name or ends it after a '-' ("meta-llama-Llama-3.1-8B.json" -> "llama-3.1-8b"), ignoring case; NULL
- * when none. Presets are data/models/NAME.json files compiled into the library. */
-static const embedded_file *preset_for_config(const char *config) {
-  static const char dir[] = "data/models/";
-  char want[256];
-  snprintf(want, sizeof want, "%s", util_basename(config));
-  if (util_ends_with(want, ".json")) want[strlen(want) - 5] = '\0';
-  for (char *q = want; *q; q++)
-    if (*q >= 'A' && *q <= 'Z') *q = (char)(*q - 'A' + 'a');
-  size_t n_files, wl = strlen(want), best_len = 0;
-  const embedded_file *all = embedded_files(&n_files), *best = NULL;
-  for (size_t i = 0; i < n_files; i++) {
-    const char *path = all[i].path;
-    if (strncmp(path, dir, sizeof dir - 1) != 0 || strchr(path + sizeof dir - 1, '/') || !util_ends_with(path, ".json"))
-      continue;
-    const char *name = path + sizeof dir - 1;
-    size_t nl = strlen(name) - 5;
-    if (nl > wl || nl <= best_len || strncmp(want + wl - nl, name, nl) != 0) continue;
-    if (nl < wl && want[wl - nl - 1] != '-') continue;
-    best = &all[i];
-    best_len = nl;
-  }
-  return best;
-}
-
-/* Reads an HF config from text into c (strings point into *root, which the caller releases). */
-static ap_status read_config(ap_ctx *ctx, const char *label, const char *text, size_t n, json_t **root,
-                             tf_config *c) {
-  ap_status st = jx_parse(ctx, label, text, n, root);
-  if (!st) st = hf_config_read(ctx, label, *root, c);
-  return st;
-}
-
-static bool inline_complete(const arch_spec *as) {
-  return as->has_layers && as->has_hidden && as->has_heads && as->has_vocab;
-}
-
-/* The row's model: the named HF config (with the inline vocabulary, which Megatron pads, in place of the
- * config's), or the inline architecture. When models/ lacks the named file, the built-in preset of the same
- * name stands in for it, else the inline columns, and *note says so. Failures are the row's error, left in
- * ctx. */
-static ap_status row_model(ap_ctx *ctx, arena *a, const char *csv_dir, const validate_row *v, const row_spec *rs,
-                           ap_model **out, const char **note) {
-  const arch_spec *as = &rs->arch;
-  tf_config *c = calloc(1, sizeof *c);
-  if (!c) return ctx_fail(ctx, AP_NOMEM, "out of memory");
-  ap_status st = AP_OK;
-  json_t *root = NULL;
-  bool from_config = false;
-  if (*as->model_config) {
-    char *path = arena_printf(a, "%s/models/%s", csv_dir, as->model_config);
-    char *models_dir = arena_printf(a, "%s/models", csv_dir); /* a symlink inside it may not lead out of it */
-    if (path && models_dir && (st = util_path_inside(ctx, models_dir, as->model_config, "model_config"))) path = NULL;
-    const embedded_file *preset = NULL;
-    struct stat sb; /* exists (util_read_file then refuses a directory or a FIFO, which fopen would block on) */
-    bool exists = !st && path && stat(path, &sb) == 0;
-    if (st) {
-      /* model_config leads out of models/ */
-    } else if (!path) {
-      st = ctx_fail(ctx, AP_NOMEM, "out of memory");
-    } else if (exists) {
-      char *text = NULL;
-      size_t n = 0;
-      if (!(st = util_read_file(ctx, path, &text, &n))) st = read_config(ctx, path, text, n, &root, c);
-      free(text);
-      from_config = true;
-      c->source = path;
-    } else if ((preset = preset_for_config(as->model_config)) != NULL) {
-      st = read_config(ctx, preset->path, preset->text, preset->n_bytes, &root, c);
-      from_config = true;
-      c->source = preset->path;
-      *note = arena_printf(a, "%s not found; used the built-in preset %s", path, preset->path);
-    } else if (inline_complete(as)) {
-      *note = arena_printf(a, "%s not found; built from the inline architecture columns", path);
-      inline_config(as, v->plan.seq_length, v->model, c);
-    } else {
-      st = ctx_fail(ctx, AP_NOTFOUND, "%s: cannot open, and the inline architecture columns are incomplete", path);
-    }
-  } else {
-    const embedded_file *named = preset_for_name(v->model);
-    ap_ctx pctx = ctx_child(ctx); /* a preset that does not read leaves the row to its columns */
-    if (named && !read_config(&pctx, named->path, named->text, named->n_bytes, &root, c) && agrees(as, c)) {
-      from_config = true;
-      c->source = named->path;
-      *note = arena_printf(a, "architecture of the built-in preset %s, which the row's columns agree with", named->path);
-    } else {
-      json_decref(root);
-      root = NULL;
-      inline_config(as, v->plan.seq_length, v->model, c);
-    }
-  }
-  if (!st && from_config) {
-    c->name = v->model;
-    if (as->has_vocab) c->vocab = as->vocab;
-  }
-  if (!st) st = model_from_tf_config(ctx, c, out);
-  json_decref(root);
-  free(c);
-  return st;
-}
-
-/* The row's cluster: num_gpus devices in nodes of the gpu preset's node type, with the network bandwidth
- * per GPU replaced by inter_node_GBps_per_gpu when given. gpus_per_node must match the node type's NVLink
- * domain (8 for DGX/HGX, 72 for NVL72); a different value would need a cluster file. */
-static ap_status row_cluster(ap_ctx *ctx, const validate_row *v, const cluster_spec *cs, ap_cluster **out) {
-  hw_device dev;
-  ap_status st = hw_device_find(ctx, cs->gpu, &dev);
-  if (st) return st;
-  if (!dev.default_node[0]) return ctx_fail(ctx, AP_NOTFOUND, "gpu %s names no node preset", dev.name);
-  ap_cluster *tmpl = NULL;
-  if ((st = ap_cluster_load(ctx, dev.default_node, &tmpl))) return st;
-  const hw_node_group *g0 = &hw_cluster_of(tmpl)->groups[0];
-  int64_t dpn = g0->devices_per_node;
-  int64_t domain = g0->n_levels > 1 ? g0->levels[0].domain_devices : dpn;
-  char node[HW_NAME_MAX];
-  snprintf(node, sizeof node, "%s", hw_cluster_of(tmpl)->name);
-  ap_cluster_free(tmpl);
-  if (cs->has_gpus_per_node && cs->gpus_per_node != domain)
-    return ctx_fail(ctx, AP_UNSUPPORTED, "gpus_per_node = %lld, but a %s NVLink domain holds %lld devices",
-                    (long long)cs->gpus_per_node, node, (long long)domain);
-  int64_t n = cs->num_gpus, n_nodes = 1;
-  if (n < dpn) dpn = n;
-  else if (n % dpn != 0)
-    return ctx_fail(ctx, AP_UNSUPPORTED, "num_gpus = %lld is not a whole number of %s nodes of %lld", (long long)n, node,
-                    (long long)dpn);
-  else n_nodes = n / dpn;
-  json_t *root = json_pack("{s:s, s:s, s:I, s:I}", "name", v->id, "node", node, "n_nodes", (json_int_t)n_nodes,
-                           "devices_per_node", (json_int_t)dpn);
-  if (root && cs->has_inter_bw) {
-    json_t *inter = json_pack("{s:f}", "bw_Bps", cs->inter_GBps * 1e9);
-    if (!inter || json_object_set_new(root, "inter_node", inter) != 0) {
-      json_decref(root);
-      root = NULL;
-    }
-  }
-  char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
-  json_decref(root);
-  if (!text) return ctx_fail(ctx, AP_NOMEM, "out of memory");
-  char label[160];
-  snprintf(label, sizeof label, "cluster of row %s", v->id);
-  st = hw_cluster_parse(ctx, label, text, strlen(text), out);
-  mem_free_json(text); /* jansson's allocation */
-  return st;
-}
-
 /* ---- Prediction ----------------------------------------------------------------------------------------- */
 
 /* What a device shows of a predicted peak: the caching allocator holds the live peak plus its pool of freed
@@ -456,6 +196,7 @@ static ap_status row_search(validate_report *rep, validate_row *v, const cost_en
   o.seq_length = v->plan.seq_length;
   o.time_budget_s = rep->search_budget_s;
   o.fixed.precision = v->plan.precision;
+  o.fixed.stack = v->plan.stack;
   o.fixed_mask = PLAN_F(PRECISION);
   memcpy(o.fixed.model, v->plan.model, sizeof o.fixed.model);
   memcpy(o.fixed.cluster, v->plan.cluster, sizeof o.fixed.cluster);
@@ -510,14 +251,14 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
   ap_cluster *cl = NULL;
   cost_env *env = NULL;
   const char *note = NULL;
-  ap_status st = row_model(&rctx, rep->a, csv_dir, v, rs, &m, &note);
+  ap_status st = validate_row_model(&rctx, rep->a, csv_dir, v, rs, &m, &note);
   if (!st && rep->cluster) {
     st = ap_cluster_load(&rctx, rep->cluster, &cl);
     if (!st && hw_cluster_of(cl)->n_devices != rs->cl.num_gpus)
       st = ctx_fail(&rctx, AP_INVALID, "num_gpus = %lld, but the cluster %s has %lld devices", (long long)rs->cl.num_gpus,
                     rep->cluster, (long long)hw_cluster_of(cl)->n_devices);
   } else if (!st) {
-    st = row_cluster(&rctx, v, &rs->cl, &cl);
+    st = validate_row_cluster(&rctx, v, &rs->cl, &cl);
   }
   if (!st) st = cost_env_new(&rctx, m, cl, NULL, &env);
   complete_stats cs = {0};
@@ -561,187 +302,6 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
   ap_cluster_free(cl);
   ap_model_free(m);
   return st;
-}
-
-/* ---- Summary -------------------------------------------------------------------------------------------- */
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y ? 1 : 0;
-}
-
-/* The median of v[0..n-1] (sorts v). */
-static double median(double *v, int64_t n) {
-  if (n <= 0) return NAN;
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* Ranks of x[0..n-1] (1-based, ties get the mean of their ranks) into r. O(n²): groups are small. */
-static void ranks(const double *x, int64_t n, double *r) {
-  for (int64_t i = 0; i < n; i++) {
-    int64_t below = 0, equal = 0;
-    for (int64_t j = 0; j < n; j++) {
-      if (x[j] < x[i]) below++;
-      else if (x[j] == x[i]) equal++;
-    }
-    r[i] = (double)below + (double)(equal + 1) / 2.0;
-  }
-}
-
-/* Spearman's rho: Pearson's correlation of the ranks; NAN when either side has no spread. */
-static double spearman(const double *x, const double *y, int64_t n, double *scratch) {
-  double *rx = scratch, *ry = scratch + n;
-  ranks(x, n, rx);
-  ranks(y, n, ry);
-  double mx = 0, my = 0;
-  for (int64_t i = 0; i < n; i++) mx += rx[i], my += ry[i];
-  mx /= (double)n;
-  my /= (double)n;
-  double sxy = 0, sxx = 0, syy = 0;
-  for (int64_t i = 0; i < n; i++) {
-    sxy += (rx[i] - mx) * (ry[i] - my);
-    sxx += (rx[i] - mx) * (rx[i] - mx);
-    syy += (ry[i] - my) * (ry[i] - my);
-  }
-  return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : NAN;
-}
-
-/* The APE bar of the data floor's row count (data_floor.h): the issue's "no row worse than 25%". */
-#define FLOOR_BAR 0.25
-
-/* A modelled row measured ok: it has both throughputs. */
-static bool is_compared(const validate_row *v) { return !v->error && v->has_measured && !v->measured_oom; }
-
-static ap_status summarise(ap_ctx *ctx, validate_report *rep) {
-  validate_summary *s = &rep->sum;
-  int64_t n = rep->n_rows;
-  memset(s, 0, sizeof *s);
-  s->n_rows = n;
-  s->mape = s->median_ape = s->mean_signed_error = s->spearman = s->mem_mape = NAN;
-  double *buf = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1) * 5);
-  int64_t *members = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
-  bool *grouped = calloc((size_t)(n > 0 ? n : 1), sizeof(bool));
-  s->groups = arena_alloc(rep->a, sizeof *s->groups * (size_t)(n > 0 ? n : 1));
-  if (!buf || !members || !grouped || !s->groups) {
-    free(buf);
-    free(members);
-    free(grouped);
-    return ctx_fail(ctx, AP_NOMEM, "out of memory");
-  }
-  /* Throughput. */
-  double sum = 0, signed_sum = 0, mem_sum = 0, by_sum[VALIDATE_MEM_COUNT_] = {0};
-  int64_t n_signed = 0;
-  for (int64_t i = 0; i < n; i++) {
-    const validate_row *v = &rep->rows[i];
-    if (v->error) s->n_errors++;
-    if (v->has_measured && !v->measured_oom) {
-      double ape = v->error ? MISS_APE : v->ape;
-      buf[s->n++] = ape;
-      sum += ape;
-      if (!v->error) {
-        signed_sum += (v->predicted_tokens - v->measured_tokens) / v->measured_tokens;
-        n_signed++;
-        if (!s->worst_id || v->ape > s->worst_ape) {
-          s->worst_id = v->id;
-          s->worst_ape = v->ape;
-        }
-      }
-    }
-    if (!v->error && v->measured_oom) {
-      s->oom_rows++;
-      s->oom_predicted_oom += !v->fits;
-    } else if (!v->error) {
-      s->ok_rows++;
-      s->ok_predicted_fit += v->fits;
-    }
-    if (!v->error && v->has_mem) {
-      s->mem_n++;
-      mem_sum += v->mem_ape;
-      s->mem_n_by[v->mem_convention]++;
-      by_sum[v->mem_convention] += v->mem_ape;
-    }
-  }
-  if (s->n > 0) {
-    s->mape = sum / (double)s->n;
-    s->median_ape = median(buf, s->n);
-  }
-  if (n_signed > 0) s->mean_signed_error = signed_sum / (double)n_signed;
-  if (s->mem_n > 0) s->mem_mape = mem_sum / (double)s->mem_n;
-  for (int k = 0; k < VALIDATE_MEM_COUNT_; k++)
-    s->mem_mape_by[k] = s->mem_n_by[k] > 0 ? by_sum[k] / (double)s->mem_n_by[k] : NAN;
-
-  /* Rank correlation within groups of the same model and gpu, in order of first appearance. */
-  double rho_sum = 0;
-  for (int64_t i = 0; i < n; i++) {
-    const validate_row *v = &rep->rows[i];
-    if (grouped[i] || !is_compared(v)) continue;
-    int64_t m = 0;
-    for (int64_t j = i; j < n; j++) {
-      const validate_row *w = &rep->rows[j];
-      if (!grouped[j] && is_compared(w) && strcmp(w->model, v->model) == 0 && strcmp(w->gpu, v->gpu) == 0) {
-        grouped[j] = true;
-        members[m++] = j;
-      }
-    }
-    if (m < 3) continue;
-    double *x = buf, *y = buf + m, *scratch = buf + 2 * m;
-    for (int64_t k = 0; k < m; k++) {
-      x[k] = rep->rows[members[k]].predicted_tokens;
-      y[k] = rep->rows[members[k]].measured_tokens;
-    }
-    validate_group *g = &s->groups[s->n_groups++];
-    g->model = v->model;
-    g->gpu = v->gpu;
-    g->n = m;
-    g->rho = spearman(x, y, m, scratch);
-    if (!isnan(g->rho)) {
-      rho_sum += g->rho;
-      s->n_ranked++;
-    }
-  }
-  if (s->n_ranked > 0) s->spearman = rho_sum / (double)s->n_ranked;
-  /* The floor the data puts under the throughput error: every row with a measured throughput, modelled or not. */
-  floor_row *fr = arena_alloc(rep->a, sizeof *fr * (size_t)(n > 0 ? n : 1));
-  int64_t n_fr = 0;
-  for (int64_t i = 0; fr && i < n; i++) {
-    const validate_row *v = &rep->rows[i];
-    if (v->has_measured && !v->measured_oom) fr[n_fr++] = (floor_row){v->input_key, v->id, v->measured_tokens};
-  }
-  ap_status fst = fr ? data_floor_compute(ctx, rep->a, fr, n_fr, FLOOR_BAR, &s->floor) : ctx_fail(ctx, AP_NOMEM, "out of memory");
-  if (fst) {
-    free(buf);
-    free(members);
-    free(grouped);
-    return fst;
-  }
-  /* The planner against the stated plans. */
-  s->searched = rep->search;
-  for (int64_t i = 0; rep->search && i < n; i++) {
-    const validate_row *v = &rep->rows[i];
-    if (v->error || !v->searched) continue;
-    if (!v->has_best) s->search_none_fit++;
-    if (v->search_note && v->has_best) s->search_truncated++;
-    if (!v->fits) {
-      s->search_stated_unfit++;
-      continue;
-    }
-    s->search_compared++;
-    double ratio = v->has_best ? v->best_tokens / v->predicted_tokens : 0;
-    if (ratio >= 1 - 1e-9) {
-      s->search_at_least++;
-    } else {
-      s->search_slower++;
-      if (!s->search_worst_id || ratio < s->search_worst_ratio) {
-        s->search_worst_id = v->id;
-        s->search_worst_ratio = ratio;
-      }
-    }
-  }
-  free(buf);
-  free(members);
-  free(grouped);
-  return AP_OK;
 }
 
 /* ---- The run --------------------------------------------------------------------------------------------- */
@@ -795,7 +355,7 @@ static ap_status validate_run(ap_ctx *ctx, const char *csv_path, const char *clu
     if (!st && ctx_progress(ctx, (double)(i + 1) / (double)rep->n_rows, "validate")) st = ctx_fail(ctx, AP_CANCELLED, "cancelled");
   }
   free(cr);
-  if (!st) st = summarise(ctx, rep);
+  if (!st) st = validate_summarise(ctx, rep);
   if (st) {
     validate_report_free(rep);
     return st;
@@ -831,6 +391,11 @@ ap_status validate_file_search(ap_ctx *ctx, const char *csv_path, double budget_
   return validate_run(ctx, csv_path, NULL, false, true, budget_per_row_s, out);
 }
 
+ap_status validate_file_on(ap_ctx *ctx, const char *csv_path, const char *cluster, double budget_per_row_s,
+                           validate_report **out) {
+  return validate_run(ctx, csv_path, cluster, false, budget_per_row_s > 0, budget_per_row_s, out);
+}
+
 void validate_report_free(validate_report *r) {
   if (!r) return;
   for (int64_t i = 0; r->rows && i < r->n_rows; i++) {
@@ -861,40 +426,4 @@ static bool row_chose(const void *user, const char *field) {
 
 void validate_plan_brief(const plan *p, unsigned stated, char *out, size_t n) {
   plan_summary(p, PLAN_SUMMARY_COMPACT, row_chose, &stated, out, n);
-}
-
-/* ---- Public API ------------------------------------------------------------------------------------------ */
-
-ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char **out) {
-  return ap_validate_on(ctx, csv_path, NULL, flags, out);
-}
-
-ap_status ap_validate_on(ap_ctx *ctx, const char *csv_path, const char *cluster, int flags, char **out) {
-  API_ENTER(ctx);
-  if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_validate: ctx and out must not be NULL");
-  *out = NULL;
-  ctx_clear(ctx);
-  if (!csv_path || !*csv_path) return ctx_fail(ctx, AP_INVALID, "validate: expected the path of a runs CSV file");
-  if (flags & ~(AP_VALIDATE_JSON | AP_VALIDATE_SEARCH))
-    return ctx_fail(ctx, AP_INVALID, "ap_validate: unknown flags 0x%x", (unsigned)flags);
-  if (cluster && !*cluster) return ctx_fail(ctx, AP_INVALID, "validate: the cluster must not be empty");
-  if (cluster) { /* a bad cluster is bad input, not a row's error */
-    ap_cluster *cl = NULL;
-    ap_status cst = ap_cluster_load(ctx, cluster, &cl);
-    ap_cluster_free(cl);
-    if (cst) return cst;
-  }
-  validate_report *rep = NULL;
-  ap_status st = validate_run(ctx, csv_path, cluster, false, (flags & AP_VALIDATE_SEARCH) != 0,
-                              (flags & AP_VALIDATE_SEARCH) ? VALIDATE_SEARCH_BUDGET_S : 0, &rep);
-  if (st) return st;
-  *out = (flags & AP_VALIDATE_JSON) ? validate_report_json(rep) : validate_report_text(rep);
-  validate_report_free(rep);
-  if (!*out) return ctx_fail(ctx, AP_NOMEM, "out of memory");
-  if (mem_failed()) { /* a summary line that fell back to "?" (plan_summary; core/alloc.h) */
-    free(*out);
-    *out = NULL;
-    return ctx_fail(ctx, AP_NOMEM, "out of memory writing the report");
-  }
-  return AP_OK;
 }

@@ -137,6 +137,10 @@ AP_HIDDEN ap_status validate_file_keep(ap_ctx *ctx, const char *csv_path, valida
  * sequence length and precision, each search within budget_per_row_s seconds (<= 0: no limit). */
 AP_HIDDEN ap_status validate_file_search(ap_ctx *ctx, const char *csv_path, double budget_per_row_s,
                                          validate_report **out);
+/* validate_file_search (budget > 0) or validate_file (budget 0) with one cluster for every row (NULL: each
+ * row's; ap_validate_on). */
+AP_HIDDEN ap_status validate_file_on(ap_ctx *ctx, const char *csv_path, const char *cluster, double budget_per_row_s,
+                                     validate_report **out);
 AP_HIDDEN void validate_report_free(validate_report *r);
 AP_HIDDEN int64_t validate_report_n_rows(const validate_report *r);
 AP_HIDDEN const validate_row *validate_report_row(const validate_report *r, int64_t i);

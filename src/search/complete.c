@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "search/cands.h"
+#include "plan/stack.h"
 #include "search/complete.h"
 
 complete_options complete_options_defaults(void) { return (complete_options){.max_evaluations = 8192}; }
@@ -71,6 +72,11 @@ static int evaluate(search *s, const plan *p) {
   ctx_clear(&s->scratch);
   if (plan_validate(&s->scratch, p, s->g, s->n_devices, "plan")) {
     if (!s->first_error[0]) snprintf(s->first_error, sizeof s->first_error, "%s", s->scratch.error);
+    return -1;
+  }
+  char why[256]; /* only what the plan's stack runs (plan/stack.h) */
+  if (!plan_stack_runs(p->stack, p, why, sizeof why)) {
+    if (!s->first_error[0]) snprintf(s->first_error, sizeof s->first_error, "plan: %s", why);
     return -1;
   }
   if (s->stats.n_evaluated >= s->opt.max_evaluations) {

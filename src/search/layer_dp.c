@@ -25,6 +25,9 @@
 
 #include "search/search.h"
 
+/* Rounds of single-layer moves that refine an interleaved or ZB-V assignment (search_layer_dp). */
+enum { LAYER_DP_CLIMB = 8 };
+
 enum {
   /* TUNING: points one Pareto merge may produce before pruning. A rank of identical layers keeps at most
    * (layers + 1) points; 2^20 leaves room for models that mix a few layer blocks. */
@@ -114,11 +117,16 @@ static double predict(const cost_env *env, const plan *q, const plan_groups *pg,
   rank_cost rc[COST_MAX_RANKS];
   memset(rc, 0, sizeof(rank_cost) * (size_t)q->pp);
   int64_t unit = 0;
+  double ctf[PLAN_MAX_CHUNKS], ctb[PLAN_MAX_CHUNKS], ctw[PLAN_MAX_CHUNKS]; /* chunk times, as cost_estimate's */
   for (int64_t c = 0; c < plan_n_chunks(q); c++) {
     int r = (int)plan_chunk_rank(q, c);
+    double tf0 = rc[r].tf, tb0 = rc[r].tb, tw0 = rc[r].tw;
     double act = 0;
     for (int64_t i = 0; i < chunk_layers[c]; i++, unit++)
       cost_rank_add_layer(env, q, &lc_of_rank[r][cost_env_unit_block(env)[unit]], plan_layer_recomputes(q, c, i), &rc[r], &act);
+    ctf[c] = rc[r].tf - tf0;
+    ctb[c] = rc[r].tb - tb0;
+    ctw[c] = rc[r].tw - tw0;
     cost_rank_end_chunk(&rc[r], act);
   }
   for (int r = 0; r < q->pp; r++) {
@@ -127,7 +135,7 @@ static double predict(const cost_env *env, const plan *q, const plan_groups *pg,
     cost_rank_merge(&rc[r], &extras);
   }
   cost_time tmp;
-  return schedule_time_s(q, rc, (int)q->pp, &tmp);
+  return schedule_pipeline_s(q, rc, (int)q->pp, ctf, ctb, ctw, &tmp);
 }
 
 ap_status search_layer_dp_choose(ap_ctx *ctx, arena *a, const cost_env *env, const plan *base, double mem_fraction,
@@ -210,8 +218,40 @@ ap_status search_layer_dp_choose(ap_ctx *ctx, arena *a, const cost_env *env, con
       return ctx_fail(ctx, AP_INFEASIBLE, "layer DP: pipeline rank %d does not fit even when every layer recomputes", r);
     for (int j = 0; j < n_ch; j++) p.chunk_recompute_layers[ch[j].chunk] = best_k[j];
   }
+  double got = predict(env, &p, &pg, lc_of_rank);
+  if (p.vpp > 1) {
+    /* Interleaved and ZB-V also pay for chunks that differ within a round (cost/schedule.c), which the
+     * per-rank DP does not see: move single recomputed layers between chunks of a rank, or drop one, while
+     * that is faster and fits (at most LAYER_DP_CLIMB rounds). */
+    cost_result *r = arena_alloc(a, sizeof *r);
+    if (!r) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+    for (int it = 0; it < LAYER_DP_CLIMB; it++) {
+      plan best_q = p;
+      double best_t = got;
+      for (int64_t from = 0; from < n_chunks; from++)
+        for (int64_t to = -1; to < n_chunks; to++) {
+          if (to == from || p.chunk_recompute_layers[from] == 0) continue;
+          if (to >= 0 && (plan_chunk_rank(&p, to) != plan_chunk_rank(&p, from) ||
+                          p.chunk_recompute_layers[to] >= chunk_layers[to]))
+            continue;
+          plan q = p;
+          q.chunk_recompute_layers[from]--;
+          if (to >= 0) q.chunk_recompute_layers[to]++;
+          double tq = predict(env, &q, &pg, lc_of_rank);
+          if (tq < best_t * (1 - 1e-12) && cost_estimate(ctx, env, &q, r) == AP_OK &&
+              r->peak_mem_bytes <= mem_fraction * r->capacity_bytes) {
+            best_t = tq;
+            best_q = q;
+          }
+        }
+      ctx_clear(ctx);
+      if (!(best_t < got)) break;
+      p = best_q;
+      got = best_t;
+    }
+  }
   *out = p;
-  if (pipeline_s) *pipeline_s = predict(env, &p, &pg, lc_of_rank);
+  if (pipeline_s) *pipeline_s = got;
   return AP_OK;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "plan/stack.h"
 #include "search/search.h"
 
 /* ---- Names ------------------------------------------------------------------------------------------- */
@@ -317,11 +318,19 @@ static void reject(search_run *sr, const char *why) {
   if (!sr->st.first_rejection[0]) snprintf(sr->st.first_rejection, sizeof sr->st.first_rejection, "%s", why);
 }
 
-ap_status search_offer(search_run *sr, const plan *p, cost_result *cost) {
+ap_status search_offer(search_run *sr, const plan *offered, cost_result *cost) {
   sr->st.n_offered++;
+  plan stacked = *offered;
+  stacked.stack = sr->opts.fixed.stack; /* the template's stack is every plan's */
+  const plan *p = &stacked;
   if (sr->st.cancelled) return AP_CANCELLED;
   char why[1024];
   if (breaks_fixed(sr, p, why, sizeof why)) {
+    reject(sr, why);
+    return AP_INVALID;
+  }
+  /* Only what the stack runs (plan/stack.h); the template's stack, resolved by the caller, is the plan's. */
+  if (!plan_stack_runs(sr->opts.fixed.stack, p, why, sizeof why)) {
     reject(sr, why);
     return AP_INVALID;
   }

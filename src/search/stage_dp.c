@@ -36,6 +36,9 @@
 
 #include "search/search.h"
 
+/* Rounds of single-layer moves that refine an interleaved or ZB-V split (search_stage_dp_split). */
+enum { STAGE_DP_CLIMB = 8 };
+
 enum {
   /* TUNING: entries of a stage table, pp·(L+1)² (pp·(L+1) with vpp > 1); 2^24 covers pp 64 over 500 layers,
    * beyond any published pipeline, and bounds one refinement to well under a second. */
@@ -261,13 +264,18 @@ static double predict(stage_dp *d, arena *a, const plan *q) {
   rank_cost rc[COST_MAX_RANKS];
   memset(rc, 0, sizeof(rank_cost) * (size_t)d->pp);
   int64_t unit = 0;
+  double ctf[PLAN_MAX_CHUNKS], ctb[PLAN_MAX_CHUNKS], ctw[PLAN_MAX_CHUNKS]; /* chunk times, as cost_estimate's */
   for (int64_t c = 0; c < plan_n_chunks(q); c++) {
     int r = (int)plan_chunk_rank(q, c);
+    double tf0 = rc[r].tf, tb0 = rc[r].tb, tw0 = rc[r].tw;
     layer_cost *lc = layer_costs(d, a, cost_rank_group(env, q, r, NULL));
     if (!lc) return INFINITY;
     double act = 0;
     for (int64_t i = 0; i < chunk_layers[c]; i++, unit++)
       cost_rank_add_layer(env, q, &lc[cost_env_unit_block(env)[unit]], plan_layer_recomputes(q, c, i), &rc[r], &act);
+    ctf[c] = rc[r].tf - tf0;
+    ctb[c] = rc[r].tb - tb0;
+    ctw[c] = rc[r].tw - tw0;
     cost_rank_end_chunk(&rc[r], act);
   }
   for (int r = 0; r < d->pp; r++) {
@@ -276,7 +284,7 @@ static double predict(stage_dp *d, arena *a, const plan *q) {
     cost_rank_merge(&rc[r], &extras);
   }
   cost_time tmp;
-  return schedule_time_s(q, rc, d->pp, &tmp);
+  return schedule_pipeline_s(q, rc, d->pp, ctf, ctb, ctw, &tmp);
 }
 
 ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, const plan *base, double mem_fraction,
@@ -370,6 +378,11 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
     if (!isfinite(sum)) continue;
     double max = backtrack(d, n);
     double obj = d->A * max + d->B * sum;
+    if (d->v > 1) { /* interleaved and ZB-V also pay for uneven chunks (cost/schedule.c): the exact figure */
+      plan q = d->p;
+      set_split(d, n, &q);
+      obj = predict(d, a, &q);
+    }
     if (obj < best * (1 - 1e-12)) {
       best = obj;
       memcpy(best_n, n, sizeof(int64_t) * (size_t)d->pp);
@@ -377,7 +390,41 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
   }
   *out = d->p;
   set_split(d, best_n, out);
-  if (pipeline_s) *pipeline_s = predict(d, a, out);
+  double got = predict(d, a, out);
+  if (d->v > 1) {
+    /* Interleaved and ZB-V also pay for chunks that differ within a round (cost/schedule.c), which the
+     * per-rank DP does not see: move single layers between chunks while that is faster and fits (at most
+     * STAGE_DP_CLIMB rounds). */
+    plan cur = *out;
+    double t = got;
+    int64_t nc = (int64_t)d->pp * d->v;
+    cost_result *r = arena_alloc(a, sizeof *r);
+    if (!r) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+    for (int it = 0; it < STAGE_DP_CLIMB; it++) {
+      plan best_q = cur;
+      double best_t = t;
+      for (int64_t from = 0; from < nc; from++)
+        for (int64_t to = 0; to < nc; to++) {
+          if (from == to || cur.stage_layers[from] == 0) continue;
+          plan q = cur;
+          q.stage_layers[from]--;
+          q.stage_layers[to]++;
+          double tq = predict(d, a, &q);
+          if (tq < best_t * (1 - 1e-12) && cost_estimate(ctx, env, &q, r) == AP_OK &&
+              r->peak_mem_bytes <= mem_fraction * r->capacity_bytes) {
+            best_t = tq;
+            best_q = q;
+          }
+        }
+      if (!(best_t < t)) break;
+      cur = best_q;
+      t = best_t;
+    }
+    *out = cur;
+    got = t;
+    ctx_clear(ctx);
+  }
+  if (pipeline_s) *pipeline_s = got;
   return AP_OK;
 }
 

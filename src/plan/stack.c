@@ -1,0 +1,129 @@
+/* The table of software stacks (plan layer; see stack.h): what each stack runs and the gradient bytes it keeps
+ * per parameter, one row per stack, each fact with its source file at a commit. Facts only: no constant here
+ * is fitted to measured runs; the cost model turns them into time and memory by mechanism (cost/memory.c).
+ *
+ * Sources (read 2026-12-01):
+ *  [MLM-sched] NVIDIA/Megatron-LM megatron/core/pipeline_parallel/schedules.py, get_forward_backward_func:
+ *      no pipelining, 1F1B (forward_backward_pipelining_without_interleaving) and interleaved 1F1B only; no
+ *      GPipe, no zero-bubble schedule.
+ *  [MLM-args] NVIDIA/Megatron-LM megatron/training/arguments.py @307dcf37: with --bf16 gradients are
+ *      accumulated and all-reduced in fp32 (accumulate_allreduce_grads_in_fp32 = True, main_grads_dtype fp32)
+ *      unless --grad-reduce-in-bf16; fp16 keeps them in the parameter dtype.
+ *  [MLM-rc] Megatron-Core megatron/core/transformer/transformer_config.py: recompute_granularity full /
+ *      selective, and with selective recompute_modules (core_attn, layernorm, mlp, moe_act, …): per-module
+ *      checkpointing, which plan.h's "op" kind models.
+ *  [MLM-ddp] Megatron-Core distributed_data_parallel_config.py: data_parallel_sharding_strategy no_shard /
+ *      optim / optim_grads / optim_grads_params (Megatron-FSDP), the distributed optimizer being ZeRO-1.
+ *  [MB-mp] NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/training/mixed_precision.py @05097809: bf16_mixed
+ *      sets grad_reduce_in_fp32=True; the performance configs (scripts/performance, e.g. the Llama 3.1 405B
+ *      GB200/B200/H100 configs) set cfg.ddp.grad_reduce_in_fp32 = False: bf16 gradients (commit not pinned).
+ *  [NeMo-mp] NVIDIA/NeMo nemo/collections/llm/recipes/precision/mixed_precision.py: bf16_mixed with
+ *      grad_reduce_in_fp32=True (commit not pinned).
+ *  [DS-pipe] deepspeedai/DeepSpeed deepspeed/runtime/pipe/engine.py @e787c163: PipelineEngine asserts ZeRO
+ *      stage < 2 ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"); deepspeed/runtime/pipe/
+ *      schedule.py TrainSchedule is 1F1B, the only training schedule.
+ *  [DS-bf16] deepspeedai/DeepSpeed deepspeed/runtime/bf16_optimizer.py @0acdb021: BF16_Optimizer keeps the
+ *      bf16 gradients and an fp32 gradient buffer the size of the whole flat bf16 group (fp32_groups_
+ *      gradients_flat, torch.zeros_like(bf16_groups_flat, dtype=grad_acc_dtype), fp32 by default), sharding
+ *      only the fp32 master partition and Adam's states (ZeRO-1).
+ *  [DS-fp16] DeepSpeed's fp16 optimizers (runtime/fp16/fused_optimizer.py, ZeRO-1/2 stage_1_and_2.py) reduce
+ *      fp16 gradients: 2 bytes per parameter (commit not pinned).
+ *  [TT] pytorch/torchtitan: FSDP2 with MixedPrecisionPolicy(reduce_dtype = mixed_precision_reduce, "float32"
+ *      by default) so sharded gradients are fp32; pipeline schedules from torch.distributed.pipelining (GPipe,
+ *      1F1B, Interleaved1F1B, ZBVZeroBubble); no optimizer-only sharding (no ZeRO-1); activation checkpointing
+ *      none / selective op / full; with pipeline parallelism the gradients of all micro-batches accumulate
+ *      unsharded in fp32 before the reduce-scatter (issue 10's reading; commit not pinned).
+ *  [LF] mosaicml/llm-foundry: Composer's FSDP (FULL_SHARD = 3, SHARD_GRAD_OP = 2), no tensor or pipeline
+ *      parallelism, attn_impl flash, loss_fn fused_crossentropy (commit not pinned); gradient width not
+ *      verified: the cost model's former 4 bytes kept. */
+#include <stdio.h>
+#include <string.h>
+
+#include "plan/stack.h"
+
+#define SCH(x) (1u << PLAN_SCHED_##x)
+#define RC(x) (1u << PLAN_RECOMPUTE_##x)
+#define ALL_SCHED ((1u << PLAN_SCHED_COUNT_) - 1)
+#define ALL_RC ((1u << PLAN_RECOMPUTE_COUNT_) - 1)
+#define Z(a) (1u << (a))
+/* Gradient bytes per precision: bf16, fp16, fp8 (fp8 GEMMs within bf16 training keep bf16's). */
+#define GRADS(b, f, e) {[PLAN_PREC_BF16] = b, [PLAN_PREC_FP16] = f, [PLAN_PREC_FP8] = e}
+#define G(g) {g, 0, 0}
+#define GB(g, u, upp) {g, u, upp}
+
+static const plan_stack_info stacks[PLAN_STACK_DEFAULT] = {
+    [PLAN_STACK_MEGATRON_LM] = {"megatron-lm", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
+                                RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true, true, 0,
+                                "Transformer Engine fused attention", GRADS(G(4), G(2), G(4)),
+                                "[MLM-sched] [MLM-args] [MLM-rc] [MLM-ddp]"},
+    [PLAN_STACK_MEGATRON_BRIDGE] = {"megatron-bridge", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3),
+                                    Z(0) | Z(1), RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true,
+                                    true, 1,
+                                    "Transformer Engine fused attention", GRADS(G(2), G(2), G(2)),
+                                    "[MLM-sched] [MLM-ddp] [MB-mp]"},
+    [PLAN_STACK_NEMO] = {"nemo", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
+                         RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true, true, 0,
+                         "Transformer Engine fused attention", GRADS(G(4), G(2), G(4)), "[MLM-sched] [NeMo-mp]"},
+    [PLAN_STACK_MEGATRON_DEEPSPEED] = {"megatron-deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
+                                       RC(NONE) | RC(SELECTIVE) | RC(FULL), true, true, false, false, false, 0,
+                                       "Megatron fused softmax or flash attention",
+                                       GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)), "[DS-pipe] [DS-bf16] [DS-fp16]"},
+    [PLAN_STACK_TORCHTITAN] = {"torchtitan", SCH(GPIPE) | SCH(1F1B) | SCH(INTERLEAVED_1F1B) | SCH(ZB_V),
+                               Z(0) | Z(2) | Z(3), Z(0) | Z(2) | Z(3), RC(NONE) | RC(OP) | RC(FULL), true, true, true,
+                               true, false, 0, "PyTorch SDPA (flash)", GRADS(GB(4, 0, 4), GB(4, 0, 4), GB(4, 0, 4)), "[TT]"},
+    [PLAN_STACK_LLM_FOUNDRY] = {"llm-foundry", 0, Z(2) | Z(3), 0, RC(NONE) | RC(FULL), false, false, false, false, true,
+                                0, "flash-attn", GRADS(G(4), G(4), G(4)), "[LF]"},
+    [PLAN_STACK_DEEPSPEED] = {"deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1), RC(NONE) | RC(FULL), true,
+                              false, false, false, false, 0, "the model's own", GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)),
+                              "[DS-pipe] [DS-bf16] [DS-fp16]"},
+    [PLAN_STACK_AUTOPAR] = {"autopar", ALL_SCHED, Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1) | Z(2) | Z(3), ALL_RC, true, true,
+                            true, true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)),
+                            "the reference executor: every schedule of plan/schedule.h"},
+    [PLAN_STACK_ANY] = {"any", ALL_SCHED, Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1) | Z(2) | Z(3), ALL_RC, true, true, true,
+                        true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)), "the whole space, for what-if studies"},
+};
+
+const plan_stack_info *plan_stack_get(plan_stack s) { return (unsigned)s < PLAN_STACK_DEFAULT ? &stacks[s] : NULL; }
+
+plan_stack plan_stack_default(bool transformer) { return transformer ? PLAN_STACK_MEGATRON_LM : PLAN_STACK_AUTOPAR; }
+
+plan_stack plan_stack_of_export(const char *format) {
+  if (!format) return PLAN_STACK_COUNT_;
+  if (strcmp(format, "megatron") == 0) return PLAN_STACK_MEGATRON_LM;
+  if (strcmp(format, "deepspeed") == 0) return PLAN_STACK_DEEPSPEED;
+  if (strncmp(format, "torchtitan", 10) == 0) return PLAN_STACK_TORCHTITAN;
+  return PLAN_STACK_COUNT_;
+}
+
+bool plan_stack_runs(plan_stack s, const plan *p, char *why, size_t n) {
+  const plan_stack_info *st = plan_stack_get(s);
+  char buf[8];
+  if (!why) {
+    why = buf;
+    n = sizeof buf;
+  }
+  if (!st) return true; /* not resolved: no restriction */
+  if (p->pp > 1 && !st->pipeline) return snprintf(why, n, "%s has no pipeline parallelism", st->name), false;
+  if (p->pp > 1 && !(st->schedules >> p->schedule & 1u))
+    return snprintf(why, n, "%s does not run the %s schedule", st->name, plan_schedule_name(p->schedule)), false;
+  unsigned zmask = p->pp > 1 ? st->zero_with_pp : st->zero;
+  if (p->zero_stage < 0 || p->zero_stage > 3 || !(zmask >> p->zero_stage & 1u))
+    return snprintf(why, n, "%s does not run ZeRO-%d%s", st->name, (int)p->zero_stage,
+                    p->pp > 1 ? " with pipeline parallelism" : ""),
+           false;
+  if (!(st->recompute >> p->recompute & 1u))
+    return snprintf(why, n, "%s has no %s recompute", st->name, plan_recompute_name(p->recompute)), false;
+  if (p->tp > 1 && !st->tensor_parallel) return snprintf(why, n, "%s has no tensor parallelism", st->name), false;
+  if (p->cp > 1 && !st->context_parallel) return snprintf(why, n, "%s has no context parallelism", st->name), false;
+  if (p->ep > 1 && !st->expert_parallel) return snprintf(why, n, "%s has no expert parallelism", st->name), false;
+  if (p->fused_loss && !st->fused_loss) return snprintf(why, n, "%s has no fused in-place loss", st->name), false;
+  return true;
+}
+
+plan_stack_grad_bytes plan_stack_grads(const plan *p) {
+  const plan_stack_info *st = plan_stack_get(p->stack);
+  if (!st) st = &stacks[PLAN_STACK_ANY];
+  plan_stack_grad_bytes g = st->grad[(unsigned)p->precision < PLAN_PREC_COUNT_ ? p->precision : PLAN_PREC_BF16];
+  if (p->pp <= 1) g.unsharded_pp = 0;
+  return g;
+}

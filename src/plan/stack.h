@@ -1,0 +1,48 @@
+/* The software stack a plan runs on (plan layer): one table row per stack (stack.c) saying what it can run
+ * (pipeline schedules, which ZeRO stages combine with pipeline parallelism, recompute kinds, a fused loss,
+ * tensor parallelism), the bytes it keeps per parameter for gradients by precision, the attention kernel it
+ * uses and its defaults (expert tensor parallelism). The searches and the completion consult
+ * plan_stack_runs so that they only choose what the stack runs; the memory model (cost/memory.c) reads the
+ * gradient bytes. Every number cites its source file at a commit (stack.c). */
+#ifndef AP_PLAN_STACK_H
+#define AP_PLAN_STACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "plan/plan.h"
+
+/* Bytes per parameter a stack keeps for gradients under one precision: `grads` is the buffer that is reduced
+ * over the data-parallel ranks (sharded from ZeRO-2 on), `unsharded` an extra copy that no ZeRO stage shards
+ * (DeepSpeed's BF16 optimizer's fp32 accumulators), and `unsharded_pp` one kept only when pp > 1. */
+typedef struct {
+  double grads, unsharded, unsharded_pp;
+} plan_stack_grad_bytes;
+
+typedef struct {
+  const char *name;
+  unsigned schedules;    /* bit s = plan_schedule s runs (with pp > 1) */
+  unsigned zero;         /* bit z = ZeRO stage z runs without pipeline parallelism */
+  unsigned zero_with_pp; /* bit z = ZeRO stage z runs with pp > 1 */
+  unsigned recompute;    /* bit r = plan_recompute r */
+  bool pipeline, tensor_parallel, context_parallel, expert_parallel, fused_loss;
+  int etp_default;       /* expert tensor parallel the stack's recipes default to: 0 = tp (Megatron), 1 */
+  const char *attention; /* the attention kernel it runs */
+  plan_stack_grad_bytes grad[PLAN_PREC_COUNT_];
+  const char *source;    /* where the row's facts come from (files at commits) */
+} plan_stack_info;
+
+/* The row of stack s (NULL for PLAN_STACK_DEFAULT or out of range). */
+AP_HIDDEN const plan_stack_info *plan_stack_get(plan_stack s);
+/* The stack a plan runs on when none is named: megatron-lm for a model with transformer layers, autopar (the
+ * reference executor, which runs every schedule) for a general graph. */
+AP_HIDDEN plan_stack plan_stack_default(bool transformer);
+/* The stack an export format implies (megatron → megatron-lm, deepspeed → deepspeed, torchtitan* →
+ * torchtitan); PLAN_STACK_COUNT_ for a format that implies none. */
+AP_HIDDEN plan_stack plan_stack_of_export(const char *format);
+/* Whether stack s runs plan p; false with the reason in why (n bytes; may be NULL). */
+AP_HIDDEN bool plan_stack_runs(plan_stack s, const plan *p, char *why, size_t n);
+/* The gradient bytes per parameter of plan p (its stack, precision and pp). */
+AP_HIDDEN plan_stack_grad_bytes plan_stack_grads(const plan *p);
+
+#endif
