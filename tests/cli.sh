@@ -132,6 +132,15 @@ done <<CASES
 2|compare-clusters --model llama-3-8b --clusters h100:8,zz:8 --gbs 64|--clusters: zz:8:
 2|compare-clusters --model llama-3-8b --clusters h100:8 --gbs 64 --tokens lots|--tokens: expected a positive amount
 2|compare-clusters --model llama-3-8b --clusters h100:8|are required
+2|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --tokens lots|--tokens: expected a positive amount
+2|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --price-per-gpu-hour 2|--price-per-gpu-hour needs --tokens
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --tokens 1T --price-per-gpu-hour free|--price-per-gpu-hour: expected a positive number
+0|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --tokens 1T --price-per-gpu-hour 2|device-hours, cost
+0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --tokens 300B --json|"train":{"tokens":300000000000,
+1|plan --model llama-3-70b --cluster h100:8 --gbs 64 --tokens 1T|time to train: none (no plan fits)
+2|simulate --model llama-3-8b --cluster h100:8 --gbs 8 --report $tmp/r.html|--report needs --trace
+2|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --report /nonexistent/dir/r.html|/nonexistent/dir/r.html
+0|validate tests/data/runs_small.csv --quiet|MAPE
 CASES
 # The answer documents (docs/json.md): every --json output parses and carries its format tag, the text output's
 # key figures equal the document's, and numbers are written at full precision (tests/cli_json.py).

@@ -267,7 +267,29 @@ with open(small, "w") as f:
             "llama-16,Llama 1B,dense,16,2048,16,32000,4096,swiglu,h100-sxm,16,64,,,,,,,,ok,20000\n")
 
 est = ["estimate", "--plan", PLAN, "--model", "llama-3-70b", "--cluster", "h100:64"]
+def check_train(doc, text):
+    """--tokens: the train object follows from the document's own throughput, and the text shows it."""
+    tps = doc["tokens_per_s"] if doc["format"] == "autopar-estimate/1" else doc["plans"][0]["tokens_per_s"]
+    t = doc["train"]
+    if abs(t["time_s"] - t["tokens"] / tps) > 1e-9 * t["time_s"]:
+        raise Mismatch("time_s %r is not tokens / tokens_per_s (%r)" % (t["time_s"], t["tokens"] / tps))
+    if abs(t["gpu_hours"] - t["time_s"] * doc["n_devices"] / 3600) > 1e-9 * t["gpu_hours"]:
+        raise Mismatch("gpu_hours %r is not time_s x devices / 3600" % t["gpu_hours"])
+    m = find(r"^time to train on \S+ tokens: .* \((\S+) s\) on (\d+) devices, (\S+) device-hours(?:, cost (\S+))?", text,
+             "train")
+    same("time to train", m.group(1), t["time_s"], "%.4g")
+    same("device-hours", m.group(3), t["gpu_hours"], "%.4g")
+    if t["cost"] is not None:
+        same("cost", m.group(4), t["cost"], "%.2f")
+        if abs(t["cost"] - t["gpu_hours"] * t["price_per_gpu_hour"]) > 1e-9 * t["cost"]:
+            raise Mismatch("cost is not gpu_hours x price")
+
+
 case("estimate", est, "autopar-estimate/1", check_estimate)
+case("estimate --tokens", est + ["--tokens", "1T", "--price-per-gpu-hour", "2.5"], "autopar-estimate/1",
+     lambda d, t: (check_estimate(d, t), check_train(d, t)))
+case("plan --tokens", ["plan", "--model", "llama-3-8b", "--cluster", "h100:16", "--gbs", "64", "--seq", "4096", "--top", "2",
+                       "--tokens", "2.5e11"], "autopar-search/2", lambda d, t: (check_plan(d, t), check_train(d, t)))
 case("estimate, MoE on 2 stages", ["estimate", "--model", "mixtral-8x7b", "--cluster", "h100:16", "--tp", "2", "--pp", "2",
                                    "--ep", "4", "--sp", "1", "--gbs", "64", "--seq", "4096"], "autopar-estimate/1", check_estimate)
 case("simulate", ["simulate", "--plan", PLAN, "--model", "llama-3-70b", "--cluster", "h100:64", "--trace",

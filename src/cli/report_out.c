@@ -38,7 +38,9 @@ char *cli_simulate_trace(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, ap
   char *summary = NULL, *trace = NULL;
   ap_status st = ap_simulate(ctx, m, c, p, tmp, AP_OUT_JSON, &summary);
   ap_free(summary);
-  if (st) {
+  if (st == AP_IO) {
+    /* The report's folder cannot be written: writing the report itself fails next and says so. */
+  } else if (st) {
     fprintf(stderr, "autopar: warning: the report has no timeline: %s\n", ap_ctx_error(ctx));
   } else {
     trace = cli_read_file(tmp);
