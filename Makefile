@@ -147,10 +147,11 @@ fuzz: | $(DEPS)
 example: $(BIN)
 	$(BIN) plan --model llama-3-70b --cluster dgx-h100:8x8 --gbs 1024 --seq 8192
 
-bench: $(LIB_A)
+bench: $(LIB_A) $(PART_LIBS_A)
 	@mkdir -p $(BUILD)/bench
 	@set -e; for b in $(BENCHES); do n=$$(basename $$b .c); \
-	  $(CC) $(CPPFLAGS) $(CFLAGS) -O2 -o $(BUILD)/bench/$$n $$b $(LIB_A) $(LDLIBS); $(BUILD)/bench/$$n; done
+	  $(CC) $(CPPFLAGS) $(PART_DEFS) $(CFLAGS) -O2 -o $(BUILD)/bench/$$n $$b $(PART_LIBS_A) $(LIB_A) $(PART_LDLIBS) $(LDLIBS); \
+	  $(BUILD)/bench/$$n; done
 
 # The manual page, generated from the binary's own help texts (tools/mkman.sh).
 man: $(BUILD)/autopar.1

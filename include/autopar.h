@@ -132,6 +132,9 @@ AP_API void ap_model_free(ap_model *model);
 AP_API int64_t ap_model_params_total(const ap_model *model);
 AP_API int64_t ap_model_params_active(const ap_model *model);
 AP_API const char *ap_model_name(const ap_model *model);
+/* What ap_model_load read the model from: the path it was given, or the preset name; the model's name for a
+ * model built otherwise. A plan records it ("model") so that `export --plan` finds the model again. */
+AP_API const char *ap_model_spec(const ap_model *model);
 
 /* Describes the model at sequence length seq as JSON (keys documented in docs/model-inputs.md, among them
  * params_total, params_active, blocks[], flop_per_token). seq <= 0 uses the model's default. The caller
@@ -167,10 +170,15 @@ typedef struct ap_plan ap_plan;
 AP_API ap_status ap_plan_new(ap_ctx *ctx, ap_plan **out);
 /* Reads an autopar JSON plan file. */
 AP_API ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out);
-/* Sets one field by name, as the CLI's flags do: tp, pp, dp, cp, ep, etp, vpp, mbs, gbs, seq, micro-batches,
- * schedule, recompute, recompute-layers, zero, precision, sp, order, stage-layers ("20,20,20,20"),
- * tp-comm-overlap, overlap-grad-reduce, overlap-param-gather. AP_INVALID names the key and the value. */
+/* Sets one field by name, as the CLI's flags do. key is a field's canonical name (micro_batch_size, as in the
+ * JSON form), its CLI flag (tp, pp, dp, cp, ep, etp, vpp, mbs, gbs, seq, micro-batches, schedule, recompute,
+ * recompute-layers, zero, precision, sp, order, stage-layers "20,20,20,20", fused-loss, tp-comm-overlap,
+ * overlap-grad-reduce, overlap-param-gather) or a Megatron-LM argument name (tensor-model-parallel-size …);
+ * '-' and '_' are interchangeable. docs/plan-format.md lists them. AP_INVALID names the key and the value. */
 AP_API ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *value);
+/* The i-th CLI flag of ap_plan_set (i from 0), with a one-phrase help in *help (may be NULL); NULL past the
+ * last. Static storage. */
+AP_API const char *ap_plan_key(size_t i, const char **help);
 /* The plan as autopar JSON (docs/plan-format.md); the caller frees *json_out with ap_free. */
 AP_API ap_status ap_plan_json(ap_ctx *ctx, const ap_plan *plan, char **json_out);
 AP_API void ap_plan_free(ap_plan *plan);
@@ -226,15 +234,20 @@ AP_API ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char 
 /* ---- Exports ---------------------------------------------------------------------------------- */
 
 /* Writes a plan for a training framework (docs/exports.md). format is one of:
- *  - "megatron": Megatron-LM command-line arguments, one flag per line with " \" continuations;
+ *  - "megatron": a torchrun command line for Megatron-LM's pretrain_gpt.py, one flag per line with " \"
+ *    continuations;
  *  - "deepspeed": a DeepSpeed JSON config (tensor and pipeline degrees under a top-level "autopar" object);
- *  - "torchtitan": a torchtitan job config in the legacy TOML form;
+ *  - "torchtitan": a torchtitan Python config module (its dataclass registry, current sources);
+ *  - "torchtitan-toml": a torchtitan TOML job config for v0.2.x;
  *  - "json": autopar's own plan format (docs/plan-format.md), which ap_plan_load reads back unchanged.
  * model may be NULL: the model the plan's "model" field names is then loaded. The plan's derived fields are
  * resolved (its device count is dp·tp·pp·cp) and it is validated against the model first (AP_INVALID names
  * the violated constraint). An unknown format is AP_INVALID listing the formats; a plan the framework cannot
  * run as planned is AP_UNSUPPORTED with the reason. The caller frees *out with ap_free. */
 AP_API ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *plan, const char *format, char **out);
+/* Whether format can express the plan, without writing it: AP_OK, or the status and reason ap_export would
+ * fail with. The planner may call it to offer only the plans a stack runs. */
+AP_API ap_status ap_export_check(ap_ctx *ctx, const ap_model *model, ap_plan *plan, const char *format);
 
 /* ---- Reports ---------------------------------------------------------------------------------- */
 
@@ -312,6 +325,35 @@ AP_API void ap_search_opts_init(ap_search_opts *opts);
  * A bad option or a --fix that no plan can meet fails with AP_INVALID naming it. */
 AP_API ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
                                 const ap_search_opts *opts, int format, char **out, ap_plan **best);
+
+/* ---- Solver problem files (docs/solve.md) -------------------------------------------------------
+ * A sharding problem (autopar-sharding-problem/1: per-node strategy costs, resharding matrices, aliases,
+ * liveness and a memory budget, Alpa's intra-op formulation) or a stage problem (autopar-stage-problem/1:
+ * per-stage costs by layer range, submesh and config, Alpa's inter-op formulation) solved by one search
+ * family, independently of the cost model. */
+typedef struct {
+  const char *strategy;  /* NULL or "": "ilp" for a sharding problem, "inter-op" for a stage problem */
+  double time_budget_s;  /* wall-clock limit in seconds; 0 = the default, 60 s */
+  int64_t max_evals;     /* objective evaluations a heuristic may spend; 0 = 20,000, or no limit when a time
+                          * budget is given */
+  uint64_t seed;         /* seeds the randomised strategies (mcmc, mcts, rl); default 1 */
+  const char *annotate;  /* greedy's seeds, "NODE=STRATEGY;NODE=STRATEGY" (indices); NULL = none */
+} ap_solve_opts;
+
+/* Sets the defaults above. */
+AP_API void ap_solve_opts_init(ap_solve_opts *opts);
+
+/* Reads the problem file at path, solves it and writes the result to *out (the caller frees it with ap_free):
+ * with AP_OUT_JSON {"format": "autopar-solve/1", "objective", "choice" or "stages", "status", "lower_bound", ...},
+ * with AP_OUT_TEXT a one-line summary. When the problem has no solution (or a heuristic found none):
+ * AP_INFEASIBLE with *out still written (status "infeasible", no choice). A bad file fails with AP_INVALID or
+ * AP_PARSE naming the file and the field; a strategy that does not apply, or the ILP where the "ilp" part is
+ * not added to ctx, with AP_UNSUPPORTED. The heuristics report progress through the context's progress
+ * callback every 1,024 evaluations; when it asks to stop they return the best found so far. */
+AP_API ap_status ap_solve_file(ap_ctx *ctx, const char *path, const ap_solve_opts *opts, int format, char **out);
+
+/* The i-th solve strategy's name and a one-line summary, for help texts; NULL past the last. */
+AP_API const char *ap_solve_strategy_name(size_t i, const char **summary);
 
 /* ---- Comparing clusters ------------------------------------------------------------------------ */
 

@@ -5,9 +5,10 @@ set -e
 need=""
 # python3 runs the Python module's tests; chromium opens the HTML report in the browser test.
 # libonnx-dev ships onnx.proto; protobuf-c-compiler (protoc-c) and libprotobuf-c-dev build the ONNX part (mk/onnx.mk);
-# libonnx-testdata holds the .onnx files the ONNX fuzz seeds were taken from.
+# libonnx-testdata holds the .onnx files the ONNX fuzz seeds were taken from. coinor-libcbc-dev is the "ilp" part's
+# solver (mk/ilp.mk).
 for p in libjansson-dev libcmocka-dev pkg-config clang libclang-rt-14-dev python3 chromium libonnx-dev protobuf-c-compiler \
-  libprotobuf-c-dev libonnx-testdata; do
+  libprotobuf-c-dev libonnx-testdata coinor-libcbc-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 [ -z "$need" ] && exit 0

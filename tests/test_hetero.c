@@ -164,8 +164,8 @@ static void test_hetero_search(void **state) {
                 p->n_stage_layers);
   assert_true(all[0].r.iter_s < alone[0].r.iter_s);
   if (p->pp == 2 && p->n_stage_layers == 2) assert_true(p->stage_layers[1] > p->stage_layers[0]);
-  free(alone);
-  free(all);
+  search_results_free(alone, n_alone);
+  search_results_free(all, n_all);
   teardown_mixed(&f);
 }
 

@@ -179,7 +179,7 @@ static void test_validate_struct_ranges(void **state) {
   plan_defaults(&p);
   p.zero_stage = 5;
   assert_int_equal(plan_validate(ctx, &p, g, 0, NULL), AP_INVALID);
-  assert_error_contains(ctx, "zero_stage = 5 must be 0, 1, 2 or 3");
+  assert_error_contains(ctx, "zero_stage = 5 must be in [0, 3]");
   plan_defaults(&p);
   p.order[1] = PLAN_AXIS_TP;
   assert_int_equal(plan_validate(ctx, &p, g, 0, NULL), AP_INVALID);
@@ -575,6 +575,102 @@ static void test_names(void **state) {
   assert_false(plan_schedule_from_name("1F1B", &s));
 }
 
+/* The field table: one row per field, every spelling of a key finds its row, each field set by text reads back
+ * through the JSON form, and the enum-name and key-checker helpers behave as documented. */
+static void test_field_table(void **state) {
+  (void)state;
+  size_t n;
+  const plan_field *fields = plan_fields(&n);
+  assert_int_equal(n, PLAN_F_COUNT_);
+  unsigned seen = 0;
+  for (size_t i = 0; i < n; i++) {
+    assert_false(seen & (1u << fields[i].id));
+    seen |= 1u << fields[i].id;
+    assert_ptr_equal(plan_field_get(fields[i].id), &fields[i]);
+    assert_ptr_equal(plan_field_find(plan_field_name(fields[i].id)), &fields[i]);
+    if (fields[i].cli) assert_ptr_equal(plan_field_find(fields[i].cli), &fields[i]);
+  }
+  /* One field, many spellings: canonical, the CLI habit, hyphenated, Megatron-LM's. */
+  static const char *const mbs_keys[] = {"micro_batch_size", "mbs", "micro-batch-size"};
+  for (size_t i = 0; i < AP_COUNT(mbs_keys); i++)
+    assert_int_equal(plan_field_find(mbs_keys[i])->id, PLAN_F_MICRO_BATCH_SIZE);
+  assert_int_equal(plan_field_find("zero")->id, PLAN_F_ZERO_STAGE);
+  assert_int_equal(plan_field_find("tensor-model-parallel-size")->id, PLAN_F_TP);
+  assert_int_equal(plan_field_find("recompute_num_layers")->id, PLAN_F_RECOMPUTE_LAYERS);
+  assert_null(plan_field_find("micro_batches_size"));
+  /* Set by text, written, read back: the same value (and the JSON form keeps it). */
+  static const struct {
+    const char *key, *value;
+  } sets[] = {{"tp", "4"},           {"pp", "2"},          {"etp", "0"},          {"vpp", "3"},
+              {"order", "tp-dp-cp-ep-pp"}, {"schedule", "zb-v"}, {"mbs", "2"},         {"micro-batches", "16"},
+              {"stage-layers", "9,0,7"}, {"sp", "true"},    {"recompute", "full"}, {"recompute-layers", "3"},
+              {"zero", "0"},         {"precision", "mxfp8"}, {"fused-loss", "1"},  {"tp_comm_overlap", "1"},
+              {"gbs", "4k"},         {"seq", "0"}};
+  ap_ctx *ctx = ap_ctx_new();
+  for (size_t i = 0; i < AP_COUNT(sets); i++) {
+    plan p, q;
+    plan_defaults(&p);
+    const plan_field *f = plan_field_find(sets[i].key);
+    assert_non_null(f);
+    assert_int_equal(plan_field_parse(ctx, f, sets[i].key, sets[i].value, &p), AP_OK);
+    char *s = to_json(&p);
+    from_json_text(s, &q);
+    if (!plan_field_equal(&p, &q, f) || !plan_equal(&p, &q)) fail_msg("%s=%s: %s", sets[i].key, sets[i].value, s);
+    free(s);
+  }
+  plan p;
+  plan_defaults(&p);
+  assert_int_equal(plan_field_parse(ctx, plan_field_find("zero"), "zero", "4", &p), AP_INVALID);
+  assert_error_contains(ctx, "--zero: expected an integer in [0, 3]");
+  assert_int_equal(plan_field_parse(ctx, plan_field_find("order"), "order", "tp,tp,ep,dp,pp", &p), AP_INVALID);
+  char buf[64];
+  plan_field_format(&p, plan_field_get(PLAN_F_ORDER), buf, sizeof buf);
+  assert_string_equal(buf, "tp,cp,ep,dp,pp");
+  /* The one key checker: its wording, with a suggestion and the list. */
+  json_t *obj = json_pack("{s:i}", "micro_batch_sise", 1);
+  const char *allowed[] = {"micro_batch_size", "tp"};
+  char shown[64], msg[256];
+  assert_true(jx_unknown_key(obj, allowed, 2, 0, shown, sizeof shown, msg, sizeof msg));
+  assert_string_equal(shown, "micro_batch_sise");
+  assert_string_equal(msg, "unknown field (did you mean micro_batch_size?); fields here: micro_batch_size, tp");
+  json_decref(obj);
+  ap_ctx_free(ctx);
+}
+
+/* The per-op specs: owned by the plan, deep-copied by plan_copy, compared by plan_equal; the JSON reader
+ * accepts the reserved empty list and refuses a non-empty one. */
+static void test_plan_ops(void **state) {
+  (void)state;
+  plan a, b;
+  plan_defaults(&a);
+  plan_op_spec ops[2] = {{.op = 3, .n_output_dims = 2, .output_spec = {PLAN_DIM_S0, PLAN_DIM_R}},
+                         {.op = 4, .n_output_dims = 1, .output_spec = {PLAN_DIM_S01}, .partial_axes = 2u}};
+  assert_int_equal(plan_set_ops(&a, ops, 2), AP_OK);
+  assert_int_equal(plan_copy(&b, &a), AP_OK);
+  assert_true(b.ops != a.ops);
+  assert_true(plan_equal(&a, &b));
+  b.ops[1].partial_axes = 1u;
+  assert_false(plan_equal(&a, &b));
+  plan_free(&a);
+  plan_free(&b);
+  plan_free(&b);
+  plan_free(NULL);
+  assert_null(a.ops);
+  assert_int_equal(a.n_ops, 0);
+  plan q;
+  from_json_text("{\"ops\":[]}", &q);
+  ap_ctx *ctx = ap_ctx_new();
+  json_t *root = json_loads("{\"ops\":[{\"name\":\"mm\"}]}", 0, NULL);
+  assert_int_equal(plan_from_json(ctx, "plan.json", root, &q), AP_INVALID);
+  assert_error_contains(ctx, "plan.json: ops: per-op sharding specs are reserved");
+  json_decref(root);
+  ap_ctx_free(ctx);
+  plan_dim_spec d;
+  assert_true(plan_dim_spec_from_name("S01", &d));
+  assert_int_equal(d, PLAN_DIM_S01);
+  assert_string_equal(plan_dim_spec_name(PLAN_DIM_S1), "S1");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_validate_cases),     cmocka_unit_test(test_validate_struct_ranges),
@@ -583,6 +679,7 @@ int main(void) {
       cmocka_unit_test(test_json_per_chunk_recompute), cmocka_unit_test(test_layer_recomputes),
       cmocka_unit_test(test_axis_strides),       cmocka_unit_test(test_chunk_ranks),
       cmocka_unit_test(test_model_facts),        cmocka_unit_test(test_names),
+      cmocka_unit_test(test_field_table),        cmocka_unit_test(test_plan_ops),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -187,14 +187,14 @@ static void case_partial(size_t i, plan *p, unsigned *stated) {
   p->global_batch_size = 128;
   p->seq_length = 4096;
   *stated = 0;
-  if (complete_cases[i].tp) p->tp = complete_cases[i].tp, *stated |= COMPLETE_F(TP);
-  if (complete_cases[i].pp) p->pp = complete_cases[i].pp, *stated |= COMPLETE_F(PP);
-  if (complete_cases[i].dp) p->dp = complete_cases[i].dp, *stated |= COMPLETE_F(DP);
-  if (complete_cases[i].ep) p->ep = complete_cases[i].ep, *stated |= COMPLETE_F(EP);
-  if (complete_cases[i].mbs) p->micro_batch_size = complete_cases[i].mbs, *stated |= COMPLETE_F(MBS);
-  if (complete_cases[i].vpp) p->vpp = complete_cases[i].vpp, *stated |= COMPLETE_F(VPP);
-  if (complete_cases[i].zero >= 0) p->zero_stage = complete_cases[i].zero, *stated |= COMPLETE_F(ZERO);
-  if (complete_cases[i].rc >= 0) p->recompute = (plan_recompute)complete_cases[i].rc, *stated |= COMPLETE_F(RECOMPUTE);
+  if (complete_cases[i].tp) p->tp = complete_cases[i].tp, *stated |= PLAN_F(TP);
+  if (complete_cases[i].pp) p->pp = complete_cases[i].pp, *stated |= PLAN_F(PP);
+  if (complete_cases[i].dp) p->dp = complete_cases[i].dp, *stated |= PLAN_F(DP);
+  if (complete_cases[i].ep) p->ep = complete_cases[i].ep, *stated |= PLAN_F(EP);
+  if (complete_cases[i].mbs) p->micro_batch_size = complete_cases[i].mbs, *stated |= PLAN_F(MICRO_BATCH_SIZE);
+  if (complete_cases[i].vpp) p->vpp = complete_cases[i].vpp, *stated |= PLAN_F(VPP);
+  if (complete_cases[i].zero >= 0) p->zero_stage = complete_cases[i].zero, *stated |= PLAN_F(ZERO_STAGE);
+  if (complete_cases[i].rc >= 0) p->recompute = (plan_recompute)complete_cases[i].rc, *stated |= PLAN_F(RECOMPUTE);
 }
 
 static void test_complete_valid_and_honours_stated(void **state) {
@@ -216,14 +216,14 @@ static void test_complete_valid_and_honours_stated(void **state) {
     assert_true(cs.n_evaluated >= 1);
     assert_true(cs.n_valid >= 1);
     if (cs.truncated) fail_msg("case %zu: truncated after %lld evaluations", i, (long long)cs.n_evaluated);
-    if (stated & COMPLETE_F(TP)) assert_int_equal(best.tp, partial.tp);
-    if (stated & COMPLETE_F(PP)) assert_int_equal(best.pp, partial.pp);
-    if (stated & COMPLETE_F(DP)) assert_int_equal(best.dp, partial.dp);
-    if (stated & COMPLETE_F(EP)) assert_int_equal(best.ep, partial.ep);
-    if (stated & COMPLETE_F(MBS)) assert_int_equal(best.micro_batch_size, partial.micro_batch_size);
-    if (stated & COMPLETE_F(VPP)) assert_int_equal(best.vpp, partial.vpp);
-    if (stated & COMPLETE_F(ZERO)) assert_int_equal(best.zero_stage, partial.zero_stage);
-    if (stated & COMPLETE_F(RECOMPUTE)) assert_int_equal(best.recompute, partial.recompute);
+    if (stated & PLAN_F(TP)) assert_int_equal(best.tp, partial.tp);
+    if (stated & PLAN_F(PP)) assert_int_equal(best.pp, partial.pp);
+    if (stated & PLAN_F(DP)) assert_int_equal(best.dp, partial.dp);
+    if (stated & PLAN_F(EP)) assert_int_equal(best.ep, partial.ep);
+    if (stated & PLAN_F(MICRO_BATCH_SIZE)) assert_int_equal(best.micro_batch_size, partial.micro_batch_size);
+    if (stated & PLAN_F(VPP)) assert_int_equal(best.vpp, partial.vpp);
+    if (stated & PLAN_F(ZERO_STAGE)) assert_int_equal(best.zero_stage, partial.zero_stage);
+    if (stated & PLAN_F(RECOMPUTE)) assert_int_equal(best.recompute, partial.recompute);
     assert_int_equal(best.global_batch_size, 128);
     assert_int_equal(best.seq_length, 4096);
     /* The returned cost is the cost of the returned plan. */
@@ -248,7 +248,7 @@ static void test_complete_matches_brute_force(void **state) {
   plan partial, best, again, p;
   plan_defaults(&partial);
   partial.tp = 8, partial.pp = 4, partial.dp = 2, partial.global_batch_size = 64, partial.seq_length = 4096;
-  unsigned stated = COMPLETE_F(TP) | COMPLETE_F(PP) | COMPLETE_F(DP) | COMPLETE_F(VPP) | COMPLETE_F(SP);
+  unsigned stated = PLAN_F(TP) | PLAN_F(PP) | PLAN_F(DP) | PLAN_F(VPP) | PLAN_F(SEQUENCE_PARALLEL);
   partial.sequence_parallel = true;
   partial.tp_comm_overlap = true; /* completion's rule: on with sequence parallelism and tp > 1 */
   cost_result *cr = malloc(sizeof *cr), *c2 = malloc(sizeof *c2);
@@ -294,10 +294,10 @@ static void test_complete_no_valid_plan(void **state) {
   partial.seq_length = 4096;
   partial.tp = 3; /* divides neither the 32 heads nor the 16 devices */
   cost_result *cr = malloc(sizeof *cr);
-  assert_int_equal(complete_plan(ctx, f.env, &partial, COMPLETE_F(TP), NULL, &best, cr, NULL), AP_INFEASIBLE);
+  assert_int_equal(complete_plan(ctx, f.env, &partial, PLAN_F(TP), NULL, &best, cr, NULL), AP_INFEASIBLE);
   assert_error_contains(ctx, "no valid plan completes the stated fields");
   /* Every field stated: the one candidate's violated constraint is the answer. */
-  assert_int_equal(complete_plan(ctx, f.env, &partial, COMPLETE_ALL, NULL, &best, cr, NULL), AP_INVALID);
+  assert_int_equal(complete_plan(ctx, f.env, &partial, COMPLETE_FIELDS, NULL, &best, cr, NULL), AP_INVALID);
   assert_error_contains(ctx, "plan: dp·tp·pp·cp");
   free(cr);
   fixture_free(&f);

@@ -13,12 +13,11 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   const char *model = NULL, *cluster = NULL, *plan_path = NULL, *trace = NULL, *calibration = NULL;
   const char *report = NULL, *tokens = NULL, *price = NULL;
   int64_t max_events = 0;
-  /* Plan fields, passed to ap_plan_set by name. */
-  static const char *const plan_keys[] = {"tp", "pp", "dp", "cp", "ep", "etp", "vpp", "mbs", "gbs", "seq",
-                                          "micro-batches", "schedule", "recompute", "recompute-layers", "zero",
-                                          "precision", "sp", "order", "stage-layers", "tp-comm-overlap",
-                                          "overlap-grad-reduce", "overlap-param-gather", "fused-loss"};
-  enum { N_PLAN_KEYS = sizeof plan_keys / sizeof plan_keys[0] };
+  /* Plan fields, passed to ap_plan_set by name: the CLI flags of the field table (ap_plan_key). */
+  enum { N_PLAN_KEYS = 32 };
+  const char *plan_keys[N_PLAN_KEYS], *plan_help[N_PLAN_KEYS];
+  int n_keys = 0;
+  while (n_keys < N_PLAN_KEYS && (plan_keys[n_keys] = ap_plan_key((size_t)n_keys, &plan_help[n_keys]))) n_keys++;
   const char *values[N_PLAN_KEYS] = {0};
   cli_opt opts[10 + N_PLAN_KEYS + 2];
   int n = 0;
@@ -35,7 +34,7 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
     opts[n++] = (cli_opt){"tokens", OPT_STRING, "time and cost to train on this many tokens (1T, 300B, 2.5e11)", &tokens};
     opts[n++] = (cli_opt){"price-per-gpu-hour", OPT_STRING, "with --tokens: price of one device-hour, for the cost", &price};
   }
-  for (int i = 0; i < N_PLAN_KEYS; i++) opts[n++] = (cli_opt){plan_keys[i], OPT_STRING, "plan field (docs/plan-format.md)", &values[i]};
+  for (int i = 0; i < n_keys; i++) opts[n++] = (cli_opt){plan_keys[i], OPT_STRING, plan_help[i], &values[i]};
   opts[n++] = (cli_opt){"help", OPT_FLAG, "show this help", &help};
   const char *pos[1];
   int n_pos;
@@ -44,7 +43,8 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
     cli_usage(cmd,
               simulate ? "--model M --cluster C [--plan FILE] [plan flags] --trace OUT.json [--json] [--report OUT.html]\n\n"
                          "Simulates the plan's pipeline schedule event by event and writes its timeline."
-                       : "--model M --cluster C [--plan FILE] [--tp N --pp N ... --gbs N --seq N] [--json]\n\n"
+                       : "--model M --cluster C [--plan FILE] [--tp N --pp N ... --gbs N --seq N] [--json]\n"
+                         "            [--report OUT.html] [--tokens N [--price-per-gpu-hour X]]\n\n"
                          "Predicts one plan: iteration time and breakdown, tokens/s, MFU, memory per stage.",
               opts, n);
     cli_notation(stdout);
@@ -67,7 +67,7 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   if (!st) st = ap_model_load(ctx, model, &m);
   if (!st) st = ap_cluster_load(ctx, cluster, &c);
   if (!st) st = plan_path ? ap_plan_load(ctx, plan_path, &p) : ap_plan_new(ctx, &p);
-  for (int i = 0; i < N_PLAN_KEYS && !st; i++)
+  for (int i = 0; i < n_keys && !st; i++)
     if (values[i]) st = ap_plan_set(ctx, p, plan_keys[i], values[i]);
   bool want_doc = !simulate && (json || report || tokens || price);
   if (!st)

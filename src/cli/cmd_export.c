@@ -1,5 +1,6 @@
-/* `autopar export`: a plan file written as Megatron-LM arguments, a DeepSpeed config, a torchtitan TOML job
- * config or autopar's own JSON (cli layer; the exporters are the library's, docs/exports.md). */
+/* `autopar export`: a plan file written as a Megatron-LM launch command, a DeepSpeed config, a torchtitan
+ * Python config (current) or TOML job config (v0.2.x), or autopar's own JSON (cli layer; the exporters are the
+ * library's, docs/exports.md). */
 #include <stdio.h>
 
 #include "cli/cli.h"
@@ -10,7 +11,7 @@ int cmd_export(ap_ctx *ctx, int argc, char **argv) {
   cli_opt opts[] = {
       {"plan", OPT_STRING, "autopar JSON plan file (docs/plan-format.md)", &plan_path},
       {"model", OPT_STRING, "preset name or path (default: the plan's \"model\" field)", &model},
-      {"format", OPT_STRING, "megatron, deepspeed, torchtitan or json", &format},
+      {"format", OPT_STRING, "megatron, deepspeed, torchtitan, torchtitan-toml or json", &format},
       {"output", OPT_STRING, "write to this file (atomically) instead of stdout; also -o FILE", &output},
       {"help", OPT_FLAG, "show this help", &help},
   };
@@ -21,8 +22,10 @@ int cmd_export(ap_ctx *ctx, int argc, char **argv) {
   if (help) {
     cli_usage("export",
               "--plan FILE --format F [--model M] [-o FILE]\n\n"
-              "Writes a plan for a training framework: megatron (Megatron-LM arguments), deepspeed (a DeepSpeed\n"
-              "JSON config), torchtitan (a legacy TOML job config) or json (autopar's plan format).",
+              "Writes a plan for a training framework: megatron (a torchrun command for Megatron-LM), deepspeed\n"
+              "(a DeepSpeed JSON config), torchtitan (a Python config for torchtitan's dataclass registry),\n"
+              "torchtitan-toml (a TOML job config for torchtitan v0.2.x) or json (autopar's plan format).\n"
+              "Each export names the framework version it targets (docs/exports.md).",
               opts, N_OPTS);
     return 0;
   }

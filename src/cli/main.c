@@ -21,6 +21,7 @@ static const subcommand subcommands[] = {
     {"describe", cmd_describe, "parameters, per-block breakdown and FLOP per token of a model"},
     {"models", cmd_models, "list the built-in model presets"},
     {"clusters", cmd_clusters, "list the built-in cluster presets, or describe one"},
+    {"solve", cmd_solve, "solve a sharding or stage problem file with one search family (docs/solve.md)"},
     {"compare-clusters", cmd_compare_clusters, "plan a model on several clusters and rank them by time and cost"},
 };
 

@@ -105,6 +105,28 @@ AP_HIDDEN const embedded_file *embedded_files(size_t *n_out);
 /* The embedded file at exactly this path, or NULL. */
 AP_HIDDEN const embedded_file *embedded_find(const char *path);
 
+/* ---- Enum names (names.c) ---- */
+/* The index of name in names[0..n-1] (exact, case-sensitive), or -1 (also for a NULL name). */
+AP_HIDDEN int names_find(const char *const *names, size_t n, const char *name);
+
+/* One enum's name table and its two functions from the enum's X-macro map, whose entries are X(ID, "name") in
+ * the order of the enum's values (the enum itself is generated from the same map, so the two cannot drift):
+ *   AP_ENUM_NAMES(plan_schedule, plan_schedule, PLAN_SCHEDULE_MAP, PLAN_SCHED_COUNT_)
+ * defines a static table plan_schedule_names_, asserts at compile time that it has COUNT entries, and defines
+ *   const char *plan_schedule_name(plan_schedule v);             "?" when v is out of range
+ *   bool plan_schedule_from_name(const char *name, plan_schedule *out);   false (out untouched) when unknown
+ * whose prototypes the module's header declares. STYLE.md 8: tables, not switch chains, tied by static_assert. */
+#define AP_ENUM_NAME_ENTRY_(id, s) s,
+#define AP_ENUM_NAMES(fn, type, MAP, count)                                                          \
+  static const char *const fn##_names_[] = {MAP(AP_ENUM_NAME_ENTRY_)};                               \
+  _Static_assert(AP_COUNT(fn##_names_) == (size_t)(count), #fn ": the name table and the enum disagree"); \
+  const char *fn##_name(type v) { return (unsigned)v < (unsigned)(count) ? fn##_names_[v] : "?"; }   \
+  bool fn##_from_name(const char *name, type *out) {                                                 \
+    int i_ = names_find(fn##_names_, AP_COUNT(fn##_names_), name);                                   \
+    if (i_ >= 0) *out = (type)i_;                                                                    \
+    return i_ >= 0;                                                                                  \
+  }
+
 /* ---- Utilities ---- */
 /* Levenshtein distance between two short strings (case-insensitive). */
 AP_HIDDEN size_t util_edit_distance(const char *a, const char *b);

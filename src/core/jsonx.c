@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/jsonx.h"
 
@@ -155,4 +156,41 @@ void jx_sb_str(strbuf *sb, const char *str) {
     p++;
   }
   sb_putn(sb, "\"", 1);
+}
+
+/* ---- Strict keys ---- */
+
+bool jx_unknown_key(json_t *obj, const char *const *allowed, size_t n, unsigned flags, char *shown, size_t shown_n,
+                    char *msg, size_t msg_n) {
+  if (!json_is_object(obj)) return false;
+  const char *key;
+  json_t *v;
+  json_object_foreach(obj, key, v) {
+    (void)v;
+    if ((flags & JX_KEYS_COMMENTS) && key[0] == '_') continue;
+    if (names_find(allowed, n, key) >= 0) continue;
+    /* A key that differs only in case ("mem_bw_bps") has one obvious fix; otherwise the closest names. */
+    char hint[256] = "";
+    for (size_t i = 0; i < n && !*hint; i++)
+      if (strcasecmp(key, allowed[i]) == 0) snprintf(hint, sizeof hint, "%s", allowed[i]);
+    if (!*hint) util_suggest(key, allowed, n, hint, sizeof hint);
+    char list[384] = "";
+    for (size_t i = 0; i < n; i++) {
+      size_t len = strlen(list);
+      snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", allowed[i]);
+    }
+    snprintf(shown, shown_n, "%s", key); /* a long junk key must not crowd out the message */
+    for (char *p = shown; *p; p++)
+      if (*p == '|') *p = '?';
+    snprintf(msg, msg_n, "unknown field%s%s%s; fields here: %s%s", *hint ? " (did you mean " : "", hint,
+             *hint ? "?)" : "", list, (flags & JX_KEYS_COMMENTS) ? "; keys starting with '_' are comments" : "");
+    return true;
+  }
+  return false;
+}
+
+ap_status jx_check_keys(const jx_src *s, json_t *obj, const char *const *allowed, size_t n, unsigned flags) {
+  char shown[64], msg[480];
+  if (!jx_unknown_key(obj, allowed, n, flags, shown, sizeof shown, msg, sizeof msg)) return AP_OK;
+  return jx_fail(s, shown, "%s", msg);
 }

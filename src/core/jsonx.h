@@ -34,6 +34,20 @@ AP_HIDDEN ap_status jx_bool(const jx_src *s, json_t *obj, const char *keys, bool
 /* Records "file: where.key: expected WHAT" and returns AP_INVALID. */
 AP_HIDDEN ap_status jx_fail(const jx_src *s, const char *key, const char *fmt, ...) AP_PRINTF(3, 4);
 
+/* ---- The strict-key check of every JSON reader (plans, devices, clusters, op graphs, calibrations) ---- */
+enum { JX_KEYS_COMMENTS = 1u }; /* keys that start with '_' are comments and are skipped */
+/* Finds the first key of obj that is not in allowed[0..n-1]. Returns false when there is none (or obj is not
+ * an object). Otherwise returns true with the key in shown (truncated to shown_n, any '|' shown as '?' so that
+ * it cannot read as an alias list) and in msg the one wording every reader uses:
+ *   unknown field (did you mean hidden_size?); fields here: a, b, c
+ * where the suggestion (a key equal but for case, else the closest by edit distance) is left out when none is
+ * close. With JX_KEYS_COMMENTS the message ends "; keys starting with '_' are comments". */
+AP_HIDDEN bool jx_unknown_key(json_t *obj, const char *const *allowed, size_t n, unsigned flags, char *shown,
+                              size_t shown_n, char *msg, size_t msg_n);
+/* jx_unknown_key reported through jx_fail ("file: where.key: unknown field …"): AP_INVALID, or AP_OK. */
+AP_HIDDEN ap_status jx_check_keys(const jx_src *s, json_t *obj, const char *const *allowed, size_t n,
+                                  unsigned flags);
+
 /* Appends a number to sb at full precision (the shortest decimal text that reads back to the same double), or
  * null when it is not finite (JSON has no NaN). The one JSON number writer: every document goes through it. */
 AP_HIDDEN void jx_sb_num(strbuf *sb, double x);

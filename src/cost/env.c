@@ -87,6 +87,9 @@ double cost_seq_len(const cost_env *env, const plan *p) {
 const graph *cost_env_graph(const cost_env *env) { return env->g; }
 const hw_cluster *cost_env_cluster(const cost_env *env) { return env->hc; }
 const cost_tuning *cost_env_tuning(const cost_env *env) { return &env->tuning; }
+const plan_model_facts *cost_env_facts(const cost_env *env) { return &env->facts; }
+int64_t cost_env_n_layers(const cost_env *env) { return env->n_layers; }
+const int *cost_env_unit_block(const cost_env *env) { return env->unit_block; }
 
 /* comm_group_from_cluster through the environment's memo. */
 static ap_status cached_group(ap_ctx *ctx, const cost_env *env, int64_t stride, int64_t size, comm_group *out) {

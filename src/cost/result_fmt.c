@@ -22,6 +22,7 @@ static const cost_time_part parts[COST_N_TIME_PARTS] = {
     {"pp_comm_exposed", "PP comm", "PP comm (exposed)", offsetof(cost_time, pp_comm)},
     {"dp_comm_exposed", "DP comm", "DP comm (exposed)", offsetof(cost_time, dp_comm)},
     {"optimizer", "optimizer", "optimizer step", offsetof(cost_time, optimizer)},
+    {"offload", "offload", "offload (host)", offsetof(cost_time, offload)},
 };
 enum { FIRST_COMM = 4, LAST_COMM = 8 };
 _Static_assert(sizeof(cost_time) == COST_N_TIME_PARTS * sizeof(double), "every part of cost_time is in parts[]");

@@ -3,6 +3,7 @@
  * all the rank's chunks (recompute and exposed communication included) and tw the weight-gradient part of tb. */
 #include <math.h>
 
+#include "cost/bound.h"
 #include "cost/internal.h"
 
 double schedule_time_s(const plan *p, const rank_cost *rc, int n, cost_time *out) {
@@ -15,12 +16,12 @@ double schedule_time_s(const plan *p, const rank_cost *rc, int n, cost_time *out
     max = fmax(max, t);
     /* Zero-bubble schedules fill the drain with deferred weight-gradient work: the bubble of a rank shrinks from
      * tf + tb to tf + tb - 2·tw (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", §2.1, ZB-H1). */
-    double zb = fmax(0, t - 2 * rc[r].tw);
+    double zb = fmax(0, t - COST_ZB_H1_W_MULT * rc[r].tw);
     zb_sum += zb;
     zb_max = fmax(zb_max, zb);
     /* ZB-V: two chunks per rank in a V; the fill of each chunk pass is its F + B − 3·W, zero when the three are
      * equal (Qi et al. 2024 §6: "zero bubble when T_F = T_B = T_W"), in half-stage units. */
-    double zbv = fmax(0, t - 3 * rc[r].tw) / 2;
+    double zbv = fmax(0, t - COST_ZB_V_W_MULT * rc[r].tw) / 2;
     zbv_sum += zbv;
     zbv_max = fmax(zbv_max, zbv);
   }

@@ -10,26 +10,7 @@
 #include "hw/hw_json.h"
 
 ap_status hwj_check_keys(const jx_src *s, json_t *obj, const char *const *allowed, size_t n_allowed) {
-  const char *key;
-  json_t *value;
-  json_object_foreach(obj, key, value) {
-    bool ok = false;
-    for (size_t i = 0; i < n_allowed && !ok; i++) ok = strcmp(key, allowed[i]) == 0;
-    if (ok) continue;
-    /* A key that differs only in case ("mem_bw_bps") has one obvious fix; otherwise ask util_suggest. */
-    char hint[256] = "";
-    for (size_t i = 0; i < n_allowed && !*hint; i++)
-      if (strcasecmp(key, allowed[i]) == 0) snprintf(hint, sizeof hint, "%s", allowed[i]);
-    if (!*hint) util_suggest(key, allowed, n_allowed, hint, sizeof hint);
-    /* The key is copied so that a '|' inside it is not read as an alias separator by jx_fail. */
-    char shown[128];
-    snprintf(shown, sizeof shown, "%s", key);
-    for (char *p = shown; *p; p++)
-      if (*p == '|') *p = '?';
-    if (*hint) return jx_fail(s, shown, "unknown field (did you mean %s?)", hint);
-    return jx_fail(s, shown, "unknown field");
-  }
-  return AP_OK;
+  return jx_check_keys(s, obj, allowed, n_allowed, 0);
 }
 
 static ap_status number_at_least(const jx_src *s, json_t *obj, const char *key, bool required, bool strict,

@@ -142,6 +142,33 @@ typedef struct {
   bool is_moe;
 } graph_block;
 
+/* What a training framework needs to build the same architecture but the cost model does not read (the
+ * exporters do, src/plan/export_*.c): position-encoding constants, norm epsilon, dropout, activation, the
+ * MoE router's rule and multi-token prediction. The Hugging Face reader fills it from config.json
+ * (hfconfig.c, transformers' field names); `stated` is false for op graphs, whose source says none of it. */
+typedef enum { ARCH_ROPE_NONE, ARCH_ROPE_LLAMA3, ARCH_ROPE_YARN, ARCH_ROPE_LINEAR, ARCH_ROPE_OTHER } arch_rope_scaling;
+typedef enum { ARCH_ACT_UNKNOWN, ARCH_ACT_SILU, ARCH_ACT_GELU, ARCH_ACT_GELU_TANH, ARCH_ACT_RELU, ARCH_ACT_OTHER } arch_act;
+typedef enum { ARCH_ROUTER_SOFTMAX, ARCH_ROUTER_SIGMOID } arch_router;
+typedef struct {
+  bool stated;
+  double rope_theta; /* 0 when the config gives none */
+  arch_rope_scaling rope_scaling;
+  double rope_factor, rope_low_freq_factor, rope_high_freq_factor; /* rope_scaling's fields; 0 when absent */
+  double rope_beta_fast, rope_beta_slow, rope_mscale, rope_mscale_all_dim;
+  int64_t rope_original_max_pos;
+  int64_t max_pos;      /* max_position_embeddings */
+  double norm_eps;      /* 0 when not stated */
+  double attention_dropout, hidden_dropout; /* probabilities; 0 for the modern configs that state none */
+  arch_act act;
+  int64_t mtp_layers;   /* DeepSeek-V3 num_nextn_predict_layers */
+  int64_t mla_qk_rope_dim; /* MLA: the rotary part of each q/k head (qk_rope_head_dim) */
+  arch_router router;   /* scoring_func */
+  bool norm_topk_prob;  /* renormalise the top-k routing weights */
+  double routed_scaling_factor; /* 0 when not stated */
+  int64_t n_group, topk_group;  /* group-limited routing; 0 when not stated */
+  double router_aux_loss_coef;  /* -1 when not stated */
+} graph_arch;
+
 /* An edge of the graph: the tensor that one op produces and another reads. Within a block, the producer's
  * output outs[from_out] is the consumer's input in[to_in] (tensor indices of that block). Between blocks, the
  * producer's block hands its output tensor to the next block's input tensor: the edge links the op that
@@ -166,6 +193,7 @@ typedef struct {
   int64_t default_seq; /* a sensible default sequence length (max positions capped), tokens */
   int64_t vocab_size, hidden_size, n_layers; /* summary facts; 0 where they do not apply */
   bool causal_lm;
+  graph_arch arch;
   /* Producer → consumer edges (graph_build_edges), ordered by consumer block, op and input. */
   int n_edges;
   graph_edge *edges;

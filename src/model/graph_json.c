@@ -91,25 +91,9 @@ static ap_status check_keys(const rd *r, const char *where, json_t *obj, const c
   char buf[512];
   const char *names[48];
   size_t n = split_names(allowed, buf, sizeof buf, names, AP_COUNT(names));
-  const char *key;
-  json_t *v;
-  json_object_foreach(obj, key, v) {
-    (void)v;
-    if (key[0] == '_') continue;
-    bool ok = false;
-    for (size_t i = 0; i < n && !ok; i++) ok = strcmp(key, names[i]) == 0;
-    if (ok) continue;
-    char sugg[300];
-    suggestion(key, names, n, sugg, sizeof sugg);
-    char shown[64], list[512] = "";
-    snprintf(shown, sizeof shown, "%s", key); /* a long junk key must not crowd out the message */
-    for (size_t i = 0; i < n; i++) {
-      size_t len = strlen(list);
-      snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", names[i]);
-    }
-    return failf(r, AP_INVALID, where, shown, "unknown field%s (fields here: %s; comments start with '_')", sugg, list);
-  }
-  return AP_OK;
+  char shown[64], msg[480];
+  if (!jx_unknown_key(obj, names, n, JX_KEYS_COMMENTS, shown, sizeof shown, msg, sizeof msg)) return AP_OK;
+  return failf(r, AP_INVALID, where, shown, "%s", msg);
 }
 
 /* ---- Small readers ---- */

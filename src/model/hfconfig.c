@@ -61,6 +61,67 @@ size_t hf_model_types(const char **out, size_t cap) {
   return n;
 }
 
+/* The architecture facts only the exporters read (graph.h graph_arch), under transformers' field names:
+ * rope_theta, rope_scaling {rope_type|type, factor, low/high_freq_factor, beta_fast/slow, mscale,
+ * mscale_all_dim, original_max_position_embeddings}, rms_norm_eps|layer_norm_eps|layer_norm_epsilon,
+ * attention_dropout|attn_pdrop, hidden_dropout|resid_pdrop, hidden_act, num_nextn_predict_layers,
+ * scoring_func, norm_topk_prob, routed_scaling_factor, n_group, topk_group, router_aux_loss_coef. */
+static ap_status read_arch(jx_src *src, json_t *root, const char *model_type, const char *act, graph_arch *a) {
+  ap_status st;
+  a->stated = true;
+  a->router_aux_loss_coef = -1;
+  /* Mixtral and GPT-OSS always renormalise the top-k weights (transformers modeling_mixtral.py
+   * MixtralSparseMoeBlock: routing_weights /= routing_weights.sum; GPT-OSS softmaxes the top-k logits);
+   * their configs have no norm_topk_prob. */
+  a->norm_topk_prob = strcmp(model_type, "mixtral") == 0 || strcmp(model_type, "gpt_oss") == 0;
+  if ((st = jx_f64(src, root, "rope_theta|rotary_emb_base", false, 0, 1e12, &a->rope_theta, NULL))) return st;
+  if ((st = jx_f64(src, root, "rms_norm_eps|layer_norm_eps|layer_norm_epsilon|norm_epsilon", false, 0, 1, &a->norm_eps, NULL)))
+    return st;
+  if ((st = jx_f64(src, root, "attention_dropout|attn_pdrop", false, 0, 1, &a->attention_dropout, NULL))) return st;
+  if ((st = jx_f64(src, root, "hidden_dropout|resid_pdrop", false, 0, 1, &a->hidden_dropout, NULL))) return st;
+  if ((st = jx_i64(src, root, "num_nextn_predict_layers", false, 0, 64, &a->mtp_layers, NULL))) return st;
+  if ((st = jx_bool(src, root, "norm_topk_prob", false, &a->norm_topk_prob, NULL))) return st;
+  if ((st = jx_f64(src, root, "routed_scaling_factor", false, 0, 1e6, &a->routed_scaling_factor, NULL))) return st;
+  if ((st = jx_i64(src, root, "n_group", false, 0, 1 << 20, &a->n_group, NULL))) return st;
+  if ((st = jx_i64(src, root, "topk_group", false, 0, 1 << 20, &a->topk_group, NULL))) return st;
+  if ((st = jx_f64(src, root, "router_aux_loss_coef|aux_loss_alpha", false, 0, 1e6, &a->router_aux_loss_coef, NULL)))
+    return st;
+  const char *score = NULL;
+  if ((st = jx_str(src, root, "scoring_func", false, &score, NULL))) return st;
+  a->router = score && strcmp(score, "sigmoid") == 0 ? ARCH_ROUTER_SIGMOID : ARCH_ROUTER_SOFTMAX;
+  static const struct {
+    const char *name;
+    arch_act act;
+  } acts[] = {{"silu", ARCH_ACT_SILU},         {"swish", ARCH_ACT_SILU},     {"gelu", ARCH_ACT_GELU},
+              {"gelu_new", ARCH_ACT_GELU_TANH}, {"gelu_pytorch_tanh", ARCH_ACT_GELU_TANH},
+              {"gelu_fast", ARCH_ACT_GELU_TANH}, {"relu", ARCH_ACT_RELU}};
+  a->act = act ? ARCH_ACT_OTHER : ARCH_ACT_UNKNOWN;
+  for (size_t i = 0; act && i < AP_COUNT(acts); i++)
+    if (strcmp(acts[i].name, act) == 0) a->act = acts[i].act;
+  json_t *rs = json_object_get(root, "rope_scaling");
+  if (json_is_object(rs)) {
+    jx_src rsrc = {src->ctx, src->file, "rope_scaling"};
+    const char *type = NULL;
+    if ((st = jx_str(&rsrc, rs, "rope_type|type", false, &type, NULL))) return st;
+    a->rope_scaling = !type                         ? ARCH_ROPE_OTHER
+                      : strcmp(type, "llama3") == 0 ? ARCH_ROPE_LLAMA3
+                      : strcmp(type, "yarn") == 0   ? ARCH_ROPE_YARN
+                      : strcmp(type, "linear") == 0 ? ARCH_ROPE_LINEAR
+                      : strcmp(type, "default") == 0 ? ARCH_ROPE_NONE
+                                                      : ARCH_ROPE_OTHER;
+    if ((st = jx_f64(&rsrc, rs, "factor", false, 0, 1e6, &a->rope_factor, NULL))) return st;
+    if ((st = jx_f64(&rsrc, rs, "low_freq_factor", false, 0, 1e6, &a->rope_low_freq_factor, NULL))) return st;
+    if ((st = jx_f64(&rsrc, rs, "high_freq_factor", false, 0, 1e6, &a->rope_high_freq_factor, NULL))) return st;
+    if ((st = jx_f64(&rsrc, rs, "beta_fast", false, 0, 1e6, &a->rope_beta_fast, NULL))) return st;
+    if ((st = jx_f64(&rsrc, rs, "beta_slow", false, 0, 1e6, &a->rope_beta_slow, NULL))) return st;
+    if ((st = jx_f64(&rsrc, rs, "mscale", false, 0, 1e6, &a->rope_mscale, NULL))) return st;
+    if ((st = jx_f64(&rsrc, rs, "mscale_all_dim", false, 0, 1e6, &a->rope_mscale_all_dim, NULL))) return st;
+    if ((st = jx_i64(&rsrc, rs, "original_max_position_embeddings", false, 1, INT64_MAX, &a->rope_original_max_pos, NULL)))
+      return st;
+  }
+  return AP_OK;
+}
+
 /* Reads an optional boolean field into *out when present. */
 #define OPT_BOOL(keys, out) \
   do { if ((st = jx_bool(&src, root, keys, false, out, NULL))) return st; } while (0)
@@ -255,6 +316,8 @@ ap_status hf_config_read(ap_ctx *ctx, const char *file, json_t *root, tf_config 
   }
   }
   if (c->n_experts > 0 && c->shared_ffn == 0 && fam->moe == MOE_QWEN) c->shared_expert_gate = false;
-  (void)act;
+  c->arch.max_pos = c->max_pos;
+  c->arch.mla_qk_rope_dim = c->mla ? c->qk_rope_dim : 0;
+  if ((st = read_arch(&src, root, type, act, &c->arch))) return st;
   return tf_config_check(ctx, c, file);
 }

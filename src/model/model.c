@@ -144,6 +144,11 @@ ap_status ap_model_load(ap_ctx *ctx, const char *spec, ap_model **out) {
     if (st) return st;
     st = onnx ? model_parse_onnx(ctx, spec, text, n, out) : model_parse(ctx, spec, text, n, out);
     free(text);
+    if (!st && !((*out)->spec = arena_strdup((*out)->a, spec))) {
+      ap_model_free(*out);
+      *out = NULL;
+      return ctx_fail(ctx, AP_NOMEM, "out of memory");
+    }
     return st;
   }
   const char *names[MAX_PRESETS];
@@ -179,6 +184,8 @@ ap_status ap_model_load(ap_ctx *ctx, const char *spec, ap_model **out) {
 int64_t ap_model_params_total(const ap_model *m) { return graph_params_total(&m->g); }
 int64_t ap_model_params_active(const ap_model *m) { return graph_params_active(&m->g); }
 const char *ap_model_name(const ap_model *m) { return m->g.name; }
+
+const char *ap_model_spec(const ap_model *m) { return m->spec ? m->spec : m->g.name; }
 
 static const char *const role_names[] = {[BLOCK_EMBED] = "embedding", [BLOCK_LAYER] = "layer", [BLOCK_HEAD] = "head",
                                          [BLOCK_OTHER] = "other"};

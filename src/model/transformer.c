@@ -434,6 +434,7 @@ ap_status tf_build(ap_ctx *ctx, arena *a, const tf_config *c, graph *g) {
   g->name = arena_strdup(a, c->name ? c->name : "model");
   g->model_type = arena_strdup(a, c->model_type ? c->model_type : "transformer");
   g->source = arena_strdup(a, c->source ? c->source : "");
+  g->arch = c->arch;
   g->vocab_size = c->vocab;
   g->hidden_size = c->hidden;
   g->n_layers = c->n_layers;

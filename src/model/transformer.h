@@ -46,6 +46,7 @@ typedef struct {
    * al. 2022's Table 2 assumes neither, and their test sets flash_attention false and dropout true. */
   bool flash_attention, dropout;
   dtype act_dtype;
+  graph_arch arch; /* copied to the graph as it is (graph.h) */
 } tf_config;
 
 /* Fills c with neutral defaults (pre-norm RMSNorm, gated MLP, bf16, flash attention, no dropout). */

@@ -1,25 +1,104 @@
 /* Exporters (plan layer): a plan written in the terms of a training framework, so that what autopar chose
  * can be run. DESIGN.md's data flow ends here: every exporter reads the same plan type and the same model
  * graph and re-derives nothing the plan already says. docs/exports.md lists, field by field, what each
- * format contains and what it cannot express.
+ * format contains, which framework version it targets, and what it cannot express.
  *
- *  - export_megatron: Megatron-LM command-line arguments (COSTMODEL.md §6.2), one flag per line with ` \`
- *    continuations, after a "# autopar plan: …" comment header.
- *  - export_deepspeed: a DeepSpeed JSON config (§6.3) with the degrees DeepSpeed does not read kept under a
+ *  - export_megatron (+ export_megatron_model.c): a torchrun command line for Megatron-LM's
+ *    pretrain_gpt.py with every architecture, parallelism and batch flag.
+ *  - export_deepspeed: a DeepSpeed JSON config, with the degrees DeepSpeed does not read kept under a
  *    top-level "autopar" object.
- *  - export_torchtitan: a torchtitan job config in the legacy TOML form (§6.4).
+ *  - export_torchtitan: a torchtitan Python config module (the dataclass registry of its current sources).
+ *  - export_torchtitan_toml: a torchtitan TOML job config for v0.2.x, the last releases that read TOML.
  *
- * Each takes a plan that plan_validate accepted against g (ap_export in export_api.c makes sure of it) and
- * appends its text to out. What the framework cannot run as planned is AP_UNSUPPORTED with a one-line reason
- * in ctx, and out is then left as it was. Internal header: not installed, not part of the public API. */
+ * Each format has a check, "can this stack express this plan": AP_OK, or AP_UNSUPPORTED with a one-line
+ * reason in ctx. The exporter calls it first; ap_export_check (export_api.c) lets the planner call it
+ * without writing anything. Each writer takes a plan that plan_validate accepted against g and appends its
+ * text to out; on failure out is left as it was. The flag and key names are checked against the frameworks'
+ * own definitions by tests/test_export.c (tests/data/framework_args.tsv). Internal header. */
 #ifndef AP_PLAN_EXPORT_H
 #define AP_PLAN_EXPORT_H
 
 #include "plan/plan.h"
 
-AP_HIDDEN ap_status export_megatron(ap_ctx *ctx, const plan *p, const graph *g, strbuf *out);
-AP_HIDDEN ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, strbuf *out);
-AP_HIDDEN ap_status export_torchtitan(ap_ctx *ctx, const plan *p, const graph *g, strbuf *out);
+/* Where the ranks go: nodes × processes per node = the plan's world size. */
+typedef struct {
+  int64_t n_nodes, per_node;
+  bool assumed; /* the plan's cluster did not load, so per_node is a guess (8, or the world on one node) */
+} export_launch;
+
+typedef ap_status (*export_check_fn)(ap_ctx *ctx, const plan *p, const graph *g);
+typedef ap_status (*export_write_fn)(ap_ctx *ctx, const plan *p, const graph *g, const export_launch *l, strbuf *out);
+
+AP_HIDDEN ap_status megatron_can_express(ap_ctx *ctx, const plan *p, const graph *g);
+AP_HIDDEN ap_status export_megatron(ap_ctx *ctx, const plan *p, const graph *g, const export_launch *l, strbuf *out);
+AP_HIDDEN ap_status deepspeed_can_express(ap_ctx *ctx, const plan *p, const graph *g);
+AP_HIDDEN ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, const export_launch *l, strbuf *out);
+AP_HIDDEN ap_status torchtitan_can_express(ap_ctx *ctx, const plan *p, const graph *g);
+AP_HIDDEN ap_status export_torchtitan(ap_ctx *ctx, const plan *p, const graph *g, const export_launch *l, strbuf *out);
+AP_HIDDEN ap_status torchtitan_toml_can_express(ap_ctx *ctx, const plan *p, const graph *g);
+AP_HIDDEN ap_status export_torchtitan_toml(ap_ctx *ctx, const plan *p, const graph *g, const export_launch *l,
+                                           strbuf *out);
+
+/* ---- Megatron-LM's argument list (export_megatron.c, export_megatron_model.c) ---- */
+
+typedef struct {
+  strbuf body;  /* "--flag value" lines joined by " \\\n" */
+  strbuf notes; /* "# …\n" lines for the header */
+} margs;
+
+AP_HIDDEN void margs_flag(margs *m, const char *name, const char *value);
+AP_HIDDEN void margs_flag_i(margs *m, const char *name, int64_t v);
+AP_HIDDEN void margs_note(margs *m, const char *fmt, ...) AP_PRINTF(2, 3);
+
+/* The model's shape as Megatron states it, read from the graph's ops. */
+typedef struct {
+  int64_t n_layers, hidden, heads, kv_heads, head_dim, head_dim_v;
+  int64_t ffn; /* dense MLP width; the expert width when every layer is MoE */
+  bool gated, layernorm, rope, learned_pos, tied, mla, has_attention, has_head;
+  int64_t pos_rows; /* rows of the learned position table */
+  int64_t n_experts, top_k, moe_ffn, shared_ffn;
+  int64_t q_lora_rank, kv_lora_rank;
+  bool mixed; /* some layers dense, some MoE: --moe-layer-freq states which */
+  bool qkv_bias, o_bias, mlp_bias, expert_bias, router_bias, router_score_bias, shared_gate;
+  bool qk_norm, qk_norm_full, attn_sinks, post_norms, embed_norm, pre_norm, ln_mlp_reads_input, parallel_block;
+  int64_t qk_norm_params; /* scale parameters of the q norm: head_dim when per head */
+  int64_t window; /* the sliding window of the windowed layers; 0 when none */
+  bool any_full;  /* some layer attends to the whole sequence */
+} mshape;
+
+AP_HIDDEN bool export_block_is_moe(const graph_block *blk);
+/* Fills s; false when g is not a transformer Megatron's GPT model builds (no layers, attention or head). */
+AP_HIDDEN bool megatron_shape_of(const graph *g, mshape *s);
+/* Whether every linear layer has a bias (Megatron's add_bias_linear, routers and experts included), or none. */
+AP_HIDDEN bool megatron_all_bias(const mshape *s);
+AP_HIDDEN bool megatron_no_bias(const mshape *s);
+/* AP_UNSUPPORTED with the reason when Megatron-LM cannot build the model as it is. */
+AP_HIDDEN ap_status megatron_model_check(ap_ctx *ctx, const mshape *s, const graph *g);
+/* The architecture flags, from --num-layers to --mtp-num-layers. */
+AP_HIDDEN void megatron_model_flags(margs *m, const mshape *s, const graph *g, int64_t seq);
+
+/* ---- torchtitan, both forms (export_torchtitan.c) ---- */
+
+enum { TT_CURRENT = 1, TT_TOML = 2 }; /* the sources a flavor is read from: b5bcd76c, v0.2.2 */
+typedef struct {
+  const char *family;   /* autopar's model_type */
+  const char *model;    /* torchtitan's model name (torchtitan/models/NAME) */
+  const char *flavor;   /* its registry key */
+  int64_t dim, n_layers, n_heads, n_kv_heads, n_experts; /* 0 where the flavor states none */
+  unsigned versions;    /* TT_CURRENT | TT_TOML */
+  const char *base;     /* the config_registry.py function the current form starts from */
+} tt_flavor;
+
+AP_HIDDEN extern const tt_flavor tt_flavors[];
+AP_HIDDEN extern const size_t tt_n_flavors;
+AP_HIDDEN const char *tt_schedule_name(plan_schedule s);
+/* The flavor of torchtitan's registries (version TT_CURRENT or TT_TOML) whose sizes are g's, or
+ * AP_UNSUPPORTED naming what torchtitan has. */
+AP_HIDDEN ap_status tt_model_of(ap_ctx *ctx, const char *format, const graph *g, unsigned version, const tt_flavor **out);
+/* The checks both forms share: precision, loss, recompute counts, rank order. */
+AP_HIDDEN ap_status tt_common_check(ap_ctx *ctx, const char *format, const plan *p, const graph *g);
+/* The module_fqns_per_model_part lists, one line per chunk, each line after indent. */
+AP_HIDDEN void tt_fqns(strbuf *sb, const char *indent, const int32_t *layers, int64_t n_chunks);
 
 /* ---- Shared by the exporters (export_api.c) ---- */
 
@@ -29,10 +108,12 @@ AP_HIDDEN int64_t export_seq_length(const plan *p, const graph *g);
  * pipeline units), written to out (PLAN_MAX_CHUNKS long). Returns false when the plan has no such split,
  * which plan_validate rules out. */
 AP_HIDDEN bool export_chunk_layers(const plan *p, const graph *g, int32_t *out);
-/* Appends "# note: …\n" when the plan's mesh order, over the axes of degree > 1, is not the default
- * tp-cp-ep-dp-pp (innermost first) that Megatron-LM and torchtitan both use and neither lets a user change
- * from the flags and keys exported. */
-AP_HIDDEN void export_order_note(const plan *p, const char *framework, strbuf *sb);
+/* The plan's mesh order over the axes of degree > 1, innermost first, as "tp-dp-pp" ("" when none). */
+AP_HIDDEN void export_order_text(const plan *p, const plan_axis *order, char *buf, size_t cap);
+/* Whether the plan's order, over the axes of degree > 1, is text (an order over all axes, "tp-cp-ep-dp-pp"). */
+AP_HIDDEN bool export_order_is(const plan *p, const char *text);
+/* Appends "# note: … processes per node assumed" when the launch shape is a guess. */
+AP_HIDDEN void export_launch_note(const plan *p, const export_launch *l, strbuf *sb);
 /* Appends one line summing the plan up, without a newline: "llama-3-70b: dp 2 x tp 8 x pp 4 x cp 1, …". */
 AP_HIDDEN void export_summary(const plan *p, const graph *g, strbuf *sb);
 

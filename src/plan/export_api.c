@@ -1,10 +1,12 @@
 /* The public export API (plan layer): ap_export resolves and validates a plan against its model, then hands
- * it to one exporter from a table of formats. Also the helpers the exporters share: the sequence length, the
- * pipeline split and the one-line summary each output opens with. */
+ * it to one exporter from a table of formats; ap_export_check asks the same format's "can this stack express
+ * this plan" without writing anything. Also the helpers the exporters share: the sequence length, the
+ * pipeline split, the rank order and the one-line summary each output opens with. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hw/hw.h"
 #include "model/model.h"
 #include "plan/export.h"
 #include "plan/plan_api.h"
@@ -19,8 +21,7 @@ bool export_chunk_layers(const plan *p, const graph *g, int32_t *out) {
   return plan_chunk_layers(p, f.n_layers, out);
 }
 
-/* The axes of degree > 1 in order, innermost first, as "tp-dp-pp" ("" when none). */
-static void order_text(const plan *p, const plan_axis *order, char *buf, size_t cap) {
+void export_order_text(const plan *p, const plan_axis *order, char *buf, size_t cap) {
   buf[0] = '\0';
   for (int i = 0; i < PLAN_N_ORDER; i++) {
     if (plan_axis_size(p, order[i]) <= 1) continue;
@@ -28,21 +29,33 @@ static void order_text(const plan *p, const plan_axis *order, char *buf, size_t 
   }
 }
 
-void export_order_note(const plan *p, const char *framework, strbuf *sb) {
-  plan d;
-  plan_defaults(&d);
-  char mine[64], dflt[64];
-  order_text(p, p->order, mine, sizeof mine);
-  order_text(p, d.order, dflt, sizeof dflt);
-  if (strcmp(mine, dflt) != 0)
-    sb_printf(sb, "# note: %s numbers ranks %s (innermost first); the plan's order %s cannot be stated, so its groups "
-                  "land on other links than planned\n",
-              framework, dflt, mine);
+bool export_order_is(const plan *p, const char *text) {
+  plan_axis order[PLAN_N_ORDER];
+  char word[8];
+  const char *c = text;
+  for (int i = 0; i < PLAN_N_ORDER; i++) {
+    size_t n = strcspn(c, "-");
+    if (n == 0 || n >= sizeof word) return false;
+    memcpy(word, c, n);
+    word[n] = '\0';
+    c += n + (c[n] == '-');
+    bool found = false;
+    for (int a = 0; a < PLAN_N_ORDER && !found; a++)
+      if (strcmp(plan_axis_name((plan_axis)a), word) == 0) {
+        order[i] = (plan_axis)a;
+        found = true;
+      }
+    if (!found) return false;
+  }
+  char mine[64], want[64];
+  export_order_text(p, p->order, mine, sizeof mine);
+  export_order_text(p, order, want, sizeof want);
+  return strcmp(mine, want) == 0;
 }
 
 void export_summary(const plan *p, const graph *g, strbuf *sb) {
   char name[PLAN_NAME_MAX];
-  snprintf(name, sizeof name, "%.*s", PLAN_NAME_MAX - 1, p->model[0] ? p->model : g->name);
+  snprintf(name, sizeof name, "%.*s", PLAN_NAME_MAX - 1, g->name);
   sb_printf(sb, "%s: dp %lld x tp %lld x pp %lld x cp %lld", name, (long long)p->dp, (long long)p->tp,
             (long long)p->pp, (long long)p->cp);
   if (p->ep > 1) sb_printf(sb, ", ep %lld etp %lld", (long long)p->ep, (long long)plan_etp(p));
@@ -69,30 +82,38 @@ void export_summary(const plan *p, const graph *g, strbuf *sb) {
 /* ---- Formats ---- */
 
 /* autopar's own form (docs/plan-format.md), which `estimate --plan` and `simulate --plan` read back. */
-static ap_status export_json(ap_ctx *ctx, const plan *p, const graph *g, strbuf *out) {
+static ap_status json_can_express(ap_ctx *ctx, const plan *p, const graph *g) {
+  (void)ctx;
+  (void)p;
+  (void)g;
+  return AP_OK;
+}
+
+static ap_status export_json(ap_ctx *ctx, const plan *p, const graph *g, const export_launch *l, strbuf *out) {
   (void)ctx;
   (void)g;
+  (void)l;
   plan_to_json(p, out);
   sb_puts(out, "\n");
   return AP_OK;
 }
 
-typedef ap_status (*export_fn)(ap_ctx *ctx, const plan *p, const graph *g, strbuf *out);
-
 /* One row per format (STYLE.md 8: tables, not switch chains). */
 static const struct {
   const char *name;
-  export_fn write;
+  export_check_fn check;
+  export_write_fn write;
 } formats[] = {
-    {"megatron", export_megatron},
-    {"deepspeed", export_deepspeed},
-    {"torchtitan", export_torchtitan},
-    {"json", export_json},
+    {"megatron", megatron_can_express, export_megatron},
+    {"deepspeed", deepspeed_can_express, export_deepspeed},
+    {"torchtitan", torchtitan_can_express, export_torchtitan},
+    {"torchtitan-toml", torchtitan_toml_can_express, export_torchtitan_toml},
+    {"json", json_can_express, export_json},
 };
 
 static ap_status unknown_format(ap_ctx *ctx, const char *format) {
   const char *names[AP_COUNT(formats)];
-  char list[128] = "";
+  char list[160] = "";
   for (size_t i = 0; i < AP_COUNT(formats); i++) {
     names[i] = formats[i].name;
     snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", formats[i].name);
@@ -103,49 +124,106 @@ static ap_status unknown_format(ap_ctx *ctx, const char *format) {
                   *sugg ? "; did you mean " : "", sugg, *sugg ? "?" : "");
 }
 
-ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const char *format, char **out) {
-  *out = NULL;
-  export_fn write = NULL;
-  for (size_t i = 0; i < AP_COUNT(formats) && format; i++)
-    if (strcmp(formats[i].name, format) == 0) write = formats[i].write;
-  if (!write) return unknown_format(ctx, format ? format : "");
+/* Nodes and processes per node for the plan's world size, from its recorded cluster when that loads (the
+ * cluster's first node group), else 8 per node where that divides the world, else one node. */
+static export_launch launch_of(const plan *p) {
+  int64_t world = plan_n_devices(p);
+  export_launch l = {1, world, true};
+  ap_cluster *c = NULL;
+  ap_ctx scratch = {0};
+  char spec[PLAN_NAME_MAX];
+  snprintf(spec, sizeof spec, "%.*s", PLAN_NAME_MAX - 1, p->cluster);
+  if (spec[0] && ap_cluster_load(&scratch, spec, &c) == AP_OK) {
+    const hw_cluster *hc = hw_cluster_of(c);
+    int64_t per = hc->n_groups > 0 ? hc->groups[0].devices_per_node : 0;
+    if (per > 0 && world % per == 0) l = (export_launch){world / per, per, false};
+    else if (per > 0 && world < per) l = (export_launch){1, world, false};
+  }
+  ap_cluster_free(c);
+  ctx_clear(&scratch);
+  if (l.assumed && world % 8 == 0) l = (export_launch){world / 8, 8, true};
+  return l;
+}
 
-  /* Without a model, the one the plan was made for. */
-  ap_model *owned = NULL;
+void export_launch_note(const plan *p, const export_launch *l, strbuf *sb) {
+  if (!l->assumed) return;
+  if (p->cluster[0])
+    sb_printf(sb, "# note: the plan's cluster \"%.*s\" did not load; %lld processes per node assumed\n",
+              PLAN_NAME_MAX - 1, p->cluster, (long long)l->per_node);
+  else
+    sb_printf(sb, "# note: the plan names no cluster; %lld processes per node assumed\n", (long long)l->per_node);
+}
+
+/* Resolves the format, the model and the plan: *g is the model's graph (*owned the model loaded for it),
+ * *p the validated plan with equal per-chunk recompute counts collapsed into one. */
+static ap_status prepare(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const char *format, size_t *fmt,
+                         ap_model **owned, const graph **g, plan *p) {
+  *owned = NULL;
+  size_t i = 0;
+  while (i < AP_COUNT(formats) && !(format && strcmp(formats[i].name, format) == 0)) i++;
+  if (i == AP_COUNT(formats)) return unknown_format(ctx, format ? format : "");
+  *fmt = i;
+  /* Without a model, the one the plan was made for: the preset it names or the config path it records. */
   if (!model) {
     char name[PLAN_NAME_MAX];
     snprintf(name, sizeof name, "%.*s", PLAN_NAME_MAX - 1, ap->p.model);
     if (!name[0])
       return ctx_fail(ctx, AP_INVALID, "plan: no model given (--model), and the plan's \"model\" field names none");
-    ap_status st = ap_model_load(ctx, name, &owned);
+    ap_status st = ap_model_load(ctx, name, owned);
     if (st) return st;
-    model = owned;
+    model = *owned;
   }
-  const graph *g = model_graph(model);
-
+  *g = model_graph(model);
   /* A plan with no cluster at hand occupies exactly its own mesh; resolving fills the batch fields the user
    * left to derive. */
   plan_resolve(ap, plan_n_devices(&ap->p));
-  ap_status st = plan_validate(ctx, &ap->p, g, plan_n_devices(&ap->p), NULL);
+  ap_status st = plan_validate(ctx, &ap->p, *g, plan_n_devices(&ap->p), NULL);
   /* Per-chunk recompute counts (layer-wise DP) exist only in autopar's own format: the frameworks take one
    * count for every chunk, so a list with equal entries becomes that count and any other is refused. */
-  plan p = ap->p;
-  if (!st && p.n_chunk_recompute > 0 && strcmp(format, "json") != 0) {
+  *p = ap->p;
+  if (!st && p->n_chunk_recompute > 0 && strcmp(format, "json") != 0) {
     bool same = true;
-    for (int32_t c = 1; c < p.n_chunk_recompute; c++) same &= p.chunk_recompute_layers[c] == p.chunk_recompute_layers[0];
+    for (int32_t c = 1; c < p->n_chunk_recompute; c++) same &= p->chunk_recompute_layers[c] == p->chunk_recompute_layers[0];
     if (!same)
       st = ctx_fail(ctx, AP_UNSUPPORTED,
                     "%s export: per-chunk recompute counts differ between pipeline chunks; %s takes one count for all "
                     "(export --format json keeps them)",
                     format, format);
     else {
-      p.recompute_layers = p.chunk_recompute_layers[0];
-      p.n_chunk_recompute = 0;
-      if (p.recompute_layers == 0) p.recompute = PLAN_RECOMPUTE_NONE;
+      p->recompute_layers = p->chunk_recompute_layers[0];
+      p->n_chunk_recompute = 0;
+      if (p->recompute_layers == 0) p->recompute = PLAN_RECOMPUTE_NONE;
     }
   }
+  if (st) {
+    ap_model_free(*owned);
+    *owned = NULL;
+  }
+  return st;
+}
+
+ap_status ap_export_check(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const char *format) {
+  size_t fmt;
+  ap_model *owned;
+  const graph *g;
+  plan p;
+  ap_status st = prepare(ctx, model, ap, format, &fmt, &owned, &g, &p);
+  if (!st) st = formats[fmt].check(ctx, &p, g);
+  ap_model_free(owned);
+  return st;
+}
+
+ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const char *format, char **out) {
+  *out = NULL;
+  size_t fmt;
+  ap_model *owned;
+  const graph *g;
+  plan p;
+  ap_status st = prepare(ctx, model, ap, format, &fmt, &owned, &g, &p);
+  if (st) return st;
+  export_launch l = launch_of(&p);
   strbuf sb = {0};
-  if (!st) st = write(ctx, &p, g, &sb);
+  st = formats[fmt].write(ctx, &p, g, &l, &sb);
   ap_model_free(owned);
   if (st) {
     sb_free(&sb);

@@ -1,12 +1,19 @@
-/* The DeepSpeed exporter (plan layer): a plan as a DeepSpeed JSON config, with the keys of COSTMODEL.md §6.3
- * (deepspeed/runtime/config.py, zero/config.py, activation_checkpointing/config.py).
+/* The DeepSpeed exporter (plan layer): a plan as a DeepSpeed JSON config, with the keys DeepSpeed @
+ * edaa7221267243c7be7fb49c5d5f5c4fb97b4641 (August 2026) reads (deepspeed/runtime/config.py, constants.py,
+ * zero/config.py, precision_config.py, activation_checkpointing/config.py; every key is in
+ * tests/data/framework_args.tsv, and the zero, bf16 and fp16 sections forbid unknown keys, config_utils.py
+ * extra="forbid").
  *
  * DeepSpeed's config holds the batch, the precision, ZeRO and activation checkpointing; the tensor and
  * pipeline degrees live in model code (Megatron-DeepSpeed's --tensor-model-parallel-size and
  * --pipeline-model-parallel-size, PipelineModule(num_stages=…)). Those go under a top-level "autopar" object,
  * which DeepSpeed does not read (its top-level keys are looked up one by one, unknown ones ignored), so the
  * user can pass them on; docs/exports.md says so. The batch identity DeepSpeed asserts (_batch_assertion:
- * train_batch_size = micro × gradient_accumulation_steps × data-parallel world) holds with dp the plan's.
+ * train_batch_size = micro × gradient_accumulation_steps × world_size) takes world_size from
+ * mpu.get_data_parallel_world_size() only when deepspeed.initialize is given an mpu (DeepSpeedConfig
+ * __init__, config.py); without one it is every rank (divided by sequence_parallel_size). The config holds
+ * the identity with the plan's dp, so with tp·pp > 1 it needs the mpu that Megatron-DeepSpeed and
+ * PipelineModule pass; the export says so.
  *
  * Not exported (AP_UNSUPPORTED): context parallelism (DeepSpeed's Ulysses splits heads, not the sequence
  * ring), expert parallelism (DeepSpeed-MoE takes ep_size in model code, there are no config keys for it),
@@ -30,7 +37,8 @@ static void set_int(json_t *o, const char *k, int64_t v) { json_object_set_new(o
 static void set_bool(json_t *o, const char *k, bool v) { json_object_set_new(o, k, json_boolean(v)); }
 static void set_str(json_t *o, const char *k, const char *v) { json_object_set_new(o, k, json_string(v)); }
 
-ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, strbuf *out) {
+ap_status deepspeed_can_express(ap_ctx *ctx, const plan *p, const graph *g) {
+  (void)g;
   if (p->cp > 1)
     return unsupported(ctx, "DeepSpeed has no context parallelism (its Ulysses sequence parallelism splits "
                             "attention heads, not the sequence ring); re-plan with cp = 1");
@@ -49,6 +57,14 @@ ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, strbuf *o
   if (pipe && p->zero_stage >= 2)
     return unsupported(ctx, "ZeRO-2 and ZeRO-3 are incompatible with DeepSpeed pipeline parallelism "
                             "(deepspeed/runtime/pipe/engine.py); re-plan with zero <= 1 or pp = 1");
+  return AP_OK;
+}
+
+ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, const export_launch *l, strbuf *out) {
+  (void)l;
+  ap_status st = deepspeed_can_express(ctx, p, g);
+  if (st) return st;
+  bool pipe = p->pp > 1;
 
   json_t *root = json_object();
   set_int(root, "train_batch_size", p->global_batch_size);
@@ -72,6 +88,18 @@ ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, strbuf *o
   } else {
     /* Stage 3 gathers parameters ahead of use; without overlap it fetches each on demand. */
     set_int(zero, "stage3_prefetch_bucket_size", p->overlap_param_gather ? DS_PREFETCH_ELEMS : 0);
+  }
+  /* Offload (ZeRO-Offload, ZeRO-Infinity): zero_optimization.offload_optimizer / offload_param with device cpu
+   * or nvme (deepspeedai/DeepSpeed docs/_pages/config-json.md); NVMe needs a path, written as DeepSpeed's
+   * documented example /local_nvme, to be set to the node's drive. */
+  for (int k = 0; k < 2; k++) {
+    plan_offload o = k ? p->offload_param : p->offload_optimizer;
+    if (o == PLAN_OFFLOAD_NONE) continue;
+    json_t *off = json_object();
+    set_str(off, "device", plan_offload_name(o));
+    set_bool(off, "pin_memory", true);
+    if (o == PLAN_OFFLOAD_NVME) set_str(off, "nvme_path", "/local_nvme");
+    json_object_set_new(zero, k ? "offload_param" : "offload_optimizer", off);
   }
   json_object_set_new(root, "zero_optimization", zero);
 
@@ -104,6 +132,14 @@ ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, strbuf *o
   free(summary);
   set_str(ap, "note", "not read by DeepSpeed: pass these to Megatron-DeepSpeed (--tensor-model-parallel-size, "
                       "--pipeline-model-parallel-size, --sequence-parallel) and launch world_size ranks");
+  bool mpu_needed = p->tp * p->pp > 1;
+  set_str(ap, "batch_identity",
+          mpu_needed ? "train_batch_size = micro x gradient_accumulation_steps x data_parallel holds only when "
+                       "deepspeed.initialize(..., mpu=mpu) is given the model-parallel unit (Megatron-DeepSpeed and "
+                       "PipelineModule pass one); without an mpu DeepSpeed counts all world_size ranks as data "
+                       "parallel and its batch assertion fails"
+                     : "train_batch_size = micro x gradient_accumulation_steps x world_size (every rank is data "
+                       "parallel, so it holds with or without an mpu)");
   set_int(ap, "world_size", plan_n_devices(p));
   set_int(ap, "data_parallel", p->dp);
   set_int(ap, "tensor_parallel", p->tp);

@@ -10,133 +10,7 @@
 
 #include "plan/plan.h"
 
-/* ---- Names: one table per enum, tied to it by a static assertion (STYLE.md 8). ---- */
-
-static const char *const axis_names[] = {
-#define X(e, s) [PLAN_AXIS_##e] = s,
-    PLAN_AXIS_MAP(X)
-#undef X
-};
-_Static_assert(AP_COUNT(axis_names) == PLAN_AXIS_COUNT_, "axis_names and plan_axis disagree");
-
-static const char *const schedule_names[] = {
-#define X(e, s) [PLAN_SCHED_##e] = s,
-    PLAN_SCHEDULE_MAP(X)
-#undef X
-};
-_Static_assert(AP_COUNT(schedule_names) == PLAN_SCHED_COUNT_, "schedule_names and plan_schedule disagree");
-
-static const char *const recompute_names[] = {
-#define X(e, s) [PLAN_RECOMPUTE_##e] = s,
-    PLAN_RECOMPUTE_MAP(X)
-#undef X
-};
-_Static_assert(AP_COUNT(recompute_names) == PLAN_RECOMPUTE_COUNT_, "recompute_names and plan_recompute disagree");
-
-static const char *const precision_names[] = {
-#define X(e, s) [PLAN_PREC_##e] = s,
-    PLAN_PRECISION_MAP(X)
-#undef X
-};
-_Static_assert(AP_COUNT(precision_names) == PLAN_PREC_COUNT_, "precision_names and plan_precision disagree");
-
-/* The index of name in a table, or -1. */
-static int find_name(const char *const *names, size_t n, const char *name) {
-  for (size_t i = 0; i < n; i++)
-    if (name && strcmp(name, names[i]) == 0) return (int)i;
-  return -1;
-}
-
-const char *plan_axis_name(plan_axis axis) {
-  return (unsigned)axis < PLAN_AXIS_COUNT_ ? axis_names[axis] : "?";
-}
-bool plan_axis_from_name(const char *name, plan_axis *out) {
-  int i = find_name(axis_names, AP_COUNT(axis_names), name);
-  if (i >= 0) *out = (plan_axis)i;
-  return i >= 0;
-}
-const char *plan_schedule_name(plan_schedule s) {
-  return (unsigned)s < PLAN_SCHED_COUNT_ ? schedule_names[s] : "?";
-}
-bool plan_schedule_from_name(const char *name, plan_schedule *out) {
-  int i = find_name(schedule_names, AP_COUNT(schedule_names), name);
-  if (i >= 0) *out = (plan_schedule)i;
-  return i >= 0;
-}
-const char *plan_recompute_name(plan_recompute r) {
-  return (unsigned)r < PLAN_RECOMPUTE_COUNT_ ? recompute_names[r] : "?";
-}
-bool plan_recompute_from_name(const char *name, plan_recompute *out) {
-  int i = find_name(recompute_names, AP_COUNT(recompute_names), name);
-  if (i >= 0) *out = (plan_recompute)i;
-  return i >= 0;
-}
-const char *plan_precision_name(plan_precision pr) {
-  return (unsigned)pr < PLAN_PREC_COUNT_ ? precision_names[pr] : "?";
-}
-bool plan_precision_from_name(const char *name, plan_precision *out) {
-  int i = find_name(precision_names, AP_COUNT(precision_names), name);
-  if (i >= 0) *out = (plan_precision)i;
-  return i >= 0;
-}
-
-/* ---- The plan value ---- */
-
-/* Megatron's default order (parallel_state.py initialize_model_parallel: order="tp-cp-ep-dp-pp"). */
-static const plan_axis default_order[PLAN_N_ORDER] = {PLAN_AXIS_TP, PLAN_AXIS_CP, PLAN_AXIS_EP, PLAN_AXIS_DP,
-                                                      PLAN_AXIS_PP};
-
-void plan_defaults(plan *p) {
-  /* memset first, so that padding is zero too and plans can be hashed or compared byte by byte. */
-  memset(p, 0, sizeof *p);
-  p->dp = p->tp = p->pp = p->cp = p->ep = 1;
-  p->etp = 0;
-  p->vpp = 1;
-  memcpy(p->order, default_order, sizeof p->order);
-  p->schedule = PLAN_SCHED_1F1B;
-  p->n_stage_layers = 0;
-  p->micro_batch_size = 1;
-  p->n_micro_batches = 1;
-  p->global_batch_size = 1;
-  p->seq_length = 0;
-  p->sequence_parallel = false;
-  p->recompute = PLAN_RECOMPUTE_NONE;
-  p->recompute_layers = 0;
-  p->n_chunk_recompute = 0;
-  p->zero_stage = 1;
-  p->precision = PLAN_PREC_BF16;
-  p->fused_loss = false;
-  p->overlap_grad_reduce = true;
-  p->overlap_param_gather = true;
-  p->tp_comm_overlap = false;
-}
-
-bool plan_equal(const plan *a, const plan *b) {
-  if (a->dp != b->dp || a->tp != b->tp || a->pp != b->pp || a->cp != b->cp || a->ep != b->ep ||
-      a->etp != b->etp || a->vpp != b->vpp)
-    return false;
-  if (memcmp(a->order, b->order, sizeof a->order) != 0) return false;
-  if (a->schedule != b->schedule || a->n_stage_layers != b->n_stage_layers) return false;
-  if (a->n_stage_layers > 0 && a->n_stage_layers <= PLAN_MAX_CHUNKS &&
-      memcmp(a->stage_layers, b->stage_layers, (size_t)a->n_stage_layers * sizeof a->stage_layers[0]) != 0)
-    return false;
-  if (a->micro_batch_size != b->micro_batch_size || a->n_micro_batches != b->n_micro_batches ||
-      a->global_batch_size != b->global_batch_size || a->seq_length != b->seq_length)
-    return false;
-  if (a->n_chunk_recompute != b->n_chunk_recompute) return false;
-  if (a->n_chunk_recompute > 0 && a->n_chunk_recompute <= PLAN_MAX_CHUNKS &&
-      memcmp(a->chunk_recompute_layers, b->chunk_recompute_layers,
-             (size_t)a->n_chunk_recompute * sizeof a->chunk_recompute_layers[0]) != 0)
-    return false;
-  if (a->sequence_parallel != b->sequence_parallel || a->recompute != b->recompute ||
-      a->recompute_layers != b->recompute_layers || a->zero_stage != b->zero_stage || a->precision != b->precision ||
-      a->fused_loss != b->fused_loss)
-    return false;
-  if (a->overlap_grad_reduce != b->overlap_grad_reduce || a->overlap_param_gather != b->overlap_param_gather ||
-      a->tp_comm_overlap != b->tp_comm_overlap)
-    return false;
-  return strncmp(a->model, b->model, PLAN_NAME_MAX) == 0 && strncmp(a->cluster, b->cluster, PLAN_NAME_MAX) == 0;
-}
+/* ---- The plan value (its defaults and equality are table-driven, in plan_fields.c) ---- */
 
 /* a·b for non-negative operands, saturating at INT64_MAX so that products of unchecked degrees never wrap. */
 static int64_t mul_sat(int64_t a, int64_t b) {
@@ -302,44 +176,24 @@ static ap_status fail(ap_ctx *ctx, const char *file, const char *fmt, ...) {
   return ctx_fail(ctx, AP_INVALID, "%s: %s", file ? file : "plan", msg);
 }
 
-/* The integer fields and their ranges: one table for the range checks. */
-static const struct {
-  const char *name;
-  size_t offset;
-  int64_t min, max;
-} int_fields[] = {
-    {"dp", offsetof(plan, dp), 1, PLAN_MAX_DEGREE},
-    {"tp", offsetof(plan, tp), 1, PLAN_MAX_DEGREE},
-    {"pp", offsetof(plan, pp), 1, PLAN_MAX_DEGREE},
-    {"cp", offsetof(plan, cp), 1, PLAN_MAX_DEGREE},
-    {"ep", offsetof(plan, ep), 1, PLAN_MAX_DEGREE},
-    {"etp", offsetof(plan, etp), 0, PLAN_MAX_DEGREE},
-    {"vpp", offsetof(plan, vpp), 1, PLAN_MAX_CHUNKS},
-    {"micro_batch_size", offsetof(plan, micro_batch_size), 1, PLAN_MAX_COUNT},
-    {"n_micro_batches", offsetof(plan, n_micro_batches), 1, PLAN_MAX_COUNT},
-    {"global_batch_size", offsetof(plan, global_batch_size), 1, PLAN_MAX_COUNT},
-    {"seq_length", offsetof(plan, seq_length), 0, PLAN_MAX_COUNT},
-};
-
+/* The ranges of the field table (plan_fields.c): integers within theirs, enums naming a value, lists within
+ * PLAN_MAX_CHUNKS entries. */
 static ap_status check_ranges(ap_ctx *ctx, const plan *p, const char *file) {
-  for (size_t i = 0; i < AP_COUNT(int_fields); i++) {
-    int64_t v;
-    memcpy(&v, (const char *)p + int_fields[i].offset, sizeof v);
-    if (v < int_fields[i].min || v > int_fields[i].max)
-      return fail(ctx, file, "%s = %lld must be in [%lld, %lld]", int_fields[i].name, (long long)v,
-                  (long long)int_fields[i].min, (long long)int_fields[i].max);
+  size_t n_fields;
+  const plan_field *fields = plan_fields(&n_fields);
+  for (size_t i = 0; i < n_fields; i++) {
+    const plan_field *f = &fields[i];
+    if (f->kind != PLAN_FK_INT && f->kind != PLAN_FK_ENUM && f->kind != PLAN_FK_LIST) continue;
+    int64_t v = plan_field_int(p, f);
+    if (f->kind == PLAN_FK_INT && (v < f->min || v > f->max))
+      return fail(ctx, file, "%s = %lld must be in [%lld, %lld]", plan_field_name(f->id), (long long)v,
+                  (long long)f->min, (long long)f->max);
+    if (f->kind == PLAN_FK_ENUM && (v < 0 || v >= f->n_names))
+      return fail(ctx, file, "%s = %lld must be one of %s", plan_field_name(f->id), (long long)v, f->help);
+    if (f->kind == PLAN_FK_LIST && (v < 0 || v > PLAN_MAX_CHUNKS))
+      return fail(ctx, file, "%s lists %lld chunks; at most %d", plan_field_name(f->id), (long long)v,
+                  PLAN_MAX_CHUNKS);
   }
-  if ((unsigned)p->schedule >= PLAN_SCHED_COUNT_) return fail(ctx, file, "schedule %d is not a schedule", (int)p->schedule);
-  if ((unsigned)p->recompute >= PLAN_RECOMPUTE_COUNT_)
-    return fail(ctx, file, "recompute %d is not a granularity", (int)p->recompute);
-  if ((unsigned)p->precision >= PLAN_PREC_COUNT_)
-    return fail(ctx, file, "precision %d is not a precision", (int)p->precision);
-  if (p->zero_stage < 0 || p->zero_stage > 3) return fail(ctx, file, "zero_stage = %d must be 0, 1, 2 or 3", p->zero_stage);
-  if (p->recompute_layers < 0) return fail(ctx, file, "recompute_layers = %d must be >= 0", p->recompute_layers);
-  if (p->n_stage_layers < 0 || p->n_stage_layers > PLAN_MAX_CHUNKS)
-    return fail(ctx, file, "stage_layers lists %d chunks; at most %d", p->n_stage_layers, PLAN_MAX_CHUNKS);
-  if (p->n_chunk_recompute < 0 || p->n_chunk_recompute > PLAN_MAX_CHUNKS)
-    return fail(ctx, file, "recompute per_chunk lists %d chunks; at most %d", p->n_chunk_recompute, PLAN_MAX_CHUNKS);
   if (!order_is_permutation(p)) {
     char got[64] = "";
     for (int i = 0; i < PLAN_N_ORDER; i++)
@@ -521,5 +375,15 @@ ap_status plan_validate(ap_ctx *ctx, const plan *p, const graph *g, int64_t n_de
   if (p->tp_comm_overlap && p->tp > 1 && !p->sequence_parallel)
     return fail(ctx, file, "tp_comm overlap with tp = %lld needs sequence_parallel (Megatron arguments.py)",
                 (long long)p->tp);
+  /* Offload (DeepSpeed docs/_pages/config-json.md): offload_optimizer is valid with ZeRO stages 1-3,
+   * offload_param only with stage 3, and NVMe (ZeRO-Infinity) only with stage 3. */
+  if (p->offload_optimizer != PLAN_OFFLOAD_NONE && p->zero_stage < 1)
+    return fail(ctx, file, "offload_optimizer %s needs a sharded optimizer (zero_stage >= 1), got zero_stage 0",
+                plan_offload_name(p->offload_optimizer));
+  if (p->offload_param != PLAN_OFFLOAD_NONE && p->zero_stage < 3)
+    return fail(ctx, file, "offload_param %s needs zero_stage 3 (DeepSpeed), got %d", plan_offload_name(p->offload_param),
+                p->zero_stage);
+  if (p->offload_optimizer == PLAN_OFFLOAD_NVME && p->zero_stage < 3)
+    return fail(ctx, file, "offload_optimizer nvme needs zero_stage 3 (ZeRO-Infinity), got %d", p->zero_stage);
   return AP_OK;
 }

@@ -5,8 +5,10 @@
  * strategy produces plans, the cost model evaluates them and every exporter reads them, so nothing downstream
  * re-derives a plan's meaning: the conventions below are the contract.
  *
- * A plan is a plain value: no pointers, so a search copies, compares and stores plans freely. Its JSON form is
- * documented in docs/plan-format.md (plan_json.c). plan_validate checks a plan against a model graph and a
+ * A plan owns one variable-size array, the per-op sharding specs of a general graph (empty for transformer
+ * plans), so it is copied with plan_copy and released with plan_free, never by assignment; every other field
+ * is a plain value, and a plan without ops costs one memcpy to copy. Its fields are described once, in the
+ * table of plan_fields.c. Its JSON form is documented in docs/plan-format.md (plan_json.c). plan_validate checks a plan against a model graph and a
  * device count and names the first violated constraint in one line; the constraints follow Megatron-LM's
  * (COSTMODEL.md §6.2), whose source files are cited where each is checked.
  *
@@ -118,6 +120,50 @@ typedef enum {
   PLAN_PREC_COUNT_
 } plan_precision;
 
+/* Where a model state lives when it is offloaded from device memory: not offloaded; host (CPU) memory
+ * (ZeRO-Offload, Ren et al. 2021); the node's NVMe drives (ZeRO-Infinity, Rajbhandari et al. 2021). The
+ * names are DeepSpeed's zero_optimization.offload_optimizer/offload_param "device" values
+ * (deepspeedai/DeepSpeed docs/_pages/config-json.md), "none" for not offloaded. */
+#define PLAN_OFFLOAD_MAP(X) \
+  X(NONE, "none")           \
+  X(CPU, "cpu")             \
+  X(NVME, "nvme")
+
+typedef enum {
+#define X(e, s) PLAN_OFFLOAD_##e,
+  PLAN_OFFLOAD_MAP(X)
+#undef X
+  PLAN_OFFLOAD_COUNT_
+} plan_offload;
+
+/* The sharding of one tensor dimension over a logical device mesh of up to two axes (issue 12; Alpa's and
+ * GSPMD's notation): replicated, or split over mesh axis 0, axis 1 or both. */
+#define PLAN_DIM_SPEC_MAP(X) \
+  X(R, "R")                  \
+  X(S0, "S0")                \
+  X(S1, "S1")                \
+  X(S01, "S01")
+
+typedef enum {
+#define X(e, s) PLAN_DIM_##e,
+  PLAN_DIM_SPEC_MAP(X)
+#undef X
+  PLAN_DIM_COUNT_
+} plan_dim_spec;
+
+enum { PLAN_MAX_SPEC_DIMS = 8 }; /* tensor dimensions one spec may list (conv weights have 4, attention 4) */
+
+/* The sharding spec of one op of a general graph (coming with issue 12; docs/plan-format.md "ops"). No
+ * strategy fills it yet and the JSON reader accepts only an empty list, but the plan owns the array already,
+ * so that the general-graph strategies add data rather than change the plan's ownership. */
+typedef struct {
+  int32_t op;                                 /* the op's index in the graph's op order */
+  int32_t n_output_dims, n_weight_dims;       /* 0 when the op has no weight */
+  plan_dim_spec output_spec[PLAN_MAX_SPEC_DIMS];
+  plan_dim_spec weight_spec[PLAN_MAX_SPEC_DIMS];
+  unsigned partial_axes;                      /* bit i: a sum is pending over mesh axis i */
+} plan_op_spec;
+
 /* One training plan. plan_defaults gives every field a value; a plan is valid only once plan_validate says
  * so. Zero means "derived" in the fields that say so (etp, seq_length, n_stage_layers, n_chunk_recompute). */
 typedef struct {
@@ -155,6 +201,12 @@ typedef struct {
    * 1 optimizer states (Megatron --use-distributed-optimizer, DeepSpeed ZeRO-1); 2 also gradients (ZeRO-2,
    * Megatron-FSDP optim_grads); 3 also parameters (ZeRO-3, FSDP full shard, optim_grads_params). */
   int32_t zero_stage;
+  /* Offload of the optimizer states (fp32 master weights and Adam's moments; the step then runs on the host)
+   * and of the 16-bit parameters (which ZeRO-3 then fetches per layer). Offloading the optimizer needs a
+   * sharded optimizer (zero_stage >= 1), the parameters ZeRO-3; NVMe needs ZeRO-3 (DeepSpeed's rules,
+   * docs/_pages/config-json.md). Costed in cost/offload.c. */
+  plan_offload offload_optimizer;
+  plan_offload offload_param;
   plan_precision precision;
   /* The loss as one fused kernel that writes the logits' gradient over the logits in place, with no fp32 copy
    * (flash-attn's cross entropy with inplace_backward, as llm-foundry's fused_crossentropy runs it; Transformer
@@ -171,10 +223,16 @@ typedef struct {
   /* Names recorded for convenience ("" when unknown): the model preset or path and the cluster spec. */
   char model[PLAN_NAME_MAX];
   char cluster[PLAN_NAME_MAX];
+
+  /* Per-op sharding specs of a general graph (n_ops entries, heap memory the plan owns; NULL and 0 for every
+   * plan today). Because of this array a plan is not copied by assignment: plan_copy copies, plan_free frees. */
+  plan_op_spec *ops;
+  int32_t n_ops;
 } plan;
 
-/* ---- Names (plan.c). Each returns static storage; "?" for an out-of-range value. The parsers return false
- * on an unknown name and are case-sensitive, like the JSON format. ---- */
+/* ---- Names (plan_fields.c, generated by AP_ENUM_NAMES from the maps above). Each returns static storage; "?"
+ * for an out-of-range value. The parsers return false on an unknown name and are case-sensitive, like the JSON
+ * format. ---- */
 AP_HIDDEN const char *plan_axis_name(plan_axis axis);
 AP_HIDDEN bool plan_axis_from_name(const char *name, plan_axis *out);
 AP_HIDDEN const char *plan_schedule_name(plan_schedule s);
@@ -183,16 +241,137 @@ AP_HIDDEN const char *plan_recompute_name(plan_recompute r);
 AP_HIDDEN bool plan_recompute_from_name(const char *name, plan_recompute *out);
 AP_HIDDEN const char *plan_precision_name(plan_precision pr);
 AP_HIDDEN bool plan_precision_from_name(const char *name, plan_precision *out);
+AP_HIDDEN const char *plan_offload_name(plan_offload o);
+AP_HIDDEN bool plan_offload_from_name(const char *name, plan_offload *out);
+AP_HIDDEN const char *plan_dim_spec_name(plan_dim_spec d);
+AP_HIDDEN bool plan_dim_spec_from_name(const char *name, plan_dim_spec *out);
+
+/* ---- The plan's fields: one table (plan_fields.c) ----
+ * Every fact about a field is written once, in its row: its canonical name (the C member, the JSON key, the
+ * runs.csv column and the key of ap_plan_set and --fix; a Python identifier), where the JSON form keeps it,
+ * the CLI flag that habit gave it (mbs), the other spellings accepted in the wild (Megatron's
+ * micro-batch-size), its runs.csv column, its range and its default. Validation's range checks, plan_defaults,
+ * plan_equal, the JSON reader and writer, ap_plan_set, --fix, the search's fixed fields, the completion's
+ * stated fields and the runs.csv reader all walk this table. A field's id is also its bit in the masks of
+ * fixed (search_opts.fixed_mask) and stated (complete_plan) fields: the first COMPLETE_N_FIELDS ids are the
+ * fields the completion chooses, in the order it reports them. */
+#define PLAN_FIELD_MAP(X)                                   \
+  X(TP, "tp")                                               \
+  X(PP, "pp")                                               \
+  X(DP, "dp")                                               \
+  X(CP, "cp")                                               \
+  X(EP, "ep")                                               \
+  X(VPP, "vpp")                                             \
+  X(MICRO_BATCH_SIZE, "micro_batch_size")                   \
+  X(SEQUENCE_PARALLEL, "sequence_parallel")                 \
+  X(RECOMPUTE, "recompute")                                 \
+  X(ZERO_STAGE, "zero_stage")                               \
+  X(PRECISION, "precision")                                 \
+  X(SCHEDULE, "schedule")                                   \
+  X(ETP, "etp")                                             \
+  X(ORDER, "order")                                         \
+  X(RECOMPUTE_LAYERS, "recompute_layers")                   \
+  X(STAGE_LAYERS, "stage_layers")                           \
+  X(N_MICRO_BATCHES, "n_micro_batches")                     \
+  X(GLOBAL_BATCH_SIZE, "global_batch_size")                 \
+  X(SEQ_LENGTH, "seq_length")                               \
+  X(CHUNK_RECOMPUTE_LAYERS, "chunk_recompute_layers")       \
+  X(FUSED_LOSS, "fused_loss")                               \
+  X(OVERLAP_GRAD_REDUCE, "overlap_grad_reduce")             \
+  X(OVERLAP_PARAM_GATHER, "overlap_param_gather")           \
+  X(TP_COMM_OVERLAP, "tp_comm_overlap")                     \
+  X(OFFLOAD_OPTIMIZER, "offload_optimizer")                 \
+  X(OFFLOAD_PARAM, "offload_param")                         \
+  X(MODEL, "model")                                         \
+  X(CLUSTER, "cluster")
+
+typedef enum {
+#define X(e, s) PLAN_F_##e,
+  PLAN_FIELD_MAP(X)
+#undef X
+  PLAN_F_COUNT_
+} plan_field_id;
+_Static_assert(PLAN_F_COUNT_ <= 32, "field masks are an unsigned");
+/* The mask bit of one field: PLAN_F(TP) | PLAN_F(PP). */
+#define PLAN_F(e) (1u << PLAN_F_##e)
+
+typedef enum {
+  PLAN_FK_INT,   /* an int64_t or int32_t member (size says which) */
+  PLAN_FK_BOOL,  /* a bool member: 0/1, true/false */
+  PLAN_FK_ENUM,  /* an enum member, by name */
+  PLAN_FK_ORDER, /* the mesh order: a permutation of tp, cp, ep, dp, pp */
+  PLAN_FK_LIST,  /* an int32_t array of up to PLAN_MAX_CHUNKS entries with an int32_t count */
+  PLAN_FK_NAME,  /* a char[PLAN_NAME_MAX] name */
+} plan_field_kind;
+
+enum {
+  PLAN_FF_SEARCHED = 1u,     /* part of the search space: --fix sets its bit in the fixed mask */
+  PLAN_FF_PROBLEM = 2u,      /* part of the problem (the batch): --fix refuses it; required in runs.csv */
+  PLAN_FF_OMIT_DEFAULT = 4u, /* the JSON writer leaves it out at its default (older files keep their form) */
+};
+
+typedef struct {
+  plan_field_id id;
+  plan_field_kind kind;
+  const char *section;  /* the JSON object that holds it: "" for the top level, else "parallel", "pipeline", … */
+  const char *json_key; /* its key there */
+  const char *cli;      /* estimate's flag and the habitual --fix key ("mbs"); NULL when not set by name */
+  const char *aliases;  /* further spellings ap_plan_set and --fix accept, '|'-separated; "" for none */
+  const char *csv;      /* its runs.csv column; NULL when the format has none */
+  size_t offset, size;  /* the member (for lists, the array) */
+  size_t count_offset;  /* lists: the int32_t count of entries */
+  int64_t min, max;     /* ints: the range; lists: the range of each entry */
+  int64_t def;          /* the default of ints, bools (0/1) and enums */
+  const char *const *names; /* enums: the value names, n_names of them, indexed by value */
+  int n_names;
+  const char *value_aliases; /* enums: further value names as "alias=name|…" ("mxfp8=fp8"); "" none */
+  int64_t (*resolved)(const plan *p); /* the value a fixed field is compared by (etp 0 = tp); NULL = raw */
+  unsigned flags;       /* PLAN_FF_* */
+  const char *help;     /* one phrase, with the unit */
+} plan_field;
+
+/* The table in the JSON document's order; *n_out receives its length (PLAN_F_COUNT_). */
+AP_HIDDEN const plan_field *plan_fields(size_t *n_out);
+/* The row of field id (never NULL for an id in range). */
+AP_HIDDEN const plan_field *plan_field_get(plan_field_id id);
+/* The canonical name ("micro_batch_size"); "?" out of range. plan_field_from_name takes canonical names only. */
+AP_HIDDEN const char *plan_field_name(plan_field_id id);
+AP_HIDDEN bool plan_field_from_name(const char *name, plan_field_id *out);
+/* The row whose canonical name, CLI flag or alias is key, '-' and '_' being the same ("micro-batch-size",
+ * "mbs" and "micro_batch_size" all find micro_batch_size); NULL when none. */
+AP_HIDDEN const plan_field *plan_field_find(const char *key);
+/* An int, bool or enum field's value as an integer (a list's count, 0 for the others). */
+AP_HIDDEN int64_t plan_field_int(const plan *p, const plan_field *f);
+/* Stores v into an int, bool or enum field (the caller keeps it in the field's range). */
+AP_HIDDEN void plan_field_set_int(plan *p, const plan_field *f, int64_t v);
+/* True when the field holds the same value in a and b (unused list entries ignored, names as strings). */
+AP_HIDDEN bool plan_field_equal(const plan *a, const plan *b, const plan_field *f);
+/* Parses text into p's field (ints in the field's range, with k/M/G suffixes; bools 0/1/true/false; enums by
+ * name or value alias; the order as "tp,cp,ep,dp,pp" or "tp-cp-ep-dp-pp"; lists as "20,20,20"). On failure
+ * records "--KEY: expected …, got \"text\"" (KEY as shown) and returns AP_INVALID, p untouched. */
+AP_HIDDEN ap_status plan_field_parse(ap_ctx *ctx, const plan_field *f, const char *shown, const char *text, plan *p);
+/* Writes the field's value as text (the form plan_field_parse reads) into out. */
+AP_HIDDEN void plan_field_format(const plan *p, const plan_field *f, char *out, size_t n);
 
 /* ---- The plan value (plan.c) ---- */
-/* Sets every field (padding included) to the defaults: all degrees 1, etp 0, vpp 1, order tp-cp-ep-dp-pp,
+/* Sets every field (padding included) to the defaults of the field table (plan_fields.c), forgetting (not
+ * freeing) any ops: all degrees 1, etp 0, vpp 1, order tp-cp-ep-dp-pp,
  * 1f1b, even split, one micro-batch of one sequence, global batch 1, seq_length 0 (model default), no
  * sequence parallel, no recompute, ZeRO 1 (the distributed optimizer), bf16, grad-reduce and param-gather
  * overlap on, tp-comm overlap off, no names. */
 AP_HIDDEN void plan_defaults(plan *p);
 /* True when every field is equal (names compared as strings, unused stage_layers and chunk_recompute_layers
- * entries ignored). */
+ * entries ignored, the op specs compared entry by entry). */
 AP_HIDDEN bool plan_equal(const plan *a, const plan *b);
+/* Makes *dst a deep copy of *src (src's ops duplicated). dst is overwritten as raw memory, like memcpy's
+ * destination: a plan that owned ops is plan_free'd first (or its ops handed on), else they leak. AP_NOMEM
+ * (dst then has no ops) only when the ops do not fit in memory; a plan without ops never fails and costs one
+ * memcpy. */
+AP_HIDDEN ap_status plan_copy(plan *dst, const plan *src);
+/* Releases the plan's ops (the rest is plain data) and leaves it with none. plan_free(NULL) is a no-op. */
+AP_HIDDEN void plan_free(plan *p);
+/* Replaces the plan's ops by a copy of ops[0..n-1]; AP_NOMEM leaves it with none. */
+AP_HIDDEN ap_status plan_set_ops(plan *p, const plan_op_spec *ops, int32_t n);
 
 /* The expert tensor parallel degree with 0 resolved to tp. */
 AP_HIDDEN int64_t plan_etp(const plan *p);

@@ -3,7 +3,9 @@
  * written by plan_to_json is written again byte for byte after plan_from_json: `autopar plan` emits these
  * files and `autopar estimate --plan` reads them back unchanged. The reader is strict about names (an unknown
  * key is an error, which catches typos) and lenient about presence (absent fields take plan_defaults'
- * values), and it checks types and ranges only; the constraints between fields are plan_validate's. */
+ * values), and it checks types and ranges only; the constraints between fields are plan_validate's. Both walk
+ * the field table (plan_fields.c): its rows, in document order, say each field's section, key, kind and
+ * range, so the format and the struct cannot drift apart. */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,242 +13,201 @@
 
 #define PLAN_FORMAT "autopar-plan/1"
 
-/* The most layers one chunk may list, and the most a recompute count may name. TUNING: ten times the
- * deepest published transformer (GPT-3's 96 and Llama 3.1 405B's 126 layers are far below it); it only
- * keeps a typo from looking like a plan. */
-#define PLAN_MAX_LAYERS 1000000
-
 /* ---- Writing ---- */
 
-static void put_i64(strbuf *sb, const char *key, int64_t v, bool comma) {
-  sb_printf(sb, "%s\"%s\":%lld", comma ? "," : "", key, (long long)v);
-}
-static void put_bool(strbuf *sb, const char *key, bool v, bool comma) {
-  sb_printf(sb, "%s\"%s\":%s", comma ? "," : "", key, v ? "true" : "false");
-}
-static void put_str(strbuf *sb, const char *key, const char *v, bool comma) {
-  sb_printf(sb, "%s\"%s\":", comma ? "," : "", key);
-  jx_sb_str(sb, v);
+/* One field's value as JSON. */
+static void put_value(strbuf *sb, const plan *p, const plan_field *f) {
+  const char *at = (const char *)p + f->offset;
+  switch (f->kind) {
+  case PLAN_FK_INT: sb_printf(sb, "%lld", (long long)plan_field_int(p, f)); break;
+  case PLAN_FK_BOOL: sb_puts(sb, plan_field_int(p, f) ? "true" : "false"); break;
+  case PLAN_FK_ENUM: {
+    int64_t v = plan_field_int(p, f);
+    jx_sb_str(sb, v >= 0 && v < f->n_names ? f->names[v] : "?");
+    break;
+  }
+  case PLAN_FK_ORDER: {
+    const plan_axis *o = (const plan_axis *)(const void *)at;
+    sb_puts(sb, "[");
+    for (int i = 0; i < PLAN_N_ORDER; i++) {
+      if (i) sb_puts(sb, ",");
+      jx_sb_str(sb, plan_axis_name(o[i]));
+    }
+    sb_puts(sb, "]");
+    break;
+  }
+  case PLAN_FK_LIST: {
+    int64_t n = plan_field_int(p, f);
+    n = n < 0 ? 0 : n > PLAN_MAX_CHUNKS ? PLAN_MAX_CHUNKS : n;
+    const int32_t *v = (const int32_t *)(const void *)at;
+    sb_puts(sb, "[");
+    for (int64_t c = 0; c < n; c++) sb_printf(sb, "%s%d", c ? "," : "", (int)v[c]);
+    sb_puts(sb, "]");
+    break;
+  }
+  case PLAN_FK_NAME: {
+    /* A name held in a fixed array, read safely even if it lacks its NUL. */
+    char buf[PLAN_NAME_MAX];
+    snprintf(buf, sizeof buf, "%.*s", PLAN_NAME_MAX - 1, at);
+    jx_sb_str(sb, buf);
+    break;
+  }
+  }
 }
 
-/* A name field held in a fixed array, read safely even if it lacks its NUL. */
-static void put_name(strbuf *sb, const char *key, const char *v) {
-  char buf[PLAN_NAME_MAX];
-  snprintf(buf, sizeof buf, "%.*s", PLAN_NAME_MAX - 1, v);
-  put_str(sb, key, buf, true);
+/* True when the writer leaves f out: PLAN_FF_OMIT_DEFAULT fields at their default (false, or an empty list). */
+static bool omitted(const plan *p, const plan_field *f) {
+  return (f->flags & PLAN_FF_OMIT_DEFAULT) && plan_field_int(p, f) == f->def;
 }
 
 void plan_to_json(const plan *p, strbuf *sb) {
   sb_puts(sb, "{");
-  put_str(sb, "format", PLAN_FORMAT, false);
-  put_name(sb, "model", p->model);
-  put_name(sb, "cluster", p->cluster);
-  put_i64(sb, "global_batch_size", p->global_batch_size, true);
-  put_i64(sb, "seq_length", p->seq_length, true);
-
-  sb_puts(sb, ",\"parallel\":{");
-  put_i64(sb, "dp", p->dp, false);
-  put_i64(sb, "tp", p->tp, true);
-  put_i64(sb, "pp", p->pp, true);
-  put_i64(sb, "cp", p->cp, true);
-  put_i64(sb, "ep", p->ep, true);
-  put_i64(sb, "etp", p->etp, true);
-  put_i64(sb, "vpp", p->vpp, true);
-  sb_puts(sb, ",\"order\":[");
-  for (int i = 0; i < PLAN_N_ORDER; i++) {
-    if (i) sb_puts(sb, ",");
-    jx_sb_str(sb, plan_axis_name(p->order[i]));
+  sb_puts(sb, "\"format\":");
+  jx_sb_str(sb, PLAN_FORMAT);
+  size_t n_fields;
+  const plan_field *fields = plan_fields(&n_fields);
+  const char *open = ""; /* the section being written */
+  bool first_in_section = false;
+  for (size_t i = 0; i < n_fields; i++) {
+    const plan_field *f = &fields[i];
+    if (strcmp(f->section, open) != 0) {
+      if (*open) sb_puts(sb, "}");
+      open = f->section;
+      if (*open) sb_printf(sb, ",\"%s\":{", open);
+      first_in_section = *open != '\0';
+    }
+    if (omitted(p, f)) continue;
+    sb_printf(sb, "%s\"%s\":", first_in_section ? "" : ",", f->json_key);
+    first_in_section = false;
+    put_value(sb, p, f);
   }
-  sb_puts(sb, "]}");
-
-  sb_puts(sb, ",\"pipeline\":{");
-  put_str(sb, "schedule", plan_schedule_name(p->schedule), false);
-  put_i64(sb, "micro_batch_size", p->micro_batch_size, true);
-  put_i64(sb, "n_micro_batches", p->n_micro_batches, true);
-  sb_puts(sb, ",\"stage_layers\":[");
-  int32_t n = p->n_stage_layers < 0 ? 0 : p->n_stage_layers > PLAN_MAX_CHUNKS ? PLAN_MAX_CHUNKS : p->n_stage_layers;
-  for (int32_t c = 0; c < n; c++) sb_printf(sb, "%s%d", c ? "," : "", (int)p->stage_layers[c]);
-  sb_puts(sb, "]}");
-
-  put_bool(sb, "sequence_parallel", p->sequence_parallel, true);
-  sb_puts(sb, ",\"recompute\":{");
-  put_str(sb, "granularity", plan_recompute_name(p->recompute), false);
-  put_i64(sb, "num_layers", p->recompute_layers, true);
-  /* Written only when the plan lists per-chunk counts, so that the files of every other plan keep their form. */
-  int32_t nr = p->n_chunk_recompute < 0 ? 0 : p->n_chunk_recompute > PLAN_MAX_CHUNKS ? PLAN_MAX_CHUNKS : p->n_chunk_recompute;
-  if (nr > 0) {
-    sb_puts(sb, ",\"per_chunk\":[");
-    for (int32_t c = 0; c < nr; c++) sb_printf(sb, "%s%d", c ? "," : "", (int)p->chunk_recompute_layers[c]);
+  if (*open) sb_puts(sb, "}");
+  /* The per-op sharding specs (coming, docs/plan-format.md): written only when the plan has some, so that
+   * the files of every transformer plan keep their form. No strategy makes them yet. */
+  if (p->n_ops > 0) {
+    sb_puts(sb, ",\"ops\":[");
+    for (int32_t i = 0; i < p->n_ops; i++) sb_printf(sb, "%s{\"op\":%d}", i ? "," : "", (int)p->ops[i].op);
     sb_puts(sb, "]");
   }
   sb_puts(sb, "}");
-  sb_puts(sb, ",\"optimizer\":{");
-  put_i64(sb, "zero_stage", p->zero_stage, false);
-  sb_puts(sb, "}");
-  put_str(sb, "precision", plan_precision_name(p->precision), true);
-  /* Written only when set, so that the files of every other plan keep their form. */
-  if (p->fused_loss) put_bool(sb, "fused_loss", true, true);
-  sb_puts(sb, ",\"overlap\":{");
-  put_bool(sb, "grad_reduce", p->overlap_grad_reduce, false);
-  put_bool(sb, "param_gather", p->overlap_param_gather, true);
-  put_bool(sb, "tp_comm", p->tp_comm_overlap, true);
-  sb_puts(sb, "}}");
 }
 
 /* ---- Reading ---- */
 
-/* The keys each object may hold, so that a misspelt key is reported rather than silently ignored. */
-static const char *const top_keys[] = {"format",   "model",             "cluster",   "global_batch_size",
-                                       "seq_length", "parallel",        "pipeline",  "sequence_parallel",
-                                       "recompute",  "optimizer",       "precision", "fused_loss",
-                                       "overlap"};
-static const char *const parallel_keys[] = {"dp", "tp", "pp", "cp", "ep", "etp", "vpp", "order"};
-static const char *const pipeline_keys[] = {"schedule", "micro_batch_size", "n_micro_batches", "stage_layers"};
-static const char *const recompute_keys[] = {"granularity", "num_layers", "per_chunk"};
-static const char *const optimizer_keys[] = {"zero_stage"};
-static const char *const overlap_keys[] = {"grad_reduce", "param_gather", "tp_comm"};
+/* The most keys one object of the format holds. */
+enum { MAX_KEYS = 24 };
 
-static ap_status check_keys(const jx_src *s, json_t *obj, const char *const *keys, size_t n) {
-  const char *key;
-  json_t *v;
-  json_object_foreach(obj, key, v) {
-    (void)v;
-    bool known = false;
-    for (size_t i = 0; i < n && !known; i++) known = strcmp(key, keys[i]) == 0;
-    if (!known) {
-      char list[512] = "";
-      for (size_t i = 0; i < n; i++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", keys[i]);
-      return jx_fail(s, key, "unknown field (expected one of: %s)", list);
-    }
+/* The keys an object of the format may hold: the table's fields of that section, and at the top level the
+ * format tag, the sections themselves and the reserved "ops". */
+static size_t section_keys(const char *section, const char **keys) {
+  size_t n_fields, n = 0;
+  const plan_field *fields = plan_fields(&n_fields);
+  if (!*section) {
+    keys[n++] = "format";
+    keys[n++] = "ops";
   }
+  for (size_t i = 0; i < n_fields && n < MAX_KEYS; i++) {
+    const char *k = NULL;
+    if (strcmp(fields[i].section, section) == 0) k = fields[i].json_key;
+    else if (!*section && *fields[i].section) k = fields[i].section;
+    if (k && names_find(keys, n, k) < 0) keys[n++] = k;
+  }
+  return n;
+}
+
+/* An integer array of at most PLAN_MAX_CHUNKS entries, each in f's range; absent or null leaves it empty. */
+static ap_status read_list(const jx_src *s, json_t *obj, const plan_field *f, plan *p) {
+  json_t *list = jx_lookup(obj, f->json_key, NULL);
+  if (!list) return AP_OK;
+  if (!json_is_array(list)) return jx_fail(s, f->json_key, "expected an array of layer counts, one per chunk");
+  size_t n = json_array_size(list);
+  if (n > PLAN_MAX_CHUNKS)
+    return jx_fail(s, f->json_key, "expected at most %d chunks, got %zu", PLAN_MAX_CHUNKS, n);
+  int32_t *v = (int32_t *)(void *)((char *)p + f->offset);
+  for (size_t i = 0; i < n; i++) {
+    json_t *e = json_array_get(list, i);
+    if (!json_is_integer(e) || json_integer_value(e) < f->min || json_integer_value(e) > f->max)
+      return jx_fail(s, f->json_key, "[%zu]: expected an integer in [%lld, %lld]", i, (long long)f->min,
+                     (long long)f->max);
+    v[i] = (int32_t)json_integer_value(e);
+  }
+  int32_t count = (int32_t)n;
+  memcpy((char *)p + f->count_offset, &count, sizeof count);
   return AP_OK;
 }
 
-/* The sub-object at key, or NULL when absent; fails when present but not an object. */
-static ap_status section(const jx_src *s, json_t *root, const char *key, json_t **out) {
-  *out = jx_lookup(root, key, NULL);
-  if (*out && !json_is_object(*out)) return jx_fail(s, key, "expected an object");
-  return AP_OK;
-}
-
-/* An optional name string copied into a fixed array. */
-static ap_status read_name(const jx_src *s, json_t *root, const char *key, char *out) {
-  const char *v = NULL;
-  ap_status st = jx_str(s, root, key, false, &v, NULL);
-  if (st || !v) return st;
-  if (strlen(v) >= PLAN_NAME_MAX) return jx_fail(s, key, "longer than %d bytes", PLAN_NAME_MAX - 1);
-  memcpy(out, v, strlen(v) + 1);
-  return AP_OK;
-}
-
-/* An optional enum given by name; table lookups go through the plan_*_from_name parsers. */
-typedef bool (*from_name_fn)(const char *name, int *out);
-
-static bool schedule_from(const char *n, int *o) {
-  plan_schedule v;
-  bool ok = plan_schedule_from_name(n, &v);
-  if (ok) *o = (int)v;
-  return ok;
-}
-static bool recompute_from(const char *n, int *o) {
-  plan_recompute v;
-  bool ok = plan_recompute_from_name(n, &v);
-  if (ok) *o = (int)v;
-  return ok;
-}
-static bool precision_from(const char *n, int *o) {
-  plan_precision v;
-  bool ok = plan_precision_from_name(n, &v);
-  if (ok) *o = (int)v;
-  return ok;
-}
-
-static ap_status read_enum(const jx_src *s, json_t *obj, const char *key, from_name_fn parse, const char *choices,
-                           int *out, bool *found) {
-  const char *v = NULL;
-  ap_status st = jx_str(s, obj, key, false, &v, found);
-  if (st || !v) return st;
-  if (!parse(v, out)) return jx_fail(s, key, "expected one of %s, got \"%s\"", choices, v);
-  return AP_OK;
-}
-
-/* An optional integer stored in an int32 field. */
-static ap_status read_i32(const jx_src *s, json_t *obj, const char *key, int64_t min, int64_t max, int32_t *out) {
-  int64_t v = *out;
-  ap_status st = jx_i64(s, obj, key, false, min, max, &v, NULL);
-  if (!st) *out = (int32_t)v;
-  return st;
-}
-
-static ap_status read_parallel(const jx_src *top, json_t *obj, plan *p) {
-  jx_src s = {top->ctx, top->file, "parallel"};
-  ap_status st;
-  if ((st = check_keys(&s, obj, parallel_keys, AP_COUNT(parallel_keys)))) return st;
-  if ((st = jx_i64(&s, obj, "dp", false, 1, PLAN_MAX_DEGREE, &p->dp, NULL))) return st;
-  if ((st = jx_i64(&s, obj, "tp", false, 1, PLAN_MAX_DEGREE, &p->tp, NULL))) return st;
-  if ((st = jx_i64(&s, obj, "pp", false, 1, PLAN_MAX_DEGREE, &p->pp, NULL))) return st;
-  if ((st = jx_i64(&s, obj, "cp", false, 1, PLAN_MAX_DEGREE, &p->cp, NULL))) return st;
-  if ((st = jx_i64(&s, obj, "ep", false, 1, PLAN_MAX_DEGREE, &p->ep, NULL))) return st;
-  if ((st = jx_i64(&s, obj, "etp", false, 0, PLAN_MAX_DEGREE, &p->etp, NULL))) return st;
-  if ((st = jx_i64(&s, obj, "vpp", false, 1, PLAN_MAX_CHUNKS, &p->vpp, NULL))) return st;
-  json_t *order = jx_lookup(obj, "order", NULL);
+static ap_status read_order(const jx_src *s, json_t *obj, const plan_field *f, plan *p) {
+  json_t *order = jx_lookup(obj, f->json_key, NULL);
   if (!order) return AP_OK;
   if (!json_is_array(order) || json_array_size(order) != PLAN_N_ORDER)
-    return jx_fail(&s, "order", "expected an array of the %d axes tp, cp, ep, dp, pp", PLAN_N_ORDER);
+    return jx_fail(s, f->json_key, "expected an array of the %d axes tp, cp, ep, dp, pp", PLAN_N_ORDER);
   unsigned seen = 0;
+  plan_axis *out = (plan_axis *)(void *)((char *)p + f->offset);
   for (size_t i = 0; i < PLAN_N_ORDER; i++) {
     json_t *e = json_array_get(order, i);
     plan_axis a;
     if (!json_is_string(e) || !plan_axis_from_name(json_string_value(e), &a) || (unsigned)a >= PLAN_N_ORDER)
-      return jx_fail(&s, "order", "[%zu]: expected one of tp, cp, ep, dp, pp", i);
-    if (seen & (1u << a)) return jx_fail(&s, "order", "\"%s\" appears twice", plan_axis_name(a));
+      return jx_fail(s, f->json_key, "[%zu]: expected one of tp, cp, ep, dp, pp", i);
+    if (seen & (1u << a)) return jx_fail(s, f->json_key, "\"%s\" appears twice", plan_axis_name(a));
     seen |= 1u << a;
-    p->order[i] = a;
+    out[i] = a;
   }
   return AP_OK;
 }
 
-static ap_status read_pipeline(const jx_src *top, json_t *obj, plan *p, bool *n_micro_found) {
-  jx_src s = {top->ctx, top->file, "pipeline"};
-  ap_status st;
-  if ((st = check_keys(&s, obj, pipeline_keys, AP_COUNT(pipeline_keys)))) return st;
-  int sched = (int)p->schedule;
-  if ((st = read_enum(&s, obj, "schedule", schedule_from, "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v", &sched, NULL)))
+/* One field from its object; *found says whether the key was there. */
+static ap_status read_field(const jx_src *s, json_t *obj, const plan_field *f, plan *p, bool *found) {
+  *found = jx_lookup(obj, f->json_key, NULL) != NULL;
+  switch (f->kind) {
+  case PLAN_FK_INT: {
+    int64_t v = plan_field_int(p, f);
+    ap_status st = jx_i64(s, obj, f->json_key, false, f->min, f->max, &v, NULL);
+    if (!st) {
+      if (f->size == sizeof(int32_t)) {
+        int32_t x = (int32_t)v;
+        memcpy((char *)p + f->offset, &x, sizeof x);
+      } else {
+        memcpy((char *)p + f->offset, &v, sizeof v);
+      }
+    }
     return st;
-  p->schedule = (plan_schedule)sched;
-  if ((st = jx_i64(&s, obj, "micro_batch_size", false, 1, PLAN_MAX_COUNT, &p->micro_batch_size, NULL))) return st;
-  if ((st = jx_i64(&s, obj, "n_micro_batches", false, 1, PLAN_MAX_COUNT, &p->n_micro_batches, n_micro_found)))
-    return st;
-  json_t *split = jx_lookup(obj, "stage_layers", NULL);
-  if (!split) return AP_OK; /* absent or null: the even split */
-  if (!json_is_array(split)) return jx_fail(&s, "stage_layers", "expected an array of layer counts, one per chunk");
-  size_t n = json_array_size(split);
-  if (n > PLAN_MAX_CHUNKS) return jx_fail(&s, "stage_layers", "expected at most %d chunks, got %zu", PLAN_MAX_CHUNKS, n);
-  for (size_t i = 0; i < n; i++) {
-    json_t *e = json_array_get(split, i);
-    if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) > PLAN_MAX_LAYERS)
-      return jx_fail(&s, "stage_layers", "[%zu]: expected an integer in [0, %d]", i, PLAN_MAX_LAYERS);
-    p->stage_layers[i] = (int32_t)json_integer_value(e);
   }
-  p->n_stage_layers = (int32_t)n;
+  case PLAN_FK_BOOL: return jx_bool(s, obj, f->json_key, false, (bool *)(void *)((char *)p + f->offset), NULL);
+  case PLAN_FK_ENUM: {
+    const char *v = NULL;
+    ap_status st = jx_str(s, obj, f->json_key, false, &v, NULL);
+    if (st || !v) return st;
+    int i = names_find(f->names, (size_t)f->n_names, v);
+    if (i < 0) {
+      char list[128] = "";
+      for (int k = 0; k < f->n_names; k++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", f->names[k]);
+      return jx_fail(s, f->json_key, "expected one of %s, got \"%s\"", list, v);
+    }
+    memcpy((char *)p + f->offset, &i, sizeof i);
+    return AP_OK;
+  }
+  case PLAN_FK_ORDER: return read_order(s, obj, f, p);
+  case PLAN_FK_LIST: return read_list(s, obj, f, p);
+  case PLAN_FK_NAME: {
+    const char *v = NULL;
+    ap_status st = jx_str(s, obj, f->json_key, false, &v, NULL);
+    if (st || !v) return st;
+    if (strlen(v) >= PLAN_NAME_MAX) return jx_fail(s, f->json_key, "longer than %d bytes", PLAN_NAME_MAX - 1);
+    memcpy((char *)p + f->offset, v, strlen(v) + 1);
+    return AP_OK;
+  }
+  }
   return AP_OK;
 }
 
-/* recompute.per_chunk: absent, null or [] for none; else one count of layers per chunk. */
-static ap_status read_per_chunk(const jx_src *s, json_t *obj, plan *p) {
-  json_t *list = jx_lookup(obj, "per_chunk", NULL);
-  if (!list) return AP_OK;
-  if (!json_is_array(list)) return jx_fail(s, "per_chunk", "expected an array of layer counts, one per chunk");
-  size_t n = json_array_size(list);
-  if (n > PLAN_MAX_CHUNKS) return jx_fail(s, "per_chunk", "expected at most %d chunks, got %zu", PLAN_MAX_CHUNKS, n);
-  for (size_t i = 0; i < n; i++) {
-    json_t *e = json_array_get(list, i);
-    if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) > PLAN_MAX_LAYERS)
-      return jx_fail(s, "per_chunk", "[%zu]: expected an integer in [0, %d]", i, PLAN_MAX_LAYERS);
-    p->chunk_recompute_layers[i] = (int32_t)json_integer_value(e);
-  }
-  p->n_chunk_recompute = (int32_t)n;
+/* The reserved per-op specs: absent, null or [] (docs/plan-format.md "ops", coming). */
+static ap_status read_ops(const jx_src *s, json_t *root) {
+  json_t *ops = jx_lookup(root, "ops", NULL);
+  if (!ops) return AP_OK;
+  if (!json_is_array(ops)) return jx_fail(s, "ops", "expected an array of per-op sharding specs");
+  if (json_array_size(ops) > 0)
+    return jx_fail(s, "ops", "per-op sharding specs are reserved for general graphs and not read yet; expected []");
   return AP_OK;
 }
 
@@ -257,57 +218,42 @@ static int64_t mul_capped(int64_t n, int64_t m) {
 }
 
 ap_status plan_from_json(ap_ctx *ctx, const char *file, json_t *root, plan *out) {
-  jx_src s = {ctx, file, ""};
+  jx_src top = {ctx, file, ""};
   plan_defaults(out);
   if (!json_is_object(root)) return ctx_fail(ctx, AP_INVALID, "%s: a plan must be a JSON object", file);
+  const char *keys[MAX_KEYS];
   ap_status st;
-  if ((st = check_keys(&s, root, top_keys, AP_COUNT(top_keys)))) return st;
+  if ((st = jx_check_keys(&top, root, keys, section_keys("", keys), 0))) return st;
   const char *format = NULL;
-  if ((st = jx_str(&s, root, "format", false, &format, NULL))) return st;
+  if ((st = jx_str(&top, root, "format", false, &format, NULL))) return st;
   if (format && strcmp(format, PLAN_FORMAT) != 0)
-    return jx_fail(&s, "format", "expected \"%s\", got \"%s\"", PLAN_FORMAT, format);
-  if ((st = read_name(&s, root, "model", out->model))) return st;
-  if ((st = read_name(&s, root, "cluster", out->cluster))) return st;
+    return jx_fail(&top, "format", "expected \"%s\", got \"%s\"", PLAN_FORMAT, format);
+
+  size_t n_fields;
+  const plan_field *fields = plan_fields(&n_fields);
   bool gbs_found = false, n_micro_found = false;
-  if ((st = jx_i64(&s, root, "global_batch_size", false, 1, PLAN_MAX_COUNT, &out->global_batch_size, &gbs_found)))
-    return st;
-  if ((st = jx_i64(&s, root, "seq_length", false, 0, PLAN_MAX_COUNT, &out->seq_length, NULL))) return st;
-
-  json_t *obj;
-  if ((st = section(&s, root, "parallel", &obj))) return st;
-  if (obj && (st = read_parallel(&s, obj, out))) return st;
-  if ((st = section(&s, root, "pipeline", &obj))) return st;
-  if (obj && (st = read_pipeline(&s, obj, out, &n_micro_found))) return st;
-
-  if ((st = jx_bool(&s, root, "sequence_parallel", false, &out->sequence_parallel, NULL))) return st;
-  if ((st = section(&s, root, "recompute", &obj))) return st;
-  if (obj) {
-    jx_src r = {ctx, file, "recompute"};
-    if ((st = check_keys(&r, obj, recompute_keys, AP_COUNT(recompute_keys)))) return st;
-    int gran = (int)out->recompute;
-    if ((st = read_enum(&r, obj, "granularity", recompute_from, "none, selective, op, full", &gran, NULL))) return st;
-    out->recompute = (plan_recompute)gran;
-    if ((st = read_i32(&r, obj, "num_layers", 0, PLAN_MAX_LAYERS, &out->recompute_layers))) return st;
-    if ((st = read_per_chunk(&r, obj, out))) return st;
+  const char *open = "";
+  json_t *obj = root;
+  jx_src s = top;
+  for (size_t i = 0; i < n_fields; i++) {
+    const plan_field *f = &fields[i];
+    if (strcmp(f->section, open) != 0) {
+      open = f->section;
+      s = (jx_src){ctx, file, open};
+      obj = root;
+      if (*open) {
+        obj = jx_lookup(root, open, NULL);
+        if (obj && !json_is_object(obj)) return jx_fail(&top, open, "expected an object");
+        if (obj && (st = jx_check_keys(&s, obj, keys, section_keys(open, keys), 0))) return st;
+      }
+    }
+    if (!obj) continue;
+    bool found = false;
+    if ((st = read_field(&s, obj, f, out, &found))) return st;
+    if (f->id == PLAN_F_GLOBAL_BATCH_SIZE) gbs_found = found;
+    if (f->id == PLAN_F_N_MICRO_BATCHES) n_micro_found = found;
   }
-  if ((st = section(&s, root, "optimizer", &obj))) return st;
-  if (obj) {
-    jx_src o = {ctx, file, "optimizer"};
-    if ((st = check_keys(&o, obj, optimizer_keys, AP_COUNT(optimizer_keys)))) return st;
-    if ((st = read_i32(&o, obj, "zero_stage", 0, 3, &out->zero_stage))) return st;
-  }
-  int prec = (int)out->precision;
-  if ((st = read_enum(&s, root, "precision", precision_from, "bf16, fp16, fp8", &prec, NULL))) return st;
-  out->precision = (plan_precision)prec;
-  if ((st = jx_bool(&s, root, "fused_loss", false, &out->fused_loss, NULL))) return st;
-  if ((st = section(&s, root, "overlap", &obj))) return st;
-  if (obj) {
-    jx_src o = {ctx, file, "overlap"};
-    if ((st = check_keys(&o, obj, overlap_keys, AP_COUNT(overlap_keys)))) return st;
-    if ((st = jx_bool(&o, obj, "grad_reduce", false, &out->overlap_grad_reduce, NULL))) return st;
-    if ((st = jx_bool(&o, obj, "param_gather", false, &out->overlap_param_gather, NULL))) return st;
-    if ((st = jx_bool(&o, obj, "tp_comm", false, &out->tp_comm_overlap, NULL))) return st;
-  }
+  if ((st = read_ops(&top, root))) return st;
 
   /* Derive the missing batch field as Megatron does (arguments.py: num_micro_batches = global_batch_size /
    * (micro_batch_size · dp)). A global batch that does not divide is left for plan_validate to name. */

@@ -16,36 +16,6 @@
 
 /* ---- --fix ------------------------------------------------------------------------------------------------ */
 
-enum { NO_BIT = 99 };
-
-/* The keys --fix takes (those of ap_plan_set but the batch) and the search field each holds. */
-static const struct {
-  const char *key;
-  unsigned bit;
-} fix_keys[] = {
-    {"tp", COMPLETE_BIT_TP},
-    {"pp", COMPLETE_BIT_PP},
-    {"dp", COMPLETE_BIT_DP},
-    {"cp", COMPLETE_BIT_CP},
-    {"ep", COMPLETE_BIT_EP},
-    {"etp", SEARCH_BIT_ETP},
-    {"vpp", COMPLETE_BIT_VPP},
-    {"mbs", COMPLETE_BIT_MBS},
-    {"micro-batches", SEARCH_BIT_MICRO_BATCHES},
-    {"schedule", COMPLETE_BIT_SCHEDULE},
-    {"recompute", COMPLETE_BIT_RECOMPUTE},
-    {"recompute-layers", SEARCH_BIT_RECOMPUTE_LAYERS},
-    {"zero", COMPLETE_BIT_ZERO},
-    {"precision", COMPLETE_BIT_PRECISION},
-    {"sp", COMPLETE_BIT_SP},
-    {"order", SEARCH_BIT_ORDER},
-    {"stage-layers", SEARCH_BIT_SPLIT},
-    {"tp-comm-overlap", NO_BIT},
-    {"overlap-grad-reduce", NO_BIT},
-    {"overlap-param-gather", NO_BIT},
-    {"fused-loss", NO_BIT},
-};
-
 static void trim(char *s) {
   size_t n = strlen(s);
   while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = '\0';
@@ -60,25 +30,30 @@ static ap_status fix_one(ap_ctx *ctx, char *pair, ap_plan *ap, unsigned *mask) {
   char *key = pair, *value = eq + 1;
   trim(key);
   trim(value);
-  if (strcmp(key, "gbs") == 0 || strcmp(key, "seq") == 0)
-    return ctx_fail(ctx, AP_INVALID, "--fix: %s is part of the problem, not of the plan; give it with --%s", key, key);
-  int found = -1;
-  for (size_t i = 0; i < AP_COUNT(fix_keys); i++)
-    if (strcmp(fix_keys[i].key, key) == 0) found = (int)i;
-  if (found < 0) {
-    const char *names[AP_COUNT(fix_keys)];
-    for (size_t i = 0; i < AP_COUNT(fix_keys); i++) names[i] = fix_keys[i].key;
+  /* The keys are the field table's (plan_fields.c): canonical names, CLI flags and aliases. */
+  const plan_field *f = plan_field_find(key);
+  if (f && (f->flags & PLAN_FF_PROBLEM))
+    return ctx_fail(ctx, AP_INVALID, "--fix: %s is part of the problem, not of the plan; give it with --%s", key, f->cli);
+  if (!f || !f->cli) {
+    const char *names[PLAN_F_COUNT_];
+    char list[512] = "";
+    size_t n = 0, n_fields;
+    const plan_field *fields = plan_fields(&n_fields);
+    for (size_t i = 0; i < n_fields; i++)
+      if (fields[i].cli && !(fields[i].flags & PLAN_FF_PROBLEM)) {
+        names[n] = fields[i].cli;
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", n ? ", " : "", names[n]);
+        n++;
+      }
     char sugg[128];
-    util_suggest(key, names, AP_COUNT(fix_keys), sugg, sizeof sugg);
-    return ctx_fail(ctx, AP_INVALID, "--fix: unknown plan field \"%.64s\"%s%s%s (fields: tp, pp, dp, cp, ep, etp, vpp, mbs, "
-                    "micro-batches, schedule, recompute, recompute-layers, zero, precision, sp, order, stage-layers, "
-                    "tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, fused-loss)",
-                    key, *sugg ? "; did you mean " : "", sugg, *sugg ? "?" : "");
+    util_suggest(key, names, n, sugg, sizeof sugg);
+    return ctx_fail(ctx, AP_INVALID, "--fix: unknown plan field \"%.64s\"%s%s%s (fields: %s)", key,
+                    *sugg ? "; did you mean " : "", sugg, *sugg ? "?" : "", list);
   }
   if (!*value) return ctx_fail(ctx, AP_INVALID, "--fix: %s needs a value (%s=VALUE)", key, key);
   ap_ctx scratch = ctx_child(ctx);
   if (ap_plan_set(&scratch, ap, key, value)) return ctx_fail(ctx, AP_INVALID, "--fix: %s", scratch.error);
-  if (fix_keys[found].bit != NO_BIT) *mask |= 1u << fix_keys[found].bit;
+  if (f->flags & PLAN_FF_SEARCHED) *mask |= 1u << f->id;
   return AP_OK;
 }
 
@@ -169,9 +144,8 @@ static bool admit_export(void *user, const plan *p) {
   const admit_ctx *a = user;
   ap_ctx scratch = {0};
   ap_plan ap = {.p = *p, .dp_set = true, .n_micro_set = true, .gbs_set = true};
-  char *text = NULL;
-  ap_status st = ap_export(&scratch, a->model, &ap, a->format, &text);
-  free(text);
+  ap_status st = ap_export_check(&scratch, a->model, &ap, a->format);
+  ctx_clear(&scratch);
   return st == AP_OK;
 }
 
@@ -214,7 +188,11 @@ static ap_status build_opts(ap_ctx *ctx, const ap_model *model, const hw_cluster
   ap_status st = plan_fix_parse(ctx, o->fix, &so->fixed, &so->fixed_mask);
   if (!st) st = parse_strategies(ctx, o->strategies, &so->strategies);
   if (st) return st;
-  snprintf(so->fixed.model, sizeof so->fixed.model, "%s", ap_model_name(model));
+  /* The path a config was read from, so that `export --plan` loads the same model again; the name where the
+   * path does not fit the field. */
+  const char *mspec = ap_model_spec(model);
+  snprintf(so->fixed.model, sizeof so->fixed.model, "%s",
+           strlen(mspec) < sizeof so->fixed.model ? mspec : ap_model_name(model));
   snprintf(so->fixed.cluster, sizeof so->fixed.cluster, "%s", spec);
   so->fixed.global_batch_size = o->global_batch_size;
   so->fixed.seq_length = o->seq_length;
@@ -266,6 +244,27 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
   int n = 0;
   search_stats stats;
   st = search_run_all(ctx, env, &so, &res, &n, &stats);
+  /* Offload (cost/offload.c) only when nothing fits without it, and only where the cluster states a host side
+   * and the caller did not fix offload: optimizer states to host memory (ZeRO-Offload), then the parameters
+   * too (ZeRO-3), then both to NVMe (ZeRO-Infinity); the first that fits is the answer. */
+  static const plan_offload levels[][2] = {
+      {PLAN_OFFLOAD_CPU, PLAN_OFFLOAD_NONE}, {PLAN_OFFLOAD_CPU, PLAN_OFFLOAD_CPU}, {PLAN_OFFLOAD_NVME, PLAN_OFFLOAD_NVME}};
+  const hw_node_group *g0 = &hc->groups[0];
+  bool may_offload = so.fixed.offload_optimizer == PLAN_OFFLOAD_NONE && so.fixed.offload_param == PLAN_OFFLOAD_NONE &&
+                     g0->device.host_link_bw_Bps > 0 && g0->host.mem_bytes > 0 && g0->host.mem_bw_Bps > 0;
+  for (size_t lv = 0; st == AP_INFEASIBLE && may_offload && lv < AP_COUNT(levels); lv++) {
+    if (levels[lv][0] == PLAN_OFFLOAD_NVME && !(g0->host.nvme_bw_Bps > 0)) break;
+    search_results_free(res, n);
+    res = NULL;
+    n = 0;
+    space.n = 0;
+    space.n_seen = 0;
+    ctx_clear(ctx);
+    so.fixed.offload_optimizer = levels[lv][0];
+    so.fixed.offload_param = levels[lv][1];
+    st = search_run_all(ctx, env, &so, &res, &n, &stats);
+    if (st == AP_INFEASIBLE && lv + 1 == AP_COUNT(levels)) break;
+  }
   if (st == AP_UNSUPPORTED && o->export_format && stats.n_not_admitted > 0)
     st = ctx_fail(ctx, AP_UNSUPPORTED, "--export %s: none of the plans that fit can be written as %s (docs/exports.md "
                   "lists what it cannot express; --fix can steer the search to what it can)",
@@ -284,9 +283,10 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
       if (!bp) {
         st = ctx_fail(ctx, AP_NOMEM, "out of memory");
       } else {
-        bp->p = res[0].p;
+        st = plan_copy(&bp->p, &res[0].p);
         bp->dp_set = bp->n_micro_set = bp->gbs_set = true;
         *best = bp;
+        if (st) ctx_fail(ctx, st, "out of memory");
       }
     }
     /* The verdict stays in the context for the caller (the CLI prints it on failure). */
@@ -296,11 +296,11 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
     free(*out);
     *out = NULL;
     if (best) {
-      free(*best);
+      ap_plan_free(*best);
       *best = NULL;
     }
   }
-  free(res);
+  search_results_free(res, n);
   free(space.pts);
   free(cmp.r);
   cost_env_free(env);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/plan.h"
 #include "report/runs_csv.h"
 
 /* TUNING: no table we read has more than a few hundred columns; the limit only guards against a runaway
@@ -467,4 +468,49 @@ ap_status runs_enum(ap_ctx *ctx, const runs_table *t, const runs_row *r, const c
     }
   return fail_col(ctx, t, r, col, AP_INVALID, "expected one of %s, got %s", list,
                    quoted(r->fields[col].text, q, sizeof q));
+}
+
+/* ---- Plan fields: the columns of the field table (plan_fields.c) ---- */
+
+ap_status runs_plan_fields(ap_ctx *ctx, const runs_table *t, const runs_row *r, plan *p, unsigned *stated) {
+  size_t n_fields;
+  const plan_field *fields = plan_fields(&n_fields);
+  for (size_t i = 0; i < n_fields; i++) {
+    const plan_field *f = &fields[i];
+    if (!f->csv) continue;
+    bool required = (f->flags & PLAN_FF_PROBLEM) != 0, found = false;
+    ap_status st = AP_OK;
+    if (f->kind == PLAN_FK_INT || f->kind == PLAN_FK_BOOL) {
+      int64_t v = 0;
+      st = runs_i64(ctx, t, r, f->csv, required, f->min, f->max, &v, &found);
+      if (!st && found) plan_field_set_int(p, f, v);
+    } else if (f->kind == PLAN_FK_ENUM) {
+      /* The value names, then the aliases' ("mxfp8" for fp8), each alias resolved to its value. */
+      const char *names[32];
+      int values[32], n = 0;
+      for (int k = 0; k < f->n_names && n < 32; k++, n++) {
+        names[n] = f->names[k];
+        values[n] = k;
+      }
+      char buf[256], *save = NULL;
+      snprintf(buf, sizeof buf, "%s", f->value_aliases);
+      for (char *tok = strtok_r(buf, "|", &save); tok && n < 32; tok = strtok_r(NULL, "|", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq) continue;
+        *eq = '\0';
+        int target = names_find(f->names, (size_t)f->n_names, eq + 1);
+        if (target < 0) continue;
+        names[n] = tok;
+        values[n++] = target;
+      }
+      int k = 0;
+      st = runs_enum(ctx, t, r, f->csv, required, names, n, &k, &found);
+      if (!st && found) plan_field_set_int(p, f, values[k]);
+    } else {
+      return runs_fail(ctx, t, r, f->csv, AP_INTERNAL, "the runs.csv reader has no reader for this field kind");
+    }
+    if (st) return st;
+    if (found && (f->flags & PLAN_FF_SEARCHED)) *stated |= 1u << f->id;
+  }
+  return AP_OK;
 }

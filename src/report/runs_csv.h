@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "core/core.h"
+#include "plan/plan.h"
 
 /* One field: its text (unquoted, NUL-terminated, never NULL) and where it starts in the file. */
 typedef struct {
@@ -70,6 +71,12 @@ AP_HIDDEN ap_status runs_f64(ap_ctx *ctx, const runs_table *t, const runs_row *r
 /* A field that must be one of names[0..n_names-1] (exact match after trimming blanks): *out gets its index. */
 AP_HIDDEN ap_status runs_enum(ap_ctx *ctx, const runs_table *t, const runs_row *r, const char *name, bool required,
                               const char *const *names, int n_names, int *out, bool *found);
+/* Reads the plan fields that runs.csv has columns for (the csv column of the field table, plan_fields.c: the
+ * batch, the degrees, micro_batch_size, sequence_parallel 0/1, recompute, zero_stage, precision) into p, which
+ * the caller set to plan_defaults. The batch columns are required; an empty field of any other leaves p's value
+ * and is "not stated"; a stated field sets its bit (1u << plan_field_id) in *stated. Bad text is an error
+ * naming file:line:col and the column. */
+AP_HIDDEN ap_status runs_plan_fields(ap_ctx *ctx, const runs_table *t, const runs_row *r, plan *p, unsigned *stated);
 /* Records "file:line:col: name: message" for the field of column name and returns status; a NULL name, or a
  * column the file lacks, points at the start of the record ("file:line:1: message"). */
 AP_HIDDEN ap_status runs_fail(ap_ctx *ctx, const runs_table *t, const runs_row *r, const char *name, ap_status status,

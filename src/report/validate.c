@@ -65,15 +65,6 @@ typedef struct {
 static const char *const mlp_names[] = {"gelu", "swiglu"};
 static const char *const arch_names[] = {"dense", "moe"};
 static const char *const outcome_names[] = {"ok", "oom"};
-static const char *const recompute_names[] = {"none", "selective", "op", "full"};
-static const plan_recompute recompute_values[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_OP,
-                                                  PLAN_RECOMPUTE_FULL};
-_Static_assert(AP_COUNT(recompute_names) == AP_COUNT(recompute_values), "recompute table");
-/* mxfp8 (Blackwell's block-scaled fp8) runs its GEMMs at the fp8 rate, which is what the plan's fp8 means. */
-static const char *const precision_names[] = {"bf16", "fp16", "fp8", "mxfp8"};
-static const plan_precision precision_values[] = {PLAN_PREC_BF16, PLAN_PREC_FP16, PLAN_PREC_FP8, PLAN_PREC_FP8};
-_Static_assert(AP_COUNT(precision_names) == AP_COUNT(precision_values), "precision table");
-
 /* The cluster as the row states it. */
 typedef struct {
   const char *gpu;
@@ -89,15 +80,6 @@ typedef struct {
   unsigned stated;
   bool selective; /* recompute "selective": which selective granularity depends on the model (row_predict) */
 } row_spec;
-
-/* Reads an optional integer plan field; sets the complete_field bit when it is stated. */
-static ap_status plan_int(ap_ctx *ctx, const runs_table *t, const runs_row *r, const char *name, complete_bit bit,
-                          int64_t min, int64_t max, int64_t *out, unsigned *stated) {
-  bool found = false;
-  ap_status st = runs_i64(ctx, t, r, name, false, min, max, out, &found);
-  if (!st && found) *stated |= 1u << bit;
-  return st;
-}
 
 /* The columns that are a run's inputs: what a prediction may read. Two rows equal in all of them are the same
  * configuration measured twice (data_floor.h). */
@@ -130,7 +112,6 @@ static const char *input_key(arena *a, const runs_table *t, const runs_row *r) {
 /* Reads every field the prediction needs; bad input is an error with file:line:col. */
 static ap_status row_read(ap_ctx *ctx, const runs_table *t, const runs_row *r, validate_row *v, row_spec *rs) {
   ap_status st;
-  const int64_t BIG = PLAN_MAX_DEGREE;
   memset(rs, 0, sizeof *rs);
   v->line = r->line;
   v->id = runs_text(t, r, "id");
@@ -194,41 +175,17 @@ static ap_status row_read(ap_ctx *ctx, const runs_table *t, const runs_row *r, v
   plan *p = &rs->partial;
   plan_defaults(p);
   unsigned *s = &rs->stated;
-  int64_t sp = 0, zero = 0;
-  if ((st = runs_i64(ctx, t, r, "global_batch_size", true, 1, PLAN_MAX_COUNT, &p->global_batch_size, NULL)) ||
-      (st = runs_i64(ctx, t, r, "seq_length", true, 1, PLAN_MAX_COUNT, &p->seq_length, NULL)) ||
-      (st = plan_int(ctx, t, r, "tp", COMPLETE_BIT_TP, 1, BIG, &p->tp, s)) ||
-      (st = plan_int(ctx, t, r, "pp", COMPLETE_BIT_PP, 1, BIG, &p->pp, s)) ||
-      (st = plan_int(ctx, t, r, "dp", COMPLETE_BIT_DP, 1, BIG, &p->dp, s)) ||
-      (st = plan_int(ctx, t, r, "cp", COMPLETE_BIT_CP, 1, BIG, &p->cp, s)) ||
-      (st = plan_int(ctx, t, r, "ep", COMPLETE_BIT_EP, 1, BIG, &p->ep, s)) ||
-      (st = plan_int(ctx, t, r, "vpp", COMPLETE_BIT_VPP, 1, PLAN_MAX_CHUNKS, &p->vpp, s)) ||
-      (st = plan_int(ctx, t, r, "micro_batch_size", COMPLETE_BIT_MBS, 1, PLAN_MAX_COUNT, &p->micro_batch_size, s)) ||
-      (st = plan_int(ctx, t, r, "sequence_parallel", COMPLETE_BIT_SP, 0, 1, &sp, s)) ||
-      (st = plan_int(ctx, t, r, "zero_stage", COMPLETE_BIT_ZERO, 0, 3, &zero, s)))
-    return st;
-  p->sequence_parallel = sp != 0;
-  p->zero_stage = (int32_t)zero;
-  int rc = 0, prec = 0;
-  bool found = false;
-  if ((st = runs_enum(ctx, t, r, "recompute", false, recompute_names, (int)AP_COUNT(recompute_names), &rc, &found)))
-    return st;
-  if (found && recompute_values[rc] == PLAN_RECOMPUTE_SELECTIVE) {
+  if ((st = runs_plan_fields(ctx, t, r, p, s))) return st;
+  /* "selective" in runs.csv names the model's selective granularity, which row_predict picks. */
+  if ((*s & PLAN_F(RECOMPUTE)) && p->recompute == PLAN_RECOMPUTE_SELECTIVE) {
     rs->selective = true;
-  } else if (found) {
-    p->recompute = recompute_values[rc];
-    *s |= COMPLETE_F(RECOMPUTE);
-  }
-  if ((st = runs_enum(ctx, t, r, "precision", false, precision_names, (int)AP_COUNT(precision_names), &prec, &found)))
-    return st;
-  if (found) {
-    p->precision = precision_values[prec];
-    *s |= COMPLETE_F(PRECISION);
+    p->recompute = PLAN_RECOMPUTE_NONE;
+    *s &= ~PLAN_F(RECOMPUTE);
   }
   /* A stated vpp implies the schedule Megatron runs with it. */
-  if (*s & COMPLETE_F(VPP)) {
+  if (*s & PLAN_F(VPP)) {
     p->schedule = p->vpp > 1 ? PLAN_SCHED_INTERLEAVED_1F1B : PLAN_SCHED_1F1B;
-    *s |= COMPLETE_F(SCHEDULE);
+    *s |= PLAN_F(SCHEDULE);
   }
   snprintf(p->model, sizeof p->model, "%s", v->model);
   snprintf(p->cluster, sizeof p->cluster, "%s:%lld", v->gpu, (long long)c->num_gpus);
@@ -488,7 +445,7 @@ static ap_status row_search(validate_report *rep, validate_row *v, const cost_en
   o.seq_length = v->plan.seq_length;
   o.time_budget_s = rep->search_budget_s;
   o.fixed.precision = v->plan.precision;
-  o.fixed_mask = COMPLETE_F(PRECISION);
+  o.fixed_mask = PLAN_F(PRECISION);
   memcpy(o.fixed.model, v->plan.model, sizeof o.fixed.model);
   memcpy(o.fixed.cluster, v->plan.cluster, sizeof o.fixed.cluster);
   ap_ctx sctx = {0};
@@ -497,7 +454,7 @@ static ap_status row_search(validate_report *rep, validate_row *v, const cost_en
   search_stats st;
   ap_status s = search_run_all(&sctx, env, &o, &res, &n, &st);
   if (s == AP_NOMEM) {
-    free(res);
+    search_results_free(res, n);
     return AP_NOMEM;
   }
   if (s == AP_OK && n > 0) {
@@ -508,7 +465,7 @@ static ap_status row_search(validate_report *rep, validate_row *v, const cost_en
   if (s != AP_OK) v->search_note = arena_strdup(rep->a, sctx.error[0] ? sctx.error : ap_status_str(s));
   else if (st.truncated)
     v->search_note = arena_printf(rep->a, "the search stopped at its time budget of %g s", rep->search_budget_s);
-  free(res);
+  search_results_free(res, n);
   return AP_OK;
 }
 
@@ -550,7 +507,7 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
   unsigned stated = rs->stated;
   if (!st && rs->selective) {
     partial.recompute = attention_keeps_scores(model_graph(m)) ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_OP;
-    stated |= COMPLETE_F(RECOMPUTE);
+    stated |= PLAN_F(RECOMPUTE);
   }
   if (!st) st = complete_plan(&rctx, env, &partial, stated, NULL, &v->plan, cr, &cs);
   v->note = note;
@@ -864,7 +821,7 @@ const validate_summary *validate_report_summary(const validate_report *r) { retu
 static bool row_chose(const void *user, const char *field) {
   unsigned stated = *(const unsigned *)user;
   for (int b = 0; b < COMPLETE_N_FIELDS; b++)
-    if (strcmp(complete_field_name((complete_bit)b), field) == 0) return !((stated >> b) & 1u);
+    if (strcmp(plan_field_name((plan_field_id)b), field) == 0) return !(stated & (1u << b));
   return false;
 }
 

@@ -41,7 +41,7 @@ static void put_row(jd *d, json_t *rows, const validate_row *v) {
     jd_str(d, o, "plan", brief);
     json_t *chosen = jd_arr(d, o, "chosen");
     for (int b = 0; b < COMPLETE_N_FIELDS; b++)
-      if (!((v->stated >> b) & 1u)) jd_str(d, chosen, NULL, complete_field_name((complete_bit)b));
+      if (!((v->stated >> b) & 1u)) jd_str(d, chosen, NULL, plan_field_name((plan_field_id)b));
     jd_int(d, o, "n_evaluated", v->n_evaluated);
     jd_num(d, o, "iter_s", v->iter_s);
     jd_num(d, o, "mfu_palm", v->mfu_palm);

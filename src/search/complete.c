@@ -14,17 +14,6 @@
 #include "search/cands.h"
 #include "search/complete.h"
 
-static const char *const field_names[] = {
-#define X(e, s) s,
-    COMPLETE_FIELD_MAP(X)
-#undef X
-};
-_Static_assert(AP_COUNT(field_names) == COMPLETE_N_FIELDS, "complete_field names and enum disagree");
-
-const char *complete_field_name(complete_bit bit) {
-  return (unsigned)bit < COMPLETE_N_FIELDS ? field_names[bit] : "?";
-}
-
 complete_options complete_options_defaults(void) { return (complete_options){.max_evaluations = 8192}; }
 
 enum {
@@ -41,6 +30,7 @@ typedef struct {
   plan_model_facts facts;
   int64_t n_devices;
   unsigned stated;
+  search_space space; /* the problem: the partial plan as the template, the stated fields as the fixed ones */
   complete_options opt;
   complete_stats stats;
   int64_t n_considered;
@@ -55,7 +45,7 @@ typedef struct {
   cost_result cur;
 } search;
 
-static bool is_stated(const search *s, complete_bit bit) { return (s->stated >> bit) & 1u; }
+static bool is_stated(const search *s, plan_field_id bit) { return search_space_fixes(&s->space, bit); }
 
 /* True when candidate a (fits_a, tps_a, mem_a) beats the current best. Among plans that fit: more tokens per
  * second; a plan that fits beats one that does not; among plans that do not fit: less peak memory, then more
@@ -104,7 +94,7 @@ static int evaluate(search *s, const plan *p) {
   s->stats.n_valid++;
   if (s->cur.fits) s->stats.n_fit++;
   if (!s->have_best || better(&s->cur, s->best_cost)) {
-    *s->best = *p;
+    (void)plan_copy(s->best, p); /* candidates are transformer plans without ops: the copy cannot fail */
     memcpy(s->best_cost, &s->cur, sizeof s->cur);
     s->have_best = true;
   }
@@ -138,13 +128,13 @@ static void fewest_full_layers(search *s, plan *p) {
 static void enum_memory(search *s, plan *p) {
   static const int32_t zero_order[] = {1, 2, 3, 0};
   static const plan_recompute rc_order[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FULL};
-  int nz = is_stated(s, COMPLETE_BIT_ZERO) ? 1 : (int)AP_COUNT(zero_order);
-  int nr = is_stated(s, COMPLETE_BIT_RECOMPUTE) ? 1 : (int)AP_COUNT(rc_order);
+  int nz = is_stated(s, PLAN_F_ZERO_STAGE) ? 1 : (int)AP_COUNT(zero_order);
+  int nr = is_stated(s, PLAN_F_RECOMPUTE) ? 1 : (int)AP_COUNT(rc_order);
   for (int zi = 0; zi < nz && !s->stop; zi++) {
-    if (!is_stated(s, COMPLETE_BIT_ZERO)) p->zero_stage = zero_order[zi];
+    if (!is_stated(s, PLAN_F_ZERO_STAGE)) p->zero_stage = zero_order[zi];
     bool fit_first = false;
     for (int ri = 0; ri < nr && !s->stop; ri++) {
-      if (!is_stated(s, COMPLETE_BIT_RECOMPUTE)) {
+      if (!is_stated(s, PLAN_F_RECOMPUTE)) {
         p->recompute = rc_order[ri];
         p->recompute_layers = 0;
       }
@@ -152,7 +142,7 @@ static void enum_memory(search *s, plan *p) {
         fit_first = ri == 0;
         /* Recomputing only some layers fully can beat a lighter granularity on every layer: once anything
          * but none fits, so does full recompute of every layer, and the fewest layers that fit are tried. */
-        if (ri > 0 && !is_stated(s, COMPLETE_BIT_RECOMPUTE)) {
+        if (ri > 0 && !is_stated(s, PLAN_F_RECOMPUTE)) {
           p->recompute = PLAN_RECOMPUTE_FULL;
           fewest_full_layers(s, p);
         }
@@ -182,7 +172,7 @@ static void set_split(search *s, plan *p) {
 /* The mesh is set (tp, pp, dp, cp, ep): micro-batch size, then virtual stages and the schedule. */
 static void enum_batch(search *s, plan *p) {
   cands mbs = {.n = 0};
-  if (is_stated(s, COMPLETE_BIT_MBS)) {
+  if (is_stated(s, PLAN_F_MICRO_BATCH_SIZE)) {
     cands_add(&mbs, p->micro_batch_size);
   } else {
     if (p->global_batch_size % p->dp != 0) {
@@ -199,7 +189,7 @@ static void enum_batch(search *s, plan *p) {
     int64_t per = p->micro_batch_size * p->dp;
     p->n_micro_batches = per > 0 && p->global_batch_size / per >= 1 ? p->global_batch_size / per : 1;
     cands vpp = {.n = 0};
-    if (is_stated(s, COMPLETE_BIT_VPP)) {
+    if (is_stated(s, PLAN_F_VPP)) {
       cands_add(&vpp, p->vpp);
     } else {
       cands_add(&vpp, 1);
@@ -212,7 +202,7 @@ static void enum_batch(search *s, plan *p) {
     }
     for (int vi = 0; vi < vpp.n && !s->stop; vi++) {
       p->vpp = vpp.v[vi];
-      if (!is_stated(s, COMPLETE_BIT_SCHEDULE)) p->schedule = p->vpp > 1 ? PLAN_SCHED_INTERLEAVED_1F1B : PLAN_SCHED_1F1B;
+      if (!is_stated(s, PLAN_F_SCHEDULE)) p->schedule = p->vpp > 1 ? PLAN_SCHED_INTERLEAVED_1F1B : PLAN_SCHED_1F1B;
       set_split(s, p);
       enum_memory(s, p);
     }
@@ -221,13 +211,13 @@ static void enum_batch(search *s, plan *p) {
 
 /* tp, pp, cp and dp are set: expert parallelism, sequence parallelism, then the rest. */
 static void enum_experts(search *s, plan *p) {
-  if (!is_stated(s, COMPLETE_BIT_SP)) p->sequence_parallel = p->tp > 1;
+  if (!is_stated(s, PLAN_F_SEQUENCE_PARALLEL)) p->sequence_parallel = p->tp > 1;
   /* TP communication overlap (Megatron --tp-comm-overlap) needs sequence parallelism and never makes an
    * iteration slower; a tuned team turns it on wherever it applies (Megatron-Bridge's performance recipes do). */
   p->tp_comm_overlap = p->sequence_parallel && p->tp > 1;
   cands ep = {.n = 0};
-  if (is_stated(s, COMPLETE_BIT_EP) || s->facts.n_experts <= 0) {
-    cands_add(&ep, is_stated(s, COMPLETE_BIT_EP) ? p->ep : 1);
+  if (is_stated(s, PLAN_F_EP) || s->facts.n_experts <= 0) {
+    cands_add(&ep, is_stated(s, PLAN_F_EP) ? p->ep : 1);
   } else {
     /* Expert parallelism borrows its ranks from tp·cp·dp (plan.h): etp·ep must divide it. */
     int64_t room = p->tp * p->cp * p->dp;
@@ -242,8 +232,8 @@ static void enum_experts(search *s, plan *p) {
 
 static void enum_mesh(search *s, plan *p) {
   const int64_t n = s->n_devices;
-  bool st_tp = is_stated(s, COMPLETE_BIT_TP), st_pp = is_stated(s, COMPLETE_BIT_PP),
-       st_dp = is_stated(s, COMPLETE_BIT_DP), st_cp = is_stated(s, COMPLETE_BIT_CP);
+  bool st_tp = is_stated(s, PLAN_F_TP), st_pp = is_stated(s, PLAN_F_PP),
+       st_dp = is_stated(s, PLAN_F_DP), st_cp = is_stated(s, PLAN_F_CP);
   const int64_t stated_dp = p->dp;
   /* cp: stated, or whatever tp·pp·dp leave over when all three are stated, or 1. */
   if (!st_cp) {
@@ -300,7 +290,8 @@ ap_status complete_plan(ap_ctx *ctx, const cost_env *env, const plan *partial, u
   s->g = cost_env_graph(env);
   plan_model_facts_of(s->g, &s->facts);
   s->n_devices = cost_env_cluster(env)->n_devices;
-  s->stated = stated & COMPLETE_ALL;
+  s->stated = stated & COMPLETE_FIELDS;
+  search_space_init(&s->space, env, partial, s->stated, partial->global_batch_size, partial->seq_length);
   s->opt = opt ? *opt : complete_options_defaults();
   if (s->opt.max_evaluations < 1) s->opt.max_evaluations = 1;
   s->best = best;
@@ -308,13 +299,13 @@ ap_status complete_plan(ap_ctx *ctx, const cost_env *env, const plan *partial, u
 
   plan p = *partial;
   s->split_given = partial->n_stage_layers != 0;
-  if (!is_stated(s, COMPLETE_BIT_PRECISION)) p.precision = PLAN_PREC_BF16;
+  if (!is_stated(s, PLAN_F_PRECISION)) p.precision = PLAN_PREC_BF16;
   enum_mesh(s, &p);
   /* The last memory saver: a fused in-place loss (plan.h fused_loss) is not what frameworks run by default, so
    * a team reaches for it when nothing fits without it. */
   if (!s->stop && !partial->fused_loss && s->facts.has_layers && (!s->have_best || !s->best_cost->fits)) {
     p = *partial;
-    if (!is_stated(s, COMPLETE_BIT_PRECISION)) p.precision = PLAN_PREC_BF16;
+    if (!is_stated(s, PLAN_F_PRECISION)) p.precision = PLAN_PREC_BF16;
     p.fused_loss = true;
     enum_mesh(s, &p);
   }
@@ -324,7 +315,7 @@ ap_status complete_plan(ap_ctx *ctx, const cost_env *env, const plan *partial, u
     st = ctx_fail(ctx, s->hard, "%s", s->first_error);
   } else if (!s->have_best) {
     /* With every field stated there was one candidate, and its violated constraint is the whole answer. */
-    bool all = s->stated == COMPLETE_ALL;
+    bool all = s->stated == COMPLETE_FIELDS;
     st = ctx_fail(ctx, all ? AP_INVALID : AP_INFEASIBLE, "%s%s",
                   all ? "" : "no valid plan completes the stated fields; the first candidate failed with: ",
                   s->first_error[0] ? s->first_error : "no candidates");

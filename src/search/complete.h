@@ -2,7 +2,7 @@
  * tuned team would, the best under the cost model given the stated ones. `autopar validate` uses it for the
  * plan fields a measured run does not state; the planner and `validate --search` start from it.
  *
- * The stated fields are a bit set of complete_field. Every unstated field gets candidates (below); the
+ * The stated fields are a bit set of plan field ids (PLAN_F(TP) | …). Every unstated field gets candidates (below); the
  * candidates are the product of the per-field lists, kept to plans that plan_validate accepts, and evaluated
  * with cost_estimate. The winner is the plan with the most tokens per second among those that fit in device
  * memory; when none fits, the one with the least peak memory (the team would reach for every memory saver
@@ -40,34 +40,12 @@
 #include <stdint.h>
 
 #include "cost/cost.h"
+#include "search/space.h"
 
-/* The plan fields a caller may state, as bits of complete_field masks. */
-#define COMPLETE_FIELD_MAP(X)                   \
-  X(TP, "tp")                                   \
-  X(PP, "pp")                                   \
-  X(DP, "dp")                                   \
-  X(CP, "cp")                                   \
-  X(EP, "ep")                                   \
-  X(VPP, "vpp")                                 \
-  X(MBS, "micro_batch_size")                    \
-  X(SP, "sequence_parallel")                    \
-  X(RECOMPUTE, "recompute")                     \
-  X(ZERO, "zero_stage")                         \
-  X(PRECISION, "precision")                     \
-  X(SCHEDULE, "schedule")
-
-typedef enum {
-#define X(e, s) COMPLETE_BIT_##e,
-  COMPLETE_FIELD_MAP(X)
-#undef X
-  COMPLETE_N_FIELDS
-} complete_bit;
-
-#define COMPLETE_F(e) (1u << COMPLETE_BIT_##e)
-#define COMPLETE_ALL ((1u << COMPLETE_N_FIELDS) - 1u)
-
-/* The field's name as the runs.csv column and the plan JSON spell it; "?" when out of range. */
-AP_HIDDEN const char *complete_field_name(complete_bit bit);
+/* The plan fields the completion chooses when they are not stated: the first COMPLETE_N_FIELDS ids of the
+ * field table (plan.h PLAN_FIELD_MAP), whose bits PLAN_F(TP) … PLAN_F(SCHEDULE) make the `stated` mask. */
+#define COMPLETE_N_FIELDS (PLAN_F_SCHEDULE + 1)
+#define COMPLETE_FIELDS ((1u << COMPLETE_N_FIELDS) - 1u)
 
 /* Limits of one completion. */
 typedef struct {
@@ -89,7 +67,7 @@ typedef struct {
 
 /* Completes `partial`: the fields in `stated` are kept as they are in partial, as are the batch
  * (global_batch_size, seq_length), the mesh order, the overlap switches, the names and every field that
- * complete_field does not list; the others are chosen as described above. n_micro_batches is always derived
+ * COMPLETE_FIELDS does not hold; the others are chosen as described above. n_micro_batches is always derived
  * from global_batch_size, micro_batch_size and dp. On success *best is the chosen plan (valid under
  * plan_validate for env's model and cluster) and *best_cost its cost. When no candidate is a valid plan,
  * returns AP_INFEASIBLE (AP_INVALID when every field is stated) with the first candidate's violated

@@ -29,7 +29,7 @@
  *    stage adds (gradients at 2, parameters at 3) cannot bring it under the limit; once the logits alone (which
  *    grow with the micro-batch and which no saver removes) overflow, no larger micro-batch is tried;
  *  - time: per mesh and micro-batch size, the chunks' summed time S bounds every schedule from below through
- *    its closed form (pipe_bound_s), and an option, or the whole micro-batch size, whose bound reaches the
+ *    its closed form (cost_bound_pipeline_s, cost/bound.c, like every bound here), and an option, or the whole micro-batch size, whose bound reaches the
  *    cutoff (the top_k-th best time) is skipped. The model's FLOP over the devices' peak bounds the search;
  *  - dominance among memory savers: a saver never makes an iteration faster (recompute adds compute, ZeRO 3
  *    adds communication, ZeRO 2 takes ZeRO 1's time), so the ladder stops at the first rung that fits, full
@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost/bound.h"
 #include "search/cands.h"
 #include "search/search.h"
 
@@ -129,7 +130,7 @@ typedef struct {
   plan_model_facts facts;
   int64_t n, gbs, seq, L;
   double mem_bound_limit; /* the memory limit the model-state bound is held to: largest device × fraction */
-  double p_split, p_rep, p_expert; /* parameters: split by tp, replicated, routed experts */
+  cost_param_counts params; /* parameters: split by tp, replicated, routed experts */
   bool memory_objective, chunk_bound_ok;
   bool uniform_layers; /* one layer block: every layer costs the same */
   int32_t zeros[4];
@@ -144,7 +145,7 @@ typedef struct {
   ap_status hard;
 } grid;
 
-static bool fixes(const grid *gr, unsigned bit) { return search_opts_fixes(gr->o, bit); }
+static bool fixes(const grid *gr, plan_field_id f) { return search_space_fixes(search_space_of(gr->sr), f); }
 
 /* ---- Evaluation ---------------------------------------------------------------------------------------- */
 
@@ -169,17 +170,8 @@ static grid_eval eval(grid *gr, const plan *p) {
     e.chunk_s += r->chunk_tf_s[c] + r->chunk_tb_s[c];
     e.chunk_w_s += r->chunk_tw_s[c];
   }
-  double n_dp = (double)(p->dp * p->cp), n_edp = (double)plan_edp(p);
-  double keep = 1 - 1 / fmax(fmax(n_dp, n_edp), 1);
-  e.mem_z2_lb = e.mem_z3_lb = p->zero_stage >= 3 ? e.peak_bytes : 0;
-  for (int i = 0; i < r->n_ranks && i < COST_MAX_RANKS; i++) {
-    const cost_mem *mm = &r->mem[i];
-    double grads = p->zero_stage <= 1 ? mm->grads : 0, params = p->zero_stage <= 2 ? mm->params : 0;
-    e.mem_z2_lb = fmax(e.mem_z2_lb, mm->total - grads * keep);
-    e.mem_z3_lb = fmax(e.mem_z3_lb, mm->total - (grads + params) * keep);
-    e.logits_bytes = fmax(e.logits_bytes, mm->logits);
-  }
-  if (p->zero_stage >= 2) e.mem_z2_lb = INFINITY; /* not a bound on anything */
+  cost_bound_mem_at_zero(p, r, &e.mem_z2_lb, &e.mem_z3_lb);
+  for (int i = 0; i < r->n_ranks && i < COST_MAX_RANKS; i++) e.logits_bytes = fmax(e.logits_bytes, r->mem[i].logits);
   if (e.fits) gr->n_fit++;
   return e;
 }
@@ -188,7 +180,7 @@ static grid_eval eval(grid *gr, const plan *p) {
 
 static void tp_list(const grid *gr, cands *out) {
   out->n = 0;
-  if (fixes(gr, COMPLETE_BIT_TP)) {
+  if (fixes(gr, PLAN_F_TP)) {
     cands_add(out, gr->o->fixed.tp);
     return;
   }
@@ -206,7 +198,7 @@ static void tp_list(const grid *gr, cands *out) {
 
 static void cp_list(const grid *gr, int64_t tp, cands *out) {
   out->n = 0;
-  if (fixes(gr, COMPLETE_BIT_CP)) {
+  if (fixes(gr, PLAN_F_CP)) {
     cands_add(out, gr->o->fixed.cp);
     return;
   }
@@ -218,11 +210,11 @@ static void cp_list(const grid *gr, int64_t tp, cands *out) {
 
 static void pp_list(const grid *gr, int64_t room, cands *out) {
   out->n = 0;
-  if (fixes(gr, COMPLETE_BIT_PP)) {
+  if (fixes(gr, PLAN_F_PP)) {
     cands_add(out, gr->o->fixed.pp);
     return;
   }
-  if (fixes(gr, COMPLETE_BIT_DP)) {
+  if (fixes(gr, PLAN_F_DP)) {
     cands_add(out, gr->o->fixed.dp > 0 && room % gr->o->fixed.dp == 0 ? room / gr->o->fixed.dp : 1);
     return;
   }
@@ -234,8 +226,8 @@ static void pp_list(const grid *gr, int64_t room, cands *out) {
 
 static void ep_list(const grid *gr, int64_t dense, cands *out) {
   out->n = 0;
-  if (fixes(gr, COMPLETE_BIT_EP) || gr->facts.n_experts <= 0) {
-    cands_add(out, fixes(gr, COMPLETE_BIT_EP) ? gr->o->fixed.ep : 1);
+  if (fixes(gr, PLAN_F_EP) || gr->facts.n_experts <= 0) {
+    cands_add(out, fixes(gr, PLAN_F_EP) ? gr->o->fixed.ep : 1);
     return;
   }
   cands all;
@@ -247,12 +239,12 @@ static void ep_list(const grid *gr, int64_t dense, cands *out) {
 /* The micro-batch sizes of a mesh, ascending. */
 static void mbs_list(const grid *gr, int64_t dp, cands *out) {
   out->n = 0;
-  if (fixes(gr, COMPLETE_BIT_MBS)) {
+  if (fixes(gr, PLAN_F_MICRO_BATCH_SIZE)) {
     cands_add(out, gr->o->fixed.micro_batch_size);
     return;
   }
   if (gr->gbs % dp != 0) return;
-  if (fixes(gr, SEARCH_BIT_MICRO_BATCHES)) {
+  if (fixes(gr, PLAN_F_N_MICRO_BATCHES)) {
     int64_t m = gr->o->fixed.n_micro_batches;
     if (m > 0 && (gr->gbs / dp) % m == 0) cands_add(out, gr->gbs / dp / m);
     return;
@@ -268,16 +260,11 @@ static bool zero_shards(const grid_mesh *m) {
   return m->dp * m->cp > 1 || edp > 1;
 }
 
-/* A lower bound of the peak memory per device from the model states alone under zero stage z: the states of
- * one replica's slice (tp and ep applied, ZeRO sharding over dp·cp and edp), averaged over the pipeline ranks. */
+/* The model states' lower bound of the peak memory per device (cost/bound.c) for mesh m at ZeRO stage z. */
 static double states_bound(const grid *gr, const grid_mesh *m, int32_t z) {
-  int64_t etp = m->etp > 0 ? m->etp : m->tp;
-  double n_dp = (double)(m->dp * m->cp), n_edp = (double)(m->tp * m->cp * m->dp) / (double)(etp * m->ep);
-  if (n_edp < 1) n_edp = 1;
-  double dense = gr->p_split / (double)m->tp + gr->p_rep, expert = gr->p_expert / (double)(etp * m->ep);
-  cost_state_bytes sb = cost_state_bytes_per_param(&cost_env_tuning(gr->env)->memory);
-  double per_d = cost_state_bytes_zero(&sb, z, n_dp), per_e = cost_state_bytes_zero(&sb, z, n_edp);
-  return (dense * per_d + expert * per_e) / (double)m->pp * (1 - 1e-9);
+  /* Offloaded states leave device memory (cost/offload.c): no bound from them then. */
+  if (gr->o->fixed.offload_optimizer != PLAN_OFFLOAD_NONE || gr->o->fixed.offload_param != PLAN_OFFLOAD_NONE) return 0;
+  return cost_bound_states_bytes(gr->env, &gr->params, m->tp, m->cp, m->dp, m->pp, m->ep, m->etp, z);
 }
 
 static void add_mesh(grid *gr, const grid_mesh *m) {
@@ -320,14 +307,14 @@ static void enum_meshes(grid *gr) {
         int64_t pp = pps.v[pi];
         if (pp < 1 || gr->n % (tp * cp * pp) != 0) continue;
         int64_t dp = gr->n / (tp * cp * pp);
-        if (fixes(gr, COMPLETE_BIT_DP) && dp != gr->o->fixed.dp) continue;
+        if (fixes(gr, PLAN_F_DP) && dp != gr->o->fixed.dp) continue;
         if (gr->gbs % dp != 0) continue;
         ep_list(gr, tp * cp * dp, &eps);
         for (int ei = 0; ei < eps.n && !gr->stop; ei++) {
           int64_t ep = eps.v[ei];
           int64_t etps[2] = {0, 1};
           int n_etp = gr->facts.n_experts > 0 && tp > 1 ? 2 : 1;
-          if (fixes(gr, SEARCH_BIT_ETP)) {
+          if (fixes(gr, PLAN_F_ETP)) {
             etps[0] = gr->o->fixed.etp;
             n_etp = 1;
           }
@@ -336,7 +323,7 @@ static void enum_meshes(grid *gr) {
             if (ep < 1 || etp_v < 1 || (tp * cp * dp) % (etp_v * ep) != 0) continue;
             const plan_axis *orders[2] = {ORDER_DEFAULT, ORDER_PP_INNER};
             int n_orders = pp > 1 && dp > 1 ? 2 : 1;
-            if (fixes(gr, SEARCH_BIT_ORDER)) {
+            if (fixes(gr, PLAN_F_ORDER)) {
               orders[0] = gr->o->fixed.order;
               n_orders = 1;
             }
@@ -364,7 +351,7 @@ static void set_mesh(const grid *gr, const grid_mesh *m, plan *p) {
   p->ep = m->ep;
   p->etp = m->etp;
   memcpy(p->order, m->order, sizeof p->order);
-  if (!fixes(gr, COMPLETE_BIT_SP)) p->sequence_parallel = m->tp > 1;
+  if (!fixes(gr, PLAN_F_SEQUENCE_PARALLEL)) p->sequence_parallel = m->tp > 1;
   /* TP communication overlap needs sequence parallelism and never slows an iteration down (complete.c). */
   p->tp_comm_overlap = p->sequence_parallel && m->tp > 1;
 }
@@ -379,7 +366,7 @@ static void set_mbs(plan *p, int64_t mbs) {
  * than layers but at most two more, Megatron's split that counts the embedding and the loss as a layer each
  * (complete.c's rule, so that a published 126-layer, 128-chunk plan is in the space). */
 static void set_split(const grid *gr, plan *p) {
-  if (fixes(gr, SEARCH_BIT_SPLIT)) return;
+  if (fixes(gr, PLAN_F_STAGE_LAYERS)) return;
   p->n_stage_layers = 0;
   int64_t L = gr->L, c = plan_n_chunks(p);
   if (!gr->facts.has_layers || c <= L || c > L + 2 || c > PLAN_MAX_CHUNKS) return;
@@ -414,7 +401,7 @@ static bool vpp_in_space(const grid *gr, int64_t pp, int64_t v) {
 static int pipe_options(const grid *gr, int64_t pp, int64_t n_micro, pipe_opt *out) {
   int n = 0;
   const plan *f = &gr->o->fixed;
-  bool fix_s = fixes(gr, COMPLETE_BIT_SCHEDULE), fix_v = fixes(gr, COMPLETE_BIT_VPP);
+  bool fix_s = fixes(gr, PLAN_F_SCHEDULE), fix_v = fixes(gr, PLAN_F_VPP);
   if (fix_s && f->schedule != PLAN_SCHED_INTERLEAVED_1F1B) {
     out[n++] = (pipe_opt){f->schedule, fix_v ? f->vpp : f->schedule == PLAN_SCHED_ZB_V ? 2 : 1, false};
     return n;
@@ -456,11 +443,11 @@ static void note_fit(ladder_out *lo, const rung *r, double t) {
 
 /* The recompute granularities in order of time, honouring --fix. */
 static int rc_order(const grid *gr, plan_recompute *out) {
-  if (fixes(gr, COMPLETE_BIT_RECOMPUTE)) {
+  if (fixes(gr, PLAN_F_RECOMPUTE)) {
     out[0] = gr->o->fixed.recompute;
     return 1;
   }
-  if (fixes(gr, SEARCH_BIT_RECOMPUTE_LAYERS) && gr->o->fixed.recompute_layers > 0) {
+  if (fixes(gr, PLAN_F_RECOMPUTE_LAYERS) && gr->o->fixed.recompute_layers > 0) {
     out[0] = PLAN_RECOMPUTE_FULL;
     return 1;
   }
@@ -484,12 +471,12 @@ static int rc_order(const grid *gr, plan_recompute *out) {
 static int32_t full_rungs(grid *gr, plan *p, int32_t z, int32_t k_top, int32_t most, ladder_out *lo,
                           grid_eval *e_top) {
   rung r = {z, PLAN_RECOMPUTE_FULL, k_top >= most ? 0 : k_top};
-  if (fixes(gr, SEARCH_BIT_RECOMPUTE_LAYERS)) r.k = gr->o->fixed.recompute_layers;
+  if (fixes(gr, PLAN_F_RECOMPUTE_LAYERS)) r.k = gr->o->fixed.recompute_layers;
   set_rung(p, &r);
   *e_top = eval(gr, p);
   if (!e_top->valid || !e_top->fits) return -1;
   note_fit(lo, &r, e_top->iter_s);
-  if (fixes(gr, SEARCH_BIT_RECOMPUTE_LAYERS) || gr->memory_objective) return r.k;
+  if (fixes(gr, PLAN_F_RECOMPUTE_LAYERS) || gr->memory_objective) return r.k;
   int32_t lo_k = 1, hi_k = k_top < most ? k_top : most; /* hi_k fits */
   while (lo_k < hi_k && !gr->stop) {
     int32_t mid = lo_k + (hi_k - lo_k) / 2;
@@ -616,7 +603,7 @@ static bool frugal_fits(grid *gr, const grid_mesh *m, plan *p) {
   for (int zi = m->zero_first < 0 ? 0 : m->zero_first; zi < gr->n_zeros && !gr->stop; zi++) {
     if (zi > m->zero_first && gr->zeros[zi] >= 2 && !zero_shards(m)) continue;
     rung r = {gr->zeros[zi], rcs[n_rc - 1], 0};
-    if (r.rc == PLAN_RECOMPUTE_FULL && fixes(gr, SEARCH_BIT_RECOMPUTE_LAYERS)) r.k = gr->o->fixed.recompute_layers;
+    if (r.rc == PLAN_RECOMPUTE_FULL && fixes(gr, PLAN_F_RECOMPUTE_LAYERS)) r.k = gr->o->fixed.recompute_layers;
     set_rung(p, &r);
     grid_eval e = eval(gr, p);
     if (!e.valid || e.fits) return true; /* invalid: no evidence, keep going */
@@ -627,32 +614,9 @@ static bool frugal_fits(grid *gr, const grid_mesh *m, plan *p) {
 /* ---- Exploring one mesh ------------------------------------------------------------------------------------ */
 
 /* A lower bound of the iteration time of pipeline option po at m micro-batches over pp ranks, from the chunk
- * sums S and W of the mesh and micro-batch size (grid_eval), valid for every saver (recompute only adds) and
- * every split. Each rank's time t_r (forward + backward of one micro-batch) is at least the sum of its chunks,
- * so sum t >= S and max t >= S/pp; in schedule.c's closed forms:
- *  - 1F1B, GPipe: sum + (m-1)·max >= (m + pp - 1)·S/pp;
- *  - interleaved over v chunks: m·max + (sum - max)/v = (m - 1/v)·max + sum/v >= (m + (pp-1)/v)·S/pp;
- *  - zero bubble: m·max + (sum z - max z)/k (k = 1 for zb-h1, 2 for zb-v) with z_r = max(0, t_r - 2·w_r) and
- *    sum w = W: sum z - max z >= sum t - max t - 2W, so the time is at least m·S/pp and
- *    (m - 1/k)·S/pp + S/k - 2W/k.
- * The data-parallel synchronisation and the optimizer step only add. */
+ * sums S and W of the mesh and micro-batch size (grid_eval): cost/bound.c, beside the closed form it bounds. */
 static double pipe_bound_s(const pipe_opt *po, double m, double pp, double S, double W) {
-  double avg = S / pp;
-  switch (po->schedule) {
-  case PLAN_SCHED_GPIPE:
-  case PLAN_SCHED_1F1B:
-    return (m + pp - 1) * avg;
-  case PLAN_SCHED_INTERLEAVED_1F1B:
-    return (m + (pp - 1) / (double)po->vpp) * avg;
-  case PLAN_SCHED_ZB_H1:
-  case PLAN_SCHED_ZB_V: {
-    double k = po->schedule == PLAN_SCHED_ZB_V ? 2 : 1;
-    return fmax(m * avg, (m - 1 / k) * avg + (S - 2 * W) / k);
-  }
-  case PLAN_SCHED_COUNT_:
-    break;
-  }
-  return 0;
+  return cost_bound_pipeline_s(po->schedule, po->vpp, m, pp, S, W);
 }
 
 static void explore(grid *gr, grid_mesh *m) {
@@ -737,7 +701,7 @@ static void probe(grid *gr, grid_mesh *m) {
   plan_recompute rcs[PLAN_RECOMPUTE_COUNT_];
   rc_order(gr, rcs);
   rung r = {gr->zeros[m->zero_first], rcs[0], 0};
-  if (r.rc == PLAN_RECOMPUTE_FULL && fixes(gr, SEARCH_BIT_RECOMPUTE_LAYERS)) r.k = gr->o->fixed.recompute_layers;
+  if (r.rc == PLAN_RECOMPUTE_FULL && fixes(gr, PLAN_F_RECOMPUTE_LAYERS)) r.k = gr->o->fixed.recompute_layers;
   for (int oi = 0; oi < n_opts && !gr->stop; oi++) {
     if (opts[oi].shadow) continue;
     set_pipe(gr, &p, &opts[oi]);
@@ -761,43 +725,14 @@ static int cmp_probe(const void *a, const void *b) {
 
 /* ---- The strategy --------------------------------------------------------------------------------------------- */
 
-static void model_params(grid *gr) {
-  for (int bi = 0; bi < gr->g->n_blocks; bi++) {
-    const graph_block *blk = &gr->g->blocks[bi];
-    for (int k = 0; k < blk->n_ops; k++) {
-      const graph_op *op = &blk->ops[k];
-      double n = (double)graph_op_params(op) * (double)blk->repeat;
-      if (op->n_experts > 1) gr->p_expert += n;
-      else if (op->tp_split) gr->p_split += n;
-      else gr->p_rep += n;
-    }
-  }
-}
-
 /* The template of every plan: the fixed fields, the batch, bf16 unless the precision is fixed. */
 static void make_base(grid *gr) {
   gr->base = gr->o->fixed;
   gr->base.global_batch_size = gr->gbs;
   gr->base.seq_length = gr->o->seq_length;
-  if (!fixes(gr, COMPLETE_BIT_PRECISION)) gr->base.precision = PLAN_PREC_BF16;
-  if (!fixes(gr, SEARCH_BIT_SPLIT)) gr->base.n_stage_layers = 0;
+  if (!fixes(gr, PLAN_F_PRECISION)) gr->base.precision = PLAN_PREC_BF16;
+  if (!fixes(gr, PLAN_F_STAGE_LAYERS)) gr->base.n_stage_layers = 0;
   gr->base.n_chunk_recompute = 0;
-}
-
-/* The model's training FLOP over the devices' peak, halved: no plan is faster. TUNING: the half is a margin for
- * efficiency tables (profiles) that may put an op above its nominal peak; the bound only ends hopeless
- * searches early, so it may be loose. */
-static double compute_bound_s(const grid *gr) {
-  const hw_cluster *hc = cost_env_cluster(gr->env);
-  hw_dtype dt = cost_gemm_dtype(gr->base.precision);
-  double peak = 0;
-  for (int gi = 0; gi < hc->n_groups; gi++) {
-    double pk = hc->groups[gi].device.peak_flop_per_s[dt];
-    if (pk <= 0) pk = hc->groups[gi].device.peak_flop_per_s[HW_DTYPE_BF16];
-    if (pk > peak) peak = pk;
-  }
-  if (!(peak > 0)) return 0;
-  return 0.5 * (double)gr->gbs * graph_train_flop_per_seq(gr->g, (double)gr->seq, false) / ((double)gr->n * peak);
 }
 
 static bool grid_applies(const search_run *sr) {
@@ -828,12 +763,12 @@ static ap_status grid_run(search_run *sr) {
   gr->mem_bound_limit = cap * gr->o->max_mem_fraction;
   /* With node groups of different devices a chunk's time depends on the rank that runs it. */
   gr->chunk_bound_ok = same_device;
-  model_params(gr);
+  cost_param_counts_of(gr->g, &gr->params);
   int n_layer_blocks = 0;
   for (int bi = 0; bi < gr->g->n_blocks; bi++) n_layer_blocks += gr->g->blocks[bi].role == BLOCK_LAYER;
   gr->uniform_layers = n_layer_blocks == 1 && same_device;
   make_base(gr);
-  if (fixes(gr, COMPLETE_BIT_ZERO)) {
+  if (fixes(gr, PLAN_F_ZERO_STAGE)) {
     gr->zeros[gr->n_zeros++] = gr->o->fixed.zero_stage;
   } else {
     gr->zeros[gr->n_zeros++] = 1;
@@ -846,11 +781,11 @@ static ap_status grid_run(search_run *sr) {
     /* The fixed fields leave no mesh: offer the template so that validation says why. */
     plan p = gr->base;
     int64_t inner = p.tp * p.cp * p.pp;
-    if (!fixes(gr, COMPLETE_BIT_DP) && inner > 0 && gr->n % inner == 0) p.dp = gr->n / inner;
+    if (!fixes(gr, PLAN_F_DP) && inner > 0 && gr->n % inner == 0) p.dp = gr->n / inner;
     set_mbs(&p, p.micro_batch_size);
     search_offer(sr, &p, NULL);
   }
-  double bound = compute_bound_s(gr);
+  double bound = cost_bound_compute_s(gr->env, gr->base.precision, gr->gbs, gr->seq);
   /* Probe every mesh, then explore them fastest probe first. */
   for (int i = 0; i < gr->n_meshes && !gr->stop; i++) {
     probe(gr, &gr->meshes[i]);

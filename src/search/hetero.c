@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cost/internal.h"
 #include "search/search.h"
 
 /* Rank r's cost with n layers of block costs L spread over its v chunks (the first n mod v one more), before
@@ -41,13 +40,13 @@ static bool rank_with(const cost_env *env, const plan *p, const layer_cost *L, i
 }
 
 ap_status search_hetero_split(ap_ctx *ctx, const cost_env *env, const plan *base, double mem_fraction, plan *out) {
-  ap_status st = plan_validate(ctx, base, env->g, env->hc->n_devices, "hetero");
+  ap_status st = plan_validate(ctx, base, cost_env_graph(env), cost_env_cluster(env)->n_devices, "hetero");
   if (st) return st;
   plan p = *base;
   p.n_chunk_recompute = 0;
   int pp = (int)p.pp;
-  int64_t v = p.vpp, L = env->n_layers;
-  const graph *g = env->g;
+  int64_t v = p.vpp, L = cost_env_n_layers(env);
+  const graph *g = cost_env_graph(env);
   plan_groups pg;
   if ((st = cost_plan_groups(ctx, env, &p, &pg))) return st;
   double b = (double)p.micro_batch_size, s = (double)(p.seq_length > 0 ? p.seq_length : g->default_seq);
@@ -59,26 +58,26 @@ ap_status search_hetero_split(ap_ctx *ctx, const cost_env *env, const plan *base
     double cap = 0;
     int grp = cost_rank_group(env, &p, r, &cap);
     for (int bi = 0; bi < g->n_blocks; bi++)
-      if (!env->facts.has_layers || g->blocks[bi].role == BLOCK_LAYER) lc[bi] = cost_block_on(env, grp, &p, &pg, bi, b, s);
+      if (!cost_env_facts(env)->has_layers || g->blocks[bi].role == BLOCK_LAYER) lc[bi] = cost_block_on(env, grp, &p, &pg, bi, b, s);
     /* tau: the mean time of one layer; the memory bound uses the layer block that adds the most bytes. */
     rank_cost one = {0};
     double act = 0;
     for (int64_t u = 0; u < L; u++)
-      cost_rank_add_layer(env, &p, &lc[env->unit_block[u]], plan_layer_recomputes(&p, r, 0), &one, &act);
+      cost_rank_add_layer(env, &p, &lc[cost_env_unit_block(env)[u]], plan_layer_recomputes(&p, r, 0), &one, &act);
     tau[r] = (one.tf + one.tb) / (double)(L > 0 ? L : 1);
     rank_cost extras, R;
     cost_rank_extras(env, &p, &pg, r, &extras);
     e[r] = extras.tf + extras.tb;
-    int heavy = env->unit_block[0];
-    cost_state_bytes sb = cost_state_bytes_per_param(&env->tuning.memory);
+    int heavy = cost_env_unit_block(env)[0];
+    cost_state_bytes sb = cost_state_bytes_per_param(&cost_env_tuning(env)->memory);
     double state_bytes = cost_state_bytes_zero(&sb, 0, 1);
     for (int64_t u = 1; u < L; u++) {
-      const layer_cost *x = &lc[env->unit_block[u]], *y = &lc[heavy];
+      const layer_cost *x = &lc[cost_env_unit_block(env)[u]], *y = &lc[heavy];
       if (x->act_bytes[PLAN_RECOMPUTE_NONE] + state_bytes * (x->params_dense + x->params_expert) >
           y->act_bytes[PLAN_RECOMPUTE_NONE] + state_bytes * (y->params_dense + y->params_expert))
-        heavy = env->unit_block[u];
+        heavy = cost_env_unit_block(env)[u];
     }
-    lo[r] = v > 1 ? (double)v : (env->facts.has_layers && (r == 0 || r == pp - 1)) ? 0 : 1;
+    lo[r] = v > 1 ? (double)v : (cost_env_facts(env)->has_layers && (r == 0 || r == pp - 1)) ? 0 : 1;
     hi[r] = lo[r] - 1;
     rank_cost rc[COST_MAX_RANKS];
     for (int64_t n = (int64_t)lo[r]; n <= L; n++) {
@@ -139,9 +138,9 @@ ap_status search_hetero_split(ap_ctx *ctx, const cost_env *env, const plan *base
 /* ---- The strategy ---- */
 
 static bool hetero_applies(const search_run *sr) {
-  const hw_cluster *hc = search_env(sr)->hc;
+  const hw_cluster *hc = cost_env_cluster(search_env(sr));
   for (int gi = 1; gi < hc->n_groups; gi++)
-    if (strcmp(hc->groups[gi].device.name, hc->groups[0].device.name) != 0) return search_env(sr)->n_layers >= 2;
+    if (strcmp(hc->groups[gi].device.name, hc->groups[0].device.name) != 0) return cost_env_n_layers(search_env(sr)) >= 2;
   return false;
 }
 
@@ -155,19 +154,10 @@ static int64_t gcd64(int64_t a, int64_t b) {
 }
 
 /* The values a field takes: the user's when fixed, else the list. */
-static int values(const search_opts *o, unsigned bit, int64_t fixed, const int64_t *list, int n, int64_t *out) {
-  if (search_opts_fixes(o, bit)) {
-    out[0] = fixed;
-    return 1;
-  }
-  memcpy(out, list, sizeof(int64_t) * (size_t)n);
-  return n;
-}
-
 static ap_status hetero_run(search_run *sr) {
   const cost_env *env = search_env(sr);
   const search_opts *o = search_options(sr);
-  const hw_cluster *hc = env->hc;
+  const hw_cluster *hc = cost_env_cluster(env);
   int64_t n_dev = hc->n_devices, group_gcd = 0, per_node = INT64_MAX;
   for (int gi = 0; gi < hc->n_groups; gi++) {
     group_gcd = gcd64(group_gcd, hc->groups[gi].n_devices);
@@ -177,9 +167,10 @@ static ap_status hetero_run(search_run *sr) {
                        rc_list[] = {PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_OP,
                                     PLAN_RECOMPUTE_FULL};
   int64_t tps[4], mbss[4], rcs[4];
-  int n_tp = values(o, COMPLETE_BIT_TP, o->fixed.tp, tp_list, 4, tps);
-  int n_mbs = values(o, COMPLETE_BIT_MBS, o->fixed.micro_batch_size, mbs_list, 4, mbss);
-  int n_rc = values(o, COMPLETE_BIT_RECOMPUTE, (int64_t)o->fixed.recompute, rc_list, 4, rcs);
+  const search_space *sp = search_space_of(sr);
+  int n_tp = search_space_values(sp, PLAN_F_TP, tp_list, 4, tps);
+  int n_mbs = search_space_values(sp, PLAN_F_MICRO_BATCH_SIZE, mbs_list, 4, mbss);
+  int n_rc = search_space_values(sp, PLAN_F_RECOMPUTE, rc_list, 4, rcs);
   ap_ctx scratch;
   memset(&scratch, 0, sizeof scratch);
   for (int it = 0; it < n_tp; it++) {
@@ -189,9 +180,9 @@ static ap_status hetero_run(search_run *sr) {
     for (int64_t stage = tp; stage <= group_gcd; stage += tp) {
       if (group_gcd % stage != 0) continue;
       int64_t pp = n_dev / stage, dp = stage / tp;
-      if (pp < 2 || pp > env->n_layers) continue;
-      if ((search_opts_fixes(o, COMPLETE_BIT_PP) && pp != o->fixed.pp) ||
-          (search_opts_fixes(o, COMPLETE_BIT_DP) && dp != o->fixed.dp))
+      if (pp < 2 || pp > cost_env_n_layers(env)) continue;
+      if ((search_opts_fixes(o, PLAN_F_PP) && pp != o->fixed.pp) ||
+          (search_opts_fixes(o, PLAN_F_DP) && dp != o->fixed.dp))
         continue;
       for (int im = 0; im < n_mbs; im++)
         for (int ir = 0; ir < n_rc; ir++) {
@@ -208,18 +199,18 @@ static ap_status hetero_run(search_run *sr) {
           plan d;
           plan_defaults(&d);
           memcpy(q.order, d.order, sizeof q.order);
-          q.schedule = search_opts_fixes(o, COMPLETE_BIT_SCHEDULE) ? o->fixed.schedule : PLAN_SCHED_1F1B;
+          q.schedule = search_opts_fixes(o, PLAN_F_SCHEDULE) ? o->fixed.schedule : PLAN_SCHED_1F1B;
           q.micro_batch_size = mbs;
           q.global_batch_size = o->global_batch_size;
           q.n_micro_batches = o->global_batch_size / (dp * mbs);
           q.seq_length = o->seq_length;
-          q.sequence_parallel = search_opts_fixes(o, COMPLETE_BIT_SP) ? o->fixed.sequence_parallel : tp > 1;
+          q.sequence_parallel = search_opts_fixes(o, PLAN_F_SEQUENCE_PARALLEL) ? o->fixed.sequence_parallel : tp > 1;
           q.recompute = (plan_recompute)rcs[ir];
           q.recompute_layers = 0;
           q.n_chunk_recompute = 0;
           q.n_stage_layers = 0;
-          q.zero_stage = search_opts_fixes(o, COMPLETE_BIT_ZERO) ? o->fixed.zero_stage : 1;
-          q.precision = search_opts_fixes(o, COMPLETE_BIT_PRECISION) ? o->fixed.precision : PLAN_PREC_BF16;
+          q.zero_stage = search_opts_fixes(o, PLAN_F_ZERO_STAGE) ? o->fixed.zero_stage : 1;
+          q.precision = search_opts_fixes(o, PLAN_F_PRECISION) ? o->fixed.precision : PLAN_PREC_BF16;
           plan split;
           ap_status st = search_hetero_split(&scratch, env, &q, o->max_mem_fraction, &split);
           if (st == AP_NOMEM) return st;

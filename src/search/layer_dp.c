@@ -18,20 +18,17 @@
  * activations while it runs again) is a maximum rather than a sum, so the DP runs once for each bound W on it
  * (0 and every layer block's value), allowing in each chunk only the prefix of layers within W; the least time
  * over the bounds is exact, since each choice is also costed under its own maximum. The option that fits with
- * the least time wins; memory is memory_rank's (cost/memory.c) on the piecewise costs of cost/internal.h. */
+ * the least time wins; memory is memory_rank's (cost/memory.c) on the piecewise costs of cost/cost.h. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cost/internal.h"
 #include "search/search.h"
 
 enum {
   /* TUNING: points one Pareto merge may produce before pruning. A rank of identical layers keeps at most
    * (layers + 1) points; 2^20 leaves room for models that mix a few layer blocks. */
   LAYER_DP_MAX_POINTS = 1 << 20,
-  /* TUNING: plans of the current top_k that the strategy refines; the default top_k is 3. */
-  LAYER_DP_BASES = 8,
 };
 
 /* A path: added recompute time and saved activation bytes after some chunks; prev indexes the previous
@@ -93,7 +90,7 @@ static double solve_rank(ap_ctx *ctx, arena *a, const cost_env *env, const plan 
   }
   /* The fastest point that fits: memory falls as savings grow along the set. */
   rank_cost rc[COST_MAX_RANKS];
-  double b = (double)p->micro_batch_size, s = (double)(p->seq_length > 0 ? p->seq_length : env->g->default_seq);
+  double b = (double)p->micro_batch_size, s = (double)(p->seq_length > 0 ? p->seq_length : cost_env_graph(env)->default_seq);
   for (int32_t q = 0; q < n_set[n_ch]; q++) {
     const ldp_point *pt = &sets[n_ch][q];
     rc[r] = *r0;
@@ -113,7 +110,7 @@ static double solve_rank(ap_ctx *ctx, arena *a, const cost_env *env, const plan 
 /* The closed-form pipeline time of plan q from the piecewise costs: what cost_estimate's pipeline_s will be. */
 static double predict(const cost_env *env, const plan *q, const plan_groups *pg, layer_cost *const *lc_of_rank) {
   int32_t chunk_layers[PLAN_MAX_CHUNKS];
-  if (!plan_chunk_layers(q, env->n_layers, chunk_layers)) return INFINITY;
+  if (!plan_chunk_layers(q, cost_env_n_layers(env), chunk_layers)) return INFINITY;
   rank_cost rc[COST_MAX_RANKS];
   memset(rc, 0, sizeof(rank_cost) * (size_t)q->pp);
   int64_t unit = 0;
@@ -121,7 +118,7 @@ static double predict(const cost_env *env, const plan *q, const plan_groups *pg,
     int r = (int)plan_chunk_rank(q, c);
     double act = 0;
     for (int64_t i = 0; i < chunk_layers[c]; i++, unit++)
-      cost_rank_add_layer(env, q, &lc_of_rank[r][env->unit_block[unit]], plan_layer_recomputes(q, c, i), &rc[r], &act);
+      cost_rank_add_layer(env, q, &lc_of_rank[r][cost_env_unit_block(env)[unit]], plan_layer_recomputes(q, c, i), &rc[r], &act);
     cost_rank_end_chunk(&rc[r], act);
   }
   for (int r = 0; r < q->pp; r++) {
@@ -135,7 +132,7 @@ static double predict(const cost_env *env, const plan *q, const plan_groups *pg,
 
 ap_status search_layer_dp_choose(ap_ctx *ctx, arena *a, const cost_env *env, const plan *base, double mem_fraction,
                                  plan *out, double *pipeline_s) {
-  ap_status st = plan_validate(ctx, base, env->g, env->hc->n_devices, "layer DP");
+  ap_status st = plan_validate(ctx, base, cost_env_graph(env), cost_env_cluster(env)->n_devices, "layer DP");
   if (st) return st;
   plan p = *base;
   p.recompute = PLAN_RECOMPUTE_FULL;
@@ -146,11 +143,11 @@ ap_status search_layer_dp_choose(ap_ctx *ctx, arena *a, const cost_env *env, con
   plan_groups pg;
   if ((st = cost_plan_groups(ctx, env, &p, &pg))) return st;
   int32_t chunk_layers[PLAN_MAX_CHUNKS];
-  if (!plan_chunk_layers(&p, env->n_layers, chunk_layers))
+  if (!plan_chunk_layers(&p, cost_env_n_layers(env), chunk_layers))
     return ctx_fail(ctx, AP_INVALID, "layer DP: cannot split the layers into %lld chunks", (long long)n_chunks);
   int64_t first[PLAN_MAX_CHUNKS];
   for (int64_t c = 0, u = 0; c < n_chunks; u += chunk_layers[c], c++) first[c] = u;
-  const graph *g = env->g;
+  const graph *g = cost_env_graph(env);
   double b = (double)p.micro_batch_size, s = (double)(p.seq_length > 0 ? p.seq_length : g->default_seq);
 
   layer_cost *by_group[HW_MAX_GROUPS] = {0};
@@ -161,7 +158,7 @@ ap_status search_layer_dp_choose(ap_ctx *ctx, arena *a, const cost_env *env, con
     if (!by_group[grp]) {
       if (!(by_group[grp] = arena_alloc(a, sizeof(layer_cost) * (size_t)g->n_blocks))) return ctx_fail(ctx, AP_NOMEM, "out of memory");
       for (int bi = 0; bi < g->n_blocks; bi++)
-        if (!env->facts.has_layers || g->blocks[bi].role == BLOCK_LAYER)
+        if (!cost_env_facts(env)->has_layers || g->blocks[bi].role == BLOCK_LAYER)
           by_group[grp][bi] = cost_block_on(env, grp, &p, &pg, bi, b, s);
     }
     const layer_cost *lc = lc_of_rank[r] = by_group[grp];
@@ -184,7 +181,7 @@ ap_status search_layer_dp_choose(ap_ctx *ctx, arena *a, const cost_env *env, con
       if (!C->dt || !C->sv || !C->work) return ctx_fail(ctx, AP_NOMEM, "out of memory");
       double act = 0;
       for (int64_t i = 0; i < C->n; i++) {
-        const layer_cost *L = &lc[env->unit_block[C->first + i]];
+        const layer_cost *L = &lc[cost_env_unit_block(env)[C->first + i]];
         cost_rank_add_layer(env, &p, L, false, &r0, &act);
         C->dt[i + 1] = C->dt[i] + L->recompute_full_s;
         C->sv[i + 1] = C->sv[i] + (L->act_bytes[PLAN_RECOMPUTE_NONE] - L->act_bytes[PLAN_RECOMPUTE_FULL]);
@@ -223,7 +220,7 @@ ap_status search_layer_dp_choose(ap_ctx *ctx, arena *a, const cost_env *env, con
  * DeepSpeed know the first two. */
 static void canonical(const cost_env *env, plan *p) {
   int32_t layers[PLAN_MAX_CHUNKS];
-  if (!plan_chunk_layers(p, env->n_layers, layers)) return;
+  if (!plan_chunk_layers(p, cost_env_n_layers(env), layers)) return;
   int32_t most = 0;
   bool all = true;
   for (int32_t c = 0; c < p->n_chunk_recompute; c++) {
@@ -247,34 +244,30 @@ static void canonical(const cost_env *env, plan *p) {
 
 static bool layer_dp_applies(const search_run *sr) {
   const search_opts *o = search_options(sr);
-  if (search_opts_fixes(o, SEARCH_BIT_RECOMPUTE_LAYERS)) return false;
-  if (search_opts_fixes(o, COMPLETE_BIT_RECOMPUTE) && o->fixed.recompute != PLAN_RECOMPUTE_FULL) return false;
-  return search_env(sr)->facts.has_layers;
+  if (search_opts_fixes(o, PLAN_F_RECOMPUTE_LAYERS)) return false;
+  if (search_opts_fixes(o, PLAN_F_RECOMPUTE) && o->fixed.recompute != PLAN_RECOMPUTE_FULL) return false;
+  return cost_env_facts(search_env(sr))->has_layers;
 }
 
-static ap_status layer_dp_run(search_run *sr) {
+/* One base of the ranked pool: full recompute chosen per chunk, offered when it differs from the base. */
+static ap_status refine_one(search_run *sr, const search_result *base, void *user) {
+  (void)user;
   const cost_env *env = search_env(sr);
   const search_opts *opts = search_options(sr);
-  plan bases[LAYER_DP_BASES];
-  int n_bases = 0;
-  for (const search_result *r; n_bases < LAYER_DP_BASES && (r = search_best(sr, n_bases));) bases[n_bases++] = r->p;
   ap_ctx scratch;
   memset(&scratch, 0, sizeof scratch);
-  for (int i = 0; i < n_bases && !search_should_stop(sr); i++) {
-    search_progress(sr, (double)i / n_bases);
-    plan q;
-    ap_status st = search_layer_dp_choose(&scratch, search_arena(sr), env, &bases[i], opts->max_mem_fraction, &q, NULL);
-    if (st == AP_NOMEM) return st;
-    if (st) continue;
-    canonical(env, &q);
-    if (search_opts_fixes(opts, COMPLETE_BIT_RECOMPUTE) && q.recompute != opts->fixed.recompute) continue;
-    if (plan_equal(&q, &bases[i])) continue;
+  plan q;
+  ap_status st = search_layer_dp_choose(&scratch, search_arena(sr), env, &base->p, opts->max_mem_fraction, &q, NULL);
+  if (st == AP_NOMEM) return st;
+  if (st) return AP_OK;
+  canonical(env, &q);
+  if (!(search_opts_fixes(opts, PLAN_F_RECOMPUTE) && q.recompute != opts->fixed.recompute) && !plan_equal(&q, &base->p))
     st = search_offer(sr, &q, NULL);
-    if (st == AP_CANCELLED) return AP_OK;
-    if (st && st != AP_INVALID) return st;
-  }
-  return AP_OK;
+  plan_free(&q);
+  return st;
 }
+
+static ap_status layer_dp_run(search_run *sr) { return search_refine_best(sr, SEARCH_REFINE_K, refine_one, NULL); }
 
 const search_strategy search_layer_dp = {
     .name = "layer-dp",

@@ -12,62 +12,9 @@
 
 #include "search/search.h"
 
-/* ---- Registry ---------------------------------------------------------------------------------------- */
-
-/* The strategies in the order they run: grid first, so that its plans set the cutoff that the finer
- * strategies (stage DP, layer DP, hetero) prune against. One line per strategy. */
-static const search_strategy *const registry[] = {
-    &search_grid,
-    &search_hetero,
-    &search_stage_dp,
-    &search_layer_dp,
-};
-
-const search_strategy *const *search_strategies(size_t *n_out) {
-  *n_out = AP_COUNT(registry);
-  return registry;
-}
-
-int search_strategy_find(const char *name) {
-  for (size_t i = 0; i < AP_COUNT(registry); i++)
-    if (strcmp(registry[i]->name, name) == 0) return (int)i;
-  return -1;
-}
-
 /* ---- Names ------------------------------------------------------------------------------------------- */
 
-static const char *const objective_names[] = {
-#define X(e, s) s,
-    SEARCH_OBJECTIVE_MAP(X)
-#undef X
-};
-_Static_assert(AP_COUNT(objective_names) == SEARCH_OBJ_COUNT_, "objective names and enum disagree");
-
-const char *search_objective_name(search_objective o) {
-  return (unsigned)o < SEARCH_OBJ_COUNT_ ? objective_names[o] : "?";
-}
-
-bool search_objective_from_name(const char *name, search_objective *out) {
-  for (int i = 0; i < SEARCH_OBJ_COUNT_; i++)
-    if (strcmp(objective_names[i], name) == 0) {
-      *out = (search_objective)i;
-      return true;
-    }
-  return false;
-}
-
-static const char *const extra_fix_names[] = {
-#define X(e, s) s,
-    SEARCH_FIX_EXTRA_MAP(X)
-#undef X
-};
-_Static_assert(AP_COUNT(extra_fix_names) == SEARCH_N_FIX_BITS - COMPLETE_N_FIELDS, "fix names and bits disagree");
-
-const char *search_fix_name(unsigned bit) {
-  if (bit < COMPLETE_N_FIELDS) return complete_field_name((complete_bit)bit);
-  if (bit < SEARCH_N_FIX_BITS) return extra_fix_names[bit - COMPLETE_N_FIELDS];
-  return "?";
-}
+AP_ENUM_NAMES(search_objective, search_objective, SEARCH_OBJECTIVE_MAP, SEARCH_OBJ_COUNT_)
 
 search_opts search_opts_defaults(void) {
   search_opts o;
@@ -85,6 +32,7 @@ enum {
   MAX_TOP_K = 1000,  /* more plans than anyone reads */
   MIN_CLOSEST = 3,   /* closest plans kept for the infeasible report, at least */
 };
+_Static_assert((int)SEARCH_REFINE_K <= (int)MAX_TOP_K, "the ranked pool holds the refined plans");
 /* TUNING: how often the progress callback hears from a search, seconds; a tenth of a second is smooth on a
  * terminal and costs nothing next to thousands of evaluations. */
 static const double PROGRESS_EVERY_S = 0.1;
@@ -97,6 +45,7 @@ struct search_run {
   const cost_env *env;
   const graph *g;
   search_opts opts;
+  search_space space;
   arena *arena;
   double t0_s, deadline_s, next_progress_s;
   double limit_bytes, limit_fraction;
@@ -108,8 +57,12 @@ struct search_run {
   search_stats st;
   const char *strategy; /* the one running */
   int ordinal, n_to_run; /* its place among the strategies that run */
+  unsigned strategy_bit; /* its registry bit */
   double fraction;       /* its own progress */
-  bool stop;
+  double strategy_deadline_s; /* its own budget's end (INFINITY = none) */
+  uint64_t rng;          /* its random stream (search_random_u64) */
+  bool stop;             /* the whole search stops: the budget is spent or the user cancelled */
+  bool strategy_stop;    /* the running strategy's own budget is spent */
   cost_result cur;
   char what[160];
 };
@@ -122,6 +75,7 @@ static double now_s(void) {
 
 const cost_env *search_env(const search_run *sr) { return sr->env; }
 const search_opts *search_options(const search_run *sr) { return &sr->opts; }
+const search_space *search_space_of(const search_run *sr) { return &sr->space; }
 arena *search_arena(search_run *sr) { return sr->arena; }
 double search_mem_limit_bytes(const search_run *sr) { return sr->limit_bytes; }
 
@@ -136,6 +90,10 @@ static void tick(search_run *sr) {
   if (t >= sr->deadline_s && !sr->stop) {
     sr->stop = true;
     sr->st.truncated = true;
+  }
+  if (t >= sr->strategy_deadline_s && !sr->strategy_stop) {
+    sr->strategy_stop = true;
+    sr->st.strategies_truncated |= sr->strategy_bit;
   }
   if (t < sr->next_progress_s) return;
   sr->next_progress_s = t + PROGRESS_EVERY_S;
@@ -153,8 +111,55 @@ static void tick(search_run *sr) {
 }
 
 bool search_should_stop(search_run *sr) {
-  if (!sr->stop) tick(sr);
-  return sr->stop;
+  if (!sr->stop && !sr->strategy_stop) tick(sr);
+  return sr->stop || sr->strategy_stop;
+}
+
+/* ---- Seeded randomness ------------------------------------------------------------------------------------ */
+
+/* SplitMix64 (Steele, Lea and Flood 2014, "Fast splittable pseudorandom number generators"): one 64-bit state
+ * word, every seed a full-period stream. */
+uint64_t search_rng_next(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* The stream of one strategy: the seed mixed with the strategy's name (FNV-1a), so that a strategy draws the
+ * same numbers whichever others ran before it. */
+uint64_t search_rng_seed(uint64_t seed, const char *name) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const char *c = name; *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+  uint64_t x = seed ^ h;
+  return search_rng_next(&x);
+}
+
+uint64_t search_random_u64(search_run *sr) { return search_rng_next(&sr->rng); }
+
+double search_random_unit(search_run *sr) { return (double)(search_random_u64(sr) >> 11) * 0x1.0p-53; }
+
+/* ---- Refining the best plans ------------------------------------------------------------------------------ */
+
+ap_status search_refine_best(search_run *sr, int k, search_refine_fn fn, void *user) {
+  if (k > sr->n_top) k = sr->n_top;
+  if (k <= 0) return AP_OK;
+  /* Copied before the first offer, which may reorder or replace the pool. */
+  search_result *bases = arena_alloc(sr->arena, sizeof *bases * (size_t)k);
+  if (!bases) return AP_NOMEM;
+  ap_status st = AP_OK;
+  for (int i = 0; i < k && !st; i++) {
+    st = plan_copy(&bases[i].p, &sr->top[i].p);
+    memcpy(&bases[i].r, &sr->top[i].r, sizeof bases[i].r);
+    bases[i].found_by = sr->top[i].found_by;
+  }
+  for (int i = 0; i < k && !st && !search_should_stop(sr); i++) {
+    search_progress(sr, (double)i / k);
+    st = fn(sr, &bases[i], user);
+    if (st == AP_CANCELLED || st == AP_INVALID) st = AP_OK;
+  }
+  for (int i = 0; i < k; i++) plan_free(&bases[i].p);
+  return st;
 }
 
 const search_result *search_best(const search_run *sr, int i) {
@@ -179,7 +184,7 @@ static bool better(const search_run *sr, const cost_result *a, const cost_result
 
 /* The plan with its memory savers cleared: two plans with the same key are one configuration. */
 static void config_key(const plan *p, plan *key) {
-  *key = *p;
+  memcpy(key, p, sizeof *key); /* a view for plan_equal: it shares p's ops and is never freed */
   key->recompute = PLAN_RECOMPUTE_NONE;
   key->recompute_layers = 0;
   key->n_chunk_recompute = 0;
@@ -201,14 +206,17 @@ static bool same_mesh(const plan *a, const plan *b) {
          plan_etp(a) == plan_etp(b) && memcmp(a->order, b->order, sizeof a->order) == 0;
 }
 
+/* Writes a plan into a list slot (raw memory or a plan whose ops were handed on). Plans offered by the
+ * strategies carry no ops yet, so the copy cannot fail; one that did would keep the plan without its ops. */
 static void put(search_run *sr, search_result *slot, const plan *p, const cost_result *r) {
-  slot->p = *p;
+  (void)plan_copy(&slot->p, p);
   memcpy(&slot->r, r, sizeof *r);
   slot->found_by = sr->strategy;
 }
 
 /* Removes entry i of a list of n, keeping the order. */
 static void list_remove(search_result *list, int *n, int i) {
+  plan_free(&list[i].p);
   if (i < *n - 1) memmove(&list[i], &list[i + 1], sizeof list[0] * (size_t)(*n - 1 - i));
   (*n)--;
 }
@@ -217,6 +225,7 @@ static void list_remove(search_result *list, int *n, int i) {
 static void list_insert(search_run *sr, search_result *list, int *n, int cap, int pos, const plan *p,
                         const cost_result *r) {
   int last = *n < cap ? *n : cap - 1;
+  if (*n == cap) plan_free(&list[cap - 1].p); /* dropped off the end */
   if (last > pos) memmove(&list[pos + 1], &list[pos], sizeof list[0] * (size_t)(last - pos));
   put(sr, &list[pos], p, r);
   if (*n < cap) (*n)++;
@@ -265,27 +274,6 @@ static void keep_closest(search_run *sr, const plan *p, const cost_result *r) {
 
 /* ---- Offers ---------------------------------------------------------------------------------------------- */
 
-/* Fixed fields compared byte for byte: the scalar fields of the plan. */
-static const struct {
-  unsigned bit;
-  size_t offset, size;
-} fixed_scalars[] = {
-    {COMPLETE_BIT_TP, offsetof(plan, tp), sizeof(int64_t)},
-    {COMPLETE_BIT_PP, offsetof(plan, pp), sizeof(int64_t)},
-    {COMPLETE_BIT_DP, offsetof(plan, dp), sizeof(int64_t)},
-    {COMPLETE_BIT_CP, offsetof(plan, cp), sizeof(int64_t)},
-    {COMPLETE_BIT_EP, offsetof(plan, ep), sizeof(int64_t)},
-    {COMPLETE_BIT_VPP, offsetof(plan, vpp), sizeof(int64_t)},
-    {COMPLETE_BIT_MBS, offsetof(plan, micro_batch_size), sizeof(int64_t)},
-    {COMPLETE_BIT_SP, offsetof(plan, sequence_parallel), sizeof(bool)},
-    {COMPLETE_BIT_RECOMPUTE, offsetof(plan, recompute), sizeof(plan_recompute)},
-    {COMPLETE_BIT_ZERO, offsetof(plan, zero_stage), sizeof(int32_t)},
-    {COMPLETE_BIT_PRECISION, offsetof(plan, precision), sizeof(plan_precision)},
-    {COMPLETE_BIT_SCHEDULE, offsetof(plan, schedule), sizeof(plan_schedule)},
-    {SEARCH_BIT_RECOMPUTE_LAYERS, offsetof(plan, recompute_layers), sizeof(int32_t)},
-    {SEARCH_BIT_MICRO_BATCHES, offsetof(plan, n_micro_batches), sizeof(int64_t)},
-};
-
 /* Writes why p breaks a fixed field or the batch into why and returns true; false when it keeps them. */
 static bool breaks_fixed(const search_run *sr, const plan *p, char *why, size_t n) {
   const search_opts *o = &sr->opts;
@@ -301,26 +289,24 @@ static bool breaks_fixed(const search_run *sr, const plan *p, char *why, size_t 
     snprintf(why, n, "plan: seq_length = %lld, but the search is for %lld", (long long)seq, (long long)want_seq);
     return true;
   }
-  for (size_t i = 0; i < AP_COUNT(fixed_scalars); i++) {
-    if (!search_opts_fixes(o, fixed_scalars[i].bit)) continue;
-    if (memcmp((const char *)p + fixed_scalars[i].offset, (const char *)f + fixed_scalars[i].offset,
-               fixed_scalars[i].size) != 0) {
-      snprintf(why, n, "plan: %s differs from the fixed value", search_fix_name(fixed_scalars[i].bit));
-      return true;
+  /* The fixed fields, from the field table: each searched field whose bit the mask holds, compared by its
+   * resolved value where it has one (etp 0 means tp). */
+  size_t n_fields;
+  const plan_field *fields = plan_fields(&n_fields);
+  for (size_t i = 0; i < n_fields && o->fixed_mask; i++) {
+    const plan_field *fl = &fields[i];
+    if (!(fl->flags & PLAN_FF_SEARCHED) || !search_opts_fixes(o, fl->id)) continue;
+    bool same = fl->resolved ? fl->resolved(p) == fl->resolved(f) : plan_field_equal(p, f, fl);
+    if (same) continue;
+    char got[96], want[96];
+    if (fl->resolved) {
+      snprintf(got, sizeof got, "%lld", (long long)fl->resolved(p));
+      snprintf(want, sizeof want, "%lld", (long long)fl->resolved(f));
+    } else {
+      plan_field_format(p, fl, got, sizeof got);
+      plan_field_format(f, fl, want, sizeof want);
     }
-  }
-  if (search_opts_fixes(o, SEARCH_BIT_ETP) && plan_etp(p) != plan_etp(f)) {
-    snprintf(why, n, "plan: etp = %lld, but etp = %lld is fixed", (long long)plan_etp(p), (long long)plan_etp(f));
-    return true;
-  }
-  if (search_opts_fixes(o, SEARCH_BIT_ORDER) && memcmp(p->order, f->order, sizeof p->order) != 0) {
-    snprintf(why, n, "plan: the mesh order differs from the fixed one");
-    return true;
-  }
-  if (search_opts_fixes(o, SEARCH_BIT_SPLIT) &&
-      (p->n_stage_layers != f->n_stage_layers ||
-       memcmp(p->stage_layers, f->stage_layers, sizeof p->stage_layers[0] * (size_t)p->n_stage_layers) != 0)) {
-    snprintf(why, n, "plan: the pipeline split differs from the fixed stage_layers");
+    snprintf(why, n, "plan: %s = %s, but %s = %s is fixed", plan_field_name(fl->id), got, plan_field_name(fl->id), want);
     return true;
   }
   return false;
@@ -382,17 +368,34 @@ static ap_status check_opts(ap_ctx *ctx, const search_opts *o) {
     return ctx_fail(ctx, AP_INVALID, "search: seq_length = %lld must be in [0, %lld]", (long long)o->seq_length,
                     (long long)PLAN_MAX_COUNT);
   if ((unsigned)o->objective >= SEARCH_OBJ_COUNT_) return ctx_fail(ctx, AP_INVALID, "search: unknown objective");
-  if (n_reg < 32 && (o->strategies >> n_reg) != 0)
+  if (n_reg < SEARCH_MAX_STRATEGIES && (o->strategies >> n_reg) != 0)
     return ctx_fail(ctx, AP_INVALID, "search: strategy bits 0x%x name strategies the registry lacks", o->strategies);
   if (isnan(o->time_budget_s)) return ctx_fail(ctx, AP_INVALID, "search: time budget is not a number");
+  for (int i = 0; i < SEARCH_MAX_STRATEGIES; i++)
+    if (isnan(o->strategy_time_budget_s[i]) || o->strategy_time_budget_s[i] < 0)
+      return ctx_fail(ctx, AP_INVALID, "search: the time budget of strategy %d must be >= 0 seconds", i);
   return AP_OK;
 }
 
-/* Copies a result list into a heap array for the caller. */
+/* Copies the first n entries of a result list into a heap array for the caller (search_results_free). */
 static search_result *copy_out(const search_result *list, int n) {
-  search_result *out = malloc(sizeof *out * (size_t)(n > 0 ? n : 1));
-  if (out && n > 0) memcpy(out, list, sizeof *out * (size_t)n);
+  search_result *out = calloc((size_t)(n > 0 ? n : 1), sizeof *out);
+  if (!out) return NULL;
+  for (int i = 0; i < n; i++) {
+    if (plan_copy(&out[i].p, &list[i].p)) {
+      search_results_free(out, i + 1);
+      return NULL;
+    }
+    memcpy(&out[i].r, &list[i].r, sizeof out[i].r);
+    out[i].found_by = list[i].found_by;
+  }
   return out;
+}
+
+void search_results_free(search_result *list, int n) {
+  if (!list) return;
+  for (int i = 0; i < n; i++) plan_free(&list[i].p);
+  free(list);
 }
 
 ap_status search_run_all(ap_ctx *ctx, const cost_env *env, const search_opts *opts, search_result **out, int *n_out,
@@ -414,7 +417,11 @@ ap_status search_run_all(ap_ctx *ctx, const cost_env *env, const search_opts *op
   sr->g = cost_env_graph(env);
   sr->default_seq = sr->g->default_seq;
   sr->opts = *opts;
-  sr->cap_top = opts->top_k;
+  search_space_init(&sr->space, env, &opts->fixed, opts->fixed_mask, opts->global_batch_size, opts->seq_length);
+  /* The ranked pool holds at least SEARCH_REFINE_K plans whatever top_k asks for, and the cutoff is its
+   * last, so that the refining strategies see the same bases, and the winner is the same, for every top_k up
+   * to SEARCH_REFINE_K (issue 10: the winner depended on --top). */
+  sr->cap_top = opts->top_k > SEARCH_REFINE_K ? opts->top_k : SEARCH_REFINE_K;
   sr->cap_closest = opts->top_k > MIN_CLOSEST ? opts->top_k : MIN_CLOSEST;
   sr->top = arena_alloc(sr->arena, sizeof *sr->top * (size_t)sr->cap_top);
   sr->closest = arena_alloc(sr->arena, sizeof *sr->closest * (size_t)sr->cap_closest);
@@ -438,16 +445,21 @@ ap_status search_run_all(ap_ctx *ctx, const cost_env *env, const search_opts *op
 
   size_t n_reg;
   const search_strategy *const *reg = search_strategies(&n_reg);
-  bool runs[32] = {false};
-  for (size_t i = 0; i < n_reg && i < 32; i++) {
+  bool runs[SEARCH_MAX_STRATEGIES] = {false};
+  for (size_t i = 0; i < n_reg && i < SEARCH_MAX_STRATEGIES; i++) {
     if (opts->strategies && !((opts->strategies >> i) & 1u)) continue;
     runs[i] = !reg[i]->applies || reg[i]->applies(sr);
     if (runs[i]) sr->n_to_run++;
   }
-  for (size_t i = 0; i < n_reg && i < 32 && !st && !sr->stop; i++) {
+  for (size_t i = 0; i < n_reg && i < SEARCH_MAX_STRATEGIES && !st && !sr->stop; i++) {
     if (!runs[i]) continue;
     sr->strategy = reg[i]->name;
+    sr->strategy_bit = 1u << i;
     sr->fraction = 0;
+    sr->strategy_stop = false;
+    sr->rng = search_rng_seed(opts->seed, reg[i]->name);
+    double budget = i < SEARCH_MAX_STRATEGIES ? opts->strategy_time_budget_s[i] : 0;
+    sr->strategy_deadline_s = budget > 0 ? now_s() + budget : INFINITY;
     sr->st.strategies_run |= 1u << i;
     st = reg[i]->run(sr);
     if (st == AP_CANCELLED) st = AP_OK;
@@ -459,8 +471,8 @@ ap_status search_run_all(ap_ctx *ctx, const cost_env *env, const search_opts *op
 
   if (!st) {
     if (sr->n_top > 0) {
-      *out = copy_out(sr->top, sr->n_top);
-      *n_out = sr->n_top;
+      *n_out = sr->n_top < opts->top_k ? sr->n_top : opts->top_k;
+      *out = copy_out(sr->top, *n_out);
       st = sr->st.cancelled ? ctx_fail(ctx, AP_CANCELLED, "search cancelled; the plans found so far are returned")
                             : AP_OK;
     } else if (sr->st.n_not_admitted > 0) {
@@ -494,6 +506,8 @@ ap_status search_run_all(ap_ctx *ctx, const cost_env *env, const search_opts *op
       st = ctx_fail(ctx, AP_NOMEM, "out of memory");
     }
   }
+  for (int i = 0; i < sr->n_top; i++) plan_free(&sr->top[i].p);
+  for (int i = 0; i < sr->n_closest; i++) plan_free(&sr->closest[i].p);
   arena_free(sr->arena);
   free(sr);
   return st;

@@ -37,33 +37,29 @@ typedef enum {
 AP_HIDDEN const char *search_objective_name(search_objective o);
 AP_HIDDEN bool search_objective_from_name(const char *name, search_objective *out);
 
-/* The plan fields a user may fix (--fix tp=8,pp=4): the bits of complete_bit, then these. */
-#define SEARCH_FIX_EXTRA_MAP(X)             \
-  X(ETP, "etp")                             \
-  X(ORDER, "order")                         \
-  X(RECOMPUTE_LAYERS, "recompute_layers")   \
-  X(SPLIT, "stage_layers")                  \
-  X(MICRO_BATCHES, "n_micro_batches")
-
 enum {
-  SEARCH_FIX_FIRST_EXTRA_ = COMPLETE_N_FIELDS - 1,
-#define X(e, s) SEARCH_BIT_##e,
-  SEARCH_FIX_EXTRA_MAP(X)
-#undef X
-  SEARCH_N_FIX_BITS
+  /* The most strategies the registry may hold (bits of search_opts.strategies). */
+  SEARCH_MAX_STRATEGIES = 32,
+  /* TUNING: the plans the refining strategies (stage DP, layer DP) start from: the best this many of the ranked
+   * pool, which holds at least as many whatever top_k asks for, so that --top does not change the winner.
+   * Each refinement costs one DP over the layers (milliseconds); the grid's best eight hold the winner's mesh
+   * on every scenario of tests/test_search.c. */
+  SEARCH_REFINE_K = 3,
 };
-_Static_assert(SEARCH_N_FIX_BITS <= 32, "fixed_mask is an unsigned");
-#define SEARCH_FIX_BIT(b) (1u << (b))
-
-/* The name of fix bit b ("tp", "order"); "?" when out of range. */
-AP_HIDDEN const char *search_fix_name(unsigned bit);
 
 typedef struct {
   int top_k;                 /* plans to return, >= 1 */
   double time_budget_s;      /* wall-clock budget of the whole search; <= 0 = no limit */
+  /* Each strategy's own wall-clock budget, seconds, by registry index; 0 = none (only the whole search's).
+   * A strategy whose budget is spent is stopped (search_should_stop) and the next one runs. */
+  double strategy_time_budget_s[SEARCH_MAX_STRATEGIES];
+  /* The seed of every stochastic choice (search_random_u64): a search is a function of its options, seed
+   * included. 0 is a seed like any other. */
+  uint64_t seed;
   double max_mem_fraction;   /* usable fraction of device memory, in (0, 1] */
   search_objective objective;
-  /* The fields the user fixed, in the bits of fixed_mask (complete_bit, then SEARCH_BIT_*). fixed is also the
+  /* The fields the user fixed, as plan field bits (PLAN_F(TP) | …) of the searched fields (PLAN_FF_SEARCHED
+   * in the field table). fixed is also the
    * template of every plan: fields no strategy searches (the overlap switches, the model and cluster names)
    * come from it. The driver rejects an offered plan that differs from fixed in a fixed field. */
   plan fixed;
@@ -102,6 +98,7 @@ typedef struct {
   int64_t n_not_admitted; /* fitting plans that would have ranked but the admit filter turned away */
   double elapsed_s;
   bool truncated;   /* the time budget ran out before every strategy finished */
+  unsigned strategies_truncated; /* bit i = strategy i of the registry stopped at its own budget */
   bool cancelled;   /* the progress callback asked to stop */
   size_t arena_bytes;  /* the run's scratch memory at its peak */
   unsigned strategies_run; /* bit i = strategy i of the registry ran */
@@ -122,14 +119,9 @@ typedef struct {
   ap_status (*run)(search_run *sr);
 } search_strategy;
 
-/* The strategies, one file each. To add one: define `const search_strategy search_NAME` in its file, declare
- * it here, and add one line to the registry table in search.c. */
-extern const search_strategy search_grid;
-extern const search_strategy search_hetero;   /* hetero.c: stages on node groups of different devices */
-extern const search_strategy search_stage_dp; /* stage_dp.c: the optimal split of the layers into stages */
-extern const search_strategy search_layer_dp; /* layer_dp.c: full recompute per chunk under the memory limit */
-
-/* The registry (search.c), in the order the driver runs them; *n_out receives its length. */
+/* The strategies, one file each, each defining one `const search_strategy`. To add one: write its file and
+ * add one row to the registry table of registry.c; no other strategy file changes. */
+/* The registry (registry.c), in the order the driver runs them; *n_out receives its length. */
 AP_HIDDEN const search_strategy *const *search_strategies(size_t *n_out);
 /* The registry index of the strategy named name, or -1. */
 AP_HIDDEN int search_strategy_find(const char *name);
@@ -139,14 +131,19 @@ AP_HIDDEN int search_strategy_find(const char *name);
  * fits: AP_INFEASIBLE, and *out holds the closest plans instead (least peak memory, one per mesh, up to
  * max(top_k, 3)) for the "what would make it fit" report. When no offered plan was even valid: AP_INVALID
  * with the first rejection in the context's error (a --fix that no plan can meet). AP_CANCELLED when the
- * progress callback stopped the search: *out holds what was found so far. The caller frees *out with free()
- * (it may be NULL when *n_out is 0); stats may be NULL. */
+ * progress callback stopped the search: *out holds what was found so far. The caller frees *out with
+ * search_results_free(*out, *n_out) (it may be NULL when *n_out is 0); stats may be NULL. */
 AP_HIDDEN ap_status search_run_all(ap_ctx *ctx, const cost_env *env, const search_opts *opts, search_result **out,
                                    int *n_out, search_stats *stats);
+
+/* Frees a result list of search_run_all (its plans and the array); NULL is a no-op. */
+AP_HIDDEN void search_results_free(search_result *list, int n);
 
 /* ---- For strategies ---- */
 AP_HIDDEN const cost_env *search_env(const search_run *sr);
 AP_HIDDEN const search_opts *search_options(const search_run *sr);
+/* The problem and its fixed fields (space.h), as the driver built it from the options. */
+AP_HIDDEN const search_space *search_space_of(const search_run *sr);
 AP_HIDDEN arena *search_arena(search_run *sr);
 /* The memory limit of a plan that fits: device capacity times max_mem_fraction, bytes. */
 AP_HIDDEN double search_mem_limit_bytes(const search_run *sr);
@@ -156,14 +153,30 @@ AP_HIDDEN double search_mem_limit_bytes(const search_run *sr);
  * untouched) when the plan is not valid or breaks a fixed field, AP_CANCELLED when the progress callback asked
  * to stop, another status on a hard failure (out of memory). */
 AP_HIDDEN ap_status search_offer(search_run *sr, const plan *p, cost_result *cost);
-/* True once the time budget is spent or the user cancelled; strategies check it between offers. */
+/* True once the time budget of the search or of the running strategy is spent, or the user cancelled;
+ * strategies check it between offers. */
 AP_HIDDEN bool search_should_stop(search_run *sr);
+/* The running strategy's random stream, seeded from search_opts.seed and the strategy's name: the same numbers
+ * for the same seed whichever strategies ran before. search_random_unit is uniform in [0, 1). */
+AP_HIDDEN uint64_t search_random_u64(search_run *sr);
+/* The stream behind it, for tests and for strategies that keep several: the start state of strategy name's
+ * stream under seed, and the next number of a stream (SplitMix64). */
+AP_HIDDEN uint64_t search_rng_seed(uint64_t seed, const char *name);
+AP_HIDDEN uint64_t search_rng_next(uint64_t *state);
+AP_HIDDEN double search_random_unit(search_run *sr);
+/* "Refine the best k", written once for every strategy that improves the plans of earlier ones: copies the
+ * best min(k, kept) plans of the ranked pool (with their costs) before any offer, then calls fn on each, best
+ * first, until the search should stop, reporting progress over them. fn offers what it finds with
+ * search_offer; its AP_INVALID and AP_CANCELLED end only that base; another failure ends the refinement and
+ * is returned. */
+typedef ap_status (*search_refine_fn)(search_run *sr, const search_result *base, void *user);
+AP_HIDDEN ap_status search_refine_best(search_run *sr, int k, search_refine_fn fn, void *user);
 /* The strategy's progress, a fraction in [0, 1] of its own work; the driver scales it over the strategies and
  * reports it through the context's progress callback now and then. */
 AP_HIDDEN void search_progress(search_run *sr, double fraction);
-/* The iteration time of the worst plan in the current top_k, or INFINITY while fewer than top_k are kept (and
- * always under the memory objective): a bound that lets strategies skip candidates whose lower bound on
- * iteration time is not below it, since such a candidate can no longer enter the top_k. */
+/* The iteration time of the worst plan of the ranked pool (the best max(top_k, SEARCH_REFINE_K)), or INFINITY
+ * while it is not full (and always under the memory objective): a bound that lets strategies skip candidates
+ * whose lower bound on iteration time is not below it, since such a candidate can no longer enter the pool. */
 AP_HIDDEN double search_cutoff_s(const search_run *sr);
 /* The i-th plan of the current top_k, best first (i = 0 the best), or NULL when fewer than i + 1 are kept. The
  * pointer is valid until the next search_offer, so a strategy that refines the plans of earlier ones (stage DP,

@@ -22,7 +22,7 @@
  * running layers [i, k) (+inf where it would not fit or may not be empty); the paths are g[e][r][k], the least
  * sum of the shares of ranks 0..r-1 covering layers [0, k) under the bound, with the argmin for backtracking;
  * the plan is the base with stage_layers set. Stage times come from the cost layer's piecewise costs
- * (cost/internal.h), the same sums cost_estimate makes, so the DP's prediction is the finished plan's
+ * (cost/cost.h, piecewise section), the same sums cost_estimate makes, so the DP's prediction is the finished plan's
  * pipeline_s.
  *
  * With vpp > 1 (interleaved-1f1b, zb-v) a rank's chunks are not contiguous. The DP then requires every layer to
@@ -34,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cost/internal.h"
 #include "search/search.h"
 
 enum {
@@ -44,8 +43,6 @@ enum {
   /* TUNING: bounds tried after the least feasible one. On one device type the sum of the stage times hardly
    * depends on the split, so the scan ends after a bound or two; on mixed node groups it takes a few dozen. */
   STAGE_DP_MAX_SCAN = 4096,
-  /* TUNING: plans of the current top_k that the strategy refines; the default top_k is 3. */
-  STAGE_DP_BASES = 8,
 };
 
 typedef struct {
@@ -76,11 +73,11 @@ typedef struct {
 /* The cost of one layer of each block on node group grp's device. */
 static layer_cost *layer_costs(stage_dp *d, arena *a, int grp) {
   if (d->lc[grp]) return d->lc[grp];
-  const graph *g = d->env->g;
+  const graph *g = cost_env_graph(d->env);
   layer_cost *lc = arena_alloc(a, sizeof *lc * (size_t)g->n_blocks);
   bool *used = arena_alloc(a, (size_t)g->n_blocks);
   if (!lc || !used) return NULL;
-  for (int64_t u = 0; u < d->L; u++) used[d->env->unit_block[u]] = true;
+  for (int64_t u = 0; u < d->L; u++) used[cost_env_unit_block(d->env)[u]] = true;
   for (int bi = 0; bi < g->n_blocks; bi++)
     if (used[bi]) lc[bi] = cost_block_on(d->env, grp, &d->p, &d->pg, bi, d->b, d->s);
   return d->lc[grp] = lc;
@@ -107,7 +104,7 @@ static bool spread(const stage_dp *d, int r, int64_t n, int64_t *size) {
   bool empty_ok[PLAN_MAX_CHUNKS];
   for (int j = 0; j < d->v; j++) {
     int64_t c = d->chunk_of[r * d->v + j];
-    empty_ok[j] = d->env->facts.has_layers && (c == 0 || c == n_chunks - 1);
+    empty_ok[j] = cost_env_facts(d->env)->has_layers && (c == 0 || c == n_chunks - 1);
     may_be_empty += empty_ok[j];
     size[j] = n / d->v + (j < n % d->v ? 1 : 0);
   }
@@ -135,7 +132,7 @@ static bool add_spread(stage_dp *d, const layer_cost *lc, int blk, int r, int64_
 /* Fills the stage tables. */
 static ap_status build_table(stage_dp *d, arena *a, double mem_fraction) {
   const cost_env *env = d->env;
-  bool layers = env->facts.has_layers;
+  bool layers = cost_env_facts(env)->has_layers;
   for (int r = 0; r < d->pp; r++) {
     double cap = 0;
     int grp = cost_rank_group(env, &d->p, r, &cap);
@@ -149,7 +146,7 @@ static ap_status build_table(stage_dp *d, arena *a, double mem_fraction) {
     if (d->v > 1) {
       for (int64_t n = 0; n <= d->L; n++) {
         rank_cost R = {0};
-        if (add_spread(d, lc, env->unit_block[0], r, n, &R)) stage_eval(d, r, R, &extras, limit, &t[n], &z[n]);
+        if (add_spread(d, lc, cost_env_unit_block(env)[0], r, n, &R)) stage_eval(d, r, R, &extras, limit, &t[n], &z[n]);
       }
       continue;
     }
@@ -160,7 +157,7 @@ static ap_status build_table(stage_dp *d, arena *a, double mem_fraction) {
       double act = 0;
       for (int64_t k = i; k <= d->L; k++) {
         if (k > i)
-          cost_rank_add_layer(env, &d->p, &lc[env->unit_block[k - 1]], plan_layer_recomputes(&d->p, r, k - 1 - i), &acc,
+          cost_rank_add_layer(env, &d->p, &lc[cost_env_unit_block(env)[k - 1]], plan_layer_recomputes(&d->p, r, k - 1 - i), &acc,
                               &act);
         if (k == i && !may_be_empty) continue;
         rank_cost R = acc;
@@ -270,7 +267,7 @@ static double predict(stage_dp *d, arena *a, const plan *q) {
     if (!lc) return INFINITY;
     double act = 0;
     for (int64_t i = 0; i < chunk_layers[c]; i++, unit++)
-      cost_rank_add_layer(env, q, &lc[env->unit_block[unit]], plan_layer_recomputes(q, c, i), &rc[r], &act);
+      cost_rank_add_layer(env, q, &lc[cost_env_unit_block(env)[unit]], plan_layer_recomputes(q, c, i), &rc[r], &act);
     cost_rank_end_chunk(&rc[r], act);
   }
   for (int r = 0; r < d->pp; r++) {
@@ -284,7 +281,7 @@ static double predict(stage_dp *d, arena *a, const plan *q) {
 
 ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, const plan *base, double mem_fraction,
                                 plan *out, double *pipeline_s) {
-  ap_status st = plan_validate(ctx, base, env->g, env->hc->n_devices, "stage DP");
+  ap_status st = plan_validate(ctx, base, cost_env_graph(env), cost_env_cluster(env)->n_devices, "stage DP");
   if (st) return st;
   stage_dp *d = arena_alloc(a, sizeof *d);
   if (!d) return ctx_fail(ctx, AP_NOMEM, "out of memory");
@@ -293,10 +290,10 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
   if (d->p.n_chunk_recompute > 0) d->p.n_chunk_recompute = 0; /* counts per chunk belong to the old split */
   d->pp = (int)base->pp;
   d->v = (int)base->vpp;
-  d->L = env->n_layers;
+  d->L = cost_env_n_layers(env);
   d->w = (size_t)d->L + 1;
   d->b = (double)base->micro_batch_size;
-  d->s = (double)(base->seq_length > 0 ? base->seq_length : env->g->default_seq);
+  d->s = (double)(base->seq_length > 0 ? base->seq_length : cost_env_graph(env)->default_seq);
   /* The closed forms of cost/schedule.c as A·max + B·(sum of z, less the largest when excl). */
   double m = (double)base->n_micro_batches;
   switch (base->schedule) {
@@ -322,7 +319,7 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
   }
   if (d->v > 1)
     for (int64_t u = 1; u < d->L; u++)
-      if (env->unit_block[u] != env->unit_block[0])
+      if (cost_env_unit_block(env)[u] != cost_env_unit_block(env)[0])
         return ctx_fail(ctx, AP_UNSUPPORTED, "stage DP: interleaving needs layers of one block");
   d->row = d->v > 1 ? d->w : d->w * d->w;
   if ((double)d->pp * (double)d->row > STAGE_DP_MAX_TABLE)
@@ -387,36 +384,28 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
 /* ---- The strategy ---- */
 
 static bool stage_dp_applies(const search_run *sr) {
-  return !search_opts_fixes(search_options(sr), SEARCH_BIT_SPLIT) && search_env(sr)->n_layers >= 2;
+  return !search_opts_fixes(search_options(sr), PLAN_F_STAGE_LAYERS) && cost_env_n_layers(search_env(sr)) >= 2;
 }
 
-static ap_status stage_dp_run(search_run *sr) {
-  const cost_env *env = search_env(sr);
-  const search_opts *opts = search_options(sr);
-  plan bases[STAGE_DP_BASES];
-  double base_s[STAGE_DP_BASES];
-  int n_bases = 0;
-  for (const search_result *r; n_bases < STAGE_DP_BASES && (r = search_best(sr, n_bases)); n_bases++) {
-    bases[n_bases] = r->p;
-    base_s[n_bases] = r->r.pipeline_s;
-  }
+/* One base of the ranked pool: its split made optimal, offered when faster. */
+static ap_status refine_one(search_run *sr, const search_result *base, void *user) {
+  (void)user;
+  if (plan_n_chunks(&base->p) < 2) return AP_OK;
   ap_ctx scratch;
   memset(&scratch, 0, sizeof scratch);
-  for (int i = 0; i < n_bases && !search_should_stop(sr); i++) {
-    search_progress(sr, (double)i / n_bases);
-    if (plan_n_chunks(&bases[i]) < 2) continue;
-    plan q;
-    double q_s = INFINITY;
-    ap_status st = search_stage_dp_split(&scratch, search_arena(sr), env, &bases[i], opts->max_mem_fraction, &q, &q_s);
-    if (st == AP_NOMEM) return st;
-    /* Only a faster split is news: the base's own split is among the DP's, so a tie is the base again. */
-    if (st || !(q_s < base_s[i] * (1 - 1e-9))) continue;
-    st = search_offer(sr, &q, NULL);
-    if (st == AP_CANCELLED) return AP_OK;
-    if (st && st != AP_INVALID) return st;
-  }
-  return AP_OK;
+  plan q;
+  double q_s = INFINITY;
+  ap_status st = search_stage_dp_split(&scratch, search_arena(sr), search_env(sr), &base->p,
+                                       search_options(sr)->max_mem_fraction, &q, &q_s);
+  if (st == AP_NOMEM) return st;
+  /* Only a faster split is news: the base's own split is among the DP's, so a tie is the base again. */
+  if (st || !(q_s < base->r.pipeline_s * (1 - 1e-9))) return AP_OK;
+  st = search_offer(sr, &q, NULL);
+  plan_free(&q);
+  return st;
 }
+
+static ap_status stage_dp_run(search_run *sr) { return search_refine_best(sr, SEARCH_REFINE_K, refine_one, NULL); }
 
 const search_strategy search_stage_dp = {
     .name = "stage-dp",

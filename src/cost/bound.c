@@ -1,0 +1,84 @@
+/* Lower bounds of the cost model's formulas (cost layer); see bound.h for what each bounds and the test that
+ * holds it to its formula. The derivations are written beside each bound. */
+#include <math.h>
+
+#include "cost/bound.h"
+
+/* Each rank's time t_r (forward + backward of one micro-batch) is at least the sum of its chunks, so
+ * sum t >= S and max t >= S/pp; in schedule.c's closed forms:
+ *  - 1F1B, GPipe: sum + (m-1)·max >= (m + pp - 1)·S/pp;
+ *  - interleaved over v chunks: m·max + (sum - max)/v = (m - 1/v)·max + sum/v >= (m + (pp-1)/v)·S/pp;
+ *  - zero bubble: m·max + (sum z - max z)/k with z_r = max(0, t_r - c·w_r), k = 1, c = 2 for zb-h1 and
+ *    k = 2, c = 3 for zb-v (schedule.c writes zb-v's z with the 1/2 inside), and sum w = W: z_r >= t_r - c·w_r
+ *    and max z <= max t, so sum z - max z >= S - c·W - max t, and the time is at least
+ *    m·max + (S - c·W - max)/k = (m - 1/k)·max + (S - c·W)/k >= (m - 1/k)·S/pp + (S - c·W)/k; it is also at
+ *    least m·max >= m·S/pp since sum z - max z >= 0.
+ * The data-parallel synchronisation and the optimizer step only add. */
+double cost_bound_pipeline_s(plan_schedule s, int64_t vpp, double m, double pp, double S, double W) {
+  double avg = S / pp;
+  switch (s) {
+  case PLAN_SCHED_GPIPE:
+  case PLAN_SCHED_1F1B: return (m + pp - 1) * avg;
+  case PLAN_SCHED_INTERLEAVED_1F1B: return (m + (pp - 1) / (double)vpp) * avg;
+  case PLAN_SCHED_ZB_H1: return fmax(m * avg, (m - 1) * avg + (S - COST_ZB_H1_W_MULT * W));
+  case PLAN_SCHED_ZB_V: return fmax(m * avg, (m - 0.5) * avg + (S - COST_ZB_V_W_MULT * W) / 2);
+  case PLAN_SCHED_COUNT_: break;
+  }
+  return 0;
+}
+
+void cost_param_counts_of(const graph *g, cost_param_counts *out) {
+  *out = (cost_param_counts){0};
+  for (int bi = 0; bi < g->n_blocks; bi++) {
+    const graph_block *blk = &g->blocks[bi];
+    for (int k = 0; k < blk->n_ops; k++) {
+      const graph_op *op = &blk->ops[k];
+      double n = (double)graph_op_params(op) * (double)blk->repeat;
+      if (op->n_experts > 1) out->expert += n;
+      else if (op->tp_split) out->split += n;
+      else out->replicated += n;
+    }
+  }
+}
+
+/* Bytes per parameter of the model states (cost_state_bytes_per_param, the one source memory.c reads too), each
+ * divided over the group that shards it at the stage (cost_state_bytes_zero). The factor 1 - 1e-9 keeps the
+ * bound strictly below rounding of the same sum in memory.c. */
+double cost_bound_states_bytes(const cost_env *env, const cost_param_counts *pc, int64_t tp, int64_t cp, int64_t dp,
+                               int64_t pp, int64_t ep, int64_t etp, int32_t z) {
+  cost_state_bytes sb = cost_state_bytes_per_param(&cost_env_tuning(env)->memory);
+  int64_t e_tp = etp > 0 ? etp : tp;
+  double n_dp = (double)(dp * cp), n_edp = (double)(tp * cp * dp) / (double)(e_tp * ep);
+  if (n_edp < 1) n_edp = 1;
+  double dense = pc->split / (double)tp + pc->replicated, expert = pc->expert / (double)(e_tp * ep);
+  double per_d = cost_state_bytes_zero(&sb, z, n_dp), per_e = cost_state_bytes_zero(&sb, z, n_edp);
+  return (dense * per_d + expert * per_e) / (double)pp * (1 - 1e-9);
+}
+
+void cost_bound_mem_at_zero(const plan *p, const cost_result *r, double *z2_bytes, double *z3_bytes) {
+  double n_dp = (double)(p->dp * p->cp), n_edp = (double)plan_edp(p);
+  double keep = 1 - 1 / fmax(fmax(n_dp, n_edp), 1);
+  double z2 = p->zero_stage >= 3 ? r->peak_mem_bytes : 0, z3 = z2;
+  for (int i = 0; i < r->n_ranks && i < COST_MAX_RANKS; i++) {
+    const cost_mem *mm = &r->mem[i];
+    double grads = p->zero_stage <= 1 ? mm->grads : 0, params = p->zero_stage <= 2 ? mm->params : 0;
+    z2 = fmax(z2, mm->total - grads * keep);
+    z3 = fmax(z3, mm->total - (grads + params) * keep);
+  }
+  *z2_bytes = p->zero_stage >= 2 ? INFINITY : z2;
+  *z3_bytes = z3;
+}
+
+double cost_bound_compute_s(const cost_env *env, plan_precision precision, int64_t gbs, int64_t seq) {
+  const hw_cluster *hc = cost_env_cluster(env);
+  hw_dtype dt = cost_gemm_dtype(precision);
+  double peak = 0;
+  for (int gi = 0; gi < hc->n_groups; gi++) {
+    double pk = hc->groups[gi].device.peak_flop_per_s[dt];
+    if (pk <= 0) pk = hc->groups[gi].device.peak_flop_per_s[HW_DTYPE_BF16];
+    if (pk > peak) peak = pk;
+  }
+  if (!(peak > 0)) return 0;
+  const graph *g = cost_env_graph(env);
+  return 0.5 * (double)gbs * graph_train_flop_per_seq(g, (double)seq, false) / ((double)hc->n_devices * peak);
+}

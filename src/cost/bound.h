@@ -1,0 +1,57 @@
+/* Lower bounds of the cost model's formulas (cost layer), for the searches that prune with them. Each sits
+ * here, beside the formulas it bounds, so that a change to a formula and to its bound is one change; each is
+ * tested against its formula on random plans (tests/test_bound.c: a bound never exceeds the value).
+ *
+ *  - cost_bound_pipeline_s bounds the closed-form pipeline time of schedule.c (hence cost_result.pipeline_s
+ *    and iter_s, which only add to it) from the chunks' summed times, for every split and every saver;
+ *  - cost_bound_states_bytes bounds the peak memory per device (memory.c) by the model states alone;
+ *  - cost_bound_mem_at_zero bounds the peak memory of the same plan at a higher ZeRO stage from an evaluated
+ *    one;
+ *  - cost_bound_compute_s bounds the iteration time of every plan by the model's FLOP over the peak.
+ * Internal header: not installed, not part of the public API. */
+#ifndef AP_COST_BOUND_H
+#define AP_COST_BOUND_H
+
+#include "cost/cost.h"
+
+/* The weight-gradient multiples the zero-bubble closed forms subtract per rank (schedule.c): ZB-H1's bubble
+ * is tf + tb - 2·tw (Qi et al. 2024 §2.1), ZB-V's half-stage fill tf + tb - 3·tw (Qi et al. 2024 §6). The
+ * closed form and its bound read the same constants. */
+#define COST_ZB_H1_W_MULT 2.0
+#define COST_ZB_V_W_MULT 3.0
+
+/* A lower bound of schedule.c's closed-form pipeline time of a plan with schedule s, vpp chunks per rank, m
+ * micro-batches over pp ranks, whose chunks' forward + backward times (recompute and exposed communication
+ * included) sum to S and their weight-gradient parts to W (cost_result.chunk_tf_s + chunk_tb_s, chunk_tw_s).
+ * Valid for every split of the layers; a saver only adds to S and leaves W, so S and W of the least saver
+ * bound every saver. */
+AP_HIDDEN double cost_bound_pipeline_s(plan_schedule s, int64_t vpp, double m, double pp, double S, double W);
+
+/* The model's parameters by how a plan splits them: by tensor parallelism, replicated, routed experts. */
+typedef struct {
+  double split, replicated, expert;
+} cost_param_counts;
+AP_HIDDEN void cost_param_counts_of(const graph *g, cost_param_counts *out);
+
+/* A lower bound of the peak memory per device (cost_result.peak_mem_bytes) of every plan with these degrees
+ * and ZeRO stage: the states of one replica's slice (parameters, gradients at the environment's bytes per
+ * gradient, fp32 master weights and Adam moments), tp and ep applied, ZeRO sharding over dp·cp and edp, averaged
+ * over the pipeline ranks (the fullest rank holds at least the average). */
+AP_HIDDEN double cost_bound_states_bytes(const cost_env *env, const cost_param_counts *pc, int64_t tp, int64_t cp,
+                                         int64_t dp, int64_t pp, int64_t ep, int64_t etp, int32_t zero_stage);
+
+/* Lower bounds of the peak memory of plan p at ZeRO 2 (*z2_bytes) and ZeRO 3 (*z3_bytes), everything else
+ * equal, from its evaluation r at stage 1 or 2 (the optimizer states already sharded, as the grid costs them
+ * first): stage 2 also shards the gradients and stage 3 the parameters over a data-parallel group of at most
+ * max(dp·cp, edp) ranks, so each rank keeps at least its total less those savings. No bound from stage 0,
+ * whose optimizer states a higher stage shards too. INFINITY for *z2_bytes when p is at stage 2 or above. */
+AP_HIDDEN void cost_bound_mem_at_zero(const plan *p, const cost_result *r, double *z2_bytes, double *z3_bytes);
+
+/* Half the model's training FLOP of one iteration over the device count times the fastest device's peak at the
+ * precision: no plan is
+ * faster. TUNING: the half is a margin for efficiency tables (profiles) that may put an op above its nominal
+ * peak; the bound only ends hopeless searches early, so it may be loose. 0 when no peak is known. */
+AP_HIDDEN double cost_bound_compute_s(const cost_env *env, plan_precision precision, int64_t global_batch_size,
+                                      int64_t seq_length);
+
+#endif
