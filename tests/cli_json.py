@@ -298,7 +298,8 @@ case("plan", ["plan", "--model", "llama-3-70b", "--cluster", "h100:64", "--gbs",
      "autopar-search/2", check_plan)
 case("plan --compare", ["plan", "--model", "llama-3-70b", "--cluster", "h100:64", "--gbs", "128", "--seq", "8192", "--top",
                         "1", "--compare", PLAN], "autopar-search/2", check_compare)
-case("plan, nothing fits", ["plan", "--model", "llama-3-70b", "--cluster", "h100:8", "--gbs", "64", "--seq", "4096"],
+case("plan, nothing fits", ["plan", "--model", "llama-3-70b", "--cluster", "h100:8", "--gbs", "64", "--seq", "4096",
+                            "--fix", "offload_optimizer=none,offload_param=none"],
      "autopar-search/2", check_infeasible, want_rc=1)
 case("validate", ["validate", RUNS], "autopar-validate/1", check_validate)
 case("validate --search", ["validate", small, "--search"], "autopar-validate/1", check_validate)
@@ -318,4 +319,41 @@ try:
     report(tag == "autopar-plan/1", "export --format json carries its tag", "format %r" % tag)
 except ValueError as e:
     report(False, "clusters --show / export json parse", str(e))
+def offload_case():
+    """Offload appears only when nothing fits otherwise, and its time is at least the host-link transfer of
+    the states it moves: each iteration the rank's gradient shard goes down and its parameter shard comes up,
+    2 + 2 bytes per parameter of its optimizer shard, over the device's host link (64 GB/s per direction for
+    h100-sxm, data/devices/h100-sxm.json)."""
+    try:
+        a = ["--model", "llama-3-70b", "--cluster", "h100:8", "--gbs", "64", "--seq", "4096"]
+        rc, js, err = run(["plan"] + a + ["--fix", "offload_optimizer=none,offload_param=none", "--json"])
+        if rc != 1 or json.loads(js)["feasible"]:
+            raise Mismatch("without offload something fits (exit %d)" % rc)
+        rc, js, err = run(["plan"] + a + ["--fix", "pp=1", "--top", "1", "--json"])
+        doc = json.loads(js)
+        if rc != 0 or not doc["feasible"]:
+            raise Mismatch("with offload nothing fits (exit %d): %s" % (rc, err))
+        best = doc["plans"][0]
+        opt = best["plan"]["optimizer"]
+        if opt.get("offload_optimizer", "none") == "none":
+            raise Mismatch("the winner does not offload: %s" % best["summary"])
+        rc, js, err = run(["describe", "--model", "llama-3-70b", "--json"])
+        params = json.loads(js)["params_total"]
+        par = best["plan"]["parallel"]
+        shard = params / (par["tp"] * par["dp"])  # a lower bound of the rank's shard (replicated norms add)
+        floor_s = 4.0 * shard / 64e9
+        got = best["time_breakdown_s"]["offload"]
+        if not got >= floor_s:
+            raise Mismatch("offload %.4g s is below the host-link transfer %.4g s" % (got, floor_s))
+        if best["iteration_time_s"] < floor_s:
+            raise Mismatch("the iteration is shorter than the host-link transfer")
+        stage = best["memory"]["stages"][0]
+        if stage["optimizer_bytes"] != 0:
+            raise Mismatch("offloaded optimizer states still count in device memory: %r" % stage["optimizer_bytes"])
+        report(True, "offload: only when nothing fits, at least the host-link transfer (%.3g >= %.3g s)" % (got, floor_s))
+    except (Mismatch, ValueError, KeyError, TypeError, IndexError) as e:
+        report(False, "offload", "%s: %s" % (type(e).__name__, e))
+
+
 precision_case()
+offload_case()

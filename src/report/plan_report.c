@@ -53,7 +53,10 @@ static ap_status fix_one(ap_ctx *ctx, char *pair, ap_plan *ap, unsigned *mask) {
   if (!*value) return ctx_fail(ctx, AP_INVALID, "--fix: %s needs a value (%s=VALUE)", key, key);
   ap_ctx scratch = ctx_child(ctx);
   if (ap_plan_set(&scratch, ap, key, value)) return ctx_fail(ctx, AP_INVALID, "--fix: %s", scratch.error);
-  if (f->flags & PLAN_FF_SEARCHED) *mask |= 1u << f->id;
+  /* The offload fields are not searched, but fixing them (even to none) tells the planner not to turn offload
+   * on when nothing fits (ap_plan_search). */
+  if ((f->flags & PLAN_FF_SEARCHED) || f->id == PLAN_F_OFFLOAD_OPTIMIZER || f->id == PLAN_F_OFFLOAD_PARAM)
+    *mask |= 1u << f->id;
   return AP_OK;
 }
 
@@ -250,7 +253,7 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
   static const plan_offload levels[][2] = {
       {PLAN_OFFLOAD_CPU, PLAN_OFFLOAD_NONE}, {PLAN_OFFLOAD_CPU, PLAN_OFFLOAD_CPU}, {PLAN_OFFLOAD_NVME, PLAN_OFFLOAD_NVME}};
   const hw_node_group *g0 = &hc->groups[0];
-  bool may_offload = so.fixed.offload_optimizer == PLAN_OFFLOAD_NONE && so.fixed.offload_param == PLAN_OFFLOAD_NONE &&
+  bool may_offload = !search_opts_fixes(&so, PLAN_F_OFFLOAD_OPTIMIZER) && !search_opts_fixes(&so, PLAN_F_OFFLOAD_PARAM) &&
                      g0->device.host_link_bw_Bps > 0 && g0->host.mem_bytes > 0 && g0->host.mem_bw_Bps > 0;
   for (size_t lv = 0; st == AP_INFEASIBLE && may_offload && lv < AP_COUNT(levels); lv++) {
     if (levels[lv][0] == PLAN_OFFLOAD_NVME && !(g0->host.nvme_bw_Bps > 0)) break;
