@@ -26,7 +26,8 @@ FUZZ_SECONDS ?= 20
 
 # Optional parts (docs/build.md): each mk/<part>.mk names its sources (PART_SRC_<part>), the compiler flags and
 # libraries its third-party dependency needs (PART_CFLAGS_<part>, PART_LIBS_<part>), its tests (PART_TESTS_<part>)
-# and, where it has them, generated sources and extra programs. A part is compiled into its own static library
+# and, where it has them, generated sources and extra programs (PART_BINS; a program's own sources, PART_PROG_SRC_<part>,
+# are in neither libautopar nor the part's library). A part is compiled into its own static library
 # build/lib/libautopar-<part>.a, never into libautopar; the CLI and the tests link every part that is built and
 # define AP_PART_<PART> so that the CLI adds it to its contexts. CORE_ONLY=1 builds none of them.
 .DEFAULT_GOAL := all
@@ -37,7 +38,7 @@ PARTS    :=
 else
 PARTS    ?= $(PARTS_ALL)
 endif
-PART_SRC_ALL   := $(foreach p,$(PARTS_ALL),$(PART_SRC_$(p)))
+PART_SRC_ALL   := $(foreach p,$(PARTS_ALL),$(PART_SRC_$(p)) $(PART_PROG_SRC_$(p)))
 PART_TESTS_ALL := $(foreach p,$(PARTS_ALL),$(PART_TESTS_$(p)))
 PART_LIBS_A    := $(foreach p,$(PARTS),$(BUILD)/lib/libautopar-$(p).a)
 PART_LDLIBS    := $(foreach p,$(PARTS),$(PART_LIBS_$(p)))

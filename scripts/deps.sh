@@ -6,9 +6,9 @@ need=""
 # python3 runs the Python module's tests; chromium opens the HTML report in the browser test.
 # libonnx-dev ships onnx.proto; protobuf-c-compiler (protoc-c) and libprotobuf-c-dev build the ONNX part (mk/onnx.mk);
 # libonnx-testdata holds the .onnx files the ONNX fuzz seeds were taken from. coinor-libcbc-dev is the "ilp" part's
-# solver (mk/ilp.mk).
+# solver (mk/ilp.mk). OpenMPI and OpenBLAS are the executor part's (mk/exec.mk, docs/executor.md).
 for p in libjansson-dev libcmocka-dev pkg-config clang libclang-rt-14-dev python3 chromium libonnx-dev protobuf-c-compiler \
-  libprotobuf-c-dev libonnx-testdata coinor-libcbc-dev; do
+  libprotobuf-c-dev libonnx-testdata coinor-libcbc-dev libopenmpi-dev openmpi-bin libopenblas-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 [ -z "$need" ] && exit 0

@@ -137,7 +137,7 @@ static const struct {
     {M_LLAMA70, 1, "{'parallel':{'order':['tp','cp','tp','dp','pp']}}", "parallel.order: \"tp\" appears twice"},
     {M_LLAMA70, 1, "{'parallel':{'order':['tp','cp','dp','pp']}}", "parallel.order: expected an array of the 5 axes"},
     {M_LLAMA70, 1, "{'pipeline':{'schedule':'1f1b-interleaved'}}", "pipeline.schedule: expected one of gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v"},
-    {M_LLAMA70, 1, "{'precision':'fp32'}", "precision: expected one of bf16, fp16, fp8, got \"fp32\""},
+    {M_LLAMA70, 1, "{'precision':'fp4'}", "precision: expected one of bf16, fp16, fp8, fp32, got \"fp4\""},
     {M_LLAMA70, 1, "{'format':'autopar-plan/2'}", "format: expected \"autopar-plan/1\""},
     {M_LLAMA70, 1, "{'pipeline':{'stage_layers':[40,-1]}}", "pipeline.stage_layers: [1]: expected an integer in [0, 1000000]"},
     {M_LLAMA70, 1, "[1,2]", "plan.json: a plan must be a JSON object"},

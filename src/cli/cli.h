@@ -44,6 +44,7 @@ int cmd_simulate(ap_ctx *ctx, int argc, char **argv);
 int cmd_export(ap_ctx *ctx, int argc, char **argv);
 int cmd_validate(ap_ctx *ctx, int argc, char **argv);
 int cmd_plan(ap_ctx *ctx, int argc, char **argv);
+int cmd_run(ap_ctx *ctx, int argc, char **argv);
 int cmd_solve(ap_ctx *ctx, int argc, char **argv);
 int cmd_compare_clusters(ap_ctx *ctx, int argc, char **argv);
 

@@ -18,6 +18,7 @@ static const subcommand subcommands[] = {
     {"validate", cmd_validate, "predict measured runs from a CSV file and report the errors"},
     {"export", cmd_export, "write a plan as Megatron-LM arguments, a DeepSpeed or torchtitan config, or JSON"},
     {"calibrate", cmd_calibrate, "fit the cost model's constants to measured runs"},
+    {"run", cmd_run, "train a model under a plan for real (reference executor on MPI, fp32)"},
     {"describe", cmd_describe, "parameters, per-block breakdown and FLOP per token of a model"},
     {"models", cmd_models, "list the built-in model presets"},
     {"clusters", cmd_clusters, "list the built-in cluster presets, or describe one"},

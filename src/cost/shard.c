@@ -6,7 +6,7 @@ hw_dtype cost_gemm_dtype(plan_precision precision) {
   /* The matmuls run in the plan's precision; bf16 for anything else (plan.h: fp8 is fp8 GEMMs with bf16
    * elsewhere, Micikevicius et al. 2022; fp16 is mixed precision with fp16 GEMMs). */
   static const hw_dtype gemm[] = {[PLAN_PREC_BF16] = HW_DTYPE_BF16, [PLAN_PREC_FP16] = HW_DTYPE_FP16,
-                                  [PLAN_PREC_FP8] = HW_DTYPE_FP8};
+                                  [PLAN_PREC_FP8] = HW_DTYPE_FP8, [PLAN_PREC_FP32] = HW_DTYPE_FP32};
   _Static_assert(AP_COUNT(gemm) == PLAN_PREC_COUNT_, "precision table and plan_precision disagree");
   return (unsigned)precision < AP_COUNT(gemm) ? gemm[precision] : HW_DTYPE_BF16;
 }

@@ -105,13 +105,14 @@ typedef enum {
   PLAN_RECOMPUTE_COUNT_
 } plan_recompute;
 
-/* Training precision: bf16 or fp16 mixed precision (fp32 master weights and optimizer states), or fp8 GEMMs
- * within bf16 training (Megatron --bf16 --fp8-format hybrid). Whether the device runs fp8 is the cost
+/* Training precision: bf16 or fp16 mixed precision (fp32 master weights and optimizer states), fp8 GEMMs
+ * within bf16 training (Megatron --bf16 --fp8-format hybrid), or fp32 throughout. Whether the device runs fp8 is the cost
  * model's check, not plan_validate's. */
 #define PLAN_PRECISION_MAP(X) \
   X(BF16, "bf16")             \
   X(FP16, "fp16")             \
-  X(FP8, "fp8")
+  X(FP8, "fp8")               \
+  X(FP32, "fp32") /* fp32 throughout (the reference executor, docs/executor.md) */
 
 typedef enum {
 #define X(e, s) PLAN_PREC_##e,

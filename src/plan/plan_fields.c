@@ -97,7 +97,7 @@ static const plan_field table[] = {
     /* mxfp8 (Blackwell's block-scaled fp8, as runs.csv states it) runs its GEMMs at the fp8 rate, which is
      * what the plan's fp8 means. */
     {PLAN_F_PRECISION, PLAN_FK_ENUM, "", "precision", "precision", "", "precision", M(precision), 0, 0, 0,
-     PLAN_PREC_BF16, ENUM(plan_precision), "mxfp8=fp8", NULL, PLAN_FF_SEARCHED, "bf16, fp16, fp8"},
+     PLAN_PREC_BF16, ENUM(plan_precision), "mxfp8=fp8", NULL, PLAN_FF_SEARCHED, "bf16, fp16, fp8, fp32"},
     {PLAN_F_FUSED_LOSS, PLAN_FK_BOOL, "", "fused_loss", "fused-loss", "", NULL, M(fused_loss), 0, 0, 1, 0, NO_ENUM, "",
      NULL, PLAN_FF_OMIT_DEFAULT, "fused in-place cross entropy (0 or 1)"},
     {PLAN_F_OVERLAP_GRAD_REDUCE, PLAN_FK_BOOL, "overlap", "grad_reduce", "overlap-grad-reduce", "", NULL,

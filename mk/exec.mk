@@ -1,0 +1,34 @@
+# Optional part "exec": the reference training executor (docs/executor.md). Its numerics (src/exec/ex_*.c, fp32 on
+# OpenBLAS) form libautopar-exec.a; the rank program bin/autopar-rank (src/exec/rank*.c, PART_PROG_SRC_exec: in no
+# library) is the only binary that links MPI. `autopar run` (core CLI) launches it through mpirun, so
+# neither bin/autopar nor libautopar links MPI. --as-needed keeps OpenBLAS off binaries that call none of it.
+EXEC_MPI_CFLAGS := $(shell pkg-config --cflags ompi 2>/dev/null)
+EXEC_MPI_LIBS   := $(shell pkg-config --libs ompi 2>/dev/null)
+PART_SRC_exec    := $(sort $(wildcard src/exec/ex_*.c))
+PART_PROG_SRC_exec := $(sort $(wildcard src/exec/rank*.c))
+PART_CFLAGS_exec := $(shell pkg-config --cflags openblas 2>/dev/null) $(EXEC_MPI_CFLAGS)
+PART_LIBS_exec   := -Wl,--as-needed $(shell pkg-config --libs openblas 2>/dev/null)
+PART_TESTS_exec  := tests/test_exec.c tests/test_exec_run.c
+EXEC_RANK_SRC    := $(PART_PROG_SRC_exec)
+ifneq ($(CORE_ONLY),1)
+EXEC_RANK_BIN    := $(dir $(BIN))autopar-rank
+ifeq ($(BIN),)
+EXEC_RANK_BIN    := bin/autopar-rank
+endif
+PART_BINS        += $(EXEC_RANK_BIN)
+EXEC_RANK_OBJ    := $(EXEC_RANK_SRC:%.c=$(BUILD)/obj/%.o)
+$(EXEC_RANK_OBJ): CPPFLAGS += $(PART_CFLAGS_exec)
+$(EXEC_RANK_BIN): $(EXEC_RANK_OBJ) $(BUILD)/lib/libautopar-exec.a $(BUILD)/lib/libautopar.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $(EXEC_RANK_OBJ) $(BUILD)/lib/libautopar-exec.a $(BUILD)/lib/libautopar.a $(LDFLAGS) \
+	  $(EXEC_MPI_LIBS) $(PART_LIBS_exec) $(LDLIBS)
+test: $(EXEC_RANK_BIN)
+endif
+# `make install` puts the rank program where `autopar run` looks for it: PREFIX/libexec/autopar/.
+ifneq ($(CORE_ONLY),1)
+.PHONY: install-exec
+install: install-exec
+install-exec: $(EXEC_RANK_BIN)
+	install -d $(DESTDIR)$(PREFIX)/libexec/autopar
+	install -m 755 $(EXEC_RANK_BIN) $(DESTDIR)$(PREFIX)/libexec/autopar/
+endif

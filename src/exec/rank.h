@@ -1,0 +1,50 @@
+/* The rank program's shared state (exec layer, bin/autopar-rank): what every rank knows about the run, its
+ * place in the plan's device mesh, and the pieces rank.c (setup, the step loop, the result) and rank_pipe.c
+ * (one training step under the plan's pipeline schedule) share; ex_sched.h has the order of pipeline work. Only this program links MPI.
+ * Internal header: not installed, not part of the public API. */
+#ifndef AP_EXEC_RANK_H
+#define AP_EXEC_RANK_H
+
+#include <mpi.h>
+
+#include "exec/ex_sched.h"
+#include "exec/exec.h"
+
+typedef struct {
+  ex_model m;
+  rk_plan p;
+  ex_data data;
+  ex_adamw opt;
+  int rank, world;
+  int pp_rank, dp_rank, tp_rank, cp_rank;
+  int red_rank, red_size; /* place in the gradient-reduction (and ZeRO) group dp·cp, dp_comm */
+  MPI_Comm dp_comm, pp_comm, tp_comm, ep_comm, cp_comm;
+  int64_t *cp_pos;        /* this rank's positions of each sequence under context parallelism (seq/cp of them) */
+  ex_tp tp;       /* this rank's tensor-parallel share and its communication (tp_comm) */
+  float *scratch; /* n_params floats: gradients of what every tensor-parallel rank computes whole, kept from rank 0 */
+  int64_t lo, hi;          /* this rank's parameter range [lo, hi) of the flat buffer */
+  int64_t shard_lo, shard_hi; /* the range whose optimizer state this rank holds (ZeRO >= 1), else [lo, hi) */
+  float *w, *g, *mom, *var;   /* mom and var cover [shard_lo, shard_hi) */
+  int64_t chunk_l0[RK_MAX_CHUNKS]; /* first layer of each chunk */
+} rk_state;
+
+/* Tensor-parallel communication over s->tp_comm (rank.c), the callbacks of ex_tp. */
+void rk_tp_all_reduce(void *user, float *buf, int64_t n);
+void rk_tp_all_gather_seq(void *user, const float *loc, float *full, int64_t B, int64_t S, int64_t H);
+void rk_tp_reduce_scatter_seq(void *user, const float *full, float *loc, int64_t B, int64_t S, int64_t H);
+
+/* Expert-parallel all-to-alls over s->ep_comm (rank.c), the ep callbacks of ex_tp. */
+void rk_ep_counts(void *user, const int64_t *send, int64_t *recv, int64_t n);
+void rk_ep_rows(void *user, const float *send, const int64_t *send_rows, float *recv, const int64_t *recv_rows, int64_t H);
+
+/* Context parallelism (rank.c): rank r's positions (seq/cp), and the gather and reduce-scatter callbacks. */
+void rk_cp_positions(const rk_state *s, int r, int64_t *pos);
+void rk_cp_gather(void *user, const float *loc, float *full, int64_t B, int64_t S, int64_t W);
+void rk_cp_reduce_scatter(void *user, const float *full, float *loc, int64_t B, int64_t S, int64_t W);
+
+/* One training step t (0-based): forward and backward of every micro-batch this rank takes part in under the
+ * schedule, gradients accumulated into s->g. Returns the sum of the token losses this rank computed (last
+ * pipeline stage only; 0 elsewhere), or a negative value on failure with msg filled. */
+double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg);
+
+#endif
