@@ -201,6 +201,7 @@ done <<CASES
 2|estimate --model llama-3-8b --cluster mi300x:8 --gbs 64 --zero 1 --offload-optimizer cpu|offload needs the host side of mi300x
 2|export --plan tests/data/plan_offload_70b.json --format megatron|Megatron-LM has no parameter offload
 2|export --plan tests/data/plan_offload_70b.json --format torchtitan|torchtitan offloads parameters
+0|estimate --model llama-3.1-405b --cluster h100:8 --gbs 8 --seq 4096 --tp 8 --zero 3 --offload-optimizer cpu --offload-param cpu --recompute full|host memory per node for offload: 6804.1 GiB of 2048.0: DOES NOT FIT
 CASES
 # The answer documents (docs/json.md): every --json output parses and carries its format tag, the text output's
 # key figures equal the document's, and numbers are written at full precision (tests/cli_json.py).
