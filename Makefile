@@ -5,6 +5,9 @@
 #   make test       the whole suite (unit tests + CLI tests)
 #   make asan       the suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       each fuzz target for FUZZ_SECONDS (default 20) with clang's libFuzzer
+#   make fuzz-long  each fuzz target for FUZZ_LONG_SECONDS (or FUZZ_LONG_RUNS runs), corpus kept in fuzz/corpus/
+#   make tsan       the API from several threads under ThreadSanitizer
+#   make failing-allocator  every allocation along each command's path failed in turn, under ASan
 #   make example    the main job on a built-in example: plan Llama-3-70B on 64 H100
 #   make bench      benchmarks (not part of the test suite)
 #   make CORE_ONLY=1 ...   the same without the optional parts (below)
@@ -129,21 +132,72 @@ asan:
 	$(MAKE) BUILD=build/asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  LDFLAGS="-fsanitize=address,undefined" BIN=build/asan/bin/autopar test
 
-# Fuzz targets: clang + libFuzzer + ASan/UBSan, each run for FUZZ_SECONDS from a seed corpus in fuzz/seeds/.
-# Targets link every built part (fuzz_onnx needs libautopar-onnx.a and protobuf-c); a part's target needs its part.
+# Fuzz targets: clang + libFuzzer + ASan/UBSan. The library itself is built with -fno-sanitize-recover=all, so
+# undefined behaviour anywhere (not only in the target's own file) stops the fuzzer with a failure. Targets link
+# every built part (fuzz_onnx needs libautopar-onnx.a and protobuf-c); a part's target needs its part. A target
+# whose header names "FUZZ_LINK: FILE…" links those sources too (the CLI parser). Each target starts from its
+# seeds (fuzz/seeds/NAME/) and the committed corpus (fuzz/corpus/NAME/).
 FUZZ_PART_A := $(foreach p,$(PARTS),build/fuzzlib/lib/libautopar-$(p).a)
 FUZZERS     := $(filter-out $(foreach p,$(filter-out $(PARTS),$(PARTS_ALL)),fuzz/fuzz_$(p).c),$(FUZZERS))
 FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L
-fuzz: | $(DEPS)
-	$(MAKE) BUILD=build/fuzzlib CC=clang OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" build/fuzzlib/lib/libautopar.a $(FUZZ_PART_A)
+FUZZ_LIB    := build/fuzzlib/lib/libautopar.a
+FUZZ_LONG_SECONDS ?= 300
+FUZZ_LONG_RUNS    ?= 0
+FUZZ_LONG_MAX_LEN ?= 8192
+.PHONY: fuzz-build fuzz-long tsan failing-allocator
+fuzz-build: | $(DEPS)
+	$(MAKE) BUILD=build/fuzzlib CC=clang OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" $(FUZZ_LIB) $(FUZZ_PART_A)
 	@set -e; for f in $(FUZZERS); do n=$$(basename $$f .c); \
-	  clang $(FUZZ_CFLAGS) -o build/fuzzlib/$$n $$f $(FUZZ_PART_A) build/fuzzlib/lib/libautopar.a $(PART_LDLIBS) -ljansson -lm; \
-	  mkdir -p fuzz/corpus-$$n; \
+	  extra=$$(sed -n 's/^.*FUZZ_LINK: \([^*]*\).*$$/\1/p' $$f); \
+	  clang $(FUZZ_CFLAGS) -o build/fuzzlib/$$n $$f $$extra $(FUZZ_PART_A) $(FUZZ_LIB) $(PART_LDLIBS) -ljansson -lm; done
+
+fuzz: fuzz-build
+	@set -e; for f in $(FUZZERS); do n=$$(basename $$f .c); t=$${n#fuzz_}; \
+	  mkdir -p build/fuzzlib/corpus-$$t fuzz/corpus/$$t; \
 	  echo "fuzz: $$n for $(FUZZ_SECONDS) s"; \
-	  build/fuzzlib/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -print_final_stats=0 \
-	    fuzz/corpus-$$n fuzz/seeds/$${n#fuzz_} 2>build/fuzzlib/$$n.log || { tail -40 build/fuzzlib/$$n.log; exit 1; }; \
+	  build/fuzzlib/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -print_final_stats=0 -artifact_prefix=build/fuzzlib/$$t- \
+	    build/fuzzlib/corpus-$$t fuzz/corpus/$$t fuzz/seeds/$$t 2>build/fuzzlib/$$n.log || { tail -40 build/fuzzlib/$$n.log; exit 1; }; \
 	  grep -E '^(#[0-9]+\s+DONE|Done)' build/fuzzlib/$$n.log | tail -1; \
 	done; echo "fuzz: all targets ran clean"
+
+# The long campaign: every target (or those in FUZZ_TARGETS, names without fuzz_) for FUZZ_LONG_SECONDS, or
+# until FUZZ_LONG_RUNS executions when that is set, one at a time under nice, inputs up to FUZZ_LONG_MAX_LEN
+# bytes (or the "FUZZ_MAX_LEN: N" a target's header names, for slow readers); new inputs go to
+# fuzz/corpus/NAME/, which is then minimised (libFuzzer -merge=1) so the committed corpus stays small. One
+# line per target (executions, coverage, corpus files and bytes) goes to build/fuzzlib/fuzz-long.txt.
+FUZZ_TARGETS ?= $(patsubst fuzz/fuzz_%.c,%,$(FUZZERS))
+fuzz-long: fuzz-build
+	@set -e; failed=""; : >build/fuzzlib/fuzz-long.txt; for t in $(FUZZ_TARGETS); do n=fuzz_$$t; \
+	  mkdir -p fuzz/corpus/$$t build/fuzzlib/min-$$t; rm -rf build/fuzzlib/min-$$t/*; \
+	  echo "fuzz-long: $$n for $(FUZZ_LONG_SECONDS) s (runs cap $(FUZZ_LONG_RUNS))"; \
+	  len=$$(sed -n 's/^.*FUZZ_MAX_LEN: \([0-9]*\).*$$/\1/p' fuzz/$$n.c); len=$${len:-$(FUZZ_LONG_MAX_LEN)}; \
+	  nice -n 10 build/fuzzlib/$$n -max_total_time=$(FUZZ_LONG_SECONDS) -runs=$$( [ $(FUZZ_LONG_RUNS) -gt 0 ] && echo $(FUZZ_LONG_RUNS) || echo -1) \
+	    -max_len=$$len -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=build/fuzzlib/$$t- \
+	    fuzz/corpus/$$t fuzz/seeds/$$t >build/fuzzlib/$$n.long.log 2>&1 || { tail -40 build/fuzzlib/$$n.long.log; failed="$$failed $$t"; }; \
+	  if nice -n 10 build/fuzzlib/$$n -merge=1 -max_len=$$len build/fuzzlib/min-$$t fuzz/corpus/$$t >build/fuzzlib/$$n.merge.log 2>&1; \
+	  then rm -rf fuzz/corpus/$$t && mv build/fuzzlib/min-$$t fuzz/corpus/$$t; else failed="$$failed $$t(merge)"; fi; \
+	  execs=$$(sed -n 's/^stat::number_of_executed_units: *//p' build/fuzzlib/$$n.long.log); \
+	  cov=$$(grep -E '^#[0-9]+' build/fuzzlib/$$n.long.log | tail -1 | sed -n 's/.*cov: \([0-9]*\) ft: \([0-9]*\).*/\1 \2/p'); \
+	  files=$$(ls fuzz/corpus/$$t | wc -l); bytes=$$(cat fuzz/corpus/$$t/* 2>/dev/null | wc -c); \
+	  echo "$$t execs=$$execs cov_ft=\"$$cov\" corpus_files=$$files corpus_bytes=$$bytes" | tee -a build/fuzzlib/fuzz-long.txt; \
+	done; [ -z "$$failed" ] || { echo "fuzz-long: FAILED:$$failed (logs in build/fuzzlib/)"; exit 1; }; \
+	echo "fuzz-long: all targets ran clean"
+
+# ThreadSanitizer: the library and tests/test_threads.c (the API from several threads, one context each)
+# built with clang -fsanitize=thread. A separate build (about a minute), so not part of `make test`.
+TSAN_FLAGS := -O1 -g -fsanitize=thread -fno-omit-frame-pointer
+tsan: | $(DEPS)
+	$(MAKE) BUILD=build/tsan CC=clang OPT="$(TSAN_FLAGS)" build/tsan/lib/libautopar.a
+	clang $(CPPFLAGS) -std=c11 $(TSAN_FLAGS) $(WARN) -Wno-missing-prototypes -o build/tsan/test_threads tests/test_threads.c \
+	  build/tsan/lib/libautopar.a -ljansson -lm -lcmocka -lpthread
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66" build/tsan/test_threads
+
+# The failing-allocator run: tests/test_nomem.c under ASan fails the n-th allocation for every n along each
+# command's path (sampled above 10,000 allocations), checking AP_NOMEM, no leak and no partial file.
+failing-allocator:
+	$(MAKE) BUILD=build/asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	  LDFLAGS="-fsanitize=address,undefined" build/asan/tests/test_nomem
+	AUTOPAR_NOMEM_FULL=1 build/asan/tests/test_nomem
 
 example: $(BIN)
 	$(BIN) plan --model llama-3-70b --cluster dgx-h100:8x8 --gbs 1024 --seq 8192

@@ -2,7 +2,8 @@
  * leave a message in the context; a calibration that reads is written with calib_to_json, which must read
  * back (the file `autopar calibrate` writes is one that --calibration accepts) with the same device types and
  * every constant within the writer's six significant digits, and the tuning of each device type is looked up.
- * Seeds: fuzz/seeds/calibration/. */
+ * Seeds: fuzz/seeds/calibration/.
+ * FUZZ_MAX_LEN: 2048 (fuzz-long: short inputs keep this slow reader at a useful rate) */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>

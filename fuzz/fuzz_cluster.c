@@ -1,7 +1,8 @@
 /* libFuzzer target for the cluster file reader (hw module): arbitrary bytes go to hw_cluster_parse. Whatever
  * the input, the reader must return a status without crashing, leaking or reading out of bounds; when it
  * accepts the input, the description it writes must load back (the description is a cluster file), and the
- * link-level queries must answer for a few group shapes. Run with `make fuzz`; seeds in fuzz/seeds/cluster/. */
+ * link-level queries must answer for a few group shapes. Run with `make fuzz`; seeds in fuzz/seeds/cluster/.
+ * FUZZ_MAX_LEN: 2048 (fuzz-long: short inputs keep this slow reader at a useful rate) */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>

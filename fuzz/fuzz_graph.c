@@ -1,6 +1,7 @@
 /* libFuzzer target for the op-graph JSON reader (src/model/graph_json.c): bytes go through jx_parse and
  * graph_json_read into a fresh arena; a graph that reads is then evaluated (parameters, FLOP, saved bytes)
- * so that the accounting in graph.c also meets whatever the reader accepts. Seeds: fuzz/seeds/graph/. */
+ * so that the accounting in graph.c also meets whatever the reader accepts. Seeds: fuzz/seeds/graph/.
+ * FUZZ_MAX_LEN: 4096 (fuzz-long: room for the minified seeds; short inputs keep this slow reader at a useful rate) */
 #include <stddef.h>
 #include <stdint.h>
 

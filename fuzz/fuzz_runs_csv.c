@@ -1,7 +1,8 @@
 /* libFuzzer target for the runs-table reader (src/report/runs_csv.c): bytes go to runs_parse, the in-memory
  * RFC 4180 reader. A table that reads is checked for the runs.csv columns, and every field of every row goes
  * through the typed getters (integer, number, enum) and runs_fail, so that the message code meets whatever
- * text the reader lets through. Seeds: fuzz/seeds/runs_csv/. */
+ * text the reader lets through. Seeds: fuzz/seeds/runs_csv/.
+ * FUZZ_MAX_LEN: 2048 (fuzz-long: short inputs keep this slow reader at a useful rate) */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -12,7 +12,15 @@
  *    no-op. Strings returned through char ** are heap-allocated and freed by the caller with ap_free().
  *  - Units are in the names: _bytes, _s, _flop, _flop_per_s, _Bps.
  *  - The library never prints, aborts or exits on bad input; logging goes through ap_log_fn.
- *  - Distinct contexts may be used from distinct threads at once; one context is not thread-safe.
+ *  - Every function checks its arguments: a NULL handle, string or output pointer where one is required is
+ *    AP_INVALID with a message naming the function and the argument (functions returning a value return 0,
+ *    "" or NULL instead; *_free(NULL) is a no-op).
+ *  - Thread-safety, per handle type: distinct contexts may be used from distinct threads at once (the
+ *    library has no mutable global state; tests/test_threads.c checks it under ThreadSanitizer). One
+ *    ap_ctx must not be used by two threads at once. An ap_model or ap_cluster is read-only after loading
+ *    and may be shared by threads (each with its own context) once loaded; ap_free/_free it once, when no
+ *    call uses it. An ap_plan is modified by ap_plan_set, ap_estimate, ap_simulate and ap_export (derived
+ *    fields are resolved in place): one thread at a time. ap_search_opts is only read.
  */
 #ifndef AUTOPAR_H
 #define AUTOPAR_H
@@ -77,6 +85,18 @@ typedef int (*ap_progress_fn)(void *user, double fraction, const char *what);
 
 /* Creates a context. Returns NULL only when out of memory. The caller frees it with ap_ctx_free. */
 AP_API ap_ctx *ap_ctx_new(void);
+
+/* A host allocator, with realloc semantics as Lua's lua_Alloc: ptr NULL allocates n_bytes (never 0); n_bytes 0
+ * frees ptr and returns NULL; otherwise resizes ptr to n_bytes. Returns NULL when it cannot allocate. */
+typedef void *(*ap_alloc_fn)(void *user, void *ptr, size_t n_bytes);
+/* Creates a context whose allocations (the context itself, every handle and string made through it) go
+ * through fn. NULL when fn is NULL or fails. Each function taking the context installs fn for the calling
+ * thread; ap_free and the *_free functions release memory through the allocator the calling thread
+ * installed last, so a thread that mixes contexts with different allocators frees each handle after a
+ * call on the context that made it (one allocator per thread or per process needs nothing). Memory that
+ * jansson allocates follows jansson's own json_set_alloc_funcs. When an allocation fails, the call returns
+ * AP_NOMEM, leaves no partial file and leaks nothing. */
+AP_API ap_ctx *ap_ctx_new_with_allocator(ap_alloc_fn fn, void *user);
 AP_API void ap_ctx_free(ap_ctx *ctx);
 
 /* The detail of the most recent failure in this context ("" when none). Owned by the context; valid until
@@ -354,6 +374,36 @@ AP_API ap_status ap_solve_file(ap_ctx *ctx, const char *path, const ap_solve_opt
 
 /* The i-th solve strategy's name and a one-line summary, for help texts; NULL past the last. */
 AP_API const char *ap_solve_strategy_name(size_t i, const char **summary);
+
+/* ---- Op-level plans of general graphs (docs/graph-plan.md) ------------------------------------- */
+
+typedef struct {
+  int64_t global_batch_size; /* required */
+  int64_t seq_length;        /* 0 = the model's */
+  const char *strategies;    /* solve strategies, comma-separated (ilp, elim-dp, greedy, mcmc, mcts, rl, recursive);
+                                NULL = ilp,greedy where the "ilp" part is built, else elim-dp,greedy,mcmc */
+  const char *annotate;      /* "op=S0,R;op2=R,S1": output specs the plan must keep (greedy's seeds); NULL = none */
+  double max_mem_fraction;   /* share of device memory a plan may use; 0 = 1 */
+  double time_budget_s;      /* per solve; 0 = the solve default */
+  int64_t max_evals;         /* per heuristic solve; 0 = the solve default (20,000) */
+  uint64_t seed;             /* default 1 */
+} ap_graph_plan_opts;
+
+AP_API void ap_graph_plan_opts_init(ap_graph_plan_opts *opts);
+/* Nonzero for a model that `autopar plan` plans op by op (an ONNX import). */
+AP_API int ap_model_is_general_graph(const ap_model *model);
+/* Shards every op of the model over a logical mesh of the cluster and writes the plan (JSON format
+ * "autopar-plan/2" with mesh, stages and per-op specs, or a text summary) to *out (free with ap_free).
+ * AP_INVALID on a bad option or annotation (naming the op); AP_INFEASIBLE when nothing fits. */
+AP_API ap_status ap_graph_plan(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
+                               const ap_graph_plan_opts *opts, int format, char **out);
+/* Every search family on the same sharding problem and budget, against the data-parallel and Megatron
+ * baselines (JSON format "autopar-compare-search/1" or a table). */
+AP_API ap_status ap_compare_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
+                                   const ap_graph_plan_opts *opts, int format, char **out);
+/* Each op's legal strategies on the cluster's default mesh (JSON or text). */
+AP_API ap_status ap_describe_sharding(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
+                                      const ap_graph_plan_opts *opts, int format, char **out);
 
 /* ---- Comparing clusters ------------------------------------------------------------------------ */
 

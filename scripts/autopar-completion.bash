@@ -14,7 +14,9 @@ _autopar() {
   cmd=${COMP_WORDS[1]}
   case "$prev" in
   --model) COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" models 2>/dev/null | awk 'NR > 1 {print $1}')" -- "$cur") $(compgen -f -- "$cur")); return 0 ;;
-  --cluster | --show) COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" clusters 2>/dev/null | awk 'NR > 2 {print $1}')" -- "$cur") $(compgen -f -- "$cur")); return 0 ;;
+  --cluster | --show) COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" clusters 2>/dev/null | awk '/^  [a-z0-9]/ && $1 != "name" {print $1}')" -- "$cur") $(compgen -f -- "$cur")); return 0 ;;
+  --format) COMPREPLY=($(compgen -W "megatron deepspeed torchtitan torchtitan-toml json" -- "$cur")); return 0 ;;
+  --strategy) COMPREPLY=($(compgen -W "grid stage-dp layer-dp hetero ilp inter-op elim-dp greedy mcmc mcts rl recursive" -- "$cur")); return 0 ;;
   --plan | --calibration | --compare | --trace | --output | -o | --report | --init | --data | --save | --record) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
   esac
   if [[ "$cur" == -* ]]; then

@@ -23,6 +23,10 @@ printf '{"format": "autopar-stage-problem/1", "n_layers": 1, "n_devices": 2, "n_
 printf '{"format": "autopar-stage-problem/1", "n_layers": 1, "n_devices": 1, "n_micro_batches": 1, "n_configs": 1, "submeshes": [[1, 1]], "stage_cost_s": [[[[1, 2]]]]}' >"$tmp/badstage.json"
 has_ilp=0
 "$bin" solve "$tmp/one.json" >/dev/null 2>&1 && has_ilp=1
+# Cases marked "N+onnx" read the shipped ONNX models and are skipped by a binary built without the onnx part.
+has_onnx=0
+"$bin" describe --model examples/onnx/resnet50.onnx >/dev/null 2>&1 && has_onnx=1
+python3 -c "import json,sys; d=json.load(open('examples/problems/mlp2-4dev.json')); d['nodes'][1]['compute'][3]=1e26; json.dump(d,open(sys.argv[1],'w'))" "$tmp/hugecost.json"
 n=0
 run_case() {
   want_rc=$1
@@ -34,6 +38,13 @@ run_case() {
     want_rc=${want_rc%+ilp}
     if [ "$has_ilp" -eq 0 ]; then
       printf 'ok %d - autopar %s # skipped: no ilp part\n' "$n" "$args"
+      return
+    fi
+    ;;
+  *+onnx)
+    want_rc=${want_rc%+onnx}
+    if [ "$has_onnx" -eq 0 ]; then
+      printf 'ok %d - autopar %s # skipped: no onnx part\n' "$n" "$args"
       return
     fi
     ;;
@@ -152,21 +163,21 @@ done <<CASES
 0+ilp|solve examples/problems/mlp2-4dev.json --json|"status": "optimal", "objective": 8.5, "lower_bound": 8.5
 1+ilp|solve $tmp/overbudget.json --json|"status": "infeasible", "objective": null
 1+ilp|solve $tmp/overbudget.json|the problem has no feasible choice
-0|solve examples/problems/pipeline-4layer.json|inter-op: optimal, objective 9.4500000000000011; 2 stages
+0|solve examples/problems/pipeline-4layer.json|inter-op: optimal, objective 9.45; 2 stages
 0|solve examples/problems/pipeline-4layer.json --json|"stages": [{"first_layer": 0, "last_layer": 1, "submesh": 1, "config": 0}
 1|solve $tmp/nostage.json|no sequence of stages covers the layers on exactly 2 devices
 0|solve examples/problems/mlp2-4dev.json --strategy mcmc --seed 3|mcmc: feasible, objective 8.5
 0|solve examples/problems/mlp2-4dev.json --strategy mcts --evals 500|mcts: feasible, objective 8.5
 0|solve examples/problems/mlp2-4dev.json --strategy rl --time-budget 0.5|rl: feasible, objective 8.5
 0|solve examples/problems/mlp2-4dev.json --strategy recursive --json|"strategy": "recursive", "status": "feasible"
-0|solve examples/problems/mlp2-4dev.json --strategy greedy --annotate '1=0'|greedy: feasible, objective 15.300000000000001; choice 0 0 0 2
+0|solve examples/problems/mlp2-4dev.json --strategy greedy --annotate '1=0'|greedy: feasible, objective 15.3; choice 0 0 0 2
 2|solve examples/problems/mlp2-4dev.json --strategy greedy --annotate '1=7'|--annotate: "1=7": node 1 has 4 strategies
 2|solve examples/problems/mlp2-4dev.json --strategy elim-dp|elim-dp cannot take a memory budget
 0|solve $tmp/one.json --strategy elim-dp --json|"status": "optimal", "objective": 1, "lower_bound": 1
 2|solve examples/problems/mlp2-4dev.json --strategy inter-op|solves stage problems
 2|solve examples/problems/pipeline-4layer.json --strategy mcmc|is a stage problem (use inter-op)
 2|solve examples/problems/mlp2-4dev.json --strategy mcmx|unknown strategy "mcmx" (did you mean mcmc
-2|solve $tmp/badnode.json|badnode.json: nodes[1].compute[0]: must be a number >= 0 or null
+2|solve $tmp/badnode.json|badnode.json: nodes[1].compute[0]: must be a number in [0, 1e18] or null
 2|solve $tmp/cycle.json|cycle.json: nodes[0].follow: the chain of follows from this node is a cycle
 2|solve $tmp/badedge.json|badedge.json: edges[0].cost[1]: must be an array of 1 entries
 2|solve $tmp/badstage.json|badstage.json: stage_cost_s[0][0][0]: must be an array of 1 entries (one per config)
@@ -202,6 +213,23 @@ done <<CASES
 2|export --plan tests/data/plan_offload_70b.json --format megatron|Megatron-LM has no parameter offload
 2|export --plan tests/data/plan_offload_70b.json --format torchtitan|torchtitan offloads parameters
 0|estimate --model llama-3.1-405b --cluster h100:8 --gbs 8 --seq 4096 --tp 8 --zero 3 --offload-optimizer cpu --offload-param cpu --recompute full|host memory per node for offload: 6804.1 GiB of 2048.0: DOES NOT FIT
+0+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy greedy|op-level sharding
+0+onnx|plan --model examples/onnx/vit_b_16.onnx --cluster dgx-h100:4x8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"
+0+onnx|plan --model examples/onnx/unet.onnx --cluster dgx-h100:4x8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"
+0+onnx|plan --model examples/onnx/gpt2_small.onnx --cluster dgx-h100:4x8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"
+0+onnx|plan --model examples/onnx/t5_small.onnx --cluster dgx-h100:4x8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"
+0+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"
+0+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy greedy --annotate /conv1/Conv=R,S0,R,R --json|"name": "/conv1/Conv", "op_type": "Conv", "output_spec": ["R", "S0", "R", "R"]
+2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --annotate nosuch=S0,R|--annotate: the model has no op named "nosuch"
+2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --annotate /conv1/Conv=S0|--annotate: op /conv1/Conv: "S0" is not a spec of its output's 4 dims
+2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --annotate /conv1/Conv=R,R,S0,R|op /conv1/Conv: no legal strategy gives its output the spec R,R,S0,R
+2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy inter-op|"inter-op" is not a sharding strategy of a general graph
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --annotate fc1=S0,R|--annotate applies to general graphs
+0+onnx|describe --model examples/onnx/resnet50.onnx --sharding --cluster dgx-h100:2x8|sharding strategies of resnet50 on a mesh of 2 (network) x 8 (nvlink)
+0+onnx|compare-search --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --time-budget 0.5 --evals 2000|baseline: megatron
+2|compare-search --model llama-3-8b|--model and --cluster are required
+2|compare-search --model llama-3-8b --cluster h100:8 --time-budget never|--time-budget: expected a number of seconds > 0
+2|solve $tmp/hugecost.json|hugecost.json: nodes[1].compute[3]: must be a number in [0, 1e18] or null
 CASES
 # The answer documents (docs/json.md): every --json output parses and carries its format tag, the text output's
 # key figures equal the document's, and numbers are written at full precision (tests/cli_json.py).

@@ -280,6 +280,11 @@ static const struct {
     {"dgx-h100:8x", AP_INVALID, 0, 0, 0, 0, "expected NODESxDEVICES"},
     {"dgx-h100:x8", AP_INVALID, 0, 0, 0, 0, "expected NODESxDEVICES"},
     {"h100:800000000", AP_INVALID, 0, 0, 0, 0, "expected at most"},
+    /* Read values are range-checked before any arithmetic: these overflowed (the suggestion below + dpn) or
+     * printed a wrapped "use … or -9223372036854775808" before. */
+    {"h100:9223372036854775807", AP_INVALID, 0, 0, 0, 0, "h100:9223372036854775807: expected at most 4194304 devices"},
+    {"h100:9223372036854775801", AP_INVALID, 0, 0, 0, 0, "expected at most 4194304 devices"},
+    {"h100:9223372036854775807x8", AP_INVALID, 0, 0, 0, 0, "expected at most 4194304 devices"},
     {":8", AP_INVALID, 0, 0, 0, 0, "expected a preset or device name"},
     {"", AP_INVALID, 0, 0, 0, 0, "expected a preset"},
     {"dgx-h10", AP_NOTFOUND, 0, 0, 0, 0, "unknown cluster or device 'dgx-h10' (did you mean dgx-h100"},
@@ -701,8 +706,8 @@ static void test_api_edges(void **state) {
   char *json = (char *)"x";
   assert_int_equal(ap_cluster_describe_json(ctx, NULL, &json), AP_INVALID);
   assert_null(json);
-  /* A NULL context is allowed: the status still comes back. */
-  assert_int_equal(ap_cluster_load(NULL, "nope", &cl), AP_NOTFOUND);
+  /* A NULL context is an invalid argument, as for every public function (include/autopar.h). */
+  assert_int_equal(ap_cluster_load(NULL, "nope", &cl), AP_INVALID);
   hw_group_link gl;
   assert_int_equal(hw_cluster_level_for_group(ctx, NULL, 1, 1, &gl), AP_INVALID);
 }

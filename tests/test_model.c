@@ -245,6 +245,16 @@ static const struct {
      AP_INVALID, "num_experts_per_tok"},
     {"{\"model_type\":\"llama\",\"hidden_size\":64,\"num_hidden_layers\":100000,\"num_attention_heads\":4,\"vocab_size\":10}",
      AP_INVALID, "num_hidden_layers: expected at most"},
+    /* Range checks come before the defaults computed from read values (ffn = 4·hidden overflowed, and the message
+     * then named intermediate_size with a wrapped product). */
+    {"{\"model_type\":\"llama\",\"hidden_size\":9223372036854775807,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":10}",
+     AP_INVALID, "bad.json: hidden_size: expected at most 16777216, got 9223372036854775807"},
+    {"{\"model_type\":\"falcon\",\"hidden_size\":4611686018427387904,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":10}",
+     AP_INVALID, "bad.json: hidden_size: expected at most 16777216"},
+    {"{\"model_type\":\"deepseek_v3\",\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":10,"
+     "\"kv_lora_rank\":8,\"qk_nope_head_dim\":9223372036854775807,\"qk_rope_head_dim\":9223372036854775807,\"v_head_dim\":8,"
+     "\"n_routed_experts\":4,\"num_experts_per_tok\":2,\"moe_intermediate_size\":16}",
+     AP_INVALID, "qk_nope_head_dim: expected at most 16777216"},
     {"{\"model_type\":\"llama\",\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":10,\"tie_word_embeddings\":1}",
      AP_INVALID, "tie_word_embeddings: expected true or false"},
     {"{\"model_type\":\"llama\",\"hidden_size\":64,\"hidden_size\":65,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":10}",

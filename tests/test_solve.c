@@ -353,11 +353,11 @@ static void test_reader_messages(void **state) {
       {"{\"format\": \"autopar-sharding-problem/1\", \"nodes\": [], \"x\": 1}", "x: unknown field"},
       {"{\"format\": \"autopar-sharding-problem/1\", \"nodes\": []}", "nodes: must list at least one node"},
       {"{\"format\": \"autopar-sharding-problem/1\", \"nodes\": [{\"compute\": [1, \"a\"], \"communication\": [0, 0], \"memory_bytes\": [0, 0]}]}",
-       "nodes[0].compute[1]: must be a number >= 0 or null"},
+       "nodes[0].compute[1]: must be a number in [0, 1e18] or null"},
       {"{\"format\": \"autopar-sharding-problem/1\", \"nodes\": [{\"compute\": [1, 2], \"communication\": [0], \"memory_bytes\": [0, 0]}]}",
        "nodes[0].communication: must have 2 entries"},
       {"{\"format\": \"autopar-sharding-problem/1\", \"nodes\": [{\"compute\": [1], \"communication\": [0], \"memory_bytes\": [-1]}]}",
-       "nodes[0].memory_bytes[0]: must be a number >= 0 or null"},
+       "nodes[0].memory_bytes[0]: must be a number in [0, 1e18] or null"},
       {"{\"format\": \"autopar-sharding-problem/1\", \"nodes\": [{\"compute\": [1], \"communication\": [0], \"memory_bytes\": [0], \"follow\": 3}]}",
        "nodes[0].follow: expected an integer in [0, 0], got 3"},
       {"{\"format\": \"autopar-sharding-problem/1\", \"nodes\": [{\"compute\": [1], \"communication\": [0], \"memory_bytes\": [0], \"follow\": 1},"

@@ -9,14 +9,18 @@ import sys
 import autopar
 
 
+class _BadArgs(Exception):
+    pass
+
+
 def _fields(rest):
-    """Turns the leftover ``--key value`` pairs into plan fields; anything else is an error."""
+    """Turns the leftover ``--key value`` pairs into plan fields; anything else is an error (exit 2)."""
     fields = {}
     i = 0
     while i < len(rest):
         k = rest[i]
         if not k.startswith("--") or i + 1 >= len(rest):
-            raise SystemExit("autopar: unexpected argument %r (plan fields are --key value)" % k)
+            raise _BadArgs("unexpected argument %r (plan fields are --key value)" % k)
         fields[k[2:].replace("-", "_")] = rest[i + 1]
         i += 2
     return fields
@@ -98,11 +102,14 @@ def main(argv=None):
         elif args.command == "models":
             doc = autopar.models()
             if not args.json:
-                doc, text = "\n".join(m["name"] for m in doc), True
+                doc, text = "\n".join(m["name"] for m in doc["models"]), True
         else:
             doc = autopar.clusters()
             if not args.json:
                 doc, text = "\n".join(c["name"] for c in doc["clusters"]), True
+    except _BadArgs as e:
+        print("autopar: %s" % e, file=sys.stderr)
+        return 2
     except autopar.Error as e:
         if e.status == autopar.INFEASIBLE and e.document is not None:
             _print(e.document, not text)

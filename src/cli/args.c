@@ -1,9 +1,11 @@
-/* Option parsing and error printing for the CLI (cli layer). */
+/* Option parsing and error printing for the CLI (cli layer). cli_parse prints one line and returns false on
+ * bad arguments, never exits, so that fuzz/fuzz_cli_opts.c drives it directly. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 
@@ -21,16 +23,63 @@ static bool parse_count(const char *s, int64_t *out) {
   return true;
 }
 
+/* Outputs are the options named "output" and "trace"; every other string option and every positional
+ * argument that names an existing file is an input. An output that is the same file as an input (same
+ * device and inode, whatever the spelling) would destroy that input: refused. */
+/* Where cli_parse's one-line errors go: stderr, or what cli_set_error_stream chose (the fuzz target's sink). */
+static FILE *err_to;
+static FILE *err_stream(void) { return err_to ? err_to : stderr; }
+void cli_set_error_stream(FILE *f) { err_to = f; }
+
+static bool is_output(const cli_opt *o) { return strcmp(o->name, "output") == 0 || strcmp(o->name, "trace") == 0; }
+
+static bool same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino &&
+         S_ISREG(sa.st_mode);
+}
+
+static bool check_outputs(const char *cmd, const cli_opt *opts, int n_opts, const char **positional, int n_pos) {
+  for (int k = 0; k < n_opts; k++) {
+    if (opts[k].kind != OPT_STRING || !is_output(&opts[k])) continue;
+    const char *out = *(const char *const *)opts[k].target;
+    if (!out) continue;
+    for (int j = 0; j < n_opts; j++) {
+      if (j == k || opts[j].kind != OPT_STRING) continue;
+      const char *in = *(const char *const *)opts[j].target;
+      if (in && same_file(out, in)) {
+        fprintf(err_stream(), "autopar %s: --%s %s is also the input --%s; refusing to overwrite an input\n", cmd,
+                opts[k].name, out, opts[j].name);
+        return false;
+      }
+    }
+    for (int j = 0; j < n_pos; j++) {
+      if (same_file(out, positional[j])) {
+        fprintf(err_stream(), "autopar %s: --%s %s is also the input %s; refusing to overwrite an input\n", cmd,
+                opts[k].name, out, positional[j]);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n_opts, const char **positional,
                int n_pos_max, int *n_pos) {
   *n_pos = 0;
+  bool seen[128] = {false}; /* options given so far (a second one is an error, not a silent override) */
+  if (n_opts > (int)(sizeof seen / sizeof seen[0])) {
+    fprintf(err_stream(), "autopar %s: too many options\n", cmd);
+    return false;
+  }
   for (int i = 0; i < argc; i++) {
     const char *arg = argv[i];
     /* "-o FILE" is the one short option, the usual spelling of --output FILE. */
-    if (strcmp(arg, "-o") == 0) arg = "--output";
+    bool short_o = strcmp(arg, "-o") == 0;
+    if (short_o) arg = "--output";
     if (strncmp(arg, "--", 2) != 0 || strcmp(arg, "--") == 0) {
       if (*n_pos >= n_pos_max) {
-        fprintf(stderr, "autopar %s: unexpected argument \"%s\" (see autopar %s --help)\n", cmd, arg, cmd);
+        fprintf(err_stream(), "autopar %s: unexpected argument \"%s\" (see autopar %s --help)\n", cmd, arg, cmd);
         return false;
       }
       positional[(*n_pos)++] = arg;
@@ -44,15 +93,21 @@ bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int 
     memcpy(name, arg, len);
     name[len] = '\0';
     const cli_opt *o = NULL;
+    int o_index = -1;
     for (int k = 0; k < n_opts; k++)
-      if (strcmp(opts[k].name, name + 2) == 0) o = &opts[k];
+      if (strcmp(opts[k].name, name + 2) == 0) o = &opts[k], o_index = k;
     if (!o) {
-      fprintf(stderr, "autopar %s: unknown option %s (see autopar %s --help)\n", cmd, name, cmd);
+      fprintf(err_stream(), "autopar %s: unknown option %s (see autopar %s --help)\n", cmd, name, cmd);
       return false;
     }
+    if (seen[o_index] && strcmp(name, "--help") != 0) {
+      fprintf(err_stream(), "autopar %s: option %s given twice; give it once\n", cmd, name);
+      return false;
+    }
+    seen[o_index] = true;
     if (o->kind == OPT_FLAG) {
       if (eq) {
-        fprintf(stderr, "autopar %s: option %s takes no value\n", cmd, name);
+        fprintf(err_stream(), "autopar %s: option %s takes no value\n", cmd, name);
         return false;
       }
       *(bool *)o->target = true;
@@ -60,17 +115,22 @@ bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int 
     }
     const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
     if (!val) {
-      fprintf(stderr, "autopar %s: option %s needs a value\n", cmd, name);
+      fprintf(err_stream(), "autopar %s: option %s needs a value\n", cmd, name);
       return false;
     }
     if (o->kind == OPT_STRING) {
+      if (!*val) {
+        fprintf(err_stream(), "autopar %s: option %s%s: expected a value, got an empty string\n", cmd, short_o ? "-o/" : "",
+                name);
+        return false;
+      }
       *(const char **)o->target = val;
     } else if (!parse_count(val, (int64_t *)o->target)) {
-      fprintf(stderr, "autopar %s: option %s: expected a positive integer, got \"%s\"\n", cmd, name, val);
+      fprintf(err_stream(), "autopar %s: option %s: expected a positive integer, got \"%s\"\n", cmd, name, val);
       return false;
     }
   }
-  return true;
+  return check_outputs(cmd, opts, n_opts, positional, *n_pos);
 }
 
 void cli_usage(const char *cmd, const char *synopsis, const cli_opt *opts, int n_opts) {
@@ -79,7 +139,8 @@ void cli_usage(const char *cmd, const char *synopsis, const cli_opt *opts, int n
     char left[64];
     snprintf(left, sizeof left, "--%s%s", opts[k].name,
              opts[k].kind == OPT_FLAG ? "" : opts[k].kind == OPT_INT ? " N" : " VALUE");
-    printf("  %-24s %s\n", left, opts[k].help);
+    /* Two spaces at least between an option and its help, so that tools/mkman.sh can tell them apart. */
+    printf("  %-24s%s%s\n", left, strlen(left) >= 24 ? "  " : " ", opts[k].help);
   }
 }
 

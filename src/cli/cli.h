@@ -26,6 +26,8 @@ typedef struct {
  * error and returns false on an unknown option or a bad value. */
 bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n_opts, const char **positional,
                int n_pos_max, int *n_pos);
+/* Sends cli_parse's error lines to f instead of stderr (NULL: stderr again); for fuzz/fuzz_cli_opts.c. */
+void cli_set_error_stream(FILE *f);
 void cli_usage(const char *cmd, const char *synopsis, const cli_opt *opts, int n_opts);
 /* Prints the context's error as "autopar: MESSAGE" and maps the status to an exit code. */
 int cli_fail(ap_ctx *ctx, ap_status st);
@@ -47,6 +49,7 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv);
 int cmd_run(ap_ctx *ctx, int argc, char **argv);
 int cmd_solve(ap_ctx *ctx, int argc, char **argv);
 int cmd_compare_clusters(ap_ctx *ctx, int argc, char **argv);
+int cmd_compare_search(ap_ctx *ctx, int argc, char **argv);
 
 /* Reads a whole file; NULL when it cannot (src/cli/report_out.c). The caller frees it. */
 char *cli_read_file(const char *path);

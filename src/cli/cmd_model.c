@@ -51,20 +51,52 @@ int cmd_clusters(ap_ctx *ctx, int argc, char **argv) {
 }
 
 int cmd_describe(ap_ctx *ctx, int argc, char **argv) {
-  bool json = false, help = false;
-  const char *model = NULL;
-  int64_t seq = 0;
+  bool json = false, help = false, sharding = false;
+  const char *model = NULL, *cluster = NULL;
+  int64_t seq = 0, gbs = 64;
   cli_opt opts[] = {{"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model},
                     {"seq", OPT_INT, "sequence length in tokens (default: the model's, at most 4096)", &seq},
                     {"json", OPT_FLAG, "print JSON (format autopar-describe/1, docs/json.md)", &json},
+                    {"sharding", OPT_FLAG, "list each op's legal sharding strategies on --cluster's mesh", &sharding},
+                    {"cluster", OPT_STRING, "with --sharding: the cluster whose mesh to use (default h100-sxm:8)", &cluster},
+                    {"gbs", OPT_INT, "with --sharding: the global batch (default 64)", &gbs},
                     {"help", OPT_FLAG, "show this help", &help}};
+  enum { N_OPTS = sizeof opts / sizeof opts[0] };
   const char *pos[1];
   int n_pos;
-  if (!cli_parse("describe", argc, argv, opts, 4, pos, 1, &n_pos)) return EXIT_BAD_INPUT;
+  if (!cli_parse("describe", argc, argv, opts, N_OPTS, pos, 1, &n_pos)) return EXIT_BAD_INPUT;
   if (help) {
-    cli_usage("describe", "--model M [--seq S] [--json]\n\nParameters (total and active), a per-block breakdown "
-                          "and FLOP per token.", opts, 4);
+    cli_usage("describe", "--model M [--seq S] [--json] [--sharding [--cluster C] [--gbs N]]\n\nParameters (total "
+                          "and active), a per-block breakdown and FLOP per token; with --sharding each op's legal\n"
+                          "sharding strategies (output, weight and input specs, pending sums, time and memory).",
+              opts, N_OPTS);
     return 0;
+  }
+  if (sharding) {
+    if (!model && n_pos == 1) model = pos[0];
+    if (!model) {
+      fprintf(stderr, "autopar describe: --model is required\n");
+      return EXIT_BAD_INPUT;
+    }
+    ap_graph_plan_opts o;
+    ap_graph_plan_opts_init(&o);
+    o.global_batch_size = gbs;
+    o.seq_length = seq;
+    ap_model *m = NULL;
+    ap_cluster *c = NULL;
+    char *out = NULL;
+    ap_status st = ap_model_load(ctx, model, &m);
+    if (!st) st = ap_cluster_load(ctx, cluster ? cluster : "h100-sxm:8", &c);
+    if (!st) st = ap_describe_sharding(ctx, m, c, &o, json ? AP_OUT_JSON : AP_OUT_TEXT, &out);
+    ap_cluster_free(c);
+    ap_model_free(m);
+    if (st) return cli_fail(ctx, st);
+    cli_print_free(out);
+    return 0;
+  }
+  if (model && n_pos == 1) {
+    fprintf(stderr, "autopar describe: unexpected argument \"%s\" besides --model %s\n", pos[0], model);
+    return EXIT_BAD_INPUT;
   }
   if (!model && n_pos == 1) model = pos[0];
   if (!model) {

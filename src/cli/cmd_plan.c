@@ -26,11 +26,53 @@ static bool parse_double(const char *name, const char *s, double *out) {
   return true;
 }
 
+/* True when the op-level planner takes the request: an ONNX model (by its file name, the model is not loaded
+ * yet), or a strategy list naming a sharding strategy of general graphs. */
+static bool is_graph_plan(const char *model, const char *strategy) {
+  size_t n = strlen(model);
+  if (n > 5 && strcmp(model + n - 5, ".onnx") == 0) return true;
+  static const char *const names[] = {"ilp", "elim-dp", "greedy", "mcmc", "mcts", "rl", "recursive"};
+  for (const char *q = strategy; q && *q;) {
+    const char *end = strchr(q, ',');
+    size_t len = end ? (size_t)(end - q) : strlen(q);
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+      if (strlen(names[i]) == len && strncmp(names[i], q, len) == 0) return true;
+    q += len + (end ? 1 : 0);
+  }
+  return false;
+}
+
+/* `autopar plan` on a general graph: ap_graph_plan (docs/graph-plan.md). */
+static int graph_plan(ap_ctx *ctx, const char *model, const char *cluster, int64_t gbs, int64_t seq, bool json,
+                      const char *strategy, const char *annotate, const char *mem_frac, const char *budget) {
+  ap_graph_plan_opts o;
+  ap_graph_plan_opts_init(&o);
+  o.global_batch_size = gbs;
+  o.seq_length = seq;
+  o.strategies = strategy;
+  o.annotate = annotate;
+  if (!parse_double("--max-mem-fraction", mem_frac, &o.max_mem_fraction) ||
+      !parse_double("--time-budget", budget, &o.time_budget_s))
+    return EXIT_BAD_INPUT;
+  ap_model *m = NULL;
+  ap_cluster *c = NULL;
+  char *out = NULL;
+  ap_status st = ap_model_load(ctx, model, &m);
+  if (!st) st = ap_cluster_load(ctx, cluster, &c);
+  if (!st) st = ap_graph_plan(ctx, m, c, &o, json ? AP_OUT_JSON : AP_OUT_TEXT, &out);
+  if (out) fputs(out, stdout);
+  ap_free(out);
+  int rc = st ? cli_fail(ctx, st) : 0;
+  ap_cluster_free(c);
+  ap_model_free(m);
+  return rc;
+}
+
 int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
   bool json = false, help = false;
   const char *model = NULL, *cluster = NULL, *fix = NULL, *objective = NULL, *mem_frac = NULL, *budget = NULL;
   const char *calibration = NULL, *export_format = NULL, *output = NULL, *compare = NULL, *strategy = NULL;
-  const char *report = NULL, *tokens = NULL, *price = NULL;
+  const char *report = NULL, *tokens = NULL, *price = NULL, *annotate = NULL;
   int64_t gbs = 0, seq = 0, top = 3;
   cli_opt opts[] = {
       {"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model},
@@ -44,6 +86,7 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
       {"max-mem-fraction", OPT_STRING, "share of device memory a plan may use, in (0, 1] (default 1)", &mem_frac},
       {"time-budget", OPT_STRING, "stop searching after this many seconds (default: none)", &budget},
       {"strategy", OPT_STRING, "search strategies to run, comma-separated (default: all that apply)", &strategy},
+      {"annotate", OPT_STRING, "general graphs: output specs to keep, 'op=S0,R;op2=R,S1' (greedy's seeds)", &annotate},
       {"calibration", OPT_STRING, "cost-model constants from `autopar calibrate` (default: built in)", &calibration},
       {"compare", OPT_STRING, "an autopar JSON plan to set beside the winner, breakdowns side by side", &compare},
       {"export", OPT_STRING, "also write the winner as megatron, deepspeed, torchtitan or json (stdout)", &export_format},
@@ -83,6 +126,11 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
   }
   if (top > 1000) {
     fprintf(stderr, "autopar plan: --top: expected at most 1000, got %lld\n", (long long)top);
+    return EXIT_BAD_INPUT;
+  }
+  if (is_graph_plan(model, strategy)) return graph_plan(ctx, model, cluster, gbs, seq, json, strategy, annotate, mem_frac, budget);
+  if (annotate) {
+    fprintf(stderr, "autopar plan: --annotate applies to general graphs (an ONNX model or --strategy ilp, mcmc, ...)\n");
     return EXIT_BAD_INPUT;
   }
   ap_search_opts so;

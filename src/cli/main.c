@@ -23,6 +23,7 @@ static const subcommand subcommands[] = {
     {"models", cmd_models, "list the built-in model presets"},
     {"clusters", cmd_clusters, "list the built-in cluster presets, or describe one"},
     {"solve", cmd_solve, "solve a sharding or stage problem file with one search family (docs/solve.md)"},
+    {"compare-search", cmd_compare_search, "every search family on one general graph against data-parallel and Megatron baselines"},
     {"compare-clusters", cmd_compare_clusters, "plan a model on several clusters and rank them by time and cost"},
 };
 

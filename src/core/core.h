@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "autopar.h"
+#include "core/alloc.h" /* maps malloc & co. to the context's allocator; read it before adding an allocation */
 
 #define AP_HIDDEN __attribute__((visibility("hidden")))
 #define AP_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -38,6 +39,8 @@ struct ap_ctx {
   /* Optional parts the host added (ap_ctx_add_part), borrowed; copied by ctx_child. */
   const ap_part *parts[CTX_MAX_PARTS];
   size_t n_parts;
+  ap_alloc_fn alloc_fn; /* the host's allocator (ap_ctx_new_with_allocator), NULL for libc's; core/alloc.h */
+  void *alloc_user;
 };
 
 /* An optional part (include/autopar.h "Optional parts"): a name and a table of entry points whose type the
@@ -137,6 +140,16 @@ AP_HIDDEN ap_status util_read_file(ap_ctx *ctx, const char *path, char **text_ou
 /* Writes text to path atomically: a temporary file in the same folder, then rename, so that a failure
  * never leaves a partial file. */
 AP_HIDDEN ap_status util_write_file_atomic(ap_ctx *ctx, const char *path, const char *text);
+/* Fails (AP_IO, one line) unless util_write_file_atomic(path) could succeed now: checked before long work. */
+AP_HIDDEN ap_status util_check_writable(ap_ctx *ctx, const char *path);
+/* True when both paths exist and name the same file (an output that is one of the command's inputs). */
+AP_HIDDEN bool util_same_file(const char *a, const char *b);
+/* AP_INVALID naming `what` unless rel is a relative path that stays inside base_dir: no "..", not
+ * absolute, and no symlink that resolves outside it. */
+AP_HIDDEN ap_status util_path_inside(ap_ctx *ctx, const char *base_dir, const char *rel, const char *what);
+/* The lexical half of util_path_inside: NULL when rel is relative without "..", else why not ("is an
+ * absolute path"). */
+AP_HIDDEN const char *util_relpath_problem(const char *rel);
 /* The base name of a path without folders ("a/b/c.json" -> "c.json"). */
 AP_HIDDEN const char *util_basename(const char *path);
 /* True when s ends with suffix. */

@@ -33,6 +33,11 @@ struct ctx_memo {
 };
 
 ap_ctx *ap_ctx_new(void) {
+  mem_enter(NULL); /* libc's allocator; ap_ctx_new_with_allocator (core/alloc.c) takes the host's */
+  return ctx_new_here();
+}
+
+ap_ctx *ctx_new_here(void) {
   ap_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return NULL;
   ctx->log_max = AP_LOG_WARN;
@@ -43,6 +48,7 @@ ap_ctx *ap_ctx_new(void) {
 
 void ap_ctx_free(ap_ctx *ctx) {
   if (!ctx) return;
+  mem_enter(ctx); /* freed with the allocator that made it */
   if (ctx->calibration_free) ctx->calibration_free(ctx->calibration);
   if (ctx->memo_owned) {
     for (memo_entry *e = ctx->memo->head, *next; e; e = next) {
@@ -79,21 +85,28 @@ const char *ap_ctx_error(const ap_ctx *ctx) { return ctx ? ctx->error : ""; }
 ap_status ap_ctx_status(const ap_ctx *ctx) { return ctx ? ctx->status : AP_OK; }
 
 void ap_ctx_set_log(ap_ctx *ctx, ap_log_fn fn, void *user, ap_log_level max_level) {
+  if (!ctx) return;
   ctx->log_fn = fn;
   ctx->log_user = user;
   ctx->log_max = max_level;
 }
 
 void ap_ctx_set_progress(ap_ctx *ctx, ap_progress_fn fn, void *user) {
+  if (!ctx) return;
   ctx->progress_fn = fn;
   ctx->progress_user = user;
 }
 
 ap_status ctx_fail(ap_ctx *ctx, ap_status status, const char *fmt, ...) {
+  /* A failure that an allocation caused is reported as such (core/alloc.h), whatever the caller said. */
+  const char *oom = mem_failed() && status != AP_NOMEM ? "out of memory: " : "";
+  if (mem_failed()) status = AP_NOMEM;
   if (!ctx) return status;
+  size_t skip = strlen(oom);
+  memcpy(ctx->error, oom, skip);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+  vsnprintf(ctx->error + skip, sizeof ctx->error - skip, fmt, ap);
   va_end(ap);
   /* One line: a message must never carry a newline into a log or a terminal. */
   for (char *p = ctx->error; *p; p++)

@@ -9,7 +9,14 @@
 
 ap_status jx_parse(ap_ctx *ctx, const char *file, const char *text, size_t n, json_t **out) {
   json_error_t err;
-  *out = json_loadb(text, n, JSON_REJECT_DUPLICATES, &err);
+  *out = mem_json_loadb(text, n, JSON_REJECT_DUPLICATES, &err); /* json_loadb (core/alloc.h) */
+  /* jansson 2.14's lexer drops a character when its buffer cannot grow (lex_save ignores the failure), so a
+   * parse during which an allocation failed is not trusted (core/alloc.h). */
+  if (*out && mem_failed()) {
+    json_decref(*out);
+    *out = NULL;
+    return ctx_fail(ctx, AP_NOMEM, "%s: out of memory parsing JSON", file);
+  }
   if (!*out) return ctx_fail(ctx, AP_PARSE, "%s:%d:%d: invalid JSON: %s", file, err.line, err.column, err.text);
   return AP_OK;
 }

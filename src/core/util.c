@@ -1,6 +1,13 @@
-/* Small utilities: file reading and atomic writing, name suggestions, number parsing (core layer). */
+/* Small utilities: file reading and atomic writing, name suggestions, number parsing (core layer).
+ *
+ * Files are read only when they are regular files (opened non-blocking, so a FIFO cannot hang a read), and
+ * written through an exclusively created temporary beside the target (see write_target below); the
+ * allocations go through the context's allocator (core/alloc.h). */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,38 +64,70 @@ void util_suggest(const char *name, const char *const *candidates, size_t n, cha
   }
 }
 
+/* Opens path for reading without blocking (a FIFO with no writer would otherwise wait forever) and accepts
+ * only a regular file: a directory, a pipe or a device is refused with a message that says which. */
+static ap_status open_regular(ap_ctx *ctx, const char *path, int *fd_out) {
+  *fd_out = -1;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    if (errno == EISDIR) return ctx_fail(ctx, AP_IO, "%s: is a directory, expected a file", path);
+    return ctx_fail(ctx, AP_IO, "%s: cannot open: %s", path, strerror(errno));
+  }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    ap_status st = ctx_fail(ctx, AP_IO, "%s: cannot open: %s", path, strerror(errno));
+    close(fd);
+    return st;
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    close(fd);
+    if (S_ISDIR(sb.st_mode)) return ctx_fail(ctx, AP_IO, "%s: is a directory, expected a file", path);
+    return ctx_fail(ctx, AP_IO, "%s: is not a regular file (%s), expected a file", path,
+                    S_ISFIFO(sb.st_mode) ? "a pipe" : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device" : "a socket");
+  }
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0) (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  *fd_out = fd;
+  return AP_OK;
+}
+
 ap_status util_read_file(ap_ctx *ctx, const char *path, char **text_out, size_t *n_out) {
-  *text_out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return ctx_fail(ctx, AP_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (text_out) *text_out = NULL;
+  if (!path || !*path || !text_out) return ctx_fail(ctx, AP_INVALID, "util_read_file: expected a file name");
+  int fd;
+  ap_status st = open_regular(ctx, path, &fd);
+  if (st) return st;
   size_t cap = 4096, n = 0;
   char *buf = malloc(cap);
+  bool err = false;
   while (buf) {
     if (n + 1 >= cap) {
       if (cap >= (size_t)1 << 30) {
         free(buf);
-        fclose(f);
+        close(fd);
         return ctx_fail(ctx, AP_IO, "%s: file larger than 1 GiB", path);
       }
       char *p = realloc(buf, cap * 2);
       if (!p) {
         free(buf);
-        fclose(f);
+        close(fd);
         return ctx_fail(ctx, AP_NOMEM, "%s: out of memory reading the file", path);
       }
       buf = p;
       cap *= 2;
     }
-    size_t got = fread(buf + n, 1, cap - n - 1, f);
-    n += got;
-    if (got == 0) break;
+    ssize_t got = read(fd, buf + n, cap - n - 1);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) err = true;
+    if (got <= 0) break;
+    n += (size_t)got;
   }
-  bool err = ferror(f) != 0;
-  fclose(f);
+  int read_errno = errno;
+  close(fd);
   if (!buf) return ctx_fail(ctx, AP_NOMEM, "%s: out of memory reading the file", path);
   if (err) {
     free(buf);
-    return ctx_fail(ctx, AP_IO, "%s: read error", path);
+    return ctx_fail(ctx, AP_IO, "%s: read error: %s", path, strerror(read_errno));
   }
   buf[n] = '\0';
   *text_out = buf;
@@ -96,28 +135,183 @@ ap_status util_read_file(ap_ctx *ctx, const char *path, char **text_out, size_t 
   return AP_OK;
 }
 
-ap_status util_write_file_atomic(ap_ctx *ctx, const char *path, const char *text) {
-  size_t n = strlen(path);
-  char *tmp = malloc(n + 32);
+/* ---- Writing ---------------------------------------------------------------------------------------------- */
+
+/* Where a write to path goes. A regular file (or a name not yet taken) is replaced atomically: the text goes
+ * to a temporary created exclusively (mkstemp: O_CREAT|O_EXCL, a random name, no symlink followed) beside the
+ * file, then renamed over it. A symlink is resolved first, so the file it points to is replaced, not the
+ * link. A non-regular target (a pipe, a terminal, /dev/stdout, "-" for standard output) is written directly,
+ * never replaced. A directory is refused. */
+typedef struct {
+  char *real;   /* the file to replace (path, or a symlink's target); NULL for a direct write */
+  int direct_fd; /* the open target of a direct write, else -1 */
+  bool close_fd; /* direct_fd is ours to close ("-" borrows standard output) */
+  mode_t mode;   /* the mode of the replaced file, 0644 for a new one */
+} write_target;
+
+static ap_status target_open(ap_ctx *ctx, const char *path, write_target *t) {
+  t->real = NULL;
+  t->direct_fd = -1;
+  t->close_fd = false;
+  t->mode = 0644;
+  if (!path || !*path) return ctx_fail(ctx, AP_INVALID, "output: expected a file name, got an empty one");
+  if (strcmp(path, "-") == 0) {
+    t->direct_fd = STDOUT_FILENO;
+    return AP_OK;
+  }
+  struct stat sb;
+  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+    if (S_ISDIR(sb.st_mode)) return ctx_fail(ctx, AP_IO, "%s: cannot write: is a directory", path);
+    /* O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of blocking. */
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+      return ctx_fail(ctx, AP_IO, "%s: cannot write: %s", path,
+                      errno == ENXIO ? "a pipe with no reader" : strerror(errno));
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0) (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    t->direct_fd = fd;
+    t->close_fd = true;
+    return AP_OK;
+  }
+  struct stat lb;
+  if (lstat(path, &lb) == 0 && S_ISLNK(lb.st_mode)) {
+    char *real = realpath(path, NULL); /* libc's allocation: copied, then released with libc's free */
+    if (!real) return ctx_fail(ctx, AP_IO, "%s: cannot write: a symlink to a missing file", path);
+    t->real = strdup(real);
+    mem_free_libc(real);
+  } else {
+    t->real = strdup(path);
+  }
+  if (!t->real) return ctx_fail(ctx, AP_NOMEM, "%s: out of memory", path);
+  if (stat(t->real, &sb) == 0) t->mode = sb.st_mode & 07777;
+  return AP_OK;
+}
+
+/* Creates the temporary beside real: "DIR/.BASE.XXXXXX" with mkstemp. */
+static ap_status temp_create(ap_ctx *ctx, const char *path, const char *real, char **tmp_out, int *fd_out) {
+  *tmp_out = NULL;
+  *fd_out = -1;
+  size_t n = strlen(real);
+  char *tmp = malloc(n + 16);
   if (!tmp) return ctx_fail(ctx, AP_NOMEM, "%s: out of memory", path);
-  snprintf(tmp, n + 32, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
+  const char *slash = strrchr(real, '/');
+  size_t dir_n = slash ? (size_t)(slash - real) + 1 : 0;
+  memcpy(tmp, real, dir_n);
+  snprintf(tmp + dir_n, n + 16 - dir_n, ".%s.XXXXXX", real + dir_n);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
     ap_status st = ctx_fail(ctx, AP_IO, "%s: cannot write: %s", path, strerror(errno));
     free(tmp);
     return st;
   }
-  size_t len = strlen(text);
-  bool ok = fwrite(text, 1, len, f) == len;
-  ok = (fclose(f) == 0) && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    ap_status st = ctx_fail(ctx, AP_IO, "%s: cannot write: %s", path, strerror(errno));
-    remove(tmp);
+  *tmp_out = tmp;
+  *fd_out = fd;
+  return AP_OK;
+}
+
+static bool write_all(int fd, const char *text, size_t len) {
+  while (len > 0) {
+    ssize_t w = write(fd, text, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    text += w;
+    len -= (size_t)w;
+  }
+  return true;
+}
+
+ap_status util_check_writable(ap_ctx *ctx, const char *path) {
+  write_target t;
+  ap_status st = target_open(ctx, path, &t);
+  if (st) return st;
+  if (t.real) {
+    char *tmp = NULL;
+    int fd = -1;
+    st = temp_create(ctx, path, t.real, &tmp, &fd);
+    if (!st) {
+      close(fd);
+      unlink(tmp);
+    }
     free(tmp);
-    return st;
+    if (!st && access(t.real, F_OK) == 0 && access(t.real, W_OK) != 0)
+      st = ctx_fail(ctx, AP_IO, "%s: cannot write: %s", path, strerror(EACCES));
+  }
+  if (t.close_fd) close(t.direct_fd);
+  free(t.real);
+  return st;
+}
+
+ap_status util_write_file_atomic(ap_ctx *ctx, const char *path, const char *text) {
+  if (!text) return ctx_fail(ctx, AP_INVALID, "%s: nothing to write", path ? path : "output");
+  write_target t;
+  ap_status st = target_open(ctx, path, &t);
+  if (st) return st;
+  size_t len = strlen(text);
+  if (!t.real) {
+    bool ok = write_all(t.direct_fd, text, len);
+    int e = errno;
+    if (t.close_fd && close(t.direct_fd) != 0) ok = false;
+    return ok ? AP_OK : ctx_fail(ctx, AP_IO, "%s: cannot write: %s", path, strerror(e));
+  }
+  char *tmp = NULL;
+  int fd = -1;
+  st = temp_create(ctx, path, t.real, &tmp, &fd);
+  if (!st) {
+    bool ok = write_all(fd, text, len) && fchmod(fd, t.mode) == 0;
+    int e = errno;
+    if (close(fd) != 0 && ok) ok = false, e = errno;
+    if (!ok || rename(tmp, t.real) != 0) {
+      if (ok) e = errno;
+      st = ctx_fail(ctx, AP_IO, "%s: cannot write: %s", path, strerror(e));
+      unlink(tmp);
+    }
   }
   free(tmp);
-  return AP_OK;
+  free(t.real);
+  return st;
+}
+
+bool util_same_file(const char *a, const char *b) {
+  if (!a || !b || !*a || !*b) return false;
+  struct stat sa, sb;
+  if (stat(a, &sa) != 0 || stat(b, &sb) != 0) return false;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+const char *util_relpath_problem(const char *rel) {
+  if (!rel || !*rel) return "is empty";
+  if (rel[0] == '/') return "is an absolute path";
+  for (const char *p = rel; *p;) {
+    const char *e = strchr(p, '/');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n == 2 && p[0] == '.' && p[1] == '.') return "leaves the folder (\"..\")";
+    p += n;
+    while (*p == '/') p++;
+  }
+  return NULL;
+}
+
+ap_status util_path_inside(ap_ctx *ctx, const char *base_dir, const char *rel, const char *what) {
+  const char *why = util_relpath_problem(rel);
+  if (why)
+    return ctx_fail(ctx, AP_INVALID, "%s: \"%.200s\" %s; expected a file name inside %s", what, rel ? rel : "", why,
+                    base_dir);
+  /* A symlink inside the folder may still point out of it: compare the resolved paths. */
+  size_t n = strlen(base_dir) + strlen(rel) + 2;
+  char *joined = malloc(n);
+  if (!joined) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  snprintf(joined, n, "%s/%s", base_dir, rel);
+  char *rb = realpath(base_dir, NULL), *rf = realpath(joined, NULL);
+  ap_status st = AP_OK;
+  if (rb && rf) {
+    size_t nb = strlen(rb);
+    if (strncmp(rf, rb, nb) != 0 || (rf[nb] != '/' && rf[nb] != '\0'))
+      st = ctx_fail(ctx, AP_INVALID, "%s: \"%.200s\" resolves outside %s (a symlink); expected a file inside it", what, rel, base_dir);
+  }
+  mem_free_libc(rb); /* realpath's memory is libc's */
+  mem_free_libc(rf);
+  free(joined);
+  return st;
 }
 
 const char *util_basename(const char *path) {
@@ -147,6 +341,9 @@ bool util_parse_i64(const char *s, int64_t *out) {
 }
 
 ap_status ap_write_file(ap_ctx *ctx, const char *path, const char *text) {
-  ctx_clear(ctx);
+  API_ENTER(ctx);
+  if (!ctx) return AP_INVALID;
+  if (!path || !*path) return ctx_fail(ctx, AP_INVALID, "ap_write_file: expected a file name, got %s", path ? "\"\"" : "NULL");
+  if (!text) return ctx_fail(ctx, AP_INVALID, "ap_write_file: %s: text must not be NULL", path);
   return util_write_file_atomic(ctx, path, text);
 }

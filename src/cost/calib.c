@@ -247,6 +247,8 @@ void calib_to_json(const cost_calib *c, const char *fit_summary, strbuf *sb) {
 }
 
 ap_status ap_ctx_set_calibration(ap_ctx *ctx, const char *path) {
+  API_ENTER(ctx);
+  if (!ctx) return AP_INVALID;
   cost_calib *c = NULL;
   if (path && *path) {
     c = malloc(sizeof *c);

@@ -9,7 +9,12 @@
 
 ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, ap_plan *ap, int format,
                       char **out) {
-  *out = NULL;
+  API_ENTER(ctx);
+  if (out) *out = NULL;
+  if (!ctx || !model || !cluster || !ap || !out)
+    return ctx_fail(ctx, AP_INVALID, "%s: ctx, model, cluster, plan and out must not be NULL", "ap_estimate");
+  if (format != AP_OUT_TEXT && format != AP_OUT_JSON)
+    return ctx_fail(ctx, AP_INVALID, "%s: format: expected AP_OUT_TEXT or AP_OUT_JSON, got %d", "ap_estimate", format);
   ctx_clear(ctx);
   cost_env *env = NULL;
   ap_status st = cost_env_new(ctx, model, cluster, NULL, &env);
@@ -27,5 +32,10 @@ ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
   }
   free(r);
   cost_env_free(env);
-  return st;
+  if (!st && mem_failed()) { /* a summary line that fell back to "?" (plan_summary; core/alloc.h) */
+    free(*out);
+    *out = NULL;
+    st = ctx_fail(ctx, AP_NOMEM, "out of memory writing the estimate");
+  }
+  return plan_blame_file(ctx, ap, st);
 }

@@ -4,24 +4,13 @@
  *
  * Shorthands: NAME is a cluster preset or a device (which stands for its default node preset); NAME alone is
  * the preset's node count (1 unless the preset says otherwise); NAME:N is N devices, a whole number of nodes
- * or fewer than one node (then one partial node); NAME:NxG is N nodes of G devices, G at most the preset's. */
+ * or fewer than one node (then one partial node); NAME:NxG is N nodes of G devices, G at most the preset's.
+ * The handle itself is made and freed in cluster_json.c, which calls nothing here (one direction). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hw/hw_json.h"
-
-/* ---- The public handle ---------------------------------------------------------------------------------- */
-
-void ap_cluster_free(ap_cluster *cluster) {
-  if (!cluster) return;
-  arena_free(cluster->arena);
-  free(cluster);
-}
-
-int64_t ap_cluster_n_devices(const ap_cluster *cluster) { return cluster ? cluster->c.n_devices : 0; }
-
-const hw_cluster *hw_cluster_of(const ap_cluster *cluster) { return cluster ? &cluster->c : NULL; }
 
 /* ---- Loading ----------------------------------------------------------------------------------------------- */
 
@@ -58,8 +47,7 @@ static ap_status resolve_preset(ap_ctx *ctx, const char *spec, const char *name,
   return ctx_fail(ctx, AP_NOTFOUND, "unknown cluster or device '%s' (`autopar clusters` lists them)", name);
 }
 
-/* Turns the count part of a shorthand into nodes and devices per node, given the preset's node size. */
-static ap_status parse_count(ap_ctx *ctx, const char *spec, const char *count, const char *preset, int64_t dpn,
+ap_status hw_shorthand_count(ap_ctx *ctx, const char *spec, const char *count, const char *preset, int64_t dpn,
                              int64_t *n_nodes, int64_t *devices_per_node) {
   const char *x = strpbrk(count, "xX*");
   if (x) {
@@ -70,6 +58,8 @@ static ap_status parse_count(ap_ctx *ctx, const char *spec, const char *count, c
         !util_parse_i64(x + 1, &per))
       return ctx_fail(ctx, AP_INVALID, "%s: expected NODESxDEVICES with two positive integers, as in %s:8x8", spec,
                       preset);
+    if (nodes > HW_MAX_DEVICES)
+      return ctx_fail(ctx, AP_INVALID, "%s: expected at most %lld devices", spec, (long long)HW_MAX_DEVICES);
     if (per > dpn)
       return ctx_fail(ctx, AP_INVALID, "%s: %lld devices per node is more than a %s node holds (%lld)", spec,
                       (long long)per, preset, (long long)dpn);
@@ -80,6 +70,9 @@ static ap_status parse_count(ap_ctx *ctx, const char *spec, const char *count, c
     if (!util_parse_i64(count, &devices))
       return ctx_fail(ctx, AP_INVALID, "%s: expected a device count (as in %s:64) or NODESxDEVICES (as in %s:8x%lld)",
                       spec, preset, preset, (long long)dpn);
+    /* Range first, so that the suggestions below (below + dpn) cannot overflow. */
+    if (devices > HW_MAX_DEVICES)
+      return ctx_fail(ctx, AP_INVALID, "%s: expected at most %lld devices", spec, (long long)HW_MAX_DEVICES);
     if (devices < dpn) {
       *n_nodes = 1;
       *devices_per_node = devices;
@@ -117,7 +110,7 @@ static ap_status load_shorthand(ap_ctx *ctx, const char *spec, ap_cluster **out)
   if (st) return st;
   const hw_node_group *g0 = &tmpl->c.groups[0];
   int64_t n_nodes = g0->n_nodes, dpn = g0->devices_per_node;
-  if (colon) st = parse_count(ctx, spec, colon + 1, tmpl->c.name, g0->devices_per_node, &n_nodes, &dpn);
+  if (colon) st = hw_shorthand_count(ctx, spec, colon + 1, tmpl->c.name, g0->devices_per_node, &n_nodes, &dpn);
   json_t *root = st ? NULL
                     : json_pack("{s:s, s:s, s:s, s:I, s:I}", "name", tmpl->c.name, "description", tmpl->c.description,
                                 "node", tmpl->c.name, "n_nodes", (json_int_t)n_nodes, "devices_per_node",
@@ -131,7 +124,8 @@ static ap_status load_shorthand(ap_ctx *ctx, const char *spec, ap_cluster **out)
 }
 
 ap_status ap_cluster_load(ap_ctx *ctx, const char *spec, ap_cluster **out) {
-  if (!out) return ctx_fail(ctx, AP_INVALID, "ap_cluster_load: out must not be NULL");
+  API_ENTER(ctx);
+  if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_cluster_load: ctx and out must not be NULL");
   *out = NULL;
   if (!spec || !*spec)
     return ctx_fail(ctx, AP_INVALID, "cluster: expected a preset (dgx-h100), a shorthand (h100:64, dgx-h100:8x8) "
@@ -217,11 +211,8 @@ ap_status hw_cluster_level_for_group(ap_ctx *ctx, const hw_cluster *c, int64_t s
     return ctx_fail(ctx, AP_INVALID, "level_for_group: stride and size must be >= 1, got %lld and %lld",
                     (long long)stride, (long long)size);
   if (size > c->n_devices / stride)
-    return ctx_fail(ctx, AP_INVALID,
-                    "level_for_group: %lld ranks %lld apart need %lld or more devices, the cluster %s has %lld",
-                    (long long)size, (long long)stride,
-                    (long long)(size <= INT64_MAX / stride ? size * stride : INT64_MAX), c->name,
-                    (long long)c->n_devices);
+    return ctx_fail(ctx, AP_INVALID, "level_for_group: %lld ranks %lld apart do not fit: the cluster %s has %lld devices",
+                    (long long)size, (long long)stride, c->name, (long long)c->n_devices);
   int64_t block = stride * size, n_blocks = c->n_devices / block;
   int last_level = c->n_levels - 1, level = 0;
 

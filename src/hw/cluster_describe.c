@@ -154,6 +154,8 @@ static ap_status take(ap_ctx *ctx, strbuf *sb, char **out) {
 }
 
 ap_status ap_cluster_describe_json(ap_ctx *ctx, const ap_cluster *cluster, char **json_out) {
+  API_ENTER(ctx);
+  if (!ctx) return AP_INVALID;
   if (!json_out) return ctx_fail(ctx, AP_INVALID, "ap_cluster_describe_json: json_out must not be NULL");
   *json_out = NULL;
   if (!cluster) return ctx_fail(ctx, AP_INVALID, "ap_cluster_describe_json: no cluster");
@@ -165,7 +167,7 @@ ap_status ap_cluster_describe_json(ap_ctx *ctx, const ap_cluster *cluster, char 
 /* ---- Preset lists -------------------------------------------------------------------------------------------- */
 
 static void put_aliases(strbuf *sb, const embedded_file *f) {
-  json_t *root = json_loadb(f->text, f->n_bytes, 0, NULL);
+  json_t *root = mem_json_loadb(f->text, f->n_bytes, 0, NULL); /* json_loadb (core/alloc.h) */
   sb_puts(sb, "[");
   size_t i;
   json_t *a;
@@ -239,6 +241,8 @@ static ap_status for_each_preset(ap_ctx *ctx, hw_preset_kind kind, strbuf *sb, p
 }
 
 ap_status ap_clusters_list_json(ap_ctx *ctx, char **json_out) {
+  API_ENTER(ctx);
+  if (!ctx) return AP_INVALID;
   if (!json_out) return ctx_fail(ctx, AP_INVALID, "ap_clusters_list_json: json_out must not be NULL");
   *json_out = NULL;
   strbuf sb = {0};
@@ -289,6 +293,8 @@ static void text_clusters(strbuf *sb, const json_t *doc) {
 }
 
 ap_status ap_clusters_list_text(ap_ctx *ctx, char **text_out) {
+  API_ENTER(ctx);
+  if (!ctx) return AP_INVALID;
   if (!text_out) return ctx_fail(ctx, AP_INVALID, "ap_clusters_list_text: text_out must not be NULL");
   *text_out = NULL;
   char *js = NULL;

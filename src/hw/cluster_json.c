@@ -3,7 +3,9 @@
  * type may start from a preset ("node": "dgx-h100") and override any of its fields. "inter_node" overrides
  * the outermost link level of every group. After reading, the cluster is checked as a whole: the groups
  * agree on the number of levels, domains nest and align with nodes, and the device count stays in range.
- * Everything the cluster keeps is allocated from its arena; nothing else outlives the call. */
+ * Everything the cluster keeps is allocated from its arena; nothing else outlives the call. The public
+ * handle (ap_cluster) is made and freed here; cluster.c (specs, shorthands, rank geometry) calls this file,
+ * never the reverse. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,7 +152,8 @@ static ap_status read_preset_node(const jx_src *s, const char *name, int depth, 
     st = jx_fail(s, "node", "preset '%s' has several node groups; name a preset of one node type", name);
   else
     st = read_node(&ps, root, depth + 1, g);
-  if (!st) hw_preset_name(f, g->node_name, sizeof g->node_name);
+  const char *own = st ? NULL : json_string_value(json_object_get(root, "name")); /* the parsed preset's name */
+  if (!st) snprintf(g->node_name, sizeof g->node_name, "%s", own ? own : "");
   json_decref(root);
   return st;
 }
@@ -402,6 +405,18 @@ static ap_status read_cluster(ap_ctx *ctx, const char *file, json_t *root, arena
                  (long long)c->n_devices, (long long)n_devices);
   return st;
 }
+
+/* ---- The public handle: made here, freed here ---------------------------------------------------------- */
+
+void ap_cluster_free(ap_cluster *cluster) {
+  if (!cluster) return;
+  arena_free(cluster->arena);
+  free(cluster);
+}
+
+int64_t ap_cluster_n_devices(const ap_cluster *cluster) { return cluster ? cluster->c.n_devices : 0; }
+
+const hw_cluster *hw_cluster_of(const ap_cluster *cluster) { return cluster ? &cluster->c : NULL; }
 
 ap_status hw_cluster_from_json(ap_ctx *ctx, const char *file, json_t *root, const char *origin, ap_cluster **out) {
   *out = NULL;

@@ -146,11 +146,16 @@ AP_HIDDEN ap_status hw_device_find(ap_ctx *ctx, const char *name, hw_device *out
 AP_HIDDEN ap_status hw_device_parse(ap_ctx *ctx, const char *file, const char *text, size_t n_bytes,
                                     hw_device *out);
 
-/* ---- clusters (cluster_json.c, cluster.c) ---- */
+/* ---- clusters (cluster_json.c: reading and the handle; cluster.c: specs and rank geometry) ---- */
 /* Parses a cluster file held in memory (docs/formats.md); file names the text in error messages. On
  * success the caller frees *out with ap_cluster_free. */
 AP_HIDDEN ap_status hw_cluster_parse(ap_ctx *ctx, const char *file, const char *text, size_t n_bytes,
                                      ap_cluster **out);
+/* The count part of a shorthand (after the ':' of spec): "N" devices (a whole number of nodes of dpn, or fewer
+ * than one node) or "NxG" nodes of G <= dpn devices, into *n_nodes and *devices_per_node; every value is
+ * range-checked before any arithmetic (at most HW_MAX_DEVICES). preset names the node in messages. */
+AP_HIDDEN ap_status hw_shorthand_count(ap_ctx *ctx, const char *spec, const char *count, const char *preset,
+                                       int64_t dpn, int64_t *n_nodes, int64_t *devices_per_node);
 /* The cluster inside a handle; owned by the handle. */
 AP_HIDDEN const hw_cluster *hw_cluster_of(const ap_cluster *cluster);
 /* The node group that holds a global rank, or NULL when rank is out of range. Owned by the cluster. */

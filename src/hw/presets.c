@@ -1,7 +1,7 @@
 /* The device and cluster presets compiled into the library (the .json files under data/devices/ and data/clusters/):
  * lookup by name or alias and "did you mean" suggestions. A preset is found by reading the "name" and
- * "aliases" of each embedded file; there are a few dozen small files, so no index is kept and nothing here
- * holds state between calls. */
+ * "aliases" of each embedded file (a file whose text lacks the quoted name is skipped unparsed); there are a
+ * few dozen small files, so no index is kept and nothing here holds state between calls. */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -25,7 +25,7 @@ bool hw_preset_is(const embedded_file *f, hw_preset_kind kind) {
 /* Parses a preset quietly: a preset that does not parse is simply not found here (the tests load every
  * preset through the strict reader, so such a file cannot ship). The caller frees the result. */
 static json_t *load_quiet(const embedded_file *f) {
-  return json_loadb(f->text, f->n_bytes, JSON_REJECT_DUPLICATES, NULL);
+  return mem_json_loadb(f->text, f->n_bytes, JSON_REJECT_DUPLICATES, NULL); /* json_loadb (core/alloc.h) */
 }
 
 static bool matches(json_t *root, const char *name) {
@@ -40,13 +40,52 @@ static bool matches(json_t *root, const char *name) {
   return false;
 }
 
+/* The character before text[i], skipping blanks, and its index (-1 when none). */
+static long prev_token(const char *text, long i) {
+  while (--i >= 0 && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) {
+  }
+  return i;
+}
+
+/* Whether the key that ends just before text[i] (at a ':') is `"key"`. */
+static bool key_before(const char *text, long i, const char *key) {
+  size_t n = strlen(key);
+  long q = prev_token(text, i);
+  return q >= (long)n + 1 && text[q] == '"' && strncmp(text + q - (long)n, key, n) == 0 && text[q - (long)n - 1] == '"';
+}
+
+/* Whether the file's text could hold name as its "name" or one of its "aliases": the quoted name appears as
+ * the value of a "name" key or inside an "aliases" array (case-insensitively), or the text has an escape
+ * (then only parsing can tell). An exact filter (it never skips a file that holds the name), so that a lookup
+ * parses one or two presets instead of all of them twice (2 ms per shorthand before). */
+static bool may_hold(const embedded_file *f, const char *name) {
+  size_t n = strlen(name);
+  const char *t = f->text;
+  if (n == 0 || memchr(t, '\\', f->n_bytes)) return true;
+  for (const char *p = t; (p = memchr(p, '"', f->n_bytes - (size_t)(p - t))) != NULL; p++) {
+    size_t left = f->n_bytes - (size_t)(p - t);
+    if (left < n + 2 || strncasecmp(p + 1, name, n) != 0 || p[n + 1] != '"') continue;
+    long q = prev_token(t, (long)(p - t));
+    if (q >= 0 && t[q] == ':' && key_before(t, q, "name")) return true;
+    if (q >= 0 && (t[q] == '[' || t[q] == ',')) {
+      long open = q;
+      while (open >= 0 && t[open] != '[' && t[open] != ']' && t[open] != '{' && t[open] != '}') open--;
+      if (open >= 0 && t[open] == '[') {
+        long colon = prev_token(t, open);
+        if (colon >= 0 && t[colon] == ':' && key_before(t, colon, "aliases")) return true;
+      }
+    }
+  }
+  return false;
+}
+
 const embedded_file *hw_preset_find(hw_preset_kind kind, const char *name) {
   size_t n = 0;
   const embedded_file *files = embedded_files(&n);
   /* Canonical names win over aliases, so that an alias can never shadow another preset's name. */
   for (int pass = 0; pass < 2; pass++) {
     for (size_t i = 0; i < n; i++) {
-      if (!hw_preset_is(&files[i], kind)) continue;
+      if (!hw_preset_is(&files[i], kind) || !may_hold(&files[i], name)) continue;
       json_t *root = load_quiet(&files[i]);
       const char *own = json_string_value(json_object_get(root, "name"));
       bool hit = pass == 0 ? (own && strcasecmp(own, name) == 0) : matches(root, name);

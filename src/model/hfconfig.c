@@ -125,10 +125,23 @@ static ap_status read_arch(jx_src *src, json_t *root, const char *model_type, co
 /* Reads an optional boolean field into *out when present. */
 #define OPT_BOOL(keys, out) \
   do { if ((st = jx_bool(&src, root, keys, false, out, NULL))) return st; } while (0)
+/* Every size is range-checked as it is read (at most HF_SIZE_MAX, tf_config_check's bound), so that the
+ * defaults and sums computed from read values below (ffn = 4·hidden, head_dim = nope + rope …) cannot
+ * overflow and no message shows an overflowed product. */
+#define HF_SIZE_MAX ((int64_t)1 << 24)
+static ap_status hf_size(const jx_src *s, json_t *root, const char *keys, bool required, int64_t min, int64_t *out) {
+  int64_t v = 0;
+  bool found = false;
+  ap_status st = jx_i64(s, root, keys, required, min, INT64_MAX, &v, &found);
+  if (st || !found) return st;
+  if (v > HF_SIZE_MAX) return jx_fail(s, keys, "expected at most %lld, got %lld", (long long)HF_SIZE_MAX, (long long)v);
+  *out = v;
+  return AP_OK;
+}
 #define OPT_I64(keys, min, out) \
-  do { if ((st = jx_i64(&src, root, keys, false, min, INT64_MAX, out, NULL))) return st; } while (0)
+  do { if ((st = hf_size(&src, root, keys, false, min, out))) return st; } while (0)
 #define REQ_I64(keys, out) \
-  do { if ((st = jx_i64(&src, root, keys, true, 1, INT64_MAX, out, NULL))) return st; } while (0)
+  do { if ((st = hf_size(&src, root, keys, true, 1, out))) return st; } while (0)
 
 ap_status hf_config_read(ap_ctx *ctx, const char *file, json_t *root, tf_config *c) {
   jx_src src = {ctx, file, ""};
@@ -168,7 +181,8 @@ ap_status hf_config_read(ap_ctx *ctx, const char *file, json_t *root, tf_config 
   c->mla = fam->mla;
   c->n_parallel_norms = 2;
 
-  REQ_I64("num_hidden_layers|n_layer|num_layers|n_layers", &c->n_layers);
+  if ((st = jx_i64(&src, root, "num_hidden_layers|n_layer|num_layers|n_layers", true, 1, INT64_MAX, &c->n_layers, NULL)))
+    return st;
   REQ_I64("hidden_size|n_embd|d_model", &c->hidden);
   REQ_I64("num_attention_heads|n_head|num_heads|n_heads", &c->heads);
   REQ_I64("vocab_size|padded_vocab_size|n_vocab", &c->vocab);
@@ -250,10 +264,10 @@ ap_status hf_config_read(ap_ctx *ctx, const char *file, json_t *root, tf_config 
   if (c->mla) {
     c->q_lora_rank = 0;
     OPT_I64("q_lora_rank", 0, &c->q_lora_rank);
-    if ((st = jx_i64(&src, root, "kv_lora_rank", true, 1, INT64_MAX, &c->kv_lora_rank, NULL))) return st;
-    if ((st = jx_i64(&src, root, "qk_nope_head_dim", true, 0, INT64_MAX, &c->qk_nope_dim, NULL))) return st;
-    if ((st = jx_i64(&src, root, "qk_rope_head_dim", true, 0, INT64_MAX, &c->qk_rope_dim, NULL))) return st;
-    if ((st = jx_i64(&src, root, "v_head_dim", true, 1, INT64_MAX, &c->v_head_dim, NULL))) return st;
+    if ((st = hf_size(&src, root, "kv_lora_rank", true, 1, &c->kv_lora_rank))) return st;
+    if ((st = hf_size(&src, root, "qk_nope_head_dim", true, 0, &c->qk_nope_dim))) return st;
+    if ((st = hf_size(&src, root, "qk_rope_head_dim", true, 0, &c->qk_rope_dim))) return st;
+    if ((st = hf_size(&src, root, "v_head_dim", true, 1, &c->v_head_dim))) return st;
     c->head_dim = c->qk_nope_dim + c->qk_rope_dim;
     c->head_dim_v = c->v_head_dim;
     c->kv_heads = c->heads;

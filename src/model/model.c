@@ -131,6 +131,8 @@ static size_t preset_names(const char **names, const embedded_file **files, size
 enum { MAX_PRESETS = 256 };
 
 ap_status ap_model_load(ap_ctx *ctx, const char *spec, ap_model **out) {
+  API_ENTER(ctx);
+  if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_model_load: ctx and out must not be NULL");
   *out = NULL;
   ctx_clear(ctx);
   if (!spec || !*spec)
@@ -181,11 +183,11 @@ ap_status ap_model_load(ap_ctx *ctx, const char *spec, ap_model **out) {
                   *sugg ? "; did you mean " : "", sugg);
 }
 
-int64_t ap_model_params_total(const ap_model *m) { return graph_params_total(&m->g); }
-int64_t ap_model_params_active(const ap_model *m) { return graph_params_active(&m->g); }
-const char *ap_model_name(const ap_model *m) { return m->g.name; }
+int64_t ap_model_params_total(const ap_model *m) { return m ? graph_params_total(&m->g) : 0; }
+int64_t ap_model_params_active(const ap_model *m) { return m ? graph_params_active(&m->g) : 0; }
+const char *ap_model_name(const ap_model *m) { return m && m->g.name ? m->g.name : ""; }
 
-const char *ap_model_spec(const ap_model *m) { return m->spec ? m->spec : m->g.name; }
+const char *ap_model_spec(const ap_model *m) { return !m ? "" : m->spec ? m->spec : m->g.name ? m->g.name : ""; }
 
 static const char *const role_names[] = {[BLOCK_EMBED] = "embedding", [BLOCK_LAYER] = "layer", [BLOCK_HEAD] = "head",
                                          [BLOCK_OTHER] = "other"};
@@ -300,12 +302,18 @@ static char *describe_text(const json_t *doc) {
 }
 
 ap_status ap_model_describe_json(ap_ctx *ctx, const ap_model *m, int64_t seq, char **json_out) {
+  API_ENTER(ctx);
+  if (json_out) *json_out = NULL;
+  if (!ctx || !m || !json_out) return ctx_fail(ctx, AP_INVALID, "ap_model_describe_json: ctx, model and json_out must not be NULL");
   jd d;
   describe_doc(&d, m, seq);
   return doc_out(ctx, &d, true, describe_text, json_out);
 }
 
 ap_status ap_model_describe_text(ap_ctx *ctx, const ap_model *m, int64_t seq, char **text_out) {
+  API_ENTER(ctx);
+  if (text_out) *text_out = NULL;
+  if (!ctx || !m || !text_out) return ctx_fail(ctx, AP_INVALID, "ap_model_describe_text: ctx, model and text_out must not be NULL");
   jd d;
   describe_doc(&d, m, seq);
   return doc_out(ctx, &d, false, describe_text, text_out);
@@ -356,12 +364,18 @@ static char *models_text(const json_t *doc) {
 }
 
 ap_status ap_models_list_json(ap_ctx *ctx, char **json_out) {
+  API_ENTER(ctx);
+  if (json_out) *json_out = NULL;
+  if (!ctx || !json_out) return ctx_fail(ctx, AP_INVALID, "ap_models_list_json: ctx and json_out must not be NULL");
   jd d;
   ap_status st = models_doc(ctx, &d);
   return st ? st : doc_out(ctx, &d, true, models_text, json_out);
 }
 
 ap_status ap_models_list_text(ap_ctx *ctx, char **text_out) {
+  API_ENTER(ctx);
+  if (text_out) *text_out = NULL;
+  if (!ctx || !text_out) return ctx_fail(ctx, AP_INVALID, "ap_models_list_text: ctx and text_out must not be NULL");
   jd d;
   ap_status st = models_doc(ctx, &d);
   return st ? st : doc_out(ctx, &d, false, models_text, text_out);

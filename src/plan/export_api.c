@@ -203,6 +203,8 @@ static ap_status prepare(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const 
 }
 
 ap_status ap_export_check(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const char *format) {
+  API_ENTER(ctx);
+  if (!ctx || !ap) return ctx_fail(ctx, AP_INVALID, "ap_export_check: ctx and plan must not be NULL");
   size_t fmt;
   ap_model *owned;
   const graph *g;
@@ -210,24 +212,30 @@ ap_status ap_export_check(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const
   ap_status st = prepare(ctx, model, ap, format, &fmt, &owned, &g, &p);
   if (!st) st = formats[fmt].check(ctx, &p, g);
   ap_model_free(owned);
-  return st;
+  return plan_blame_file(ctx, ap, st);
 }
 
 ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const char *format, char **out) {
-  *out = NULL;
+  API_ENTER(ctx);
+  if (out) *out = NULL;
+  if (!ctx || !ap || !out) return ctx_fail(ctx, AP_INVALID, "ap_export: ctx, plan and out must not be NULL");
   size_t fmt;
   ap_model *owned;
   const graph *g;
   plan p;
   ap_status st = prepare(ctx, model, ap, format, &fmt, &owned, &g, &p);
-  if (st) return st;
+  if (st) return plan_blame_file(ctx, ap, st);
   export_launch l = launch_of(&p);
   strbuf sb = {0};
   st = formats[fmt].write(ctx, &p, g, &l, &sb);
   ap_model_free(owned);
   if (st) {
     sb_free(&sb);
-    return st;
+    return plan_blame_file(ctx, ap, st);
+  }
+  if (mem_failed()) { /* a builder whose buffer failed leaves parts out (core/alloc.h) */
+    sb_free(&sb);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory writing the export");
   }
   *out = sb_take(&sb);
   return *out ? AP_OK : ctx_fail(ctx, AP_NOMEM, "out of memory");

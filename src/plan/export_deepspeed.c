@@ -52,7 +52,7 @@ ap_status deepspeed_can_express(ap_ctx *ctx, const plan *p, const graph *g) {
   if (pipe && p->schedule != PLAN_SCHED_1F1B && p->schedule != PLAN_SCHED_GPIPE)
     return ctx_fail(ctx, AP_UNSUPPORTED,
                     "deepspeed export: DeepSpeed's pipeline engine runs 1F1B with one stage per rank, not %s; "
-                    "re-plan with --schedule 1f1b",
+                    "re-plan with --fix schedule=1f1b",
                     plan_schedule_name(p->schedule));
   if (pipe && p->zero_stage >= 2)
     return unsupported(ctx, "ZeRO-2 and ZeRO-3 are incompatible with DeepSpeed pipeline parallelism "
@@ -164,9 +164,13 @@ ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, const exp
 
   char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   json_decref(root);
-  if (!text) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  /* The setters above ignore jansson's failures; a failed allocation on the way means keys are missing. */
+  if (!text || mem_failed()) {
+    mem_free_json(text);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
   sb_puts(out, text);
   sb_puts(out, "\n");
-  free(text);
+  mem_free_json(text); /* jansson's allocation */
   return AP_OK;
 }

@@ -74,7 +74,7 @@ ap_status megatron_can_express(ap_ctx *ctx, const plan *p, const graph *g) {
   if (p->pp > 1 && (p->schedule == PLAN_SCHED_ZB_H1 || p->schedule == PLAN_SCHED_ZB_V))
     return ctx_fail(ctx, AP_UNSUPPORTED,
                     "megatron export: Megatron-LM has no %s schedule (it runs 1F1B and interleaved 1F1B); "
-                    "re-plan with --schedule 1f1b or interleaved-1f1b",
+                    "re-plan with --fix schedule=1f1b or interleaved-1f1b",
                     plan_schedule_name(p->schedule));
   if (p->recompute == PLAN_RECOMPUTE_OP)
     return unsupported(ctx, "Megatron-LM has no per-op selective checkpointing (recompute \"op\", torchtitan's "

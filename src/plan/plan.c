@@ -18,6 +18,14 @@ static int64_t mul_sat(int64_t a, int64_t b) {
   return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
 }
 
+/* A product for a message: its digits, or "over 2^63" when mul_sat saturated (a message never shows an
+ * overflowed or saturated product as if it were a value). */
+static const char *product_str(int64_t v, char *buf, size_t n) {
+  if (v == INT64_MAX) snprintf(buf, n, "over 2^63");
+  else snprintf(buf, n, "%lld", (long long)v);
+  return buf;
+}
+
 int64_t plan_etp(const plan *p) { return p->etp > 0 ? p->etp : p->tp; }
 
 int64_t plan_edp(const plan *p) {
@@ -238,9 +246,9 @@ static ap_status check_model(ap_ctx *ctx, const plan *p, const plan_model_facts 
    * "world_size is not divisible by expert_tensor_model_pipeline_parallel size"). */
   int64_t etp = plan_etp(p), dense = mul_sat(mul_sat(p->tp, p->cp), p->dp);
   if (plan_edp(p) == 0)
-    return fail(ctx, file, "etp·ep = %lld·%lld = %lld must divide tp·cp·dp = %lld·%lld·%lld = %lld (expert parallel folding)",
-                (long long)etp, (long long)p->ep, (long long)mul_sat(etp, p->ep), (long long)p->tp, (long long)p->cp,
-                (long long)p->dp, (long long)dense);
+    return fail(ctx, file, "etp·ep = %lld·%lld = %s must divide tp·cp·dp = %lld·%lld·%lld = %s (expert parallel folding)",
+                (long long)etp, (long long)p->ep, product_str(mul_sat(etp, p->ep), (char[32]){0}, 32), (long long)p->tp,
+                (long long)p->cp, (long long)p->dp, product_str(dense, (char[32]){0}, 32));
   /* parallel_state.py: "When not using pp-last rank ordering, the data parallel size of the attention and moe
    * layers must be the same", and the pipeline groups of the two meshes must be identical. */
   if (p->pp > 1 && p->order[PLAN_N_ORDER - 1] != PLAN_AXIS_PP && plan_edp(p) != p->dp)
@@ -312,9 +320,9 @@ ap_status plan_validate(ap_ctx *ctx, const plan *p, const graph *g, int64_t n_de
   if ((st = check_ranges(ctx, p, file))) return st;
   int64_t devices = plan_n_devices(p);
   if (n_devices > 0 && devices != n_devices)
-    return fail(ctx, file, "dp·tp·pp·cp = %lld·%lld·%lld·%lld = %lld must equal the cluster's %lld devices",
-                (long long)p->dp, (long long)p->tp, (long long)p->pp, (long long)p->cp, (long long)devices,
-                (long long)n_devices);
+    return fail(ctx, file, "dp·tp·pp·cp = %lld·%lld·%lld·%lld = %s must equal the cluster's %lld devices",
+                (long long)p->dp, (long long)p->tp, (long long)p->pp, (long long)p->cp,
+                product_str(devices, (char[32]){0}, 32), (long long)n_devices);
   plan_model_facts f;
   plan_model_facts_of(g, &f);
   if ((st = check_model(ctx, p, &f, file))) return st;
@@ -323,9 +331,9 @@ ap_status plan_validate(ap_ctx *ctx, const plan *p, const graph *g, int64_t n_de
   /* Megatron arguments.py: num_micro_batches = global_batch_size / (micro_batch_size · dp). */
   int64_t batch = mul_sat(mul_sat(p->micro_batch_size, p->n_micro_batches), p->dp);
   if (batch != p->global_batch_size)
-    return fail(ctx, file, "global_batch_size = %lld must equal micro_batch_size·n_micro_batches·dp = %lld·%lld·%lld = %lld",
+    return fail(ctx, file, "global_batch_size = %lld must equal micro_batch_size·n_micro_batches·dp = %lld·%lld·%lld = %s",
                 (long long)p->global_batch_size, (long long)p->micro_batch_size, (long long)p->n_micro_batches,
-                (long long)p->dp, (long long)batch);
+                (long long)p->dp, product_str(batch, (char[32]){0}, 32));
 
   int64_t seq = p->seq_length > 0 ? p->seq_length : f.default_seq;
   if (f.uses_seq && seq <= 0) return fail(ctx, file, "seq_length must be set: the model has no default sequence length");

@@ -8,6 +8,8 @@
 #include "plan/plan_api.h"
 
 ap_status ap_plan_new(ap_ctx *ctx, ap_plan **out) {
+  API_ENTER(ctx);
+  if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_plan_new: ctx and out must not be NULL");
   *out = calloc(1, sizeof **out);
   if (!*out) return ctx_fail(ctx, AP_NOMEM, "out of memory");
   plan_defaults(&(*out)->p);
@@ -20,8 +22,19 @@ void ap_plan_free(ap_plan *ap) {
   free(ap);
 }
 
+ap_status plan_blame_file(ap_ctx *ctx, const ap_plan *ap, ap_status st) {
+  if ((st != AP_INVALID && st != AP_UNSUPPORTED) || !ctx || !ap || !ap->origin[0] || strncmp(ctx->error, "plan: ", 6) != 0)
+    return st;
+  char msg[sizeof ctx->error];
+  snprintf(msg, sizeof msg, "%s", ctx->error + 6);
+  return ctx_fail(ctx, st, "%s: %s", ap->origin, msg);
+}
+
 ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out) {
+  API_ENTER(ctx);
+  if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_plan_load: ctx and out must not be NULL");
   *out = NULL;
+  if (!path || !*path) return ctx_fail(ctx, AP_INVALID, "ap_plan_load: expected a plan file name");
   json_t *root = NULL;
   ap_status st = jx_load_file(ctx, path, &root);
   if (st) return st;
@@ -36,6 +49,7 @@ ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out) {
     free(ap);
     return st;
   }
+  snprintf(ap->origin, sizeof ap->origin, "%s", path);
   /* A plan file states its degrees and batch in full. */
   ap->dp_set = ap->n_micro_set = ap->gbs_set = true;
   *out = ap;
@@ -43,6 +57,9 @@ ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out) {
 }
 
 ap_status ap_plan_json(ap_ctx *ctx, const ap_plan *ap, char **json_out) {
+  API_ENTER(ctx);
+  if (json_out) *json_out = NULL;
+  if (!ctx || !ap || !json_out) return ctx_fail(ctx, AP_INVALID, "ap_plan_json: ctx, plan and json_out must not be NULL");
   strbuf sb = {0};
   plan_to_json(&ap->p, &sb);
   sb_puts(&sb, "\n");
@@ -61,6 +78,8 @@ void plan_resolve(ap_plan *ap, int64_t n_devices) {
 }
 
 ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *value) {
+  API_ENTER(ctx);
+  if (!ctx || !ap || !key || !value) return ctx_fail(ctx, AP_INVALID, "ap_plan_set: ctx, plan, key and value must not be NULL");
   const plan_field *f = plan_field_find(key);
   if (!f || !f->cli) return ctx_fail(ctx, AP_INVALID, "plan: unknown field \"%s\"", key);
   ap_status st = plan_field_parse(ctx, f, key, value, &ap->p);

@@ -7,10 +7,14 @@
 struct ap_plan {
   plan p;
   bool dp_set, n_micro_set, gbs_set;
+  char origin[256]; /* the file ap_plan_load read, "" otherwise: validation errors name it */
 };
 
 /* Fills the fields the user left to derive: dp = devices / (tp·pp·cp) and the micro-batch count =
  * global batch / (micro-batch · dp), when they divide exactly (plan_validate reports it otherwise). */
 AP_HIDDEN void plan_resolve(ap_plan *ap, int64_t n_devices);
+/* Returns st; when it is a failure whose message blames "plan: " and the plan came from a file, the message
+ * names the file instead ("p.json: dp·tp·pp·cp = … must equal …"). */
+AP_HIDDEN ap_status plan_blame_file(ap_ctx *ctx, const ap_plan *ap, ap_status st);
 
 #endif

@@ -485,7 +485,17 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
 
 ap_status ap_calibrate(ap_ctx *ctx, const char *csv_path, const char *device, const char *out_path, int format,
                        char **out) {
+  API_ENTER(ctx);
+  if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_calibrate: ctx and out must not be NULL");
   *out = NULL;
+  if (!csv_path || !*csv_path) return ctx_fail(ctx, AP_INVALID, "ap_calibrate: expected a runs CSV file name");
+  if (format != AP_OUT_TEXT && format != AP_OUT_JSON)
+    return ctx_fail(ctx, AP_INVALID, "ap_calibrate: format: expected AP_OUT_TEXT or AP_OUT_JSON, got %d", format);
   if (!out_path || !*out_path) return ctx_fail(ctx, AP_INVALID, "calibrate: -o FILE is required");
+  if (util_same_file(csv_path, out_path))
+    return ctx_fail(ctx, AP_INVALID, "%s: the output is the input runs table; write the calibration elsewhere", out_path);
+  /* Before the fit (tens of seconds): an output that cannot be written fails now, with one line. */
+  ap_status wst = util_check_writable(ctx, out_path);
+  if (wst) return wst;
   return calibrate_file(ctx, csv_path, device, out_path, format, 0, out);
 }

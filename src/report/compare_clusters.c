@@ -162,6 +162,8 @@ static void compare_text(strbuf *sb, const json_t *doc) {
 
 ap_status ap_compare_clusters(ap_ctx *ctx, const ap_model *model, const char *clusters, const ap_search_opts *opts,
                               const char *tokens_s, const char *prices, int format, char **out) {
+  API_ENTER(ctx);
+  if (out) *out = NULL;
   if (!ctx) return AP_INVALID;
   if (!model || !clusters || !opts || !out)
     return ctx_fail(ctx, AP_INVALID, "ap_compare_clusters: model, clusters, opts and out must not be NULL");

@@ -24,7 +24,7 @@ static void trim(char *s) {
   if (i) memmove(s, s + i, n - i + 1);
 }
 
-static ap_status fix_one(ap_ctx *ctx, char *pair, ap_plan *ap, unsigned *mask) {
+static ap_status fix_one(ap_ctx *ctx, char *pair, ap_plan *ap, unsigned *mask, uint64_t *seen) {
   char *eq = strchr(pair, '=');
   *eq = '\0';
   char *key = pair, *value = eq + 1;
@@ -51,6 +51,9 @@ static ap_status fix_one(ap_ctx *ctx, char *pair, ap_plan *ap, unsigned *mask) {
                     *sugg ? "; did you mean " : "", sugg, *sugg ? "?" : "", list);
   }
   if (!*value) return ctx_fail(ctx, AP_INVALID, "--fix: %s needs a value (%s=VALUE)", key, key);
+  /* One bit per field, so that an alias of a field already given (mbs, micro_batch_size) is a repeat too. */
+  if (*seen >> f->id & 1u) return ctx_fail(ctx, AP_INVALID, "--fix: %s given twice; give each field once", key);
+  *seen |= (uint64_t)1 << f->id;
   ap_ctx scratch = ctx_child(ctx);
   if (ap_plan_set(&scratch, ap, key, value)) return ctx_fail(ctx, AP_INVALID, "--fix: %s", scratch.error);
   /* The offload fields are not searched, but fixing them (even to none) tells the planner not to turn offload
@@ -72,6 +75,8 @@ ap_status plan_fix_parse(ap_ctx *ctx, const char *fix, plan *base, unsigned *mas
   memcpy(buf, fix, n + 1);
   ap_plan ap = {.p = *base};
   ap_status st = AP_OK;
+  uint64_t seen = 0; /* the fields given so far */
+  _Static_assert(PLAN_F_COUNT_ <= 64, "seen holds one bit per field");
   pair[0] = '\0';
   /* Split on commas; a token without '=' continues the value before it. */
   for (char *tok = buf, *next; tok && !st; tok = next) {
@@ -79,7 +84,7 @@ ap_status plan_fix_parse(ap_ctx *ctx, const char *fix, plan *base, unsigned *mas
     next = comma ? comma + 1 : NULL;
     if (comma) *comma = '\0';
     if (strchr(tok, '=')) {
-      if (pair[0]) st = fix_one(ctx, pair, &ap, mask);
+      if (pair[0]) st = fix_one(ctx, pair, &ap, mask, &seen);
       snprintf(pair, n + 1, "%s", tok);
     } else if (pair[0]) {
       size_t len = strlen(pair);
@@ -91,7 +96,7 @@ ap_status plan_fix_parse(ap_ctx *ctx, const char *fix, plan *base, unsigned *mas
       if (*t) st = ctx_fail(ctx, AP_INVALID, "--fix: expected key=value pairs such as tp=8,pp=4, got \"%.64s\"", t);
     }
   }
-  if (!st && pair[0]) st = fix_one(ctx, pair, &ap, mask);
+  if (!st && pair[0]) st = fix_one(ctx, pair, &ap, mask, &seen);
   if (!st) *base = ap.p;
   free(buf);
   free(pair);
@@ -205,8 +210,9 @@ static ap_status build_opts(ap_ctx *ctx, const ap_model *model, const hw_cluster
 
 ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, const ap_search_opts *o,
                          int format, char **out, ap_plan **best) {
+  API_ENTER(ctx);
   if (best) *best = NULL;
-  if (!out) return ctx_fail(ctx, AP_INVALID, "ap_plan_search: out must not be NULL");
+  if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_plan_search: ctx and out must not be NULL");
   *out = NULL;
   if (!model || !cluster || !o) return ctx_fail(ctx, AP_INVALID, "ap_plan_search: model, cluster and opts are required");
   if (format != AP_OUT_TEXT && format != AP_OUT_JSON)
@@ -281,7 +287,9 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
     *out = doc.failed ? NULL : format == AP_OUT_JSON ? jd_dump(&doc) : plan_doc_text(doc.root);
     jd_free(&doc);
     if (!*out) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
-    if (best && *out && st != AP_INFEASIBLE && n > 0) {
+    /* Helpers that write "?" when their buffer fails (plan_report_brief) leave the mark (core/alloc.h). */
+    if (*out && mem_failed()) st = ctx_fail(ctx, AP_NOMEM, "out of memory writing the report");
+    if (best && *out && st != AP_INFEASIBLE && st != AP_NOMEM && n > 0) { /* (plan_copy's status replaces st) */
       ap_plan *bp = calloc(1, sizeof *bp);
       if (!bp) {
         st = ctx_fail(ctx, AP_NOMEM, "out of memory");

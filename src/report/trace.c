@@ -59,6 +59,7 @@ char *report_trace_json(const char *model, const char *cluster, const plan *p, c
 }
 
 ap_status ap_ctx_set_simulate_limit(ap_ctx *ctx, int64_t max_passes) {
+  API_ENTER(ctx);
   if (!ctx) return AP_INVALID;
   if (max_passes < 0) return ctx_fail(ctx, AP_INVALID, "simulate: the pass limit must be >= 0, got %lld", (long long)max_passes);
   ctx->sim_max_passes = max_passes;
@@ -67,7 +68,13 @@ ap_status ap_ctx_set_simulate_limit(ap_ctx *ctx, int64_t max_passes) {
 
 ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, ap_plan *ap,
                       const char *trace_path, int format, char **out) {
-  *out = NULL;
+  API_ENTER(ctx);
+  if (out) *out = NULL;
+  if (!ctx || !model || !cluster || !ap || !out)
+    return ctx_fail(ctx, AP_INVALID, "ap_simulate: ctx, model, cluster, plan and out must not be NULL");
+  if (format != AP_OUT_TEXT && format != AP_OUT_JSON)
+    return ctx_fail(ctx, AP_INVALID, "ap_simulate: format: expected AP_OUT_TEXT or AP_OUT_JSON, got %d", format);
+  if (trace_path && !*trace_path) return ctx_fail(ctx, AP_INVALID, "ap_simulate: trace_path: expected a file name or NULL, got \"\"");
   ctx_clear(ctx);
   cost_env *env = NULL;
   ap_status st = cost_env_new(ctx, model, cluster, NULL, &env);
@@ -85,13 +92,17 @@ ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
   if (!st && trace_path &&
       !(trace = report_trace_json(cost_env_graph(env)->name, cost_env_cluster(env)->name, &ap->p, r, ev, n_ev, sim_s)))
     st = ctx_fail(ctx, AP_NOMEM, "out of memory");
-  if (!st && trace_path) st = util_write_file_atomic(ctx, trace_path, trace);
   /* The answer: one document (autopar-simulate/1, docs/json.md), written or rendered (cost/result_fmt.c). */
   if (!st && !(*out = cost_simulate_out(&ap->p, r, sim_s, trace_path, format)))
     st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  /* The trace is written last, so that a failure before it leaves no file. */
+  if (!st && trace_path && (st = util_write_file_atomic(ctx, trace_path, trace))) {
+    free(*out);
+    *out = NULL;
+  }
   free(ev);
   free(trace);
   free(r);
   cost_env_free(env);
-  return st;
+  return plan_blame_file(ctx, ap, st);
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/jsonx.h"
 #include "hw/hw.h"
@@ -143,6 +144,8 @@ static ap_status row_read(ap_ctx *ctx, const runs_table *t, const runs_row *r, v
   arch_spec *a = &rs->arch;
   a->model_config = runs_text(t, r, "model_config");
   while (*a->model_config == ' ') a->model_config++;
+  const char *why = *a->model_config ? util_relpath_problem(a->model_config) : NULL;
+  if (why) return runs_fail(ctx, t, r, "model_config", AP_INVALID, "expected a file name inside models/; \"%.120s\" %s", a->model_config, why);
   bool need = !*a->model_config;
   a->arch = -1;
   if ((st = runs_enum(ctx, t, r, "arch", false, arch_names, 2, &a->arch, NULL)) ||
@@ -318,12 +321,16 @@ static ap_status row_model(ap_ctx *ctx, arena *a, const char *csv_dir, const val
   bool from_config = false;
   if (*as->model_config) {
     char *path = arena_printf(a, "%s/models/%s", csv_dir, as->model_config);
+    char *models_dir = arena_printf(a, "%s/models", csv_dir); /* a symlink inside it may not lead out of it */
+    if (path && models_dir && (st = util_path_inside(ctx, models_dir, as->model_config, "model_config"))) path = NULL;
     const embedded_file *preset = NULL;
-    FILE *f = path ? fopen(path, "rb") : NULL;
-    if (!path) {
+    struct stat sb; /* exists (util_read_file then refuses a directory or a FIFO, which fopen would block on) */
+    bool exists = !st && path && stat(path, &sb) == 0;
+    if (st) {
+      /* model_config leads out of models/ */
+    } else if (!path) {
       st = ctx_fail(ctx, AP_NOMEM, "out of memory");
-    } else if (f) {
-      fclose(f);
+    } else if (exists) {
       char *text = NULL;
       size_t n = 0;
       if (!(st = util_read_file(ctx, path, &text, &n))) st = read_config(ctx, path, text, n, &root, c);
@@ -404,7 +411,7 @@ static ap_status row_cluster(ap_ctx *ctx, const validate_row *v, const cluster_s
   char label[160];
   snprintf(label, sizeof label, "cluster of row %s", v->id);
   st = hw_cluster_parse(ctx, label, text, strlen(text), out);
-  free(text);
+  mem_free_json(text); /* jansson's allocation */
   return st;
 }
 
@@ -785,6 +792,21 @@ static ap_status validate_run(ap_ctx *ctx, const char *csv_path, bool keep, bool
   return AP_OK;
 }
 
+ap_status validate_read_rows(ap_ctx *ctx, const char *file, const char *text, size_t n, int64_t *n_rows) {
+  if (n_rows) *n_rows = 0;
+  runs_table *t = NULL;
+  ap_status st = runs_parse(ctx, file, text, n, &t);
+  if (!st) st = runs_check_columns(ctx, t);
+  for (int64_t i = 0; !st && i < t->n_rows; i++) {
+    validate_row v;
+    row_spec rs;
+    memset(&v, 0, sizeof v);
+    if (!(st = row_read(ctx, t, &t->rows[i], &v, &rs)) && n_rows) (*n_rows)++;
+  }
+  runs_free(t);
+  return st;
+}
+
 ap_status validate_file(ap_ctx *ctx, const char *csv_path, validate_report **out) {
   return validate_run(ctx, csv_path, false, false, 0, out);
 }
@@ -832,7 +854,8 @@ void validate_plan_brief(const plan *p, unsigned stated, char *out, size_t n) {
 /* ---- Public API ------------------------------------------------------------------------------------------ */
 
 ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char **out) {
-  if (!out) return ctx_fail(ctx, AP_INVALID, "ap_validate: out must not be NULL");
+  API_ENTER(ctx);
+  if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_validate: ctx and out must not be NULL");
   *out = NULL;
   ctx_clear(ctx);
   if (!csv_path || !*csv_path) return ctx_fail(ctx, AP_INVALID, "validate: expected the path of a runs CSV file");
@@ -845,5 +868,10 @@ ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char **out) 
   *out = (flags & AP_VALIDATE_JSON) ? validate_report_json(rep) : validate_report_text(rep);
   validate_report_free(rep);
   if (!*out) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  if (mem_failed()) { /* a summary line that fell back to "?" (plan_summary; core/alloc.h) */
+    free(*out);
+    *out = NULL;
+    return ctx_fail(ctx, AP_NOMEM, "out of memory writing the report");
+  }
   return AP_OK;
 }

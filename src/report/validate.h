@@ -125,6 +125,10 @@ typedef struct validate_report validate_report;
 
 /* Reads the runs table at csv_path, predicts every row and sums up. Fails only on bad input or out of
  * memory; the caller frees *out with validate_report_free. */
+/* Reads a runs table held in memory and every row's fields as validate does (types, ranges, enums, the
+ * model_config path), without predicting: the row semantics alone (fuzz/fuzz_runs_rows.c). *n_rows (may be
+ * NULL) receives the rows read. */
+AP_HIDDEN ap_status validate_read_rows(ap_ctx *ctx, const char *file, const char *text, size_t n, int64_t *n_rows);
 AP_HIDDEN ap_status validate_file(ap_ctx *ctx, const char *csv_path, validate_report **out);
 /* The same, keeping each modelled row's model, cluster and cost environment in the row (kept_*). */
 AP_HIDDEN ap_status validate_file_keep(ap_ctx *ctx, const char *csv_path, validate_report **out);

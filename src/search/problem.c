@@ -1,7 +1,7 @@
 /* Readers of the two solver problem formats (search layer; formats in docs/solve.md, types in problem.h).
  * Strict: unknown keys, wrong types, wrong lengths, indices out of range, follower chains that loop or change
  * the strategy count, and duplicate nodes in a liveness set are each reported as one line naming the file
- * and the field ("p.json: nodes[3].compute[1]: must be a number >= 0 or null"). Sizes are taken from the
+ * and the field ("p.json: nodes[3].compute[1]: must be a number in [0, 1e18] or null"). Sizes are taken from the
  * arrays themselves and checked against each other, so that no allocation exceeds what the file spells out.
  * The reduction of a sharding problem to groups lives in problem_reduce.c. */
 #include <math.h>
@@ -52,14 +52,22 @@ static ap_status get_array(ap_ctx *ctx, const char *file, const char *where, jso
   return AP_OK;
 }
 
-/* A cost or memory entry: a finite number >= 0, or null (NAN). */
+/* The largest cost, memory or budget a problem may state. TUNING: CLP asserts on objective coefficients of
+ * 1e25 and more (ClpSimplex.cpp, "fabs(obj[i]) < 1.0e25"), and a penalty per byte times a byte count must stay
+ * below that; 1e18 bytes is an exabyte and 1e18 cost units far beyond any iteration time, so the bounds refuse
+ * only nonsense while keeping every product in a solver's range. */
+#define PROBLEM_MAX_VALUE 1e18
+#define PROBLEM_MAX_PENALTY 1e6
+
+/* A cost or memory entry: a finite number in [0, PROBLEM_MAX_VALUE], or null (NAN). */
 static ap_status num_or_null(ap_ctx *ctx, const char *file, const char *where, json_t *v, double *out) {
   if (json_is_null(v)) {
     *out = NAN;
     return AP_OK;
   }
-  if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0)
-    return bad(ctx, file, where, "must be a number >= 0 or null");
+  if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0 ||
+      json_number_value(v) > PROBLEM_MAX_VALUE)
+    return bad(ctx, file, where, "must be a number in [0, 1e18] or null");
   *out = json_number_value(v);
   return AP_OK;
 }
@@ -291,8 +299,8 @@ ap_status sp_from_json(ap_ctx *ctx, arena *a, const char *file, json_t *root, sp
     return jx_fail(&s, "name", "expected a string");
   if ((st = read_nodes(ctx, p, root)) || (st = read_edges(ctx, p, root)) || (st = read_liveness(ctx, p, root)))
     return st;
-  if ((st = jx_f64(&s, root, "memory_budget_bytes", false, 0, 1e300, &p->budget_bytes, &p->has_budget))) return st;
-  if ((st = jx_f64(&s, root, "overbudget_cost_per_byte", false, 0, 1e300, &p->penalty_per_byte, &p->has_penalty)))
+  if ((st = jx_f64(&s, root, "memory_budget_bytes", false, 0, PROBLEM_MAX_VALUE, &p->budget_bytes, &p->has_budget))) return st;
+  if ((st = jx_f64(&s, root, "overbudget_cost_per_byte", false, 0, PROBLEM_MAX_PENALTY, &p->penalty_per_byte, &p->has_penalty)))
     return st;
   if (p->has_penalty && !p->has_budget)
     return jx_fail(&s, "overbudget_cost_per_byte", "needs memory_budget_bytes (the budget it penalises going over)");

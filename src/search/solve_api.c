@@ -102,8 +102,8 @@ static ap_status run_sharding(ap_ctx *ctx, const char *path, json_t *root, arena
     sb_printf(sb, "%s: sharding problem, %d nodes (%d after followers); %s: %s", path, p.n_nodes, p.n_groups,
               s->name, status_names[r.status]);
     if (feasible) {
-      sb_printf(sb, ", objective %.17g", r.objective);
-      if (isfinite(r.lower_bound)) sb_printf(sb, ", lower bound %.17g", r.lower_bound);
+      sb_printf(sb, ", objective %.6g", r.objective);
+      if (isfinite(r.lower_bound)) sb_printf(sb, ", lower bound %.6g", r.lower_bound);
       sb_puts(sb, "; choice");
       for (int32_t i = 0; i < p.n_nodes; i++) sb_printf(sb, " %d", r.choice[p.group_of[i]]);
     }
@@ -143,7 +143,7 @@ static ap_status run_stage(ap_ctx *ctx, const char *path, json_t *root, arena *a
     sb_printf(sb, "%s: stage problem, %d layers on %d devices, %d micro-batches; %s: %s", path, p.n_layers,
               p.n_devices, p.n_micro_batches, s->name, status_names[r.status]);
     if (feasible) {
-      sb_printf(sb, ", objective %.17g; %d stages:", r.objective, r.n_stages);
+      sb_printf(sb, ", objective %.6g; %d stages:", r.objective, r.n_stages);
       for (int32_t k = 0; k < r.n_stages; k++) {
         const stp_stage *t = &r.stages[k];
         sb_printf(sb, " layers %d-%d on submesh %d [%dx%d] config %d%s", t->first_layer, t->last_layer, t->submesh,

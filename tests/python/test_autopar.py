@@ -146,7 +146,16 @@ class Main(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertEqual(out.stdout, cli.stdout)
 
+    def test_listings(self):
+        out = self.run_main("models")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("llama-3-70b", out.stdout.split())
+        out = self.run_main("clusters")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("dgx-h100", out.stdout.split())
+
     def test_exit_status(self):
+        self.assertEqual(self.run_main("estimate", "--model", "gpt2", "--cluster", "h100:8", "--tp").returncode, 2)
         self.assertEqual(self.run_main("describe", "--model", "llama-3-7b").returncode, 2)
         self.assertEqual(self.run_main("plan", "--model", "llama-3-70b", "--cluster", "h100:1", "--gbs", "8",
                                        "--seq", "4096", "--fix", "offload_optimizer=none").returncode, 1)

@@ -170,6 +170,12 @@ def main():
             check("error per device and stack", 'id="error-by-group"' in dom)
         cli_reports(d, common)
         try:
+            autopar.report_html(os.path.join(d, "bad.html"), estimate={"format": "nope"})
+            check("a document of the wrong format is refused", False)
+        except autopar.Error as e:
+            check("a document of the wrong format is refused", e.status == autopar.INVALID and "nope" in str(e) and
+                  not os.path.exists(os.path.join(d, "bad.html")))
+        try:
             autopar.report_html(os.path.join(d, "none.html"))
             check("a report of nothing is refused", False)
         except autopar.Error as e:

@@ -1,0 +1,404 @@
+/* Op-level plans of general graphs, written out (report layer; include/autopar.h "Op-level plans"):
+ * ap_graph_plan runs the planner (search/graph_plan.c) and writes the plan in format autopar-plan/2
+ * (docs/graph-plan.md): the mesh with the link level of each axis, the stages, and per op its output spec(s),
+ * weight spec, the mesh axes with a pending sum and its collectives, with the time and memory breakdown and
+ * why the heaviest ops got their spec (each against its best alternative, everything else held). Text output
+ * is a summary with the heaviest ops. ap_describe_sharding lists each op's legal strategies. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "search/graph_plan.h"
+
+static const char *coll_kind(comm_coll c) {
+  switch (c) {
+  case COMM_ALLREDUCE: return "all-reduce";
+  case COMM_ALLGATHER: return "all-gather";
+  case COMM_REDUCE_SCATTER: return "reduce-scatter";
+  case COMM_ALLTOALL: return "all-to-all";
+  case COMM_SENDRECV: return "send-recv";
+  default: return "broadcast";
+  }
+}
+
+void ap_graph_plan_opts_init(ap_graph_plan_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->seed = 1;
+}
+
+int ap_model_is_general_graph(const ap_model *m) {
+  const graph *g = model_graph(m);
+  return g->model_type && strcmp(g->model_type, "onnx") == 0;
+}
+
+static void to_gplan(const ap_graph_plan_opts *in, gplan_opts *o) {
+  gplan_opts_init(o);
+  o->gbs = in->global_batch_size;
+  o->seq = in->seq_length;
+  o->strategies = in->strategies;
+  o->annotate = in->annotate;
+  o->max_mem_fraction = in->max_mem_fraction;
+  o->time_budget_s = in->time_budget_s;
+  o->max_evals = in->max_evals;
+  o->seed = in->seed;
+}
+
+static void spec_json(strbuf *sb, const shard_spec *s) {
+  sb_puts(sb, "[");
+  for (int i = 0; i < s->n_dims; i++) sb_printf(sb, "%s\"%s\"", i ? ", " : "", shard_dim_name(s->dim[i]));
+  sb_puts(sb, "]");
+}
+
+static void spec_text(strbuf *sb, const shard_spec *s) {
+  for (int i = 0; i < s->n_dims; i++) sb_printf(sb, "%s%s", i ? "," : "", shard_dim_name(s->dim[i]));
+  if (s->n_dims == 0) sb_puts(sb, "-");
+}
+
+/* The op's own cost under its chosen strategy, per iteration. */
+static double op_cost_s(const gp_node *nd, const shard_strategy *s) { return nd->repeat * (s->compute_s + s->comm_s); }
+
+/* The max ops of largest own cost, largest first, one per group. */
+static int heaviest(const graph_problem *gp, const int32_t *ch, int *idx, int max) {
+  int n = 0;
+  for (int i = 0; i < gp->n_nodes; i++) {
+    double c = op_cost_s(&gp->nodes[i], &gp->nodes[i].s[ch[i]]);
+    bool seen = false; /* one op per group: its tied copies say the same */
+    for (int q = 0; q < n && !seen; q++) seen = gp->sp.group_of[idx[q]] == gp->sp.group_of[i];
+    if (seen) continue;
+    int j;
+    if (n < max) {
+      j = n++;
+    } else {
+      j = max - 1;
+      if (op_cost_s(&gp->nodes[idx[j]], &gp->nodes[idx[j]].s[ch[idx[j]]]) >= c) continue;
+    }
+    idx[j] = i;
+    while (j > 0 && op_cost_s(&gp->nodes[idx[j - 1]], &gp->nodes[idx[j - 1]].s[ch[idx[j - 1]]]) < c) {
+      int t = idx[j - 1];
+      idx[j - 1] = idx[j];
+      idx[j] = t;
+      j--;
+    }
+  }
+  return n;
+}
+
+/* Why node i got its strategy: the best other strategy of its group with every other group held, and the total
+ * it would cost. */
+static void explain(strbuf *sb, const graph_problem *gp, const int32_t *ch, int i, bool json) {
+  int32_t *alt = arena_alloc(gp->a, (size_t)gp->n_nodes * sizeof *alt);
+  if (!alt) return;
+  int g = gp->sp.group_of[i];
+  double base = gp_evaluate(gp, ch).total_s, best = INFINITY;
+  int best_k = -1;
+  for (int k = 0; k < gp->sp.n_s[g]; k++) {
+    if (k == ch[i] || !sp_allowed(&gp->sp, g, k)) continue;
+    for (int j = 0; j < gp->n_nodes; j++) alt[j] = gp->sp.group_of[j] == g ? k : ch[j];
+    double t = gp_evaluate(gp, alt).total_s;
+    if (t < best) best = t, best_k = k;
+  }
+  const gp_node *nd = &gp->nodes[i];
+  const graph_op *op = &gp->g->blocks[nd->block].ops[nd->op];
+  const shard_strategy *s = &nd->s[ch[i]];
+  strbuf spec = {0}, aspec = {0};
+  spec_text(&spec, &s->out[0]);
+  if (s->weight.n_dims > 0) {
+    sb_puts(&spec, " weight ");
+    spec_text(&spec, &s->weight);
+  }
+  if (best_k >= 0) {
+    spec_text(&aspec, &nd->s[best_k].out[0]);
+    if (nd->s[best_k].weight.n_dims > 0) {
+      sb_puts(&aspec, " weight ");
+      spec_text(&aspec, &nd->s[best_k].weight);
+    }
+  }
+  int n_group = 0;
+  for (int j = 0; j < gp->n_nodes; j++) n_group += gp->sp.group_of[j] == g;
+  char tail[96] = "";
+  if (n_group > 1) snprintf(tail, sizeof tail, " (it and the %d ops that share its strategy switched together)", n_group - 1);
+  char line[768];
+  if (best_k < 0)
+    snprintf(line, sizeof line, "%s: output %s is its only legal strategy here", op->name, spec.buf ? spec.buf : "");
+  else
+    snprintf(line, sizeof line, "%s: output %s (compute %.3g s, collectives %.3g s); the best alternative, output %s "
+             "(compute %.3g s, collectives %.3g s), makes the iteration %.3g s slower counting resharding%s",
+             op->name, spec.buf ? spec.buf : "", nd->repeat * s->compute_s, nd->repeat * s->comm_s,
+             aspec.buf ? aspec.buf : "", nd->repeat * nd->s[best_k].compute_s, nd->repeat * nd->s[best_k].comm_s,
+             best - base, tail);
+  sb_free(&spec);
+  sb_free(&aspec);
+  if (json) {
+    sb_puts(sb, "\"");
+    for (const char *p = line; *p; p++) sb_printf(sb, (*p == '"' || *p == '\\') ? "\\%c" : "%c", *p);
+    sb_puts(sb, "\"");
+  } else {
+    sb_printf(sb, "  %s\n", line);
+  }
+}
+
+static void json_str(strbuf *sb, const char *s) {
+  sb_puts(sb, "\"");
+  for (const char *p = s ? s : ""; *p; p++) {
+    if (*p == '"' || *p == '\\') sb_printf(sb, "\\%c", *p);
+    else if ((unsigned char)*p < 0x20) sb_printf(sb, "\\u%04x", (unsigned char)*p);
+    else sb_printf(sb, "%c", *p);
+  }
+  sb_puts(sb, "\"");
+}
+
+static void op_json(strbuf *sb, const graph_problem *gp, const int32_t *ch, int i) {
+  const gp_node *nd = &gp->nodes[i];
+  const graph_block *blk = &gp->g->blocks[nd->block];
+  const graph_op *op = &blk->ops[nd->op];
+  const shard_strategy *s = &nd->s[ch[i]];
+  sb_puts(sb, "{\"name\": ");
+  json_str(sb, op->name);
+  sb_puts(sb, ", \"op_type\": ");
+  json_str(sb, op->op_type ? op->op_type : op_kind_name(op->kind));
+  sb_puts(sb, ", \"output_spec\": ");
+  if (s->n_out == 1) {
+    spec_json(sb, &s->out[0]);
+  } else {
+    sb_puts(sb, "[");
+    for (int k = 0; k < s->n_out; k++) {
+      if (k) sb_puts(sb, ", ");
+      spec_json(sb, &s->out[k]);
+    }
+    sb_puts(sb, "]");
+  }
+  if (s->weight.n_dims > 0 && graph_op_params(op) > 0) {
+    sb_puts(sb, ", \"weight_spec\": ");
+    spec_json(sb, &s->weight);
+  }
+  sb_puts(sb, ", \"partial\": [");
+  int np = 0;
+  for (int a = 0; a < gp->env.mesh->n_axes; a++)
+    if (s->partial & (1u << a)) sb_printf(sb, "%s%d", np++ ? ", " : "", a);
+  sb_puts(sb, "], \"comm\": [");
+  int nc = 0;
+  for (int c = 0; c < s->n_comm; c++)
+    sb_printf(sb, "%s{\"kind\": \"%s\", \"axis\": %d, \"bytes\": %.6g}", nc++ ? ", " : "", coll_kind(s->comm[c].coll),
+              s->comm[c].axis, nd->repeat * s->comm[c].bytes);
+  /* resharding of its inputs (as the consumer of each edge) */
+  for (int ei = 0; ei < gp->g->n_edges; ei++) {
+    const graph_edge *e = &gp->g->edges[ei];
+    if (gp_node_of(gp, e->to_block, e->to_op) != i) continue;
+    int f = gp_node_of(gp, e->from_block, e->from_op);
+    if (f == i) continue;
+    shard_comm cm[2 * SHARD_MAX_COMM];
+    int n = 0;
+    gp_edge_reshard(gp, e, ch[f], ch[i], cm, &n);
+    double mult = e->carried ? (double)(blk->repeat - 1) : (e->from_block == e->to_block ? (double)blk->repeat : 1);
+    for (int c = 0; c < n; c++)
+      if (cm[c].bytes > 0)
+        sb_printf(sb, "%s{\"kind\": \"%s\", \"axis\": %d, \"bytes\": %.6g}", nc++ ? ", " : "", coll_kind(cm[c].coll),
+                  cm[c].axis, mult * cm[c].bytes);
+  }
+  sb_puts(sb, "]}");
+}
+
+static const char *status_name(solve_status s) {
+  return s == SOLVE_OPTIMAL ? "optimal" : s == SOLVE_FEASIBLE ? "feasible" : "infeasible";
+}
+
+static void write_json(strbuf *sb, const graph *g, const hw_cluster *c, const gplan_opts *o, const gplan_result *r) {
+  const graph_problem *gp = &r->gp;
+  const shard_mesh *m = &r->mesh;
+  sb_puts(sb, "{\"format\": \"autopar-plan/2\", \"model\": ");
+  json_str(sb, g->name);
+  sb_puts(sb, ", \"cluster\": ");
+  json_str(sb, c->name);
+  sb_printf(sb, ", \"global_batch_size\": %lld, \"seq\": %.0f, \"micro_batches\": %.0f, \"micro_batch_size\": %.0f",
+            (long long)o->gbs, r->s, r->n_micro, r->b);
+  sb_puts(sb, ", \"mesh\": {\"shape\": [");
+  for (int a = 0; a < m->n_axes; a++) sb_printf(sb, "%s%lld", a ? ", " : "", (long long)m->shape[a]);
+  sb_puts(sb, "], \"levels\": [");
+  for (int a = 0; a < m->n_axes; a++) {
+    if (a) sb_puts(sb, ", ");
+    json_str(sb, m->level_name[a]);
+  }
+  int64_t dpn = c->n_groups > 0 ? c->groups[0].devices_per_node : m->n_devices;
+  int64_t hosts = m->n_devices >= dpn ? m->n_devices / dpn : 1, per = m->n_devices >= dpn ? dpn : m->n_devices;
+  sb_puts(sb, "]}, \"stages\": [{\"first_op\": ");
+  const graph_block *b0 = &g->blocks[0], *bl = &g->blocks[g->n_blocks - 1];
+  json_str(sb, b0->n_ops > 0 ? b0->ops[0].name : "");
+  sb_puts(sb, ", \"last_op\": ");
+  json_str(sb, bl->n_ops > 0 ? bl->ops[bl->n_ops - 1].name : "");
+  sb_printf(sb, ", \"submesh\": [%lld, %lld], \"mesh\": [", (long long)hosts, (long long)per);
+  for (int a = 0; a < m->n_axes; a++) sb_printf(sb, "%s%lld", a ? ", " : "", (long long)m->shape[a]);
+  sb_puts(sb, "]}], \"search\": {\"strategy\": ");
+  json_str(sb, r->strategy);
+  sb_printf(sb, ", \"status\": \"%s\", \"lower_bound_s\": ", status_name(r->status));
+  if (isfinite(r->lower_bound_s)) sb_printf(sb, "%.6g", r->lower_bound_s);
+  else sb_puts(sb, "null");
+  sb_printf(sb, ", \"nodes\": %d, \"followers\": %d, \"groups\": %d, \"tries\": [", gp->n_nodes, gp->n_followers,
+            gp->sp.n_groups);
+  for (int t = 0; t < r->n_tries; t++) {
+    const gplan_try *y = &r->tries[t];
+    sb_printf(sb, "%s{\"strategy\": \"%s\", \"mesh\": [%lld", t ? ", " : "", y->strategy, (long long)y->mesh[0]);
+    if (y->n_axes == 2) sb_printf(sb, ", %lld", (long long)y->mesh[1]);
+    sb_printf(sb, "], \"micro_batches\": %.0f, \"status\": \"%s\", \"iteration_s\": ", y->n_micro, status_name(y->status));
+    if (y->status != SOLVE_INFEASIBLE) sb_printf(sb, "%.6g", y->objective_s);
+    else sb_puts(sb, "null");
+    sb_printf(sb, ", \"solve_s\": %.4g, \"evaluations\": %lld}", y->time_s, (long long)y->n_evals);
+  }
+  sb_printf(sb, "]}, \"time\": {\"iteration_s\": %.6g, \"compute_s\": %.6g, \"op_comm_s\": %.6g, \"reshard_s\": %.6g}",
+            r->br.total_s, r->br.compute_s, r->br.op_comm_s, r->br.reshard_s);
+  sb_printf(sb, ", \"memory\": {\"peak_bytes\": %.6g, \"limit_bytes\": %.6g}", r->br.mem_bytes, r->mem_limit_bytes);
+  int idx[5];
+  int nh = heaviest(gp, r->choice, idx, 5);
+  sb_puts(sb, ", \"explain\": [");
+  for (int k = 0; k < nh; k++) {
+    if (k) sb_puts(sb, ", ");
+    explain(sb, gp, r->choice, idx[k], true);
+  }
+  sb_puts(sb, "], \"ops\": [");
+  for (int i = 0; i < gp->n_nodes; i++) {
+    sb_puts(sb, i ? ",\n  " : "\n  ");
+    op_json(sb, gp, r->choice, i);
+  }
+  sb_puts(sb, "]}\n");
+}
+
+static void write_text(strbuf *sb, const graph *g, const hw_cluster *c, const gplan_opts *o, const gplan_result *r) {
+  const graph_problem *gp = &r->gp;
+  const shard_mesh *m = &r->mesh;
+  sb_printf(sb, "autopar plan: %s on %s (%lld devices), global batch %lld, op-level sharding\n", g->name, c->name,
+            (long long)c->n_devices, (long long)o->gbs);
+  sb_printf(sb, "mesh      ");
+  for (int a = 0; a < m->n_axes; a++)
+    sb_printf(sb, "%saxis %d: %lld over %s", a ? ", " : "", a, (long long)m->shape[a], m->level_name[a]);
+  sb_printf(sb, "\nsearch    %s (%s), %d ops in %d groups (%d followers), %d solves\n", r->strategy,
+            status_name(r->status), gp->n_nodes, gp->sp.n_groups, gp->n_followers, r->n_tries);
+  sb_printf(sb, "predicted %.4g s per iteration (%.0f micro-batches of %.0f)\n", r->br.total_s, r->n_micro, r->b);
+  double t = r->br.total_s > 0 ? r->br.total_s : 1;
+  sb_printf(sb, "time      compute %.4g s (%.1f%%), op collectives %.4g s (%.1f%%), resharding %.4g s (%.1f%%)\n",
+            r->br.compute_s, 100 * r->br.compute_s / t, r->br.op_comm_s, 100 * r->br.op_comm_s / t, r->br.reshard_s,
+            100 * r->br.reshard_s / t);
+  sb_printf(sb, "memory    peak %.2f GiB per device (limit %.2f GiB)\n", r->br.mem_bytes / 1073741824.0,
+            r->mem_limit_bytes / 1073741824.0);
+  int idx[5];
+  int nh = heaviest(gp, r->choice, idx, 5);
+  sb_puts(sb, "why (heaviest ops):\n");
+  for (int k = 0; k < nh; k++) explain(sb, gp, r->choice, idx[k], false);
+}
+
+ap_status ap_graph_plan(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, const ap_graph_plan_opts *opts,
+                        int format, char **out) {
+  *out = NULL;
+  gplan_opts o;
+  to_gplan(opts, &o);
+  const graph *g = model_graph(model);
+  const hw_cluster *c = hw_cluster_of(cluster);
+  gplan_result r;
+  ap_status st = gplan_run(ctx, g, c, &o, &r);
+  if (!st && !r.found)
+    st = ctx_fail(ctx, AP_INFEASIBLE, "no sharding of %s on %s fits in %.1f GiB per device", g->name, c->name,
+                  r.mem_limit_bytes / 1073741824.0);
+  if (!st) {
+    strbuf sb = {0};
+    if (format == AP_OUT_JSON) write_json(&sb, g, c, &o, &r);
+    else write_text(&sb, g, c, &o, &r);
+    *out = sb_take(&sb);
+    if (!*out) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  gplan_result_free(&r);
+  return st;
+}
+
+/* ---- describe --sharding ---- */
+ap_status ap_describe_sharding(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
+                               const ap_graph_plan_opts *opts, int format, char **out) {
+  *out = NULL;
+  const graph *g = model_graph(model);
+  const hw_cluster *c = hw_cluster_of(cluster);
+  if (opts->global_batch_size <= 0) return ctx_fail(ctx, AP_INVALID, "--gbs: expected a global batch of at least 1");
+  arena *a = arena_new();
+  if (!a) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  compute_model cm;
+  shard_mesh mesh;
+  int64_t dpn = c->n_groups > 0 ? c->groups[0].devices_per_node : c->n_devices;
+  int n_axes = c->n_devices > dpn ? 2 : 1;
+  int64_t shape[2] = {n_axes == 2 ? c->n_devices / dpn : c->n_devices, dpn};
+  ap_status st = compute_model_init(ctx, a, &c->groups[0].device, NULL, &cm);
+  if (!st) st = shard_mesh_init(ctx, c, n_axes, shape, &mesh);
+  int cap = shard_max_strategies(n_axes);
+  shard_strategy *tmp = st ? NULL : arena_alloc(a, (size_t)cap * sizeof *tmp);
+  if (!st && !tmp) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  if (st) {
+    arena_free(a);
+    return st;
+  }
+  double s = (double)(opts->seq_length > 0 ? opts->seq_length : (g->default_seq > 0 ? g->default_seq : 1));
+  shard_env env = {&cm, &mesh, (double)opts->global_batch_size, s, 1, 16.0, HW_DTYPE_BF16};
+  strbuf sb = {0};
+  bool json = format == AP_OUT_JSON;
+  if (json) {
+    sb_puts(&sb, "{\"format\": \"autopar-sharding/1\", \"model\": ");
+    json_str(&sb, g->name);
+    sb_puts(&sb, ", \"mesh\": {\"shape\": [");
+    for (int i = 0; i < n_axes; i++) sb_printf(&sb, "%s%lld", i ? ", " : "", (long long)mesh.shape[i]);
+    sb_puts(&sb, "], \"levels\": [");
+    for (int i = 0; i < n_axes; i++) {
+      if (i) sb_puts(&sb, ", ");
+      json_str(&sb, mesh.level_name[i]);
+    }
+    sb_puts(&sb, "]}, \"ops\": [");
+  } else {
+    sb_printf(&sb, "sharding strategies of %s on a mesh of", g->name);
+    for (int i = 0; i < n_axes; i++) sb_printf(&sb, " %s%lld (%s)", i ? "x " : "", (long long)mesh.shape[i], mesh.level_name[i]);
+    sb_printf(&sb, ", global batch %lld\n", (long long)opts->global_batch_size);
+  }
+  int n_op = 0;
+  for (int bi = 0; bi < g->n_blocks; bi++)
+    for (int oi = 0; oi < g->blocks[bi].n_ops; oi++) {
+      const graph_op *op = &g->blocks[bi].ops[oi];
+      int n = shard_enumerate(&env, &g->blocks[bi], op, tmp, cap);
+      if (json) {
+        sb_puts(&sb, n_op++ ? ",\n  {\"name\": " : "\n  {\"name\": ");
+        json_str(&sb, op->name);
+        sb_puts(&sb, ", \"op_type\": ");
+        json_str(&sb, op->op_type ? op->op_type : op_kind_name(op->kind));
+        sb_puts(&sb, ", \"strategies\": [");
+      } else {
+        sb_printf(&sb, "\n%s (%s): %d\n", op->name, op->op_type ? op->op_type : op_kind_name(op->kind), n);
+      }
+      for (int k = 0; k < n; k++) {
+        const shard_strategy *t = &tmp[k];
+        if (json) {
+          sb_puts(&sb, k ? ", {\"output_spec\": " : "{\"output_spec\": ");
+          spec_json(&sb, &t->out[0]);
+          if (t->weight.n_dims > 0) {
+            sb_puts(&sb, ", \"weight_spec\": ");
+            spec_json(&sb, &t->weight);
+          }
+          sb_puts(&sb, ", \"input_specs\": [");
+          for (int i = 0; i < op->n_in; i++) {
+            if (i) sb_puts(&sb, ", ");
+            spec_json(&sb, &t->in[i]);
+          }
+          sb_printf(&sb, "], \"partial\": %u, \"compute_s\": %.6g, \"comm_s\": %.6g, \"mem_bytes\": %.6g}", t->partial,
+                    t->compute_s, t->comm_s, t->weight_mem_bytes + t->act_mem_bytes);
+        } else {
+          sb_printf(&sb, "  %2d  out ", k);
+          spec_text(&sb, &t->out[0]);
+          sb_puts(&sb, "  weight ");
+          spec_text(&sb, &t->weight);
+          sb_puts(&sb, "  in ");
+          for (int i = 0; i < op->n_in; i++) {
+            if (i) sb_puts(&sb, " | ");
+            spec_text(&sb, &t->in[i]);
+          }
+          sb_printf(&sb, "%s  compute %.3g s, comm %.3g s, mem %.3g B\n", t->partial ? "  (pending sum)" : "",
+                    t->compute_s, t->comm_s, t->weight_mem_bytes + t->act_mem_bytes);
+        }
+      }
+      if (json) sb_puts(&sb, "]}");
+    }
+  if (json) sb_puts(&sb, "]}\n");
+  *out = sb_take(&sb);
+  arena_free(a);
+  return *out ? AP_OK : ctx_fail(ctx, AP_NOMEM, "out of memory");
+}
