@@ -292,6 +292,16 @@ typedef struct {
  * NULL; AP_IO names the path. */
 AP_API ap_status ap_report_html(ap_ctx *ctx, const ap_report_inputs *in, const char *out_path);
 
+/* Renders an answer document again (an autopar-estimate/1, autopar-search/2 or autopar-validate/1 document as
+ * the commands print it with --json) as format AP_OUT_TEXT (the command's text) or AP_OUT_JSON (the document).
+ * With a token budget (tokens: "1T", "300B", "2.5e11"; NULL = none) an estimate or search document gains a
+ * "train" object (docs/json.md): the time to train on the budget from the predicted throughput (the search's
+ * winner's), the device-hours and, with price_per_gpu_hour (a number as text; NULL = none), the cost; the
+ * text gains the same lines. AP_PARSE when doc_json is not JSON; AP_INVALID names a bad budget or price or
+ * an unknown format. The caller frees *out with ap_free. */
+AP_API ap_status ap_render(ap_ctx *ctx, const char *doc_json, const char *tokens, const char *price_per_gpu_hour,
+                           int format, char **out);
+
 /* ---- Calibration ------------------------------------------------------------------------------ */
 
 /* Fits the cost model's constants per device type and link class to the measured runs in csv_path (the

@@ -145,8 +145,8 @@ done <<CASES
 0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --export json -o $tmp/best.json >/dev/null && $bin estimate --plan $tmp/best.json --model llama-3-8b --cluster h100:8|tokens/s
 0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --time-budget 0.5 --calibration data/calibration/default.json|predicted
 0|plan --help|--fix tp=8,pp=4
-1|plan --model llama-3-70b --cluster h100:8 --gbs 64 --seq 4096|closest plans
-1|plan --model llama-3-70b --cluster h100:8 --gbs 64 --seq 4096 --json|"feasible":false
+1|plan --model llama-3-70b --cluster h100:8 --gbs 64 --seq 4096 --fix offload_optimizer=none,offload_param=none|closest plans
+1|plan --model llama-3-70b --cluster h100:8 --gbs 64 --seq 4096 --json --fix offload_optimizer=none,offload_param=none|"feasible":false
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --fix tpp=2|unknown plan field "tpp"
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --fix tp=3|no valid plan meets the fixed fields
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --fix gbs=32|gbs is part of the problem
@@ -194,12 +194,30 @@ done <<CASES
 0|solve --help|elim-dp
 0|compare-clusters --model llama-3-8b --clusters h100:8,a100-80gb:16 --gbs 64 --seq 4096 --tokens 1T --price-per-gpu-hour 2.5,1.5|by cost: 1.
 0|compare-clusters --model llama-3-8b --clusters h100:8,a100-80gb:16 --gbs 64 --seq 4096 --json|"format":"autopar-compare-clusters/1"
-0|compare-clusters --model llama-3-70b --clusters h100:8,dgx-h100:4x8 --gbs 256 --seq 4096|no plan fits
+0|compare-clusters --model llama-3-70b --clusters h100:8,dgx-h100:4x8 --gbs 256 --seq 4096 --fix offload_optimizer=none,offload_param=none|no plan fits
 2|compare-clusters --model llama-3-8b --clusters h100:8,,a100:8 --gbs 64|--clusters: expected a comma-separated list
 2|compare-clusters --model llama-3-8b --clusters h100:8,a100:8 --gbs 64 --price-per-gpu-hour 1,2,3|expected one price or one per cluster
 2|compare-clusters --model llama-3-8b --clusters h100:8,zz:8 --gbs 64|--clusters: zz:8:
 2|compare-clusters --model llama-3-8b --clusters h100:8 --gbs 64 --tokens lots|--tokens: expected a positive amount
 2|compare-clusters --model llama-3-8b --clusters h100:8|are required
+2|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --tokens lots|--tokens: expected a positive amount
+2|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --price-per-gpu-hour 2|--price-per-gpu-hour needs --tokens
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --tokens 1T --price-per-gpu-hour free|--price-per-gpu-hour: expected a positive number
+0|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --tokens 1T --price-per-gpu-hour 2|device-hours, cost
+0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --tokens 300B --json|"train":{"tokens":300000000000,
+1|plan --model llama-3-70b --cluster h100:8 --gbs 64 --tokens 1T --fix offload_optimizer=none,offload_param=none|time to train: none (no plan fits)
+2|simulate --model llama-3-8b --cluster h100:8 --gbs 8 --report $tmp/r.html|--report needs --trace
+2|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --report /nonexistent/dir/r.html|/nonexistent/dir/r.html
+0|validate tests/data/runs_small.csv --quiet|MAPE
+0|plan --model llama-3-70b --cluster h100:8 --gbs 64 --seq 4096|offload optimizer cpu
+1|plan --model llama-3-70b --cluster h100:8 --gbs 64 --seq 4096 --fix offload_optimizer=none|no plan fits
+0|plan --model llama-3-70b --cluster h100:8 --gbs 64 --seq 4096 --export deepspeed|"device": "cpu"
+2|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --offload-param cpu|offload_param cpu needs zero_stage 3
+2|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --zero 1 --offload-optimizer nvme|offload_optimizer nvme needs zero_stage 3
+2|estimate --model llama-3-8b --cluster mi300x:8 --gbs 64 --zero 1 --offload-optimizer cpu|offload needs the host side of mi300x
+2|export --plan tests/data/plan_offload_70b.json --format megatron|Megatron-LM has no parameter offload
+2|export --plan tests/data/plan_offload_70b.json --format torchtitan|torchtitan offloads parameters
+0|estimate --model llama-3.1-405b --cluster h100:8 --gbs 8 --seq 4096 --tp 8 --zero 3 --offload-optimizer cpu --offload-param cpu --recompute full|host memory per node for offload: 6804.1 GiB of 2048.0: DOES NOT FIT
 0+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy greedy|op-level sharding
 0+onnx|plan --model examples/onnx/vit_b_16.onnx --cluster dgx-h100:4x8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"
 0+onnx|plan --model examples/onnx/unet.onnx --cluster dgx-h100:4x8 --gbs 64 --strategy greedy --json|"format": "autopar-plan/2"

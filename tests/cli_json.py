@@ -267,7 +267,29 @@ with open(small, "w") as f:
             "llama-16,Llama 1B,dense,16,2048,16,32000,4096,swiglu,h100-sxm,16,64,,,,,,,,ok,20000\n")
 
 est = ["estimate", "--plan", PLAN, "--model", "llama-3-70b", "--cluster", "h100:64"]
+def check_train(doc, text):
+    """--tokens: the train object follows from the document's own throughput, and the text shows it."""
+    tps = doc["tokens_per_s"] if doc["format"] == "autopar-estimate/1" else doc["plans"][0]["tokens_per_s"]
+    t = doc["train"]
+    if abs(t["time_s"] - t["tokens"] / tps) > 1e-9 * t["time_s"]:
+        raise Mismatch("time_s %r is not tokens / tokens_per_s (%r)" % (t["time_s"], t["tokens"] / tps))
+    if abs(t["gpu_hours"] - t["time_s"] * doc["n_devices"] / 3600) > 1e-9 * t["gpu_hours"]:
+        raise Mismatch("gpu_hours %r is not time_s x devices / 3600" % t["gpu_hours"])
+    m = find(r"^time to train on \S+ tokens: .* \((\S+) s\) on (\d+) devices, (\S+) device-hours(?:, cost (\S+))?", text,
+             "train")
+    same("time to train", m.group(1), t["time_s"], "%.4g")
+    same("device-hours", m.group(3), t["gpu_hours"], "%.4g")
+    if t["cost"] is not None:
+        same("cost", m.group(4), t["cost"], "%.2f")
+        if abs(t["cost"] - t["gpu_hours"] * t["price_per_gpu_hour"]) > 1e-9 * t["cost"]:
+            raise Mismatch("cost is not gpu_hours x price")
+
+
 case("estimate", est, "autopar-estimate/1", check_estimate)
+case("estimate --tokens", est + ["--tokens", "1T", "--price-per-gpu-hour", "2.5"], "autopar-estimate/1",
+     lambda d, t: (check_estimate(d, t), check_train(d, t)))
+case("plan --tokens", ["plan", "--model", "llama-3-8b", "--cluster", "h100:16", "--gbs", "64", "--seq", "4096", "--top", "2",
+                       "--tokens", "2.5e11"], "autopar-search/2", lambda d, t: (check_plan(d, t), check_train(d, t)))
 case("estimate, MoE on 2 stages", ["estimate", "--model", "mixtral-8x7b", "--cluster", "h100:16", "--tp", "2", "--pp", "2",
                                    "--ep", "4", "--sp", "1", "--gbs", "64", "--seq", "4096"], "autopar-estimate/1", check_estimate)
 case("simulate", ["simulate", "--plan", PLAN, "--model", "llama-3-70b", "--cluster", "h100:64", "--trace",
@@ -276,7 +298,8 @@ case("plan", ["plan", "--model", "llama-3-70b", "--cluster", "h100:64", "--gbs",
      "autopar-search/2", check_plan)
 case("plan --compare", ["plan", "--model", "llama-3-70b", "--cluster", "h100:64", "--gbs", "128", "--seq", "8192", "--top",
                         "1", "--compare", PLAN], "autopar-search/2", check_compare)
-case("plan, nothing fits", ["plan", "--model", "llama-3-70b", "--cluster", "h100:8", "--gbs", "64", "--seq", "4096"],
+case("plan, nothing fits", ["plan", "--model", "llama-3-70b", "--cluster", "h100:8", "--gbs", "64", "--seq", "4096",
+                            "--fix", "offload_optimizer=none,offload_param=none"],
      "autopar-search/2", check_infeasible, want_rc=1)
 case("validate", ["validate", RUNS], "autopar-validate/1", check_validate)
 case("validate --search", ["validate", small, "--search"], "autopar-validate/1", check_validate)
@@ -296,4 +319,41 @@ try:
     report(tag == "autopar-plan/1", "export --format json carries its tag", "format %r" % tag)
 except ValueError as e:
     report(False, "clusters --show / export json parse", str(e))
+def offload_case():
+    """Offload appears only when nothing fits otherwise, and its time is at least the host-link transfer of
+    the states it moves: each iteration the rank's gradient shard goes down and its parameter shard comes up,
+    2 + 2 bytes per parameter of its optimizer shard, over the device's host link (64 GB/s per direction for
+    h100-sxm, data/devices/h100-sxm.json)."""
+    try:
+        a = ["--model", "llama-3-70b", "--cluster", "h100:8", "--gbs", "64", "--seq", "4096"]
+        rc, js, err = run(["plan"] + a + ["--fix", "offload_optimizer=none,offload_param=none", "--json"])
+        if rc != 1 or json.loads(js)["feasible"]:
+            raise Mismatch("without offload something fits (exit %d)" % rc)
+        rc, js, err = run(["plan"] + a + ["--fix", "pp=1", "--top", "1", "--json"])
+        doc = json.loads(js)
+        if rc != 0 or not doc["feasible"]:
+            raise Mismatch("with offload nothing fits (exit %d): %s" % (rc, err))
+        best = doc["plans"][0]
+        opt = best["plan"]["optimizer"]
+        if opt.get("offload_optimizer", "none") == "none":
+            raise Mismatch("the winner does not offload: %s" % best["summary"])
+        rc, js, err = run(["describe", "--model", "llama-3-70b", "--json"])
+        params = json.loads(js)["params_total"]
+        par = best["plan"]["parallel"]
+        shard = params / (par["tp"] * par["dp"])  # a lower bound of the rank's shard (replicated norms add)
+        floor_s = 4.0 * shard / 64e9
+        got = best["time_breakdown_s"]["offload"]
+        if not got >= floor_s:
+            raise Mismatch("offload %.4g s is below the host-link transfer %.4g s" % (got, floor_s))
+        if best["iteration_time_s"] < floor_s:
+            raise Mismatch("the iteration is shorter than the host-link transfer")
+        stage = best["memory"]["stages"][0]
+        if stage["optimizer_bytes"] != 0:
+            raise Mismatch("offloaded optimizer states still count in device memory: %r" % stage["optimizer_bytes"])
+        report(True, "offload: only when nothing fits, at least the host-link transfer (%.3g >= %.3g s)" % (got, floor_s))
+    except (Mismatch, ValueError, KeyError, TypeError, IndexError) as e:
+        report(False, "offload", "%s: %s" % (type(e).__name__, e))
+
+
 precision_case()
+offload_case()

@@ -121,6 +121,7 @@ def _declare(lib):
         "ap_export": (ctypes.c_int, [vp, vp, vp, cp, pp]),
         "ap_search_opts_init": (None, [ctypes.POINTER(_SearchOpts)]),
         "ap_report_html": (ctypes.c_int, [vp, ctypes.POINTER(_ReportInputs), cp]),
+        "ap_render": (ctypes.c_int, [vp, cp, cp, cp, ctypes.c_int, pp]),
         "ap_compare_clusters": (ctypes.c_int, [vp, vp, cp, ctypes.POINTER(_SearchOpts), cp, cp, ctypes.c_int, pp]),
         "ap_plan_search": (ctypes.c_int, [vp, vp, vp, ctypes.POINTER(_SearchOpts), ctypes.c_int, pp, pp]),
     }
@@ -362,6 +363,19 @@ def report_html(path, title=None, command=None, estimate=None, search=None, trac
     with _Ctx() as c:
         r = _ReportInputs(_b(title), _b(command), j(estimate), j(search), j(trace), j(validate))
         c.check(c.lib.ap_report_html(c.ptr, ctypes.byref(r), _b(path)))
+
+
+def train(document, tokens, price_per_gpu_hour=None, text=False):
+    """The time and cost to train on ``tokens`` (e.g. "1T") from an estimate or plan document (a dict as
+    ``estimate`` and ``plan`` return it): the document with its "train" object added, as ``--tokens`` gives it
+    (docs/json.md), or with ``text=True`` the command's text with the lines on training time and cost."""
+    with _Ctx() as c:
+        tok = _b(tokens if isinstance(tokens, str) else repr(float(tokens)))
+        price = None if price_per_gpu_hour is None else _b(_value(price_per_gpu_hour))
+        status, out = c.call(c.lib.ap_render, c.ptr, json.dumps(document).encode("utf-8"), tok, price,
+                             _OUT_TEXT if text else _OUT_JSON)
+        c.check(status)
+        return out if text else json.loads(out)
 
 
 def compare_clusters(model, clusters, gbs, seq=None, tokens=None, price_per_gpu_hour=None, fix=None,

@@ -146,6 +146,7 @@ void cli_usage(const char *cmd, const char *synopsis, const cli_opt *opts, int n
 
 int cli_fail(ap_ctx *ctx, ap_status st) {
   const char *msg = ap_ctx_error(ctx);
+  cli_progress_clear();
   fprintf(stderr, "autopar: %s\n", *msg ? msg : ap_status_str(st));
   switch (st) {
   case AP_OK:

@@ -61,6 +61,20 @@ int cmd_solve(ap_ctx *ctx, int argc, char **argv);
 int cmd_compare_clusters(ap_ctx *ctx, int argc, char **argv);
 int cmd_compare_search(ap_ctx *ctx, int argc, char **argv);
 
+/* Reads a whole file; NULL when it cannot (src/cli/report_out.c). The caller frees it. */
+char *cli_read_file(const char *path);
+/* Simulates p and returns its trace (for a report's timeline), written through a temporary file beside
+ * near_path; NULL with a warning on stderr when the simulation is refused (too many passes). Frees with free. */
+char *cli_simulate_trace(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, ap_plan *p, const char *near_path);
+/* Writes the report of command cmd (its arguments shown under the heading) from in's documents to path. */
+ap_status cli_write_report(ap_ctx *ctx, const char *path, const char *cmd, int argc, char **argv, ap_report_inputs *in);
+/* Installs the progress bar on stderr for command cmd, when stderr is a terminal and quiet is false; shown
+ * from delay_s seconds on (src/cli/progress.c). cli_progress_end clears its line. */
+void cli_progress_begin(ap_ctx *ctx, const char *cmd, double delay_s, bool quiet);
+void cli_progress_end(ap_ctx *ctx);
+/* Clears the bar's line if it is drawn (before any other line goes to stderr). */
+void cli_progress_clear(void);
+
 /* Adds to ctx every optional part this binary was built with (src/cli/parts.c). */
 ap_status cli_add_parts(ap_ctx *ctx);
 

@@ -1,6 +1,8 @@
 /* `autopar estimate`: one plan's predicted time and memory (cli layer). Plan fields come from --plan FILE and
- * from flags, which override the file. */
+ * from flags, which override the file. --tokens N adds the time and cost to train (ap_render); --report FILE
+ * writes the HTML report from the estimate document and a simulation of the plan (simulate: from its trace). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -9,6 +11,7 @@
 static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulate) {
   bool json = false, help = false;
   const char *model = NULL, *cluster = NULL, *plan_path = NULL, *trace = NULL, *calibration = NULL;
+  const char *report = NULL, *tokens = NULL, *price = NULL;
   int64_t max_events = 0;
   /* Plan fields, passed to ap_plan_set by name: the CLI flags of the field table (ap_plan_key). */
   enum { N_PLAN_KEYS = 32 };
@@ -16,7 +19,7 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   int n_keys = 0;
   while (n_keys < N_PLAN_KEYS && (plan_keys[n_keys] = ap_plan_key((size_t)n_keys, &plan_help[n_keys]))) n_keys++;
   const char *values[N_PLAN_KEYS] = {0};
-  cli_opt opts[7 + N_PLAN_KEYS + 2];
+  cli_opt opts[10 + N_PLAN_KEYS + 2];
   int n = 0;
   opts[n++] = (cli_opt){"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model};
   opts[n++] = (cli_opt){"cluster", OPT_STRING, "cluster preset, shorthand (h100:64, dgx-h100:8x8) or file", &cluster};
@@ -26,6 +29,11 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   if (simulate) opts[n++] = (cli_opt){"trace", OPT_STRING, "write the timeline as a Chrome trace-event JSON file", &trace};
   if (simulate)
     opts[n++] = (cli_opt){"max-events", OPT_INT, "simulate at most N passes (default 1M; each is one trace event)", &max_events};
+  opts[n++] = (cli_opt){"report", OPT_STRING, "also write an HTML report (docs/report.md)", &report};
+  if (!simulate) {
+    opts[n++] = (cli_opt){"tokens", OPT_STRING, "time and cost to train on this many tokens (1T, 300B, 2.5e11)", &tokens};
+    opts[n++] = (cli_opt){"price-per-gpu-hour", OPT_STRING, "with --tokens: price of one device-hour, for the cost", &price};
+  }
   for (int i = 0; i < n_keys; i++) opts[n++] = (cli_opt){plan_keys[i], OPT_STRING, plan_help[i], &values[i]};
   opts[n++] = (cli_opt){"help", OPT_FLAG, "show this help", &help};
   const char *pos[1];
@@ -33,9 +41,10 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   if (!cli_parse(cmd, argc, argv, opts, n, pos, 0, &n_pos)) return EXIT_BAD_INPUT;
   if (help) {
     cli_usage(cmd,
-              simulate ? "--model M --cluster C [--plan FILE] [plan flags] --trace OUT.json [--json]\n\n"
+              simulate ? "--model M --cluster C [--plan FILE] [plan flags] --trace OUT.json [--json] [--report OUT.html]\n\n"
                          "Simulates the plan's pipeline schedule event by event and writes its timeline."
-                       : "--model M --cluster C [--plan FILE] [--tp N --pp N ... --gbs N --seq N] [--json]\n\n"
+                       : "--model M --cluster C [--plan FILE] [--tp N --pp N ... --gbs N --seq N] [--json]\n"
+                         "            [--report OUT.html] [--tokens N [--price-per-gpu-hour X]]\n\n"
                          "Predicts one plan: iteration time and breakdown, tokens/s, MFU, memory per stage.",
               opts, n);
     cli_notation(stdout);
@@ -43,6 +52,10 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   }
   if (!model || !cluster) {
     fprintf(stderr, "autopar %s: --model and --cluster are required (see autopar %s --help)\n", cmd, cmd);
+    return EXIT_BAD_INPUT;
+  }
+  if (simulate && report && !trace) {
+    fprintf(stderr, "autopar simulate: --report needs --trace OUT.json (the timeline is drawn from the trace)\n");
     return EXIT_BAD_INPUT;
   }
   ap_model *m = NULL;
@@ -56,13 +69,39 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   if (!st) st = plan_path ? ap_plan_load(ctx, plan_path, &p) : ap_plan_new(ctx, &p);
   for (int i = 0; i < n_keys && !st; i++)
     if (values[i]) st = ap_plan_set(ctx, p, plan_keys[i], values[i]);
+  bool want_doc = !simulate && (json || report || tokens || price);
   if (!st)
     st = simulate ? ap_simulate(ctx, m, c, p, trace, json ? AP_OUT_JSON : AP_OUT_TEXT, &out)
-                  : ap_estimate(ctx, m, c, p, json ? AP_OUT_JSON : AP_OUT_TEXT, &out);
+                  : ap_estimate(ctx, m, c, p, want_doc ? AP_OUT_JSON : AP_OUT_TEXT, &out);
+  char *doc = NULL;
+  if (!st && want_doc) {
+    doc = out;
+    out = NULL;
+    st = ap_render(ctx, doc, tokens, price, json ? AP_OUT_JSON : AP_OUT_TEXT, &out);
+  }
+  bool unread = false;
+  if (!st && report) {
+    ap_report_inputs in = {0};
+    char *tr = simulate ? cli_read_file(trace) : cli_simulate_trace(ctx, m, c, p, report);
+    unread = simulate && !tr;
+    in.estimate_json = doc;
+    in.trace_json = tr;
+    if (!unread) st = cli_write_report(ctx, report, cmd, argc, argv, &in);
+    free(tr);
+  }
+  ap_free(doc);
   ap_plan_free(p);
   ap_cluster_free(c);
   ap_model_free(m);
-  if (st) return cli_fail(ctx, st);
+  if (unread) {
+    ap_free(out);
+    fprintf(stderr, "autopar simulate: %s: cannot read the trace back for the report\n", trace);
+    return EXIT_BAD_INPUT;
+  }
+  if (st) {
+    ap_free(out);
+    return cli_fail(ctx, st);
+  }
   cli_print_free(out);
   return 0;
 }

@@ -4,36 +4,15 @@
  * Output: the explanation on stdout (text, or JSON with --json). With --export FORMAT the winner is also
  * written for a framework: to stdout, the explanation then going to stderr so that `autopar plan … --export
  * megatron > args.sh` captures the export alone; or, with -o FILE, atomically to FILE, the explanation staying
- * on stdout. Progress goes to stderr while a search runs past one second, and only when stderr is a terminal.
+ * on stdout. Progress goes to stderr while a search runs past one second, and only when stderr is a terminal
+ * (main installs it, progress.c). --report FILE writes the HTML report of the search, with an estimate and a
+ * simulation of the winner (memory bars, timeline); --tokens N adds the time and cost to train (ap_render).
  * Exit status 1 when no plan fits (the closest plans are still printed), 2 on bad input. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
-
-/* Progress on a terminal: one line rewritten in place, from the first second of the search on. */
-typedef struct {
-  double t0_s;
-  bool shown;
-} progress_state;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int on_progress(void *user, double fraction, const char *what) {
-  progress_state *ps = user;
-  if (now_s() - ps->t0_s < 1.0) return 0;
-  fprintf(stderr, "\r\033[Kautopar plan: %3.0f%% %s", 100 * fraction, what ? what : "");
-  fflush(stderr);
-  ps->shown = true;
-  return 0;
-}
 
 static bool parse_double(const char *name, const char *s, double *out) {
   if (!s) return true;
@@ -94,7 +73,7 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
   const char *model = NULL, *cluster = NULL, *fix = NULL, *objective = NULL, *mem_frac = NULL, *budget = NULL;
   const char *calibration = NULL, *export_format = NULL, *output = NULL, *compare = NULL, *strategy = NULL;
   const char *stack = NULL;
-  const char *annotate = NULL;
+  const char *report = NULL, *tokens = NULL, *price = NULL, *annotate = NULL;
   int64_t gbs = 0, seq = 0, top = 3;
   cli_opt opts[] = {
       {"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model},
@@ -115,6 +94,9 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
       {"compare", OPT_STRING, "an autopar JSON plan to set beside the winner, breakdowns side by side", &compare},
       {"export", OPT_STRING, "also write the winner as megatron, deepspeed, torchtitan or json (stdout)", &export_format},
       {"output", OPT_STRING, "with --export: write the export to this file (atomically); also -o FILE", &output},
+      {"report", OPT_STRING, "also write an HTML report of the search (docs/report.md)", &report},
+      {"tokens", OPT_STRING, "time and cost to train the winner on this many tokens (1T, 300B, 2.5e11)", &tokens},
+      {"price-per-gpu-hour", OPT_STRING, "with --tokens: price of one device-hour, for the cost", &price},
       {"help", OPT_FLAG, "show this help", &help},
   };
   enum { N_OPTS = sizeof opts / sizeof opts[0] };
@@ -125,7 +107,8 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
     cli_usage("plan",
               "--model M --cluster C --gbs N [--seq S] [--top K] [--json] [--fix tp=8,pp=4,…]\n"
               "            [--objective throughput|memory] [--max-mem-fraction F] [--time-budget SECONDS]\n"
-              "            [--calibration FILE] [--compare PLAN.json] [--export FORMAT [-o FILE]]\n\n"
+              "            [--calibration FILE] [--compare PLAN.json] [--export FORMAT [-o FILE]] [--report OUT.html]\n"
+              "            [--tokens N [--price-per-gpu-hour X]] [--quiet]\n\n"
               "Searches data, tensor (+ sequence), pipeline, context and expert parallelism, ZeRO stages, recompute,\n"
               "micro-batch size, virtual stages and schedule, and the rank order for the fastest plans that fit in\n"
               "device memory, and explains the best: iteration time, tokens/s, MFU, time breakdown, what bounds it,\n"
@@ -176,11 +159,38 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
   if (!st) st = ap_cluster_load(ctx, cluster, &c);
   if (!st && compare) st = ap_plan_load(ctx, compare, &cmp);
   so.compare = cmp;
-  progress_state ps = {now_s(), false};
-  if (!st && isatty(STDERR_FILENO)) ap_ctx_set_progress(ctx, on_progress, &ps);
-  if (!st) st = ap_plan_search(ctx, m, c, &so, json ? AP_OUT_JSON : AP_OUT_TEXT, &out, &best);
-  ap_ctx_set_progress(ctx, NULL, NULL);
-  if (ps.shown) fprintf(stderr, "\r\033[K");
+  /* The document first when it is wanted whole (--json, --report) or with more added (--tokens); the text
+   * is then rendered from it. */
+  bool want_doc = json || report || tokens || price;
+  if (!st) st = ap_plan_search(ctx, m, c, &so, want_doc ? AP_OUT_JSON : AP_OUT_TEXT, &out, &best);
+  char *doc = NULL;
+  if ((!st || st == AP_INFEASIBLE) && want_doc && out) {
+    ap_status sst = st;
+    char *shown = NULL;
+    if ((st = ap_render(ctx, out, tokens, price, json ? AP_OUT_JSON : AP_OUT_TEXT, &shown))) {
+      ap_free(out);
+      out = NULL;
+    } else {
+      doc = out;
+      out = shown;
+      st = sst;
+    }
+  }
+  if (doc && report) {
+    ap_status sst = st;
+    char *est = NULL, *trace = NULL;
+    if (best && ap_estimate(ctx, m, c, best, AP_OUT_JSON, &est)) est = NULL;
+    if (best) trace = cli_simulate_trace(ctx, m, c, best, report);
+    ap_report_inputs in = {0};
+    in.search_json = doc;
+    in.estimate_json = est;
+    in.trace_json = trace;
+    ap_status rst = cli_write_report(ctx, report, "plan", argc, argv, &in);
+    ap_free(est);
+    free(trace);
+    st = rst ? rst : sst;
+  }
+  ap_free(doc);
   if (!st && export_format) {
     ap_status est = ap_export(ctx, m, best, export_format, &exported);
     if (!est && output) est = ap_write_file(ctx, output, exported);

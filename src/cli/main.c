@@ -31,6 +31,7 @@ static const subcommand subcommands[] = {
 static void log_to_stderr(void *user, ap_log_level level, const char *msg) {
   (void)user;
   static const char *const names[] = {"error", "warning", "info", "debug"};
+  cli_progress_clear();
   fprintf(stderr, "autopar: %s: %s\n", names[level], msg);
 }
 
@@ -60,8 +61,9 @@ static void usage(FILE *f) {
   fprintf(f, "commands:\n");
   for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
     fprintf(f, "  %-12s %s\n", subcommands[i].name, subcommands[i].summary);
-  fprintf(f, "\noptions:\n  %-12s %s\n  %-12s %s\n", "--help", "show this help (also -h, help)", "--version",
-          "print the version");
+  fprintf(f, "\noptions:\n  %-12s %s\n  %-12s %s\n  %-12s %s\n", "--help", "show this help (also -h, help)",
+          "--version", "print the version", "--quiet",
+          "after the command, anywhere: no progress bar on stderr (drawn only on a terminal)");
   fprintf(f, "\nRun `autopar COMMAND --help` for a command's options. Every --json output is one document with a\n"
              "\"format\" tag (\"autopar-estimate/1\", \"autopar-search/2\", ...), documented key by key in docs/json.md.\n");
   cli_notation(f);
@@ -93,7 +95,16 @@ int main(int argc, char **argv) {
       ap_ctx_free(ctx);
       return EXIT_INTERNAL;
     }
-    int rc = subcommands[i].run(ctx, argc - 2, argv + 2);
+    /* --quiet is every command's: taken out before the command parses its options. */
+    bool quiet = false;
+    int n_args = 0;
+    for (int k = 2; k < argc; k++) {
+      if (strcmp(argv[k], "--quiet") == 0) quiet = true;
+      else argv[2 + n_args++] = argv[k];
+    }
+    cli_progress_begin(ctx, subcommands[i].name, strcmp(subcommands[i].name, "plan") == 0 ? 1.0 : 0.0, quiet);
+    int rc = subcommands[i].run(ctx, n_args, argv + 2);
+    cli_progress_end(ctx);
     ap_ctx_free(ctx);
     fflush(stdout);
     if (ferror(stdout)) {

@@ -113,7 +113,8 @@ typedef struct {
   double forward, backward, recompute; /* compute of the slowest pipeline rank, all micro-batches */
   double bubble;                       /* pipeline fill and drain */
   double tp_comm, cp_comm, ep_comm, pp_comm, dp_comm; /* exposed communication */
-  double optimizer;                    /* optimizer step */
+  double optimizer;                    /* optimizer step on the device */
+  double offload;                      /* offload's host-link transfers and host-side step (offload.c) */
 } cost_time;
 
 /* Memory of one pipeline rank, bytes per device. */
@@ -131,7 +132,9 @@ typedef struct {
   double peak_mem_bytes;
   int peak_rank;
   double capacity_bytes; /* device memory */
-  bool fits;
+  double host_mem_bytes;      /* host memory per node that offload takes; 0 without offload */
+  double host_capacity_bytes; /* the node's host memory; 0 without offload */
+  bool fits;                  /* device memory, and host memory when offloading */
   double tokens_per_iter, tokens_per_s, tokens_per_s_per_device;
   /* FLOP per iteration under three conventions (DESIGN.md; COSTMODEL.md §1.3-1.5): PaLM model FLOP (6N + 12LHQT
    * per token, no causal discount); Megatron's num_floating_point_operations (causal /2 on attention); hardware

@@ -150,7 +150,13 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   double opt_params = 0;
   out->time.dp_comm = dp_sync_s(env, p, &pg, C, &opt_params);
   out->time.optimizer = cost_optimizer_step_s(env, rank_group[crit], opt_params);
-  out->iter_s = pipe_s + out->time.dp_comm + out->time.optimizer;
+  /* Offload (offload.c): the step runs on the host instead, and the moved states cross the host link. */
+  ap_status ost = cost_offload(ctx, env, p, rank_group[crit], opt_params, &out->time.offload, &out->host_mem_bytes);
+  if (ost) return ost;
+  if (p->offload_optimizer != PLAN_OFFLOAD_NONE) out->time.optimizer = 0;
+  out->host_capacity_bytes =
+      out->host_mem_bytes > 0 ? cost_env_cluster(env)->groups[rank_group[crit]].host.mem_bytes : 0;
+  out->iter_s = pipe_s + out->time.dp_comm + out->time.optimizer + out->time.offload;
 
   /* Memory per pipeline rank. The peak rank is the one with the least headroom on its own device; on one
    * device type, the one with the most bytes. capacity_bytes is that rank's device memory. */
@@ -168,7 +174,7 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
       out->capacity_bytes = rank_cap[r];
     }
   }
-  out->fits = out->peak_mem_bytes <= out->capacity_bytes;
+  out->fits = out->peak_mem_bytes <= out->capacity_bytes && out->host_mem_bytes <= out->host_capacity_bytes;
 
   /* Throughput and FLOP conventions (flops.c). */
   double n_dev = (double)plan_n_devices(p);

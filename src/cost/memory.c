@@ -53,6 +53,11 @@ cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, in
   mem.params = sb.weights * (dense_w + exp_w);
   mem.grads = sb.grads * (g_shard ? dense / n_dp + expert / n_edp : dense + expert) + sb.unsharded * (dense + expert);
   mem.optimizer = sb.optimizer * (o_shard ? dense / n_dp + expert / n_edp : dense + expert);
+  /* Offload (offload.c): ZeRO-Offload keeps the optimizer states and the fp32 gradients on the host (Ren et al.
+   * 2021 §4.1), ZeRO-Infinity the parameter shard (Rajbhandari et al. 2021 §5); the gathered layers stay in
+   * the buffers below. */
+  if (p->offload_optimizer != PLAN_OFFLOAD_NONE) mem.optimizer = 0, mem.grads = 0;
+  if (p->offload_param != PLAN_OFFLOAD_NONE) mem.params = 0;
   /* The micro-batches in flight at the rank's peak: the schedule's rule (plan/schedule.h; COSTMODEL.md §2.2). */
   mem.activations = R->act_bytes * plan_schedule_in_flight_mb(p, r) + R->working_bytes;
   if (R->has_head) {

@@ -15,9 +15,9 @@ typedef struct {
   size_t offset; /* in cost_time */
 } cost_time_part;
 
-enum { COST_N_TIME_PARTS = 10 };
+enum { COST_N_TIME_PARTS = 11 };
 /* The parts in cost_time's order: forward, backward, recompute, bubble, the five exposed communications
- * (tp, cp, ep, pp, dp), optimizer. */
+ * (tp, cp, ep, pp, dp), optimizer, offload. */
 AP_HIDDEN const cost_time_part *cost_time_parts(void);
 AP_HIDDEN double cost_time_part_s(const cost_time *t, size_t i);
 

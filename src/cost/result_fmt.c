@@ -22,6 +22,7 @@ static const cost_time_part parts[COST_N_TIME_PARTS] = {
     {"pp_comm_exposed", "PP comm", "PP comm (exposed)", offsetof(cost_time, pp_comm)},
     {"dp_comm_exposed", "DP comm", "DP comm (exposed)", offsetof(cost_time, dp_comm)},
     {"optimizer", "optimizer", "optimizer step", offsetof(cost_time, optimizer)},
+    {"offload", "offload", "offload (host)", offsetof(cost_time, offload)},
 };
 enum { FIRST_COMM = 4, LAST_COMM = 8 };
 _Static_assert(sizeof(cost_time) == COST_N_TIME_PARTS * sizeof(double), "every part of cost_time is in parts[]");
@@ -39,6 +40,11 @@ static double gib(double b) { return b / 1073741824.0; }
 void cost_result_bound_text(const cost_result *r, char *out, size_t n) {
   const cost_time *t = &r->time;
   double it = r->iter_s > 0 ? r->iter_s : 1;
+  if (!r->fits && r->host_mem_bytes > r->host_capacity_bytes) {
+    snprintf(out, n, "host memory (%.1f GiB per node needed for offload, of %.1f)", gib(r->host_mem_bytes),
+             gib(r->host_capacity_bytes));
+    return;
+  }
   if (!r->fits) {
     snprintf(out, n, "memory (%.1f GiB needed of %.1f)", gib(r->peak_mem_bytes), gib(r->capacity_bytes));
     return;
@@ -99,6 +105,10 @@ void cost_result_put(jd *d, json_t *o, const cost_result *r) {
   jd_num(d, m, "peak_bytes", r->peak_mem_bytes);
   jd_int(d, m, "peak_stage", r->peak_rank);
   jd_bool(d, m, "fits", r->fits);
+  if (r->host_mem_bytes > 0) { /* offload (cost/offload.c): the host memory per node it takes, and the node's */
+    jd_num(d, m, "host_bytes", r->host_mem_bytes);
+    jd_num(d, m, "host_capacity_bytes", r->host_capacity_bytes);
+  }
   json_t *stages = jd_arr(d, m, "stages");
   for (int i = 0; i < r->n_ranks; i++) {
     json_t *s = jd_obj(d, stages, NULL);
@@ -174,8 +184,13 @@ static void estimate_text(strbuf *sb, const json_t *doc) {
     if (v > 0) sb_printf(sb, "  %-20s %9.4f s  %5.1f%%\n", parts[i].long_label, v, 100 * v / it);
   }
   const json_t *m = jd_at(doc, "memory");
+  double host = jd_getn(m, "host_bytes"), host_cap = jd_getn(m, "host_capacity_bytes");
+  bool host_short = host > host_cap;
   sb_printf(sb, "\nmemory per device (GiB), capacity %.1f: %s\n", gib(jd_getn(m, "capacity_bytes")),
-            jd_getb(m, "fits") ? "fits" : "DOES NOT FIT");
+            jd_getn(m, "peak_bytes") <= jd_getn(m, "capacity_bytes") ? "fits" : "DOES NOT FIT");
+  if (host > 0)
+    sb_printf(sb, "host memory per node for offload: %.1f GiB of %.1f: %s\n", gib(host), gib(host_cap),
+              host_short ? "DOES NOT FIT" : "fits");
   sb_printf(sb, "  %-6s", "stage");
   for (size_t k = 0; k < AP_COUNT(mem_parts); k++) sb_printf(sb, " %8s", mem_parts[k].column);
   sb_puts(sb, "\n");

@@ -56,6 +56,14 @@ static void put_device(strbuf *sb, const hw_device *d) {
     put_key(sb, &first, "tdp_w");
     put_num(sb, d->tdp_w);
   }
+  if (d->host_link[0]) {
+    put_key(sb, &first, "host_link");
+    jx_sb_str(sb, d->host_link);
+  }
+  if (d->host_link_bw_Bps > 0) {
+    put_key(sb, &first, "host_link_bw_Bps");
+    put_num(sb, d->host_link_bw_Bps);
+  }
   sb_puts(sb, "}");
 }
 
@@ -112,6 +120,20 @@ static void put_cluster(strbuf *sb, const hw_cluster *c) {
     sb_printf(sb, "\"n_nodes\":%lld,\"devices_per_node\":%lld,\"device\":", (long long)g->n_nodes,
               (long long)g->devices_per_node);
     put_device(sb, &g->device);
+    /* The host side (offload), when stated: the cluster file's "host" object. */
+    const hw_host *h = &g->host;
+    if (h->mem_bytes > 0 || h->mem_bw_Bps > 0 || h->nvme_bw_Bps > 0) {
+      bool hf = true;
+      sb_puts(sb, ",\"host\":{");
+      const char *names[] = {"mem_bytes", "mem_bw_Bps", "nvme_bw_Bps"};
+      const double vals[] = {h->mem_bytes, h->mem_bw_Bps, h->nvme_bw_Bps};
+      for (int k = 0; k < 3; k++)
+        if (vals[k] > 0) {
+          put_key(sb, &hf, names[k]);
+          put_num(sb, vals[k]);
+        }
+      sb_puts(sb, "}");
+    }
     sb_puts(sb, ",\"levels\":[");
     for (int l = 0; l < g->n_levels; l++) {
       if (l) sb_puts(sb, ",");

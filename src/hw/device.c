@@ -24,7 +24,7 @@ _Static_assert(AP_COUNT(topology_names) == HW_TOPO_COUNT, "topology name table a
 /* The fields a device object may hold. */
 static const char *const device_keys[] = {
     "name", "aliases", "vendor", "description", "node", "chip", "peak_flop_per_s", "mem_bytes", "mem_bw_Bps",
-    "tdp_w", "sources", "profile",
+    "tdp_w", "host_link", "host_link_bw_Bps", "sources", "profile",
 };
 
 static void free_text(void *p) { free(p); }
@@ -121,6 +121,10 @@ ap_status hw_device_from_json(const jx_src *s, json_t *obj, hw_device *out) {
   if (!st) st = hwj_positive(s, obj, "mem_bw_Bps", true, &out->mem_bw_Bps, NULL);
   if (!st) st = hwj_positive(s, obj, "tdp_w", false, &out->tdp_w, NULL);
   if (!st) st = read_profile(s, obj, out);
+  if (!st) st = hwj_text(s, obj, "host_link", false, out->host_link, sizeof out->host_link);
+  if (!st && out->host_link[0] && strcmp(out->host_link, "pcie") != 0 && strcmp(out->host_link, "c2c") != 0)
+    st = jx_fail(s, "host_link", "expected \"pcie\" or \"c2c\", got \"%s\"", out->host_link);
+  if (!st) st = hwj_positive(s, obj, "host_link_bw_Bps", false, &out->host_link_bw_Bps, NULL);
   return st;
 }
 

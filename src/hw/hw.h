@@ -62,7 +62,18 @@ typedef struct {
   double tdp_w;                           /* board power; 0 = not stated */
   char profile_key[HW_NAME_MAX]; /* an inline "profile" (autopar-profile/1): its key in the context's memo,
                                   * "hw.profile:" + this, where the profile's JSON text lies; "" when none */
+  /* The link between the device and its host's memory, per direction: PCIe (Gen4 x16 on A100, Gen5 x16 on
+   * H100/B200) or chip-to-chip (NVLink-C2C on GH200/GB200). 0 = not stated: no offload to the host. */
+  char host_link[HW_NAME_MAX]; /* "pcie", "c2c"; "" when not stated */
+  double host_link_bw_Bps;
 } hw_device;
+
+/* A node's host side, for offloading model states (ZeRO-Offload, ZeRO-Infinity). 0 = not stated. */
+typedef struct {
+  double mem_bytes;   /* host (CPU) memory of one node */
+  double mem_bw_Bps;  /* its peak bandwidth, all sockets */
+  double nvme_bw_Bps; /* the node's local NVMe drives together, the slower of read and write */
+} hw_host;
 
 /* One level of a link hierarchy. Bandwidths are per device and per direction (unidirectional). */
 typedef struct {
@@ -87,6 +98,7 @@ typedef struct {
   int64_t n_devices; /* n_nodes * devices_per_node */
   int n_levels;      /* the same in every group of a cluster */
   hw_link_level levels[HW_MAX_LEVELS];
+  hw_host host;      /* the node's host memory and NVMe ("host" in a cluster file) */
 } hw_node_group;
 
 /* A loaded cluster. Every pointer in it points into the arena of the ap_cluster that holds it. */

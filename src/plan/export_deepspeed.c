@@ -89,6 +89,18 @@ ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, const exp
     /* Stage 3 gathers parameters ahead of use; without overlap it fetches each on demand. */
     set_int(zero, "stage3_prefetch_bucket_size", p->overlap_param_gather ? DS_PREFETCH_ELEMS : 0);
   }
+  /* Offload (ZeRO-Offload, ZeRO-Infinity): zero_optimization.offload_optimizer / offload_param with device cpu
+   * or nvme (deepspeedai/DeepSpeed docs/_pages/config-json.md); NVMe needs a path, written as DeepSpeed's
+   * documented example /local_nvme, to be set to the node's drive. */
+  for (int k = 0; k < 2; k++) {
+    plan_offload o = k ? p->offload_param : p->offload_optimizer;
+    if (o == PLAN_OFFLOAD_NONE) continue;
+    json_t *off = json_object();
+    set_str(off, "device", plan_offload_name(o));
+    set_bool(off, "pin_memory", true);
+    if (o == PLAN_OFFLOAD_NVME) set_str(off, "nvme_path", "/local_nvme");
+    json_object_set_new(zero, k ? "offload_param" : "offload_optimizer", off);
+  }
   json_object_set_new(root, "zero_optimization", zero);
 
   bool full_every_layer = p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers == 0;

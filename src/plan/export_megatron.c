@@ -43,6 +43,10 @@ ap_status megatron_can_express(ap_ctx *ctx, const plan *p, const graph *g) {
                     g->name);
   ap_status st = megatron_model_check(ctx, &s, g);
   if (st) return st;
+  if (p->offload_optimizer != PLAN_OFFLOAD_NONE || p->offload_param != PLAN_OFFLOAD_NONE)
+    return unsupported(ctx, "Megatron-LM has no parameter offload to host memory or NVMe, and autopar does not "
+                            "write its optimizer CPU offload; export offload plans to deepspeed, or re-plan with "
+                            "--fix offload_optimizer=none,offload_param=none");
   if (p->pp > 1 && (p->schedule == PLAN_SCHED_ZB_H1 || p->schedule == PLAN_SCHED_ZB_V))
     return ctx_fail(ctx, AP_UNSUPPORTED,
                     "megatron export: Megatron-LM has no %s schedule (it runs 1F1B and interleaved 1F1B); "

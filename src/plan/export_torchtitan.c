@@ -165,6 +165,11 @@ void tt_fqns(strbuf *sb, const char *indent, const int32_t *layers, int64_t n_ch
 /* ---- The current form ---- */
 
 ap_status torchtitan_can_express(ap_ctx *ctx, const plan *p, const graph *g) {
+  if (p->offload_optimizer != PLAN_OFFLOAD_NONE || p->offload_param != PLAN_OFFLOAD_NONE)
+    return ctx_fail(ctx, AP_UNSUPPORTED,
+                    "torchtitan export: torchtitan offloads parameters, gradients and optimizer states together and "
+                    "only to CPU (FSDP2's CPUOffloadPolicy), which autopar does not cost; export offload plans to "
+                    "deepspeed, or re-plan with --fix offload_optimizer=none,offload_param=none");
   const tt_flavor *t;
   ap_status st = tt_model_of(ctx, "torchtitan", g, TT_CURRENT, &t);
   if (!st) st = tt_common_check(ctx, "torchtitan", p, g);

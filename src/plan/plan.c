@@ -381,5 +381,15 @@ ap_status plan_validate(ap_ctx *ctx, const plan *p, const graph *g, int64_t n_de
   if (p->tp_comm_overlap && p->tp > 1 && !p->sequence_parallel)
     return fail(ctx, file, "tp_comm overlap with tp = %lld needs sequence_parallel (Megatron arguments.py)",
                 (long long)p->tp);
+  /* Offload (DeepSpeed docs/_pages/config-json.md): offload_optimizer is valid with ZeRO stages 1-3,
+   * offload_param only with stage 3, and NVMe (ZeRO-Infinity) only with stage 3. */
+  if (p->offload_optimizer != PLAN_OFFLOAD_NONE && p->zero_stage < 1)
+    return fail(ctx, file, "offload_optimizer %s needs a sharded optimizer (zero_stage >= 1), got zero_stage 0",
+                plan_offload_name(p->offload_optimizer));
+  if (p->offload_param != PLAN_OFFLOAD_NONE && p->zero_stage < 3)
+    return fail(ctx, file, "offload_param %s needs zero_stage 3 (DeepSpeed), got %d", plan_offload_name(p->offload_param),
+                p->zero_stage);
+  if (p->offload_optimizer == PLAN_OFFLOAD_NVME && p->zero_stage < 3)
+    return fail(ctx, file, "offload_optimizer nvme needs zero_stage 3 (ZeRO-Infinity), got %d", p->zero_stage);
   return AP_OK;
 }

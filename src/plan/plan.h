@@ -142,6 +142,21 @@ typedef enum {
 #undef X
   PLAN_STACK_COUNT_
 } plan_stack;
+/* Where a model state lives when it is offloaded from device memory: not offloaded; host (CPU) memory
+ * (ZeRO-Offload, Ren et al. 2021); the node's NVMe drives (ZeRO-Infinity, Rajbhandari et al. 2021). The
+ * names are DeepSpeed's zero_optimization.offload_optimizer/offload_param "device" values
+ * (deepspeedai/DeepSpeed docs/_pages/config-json.md), "none" for not offloaded. */
+#define PLAN_OFFLOAD_MAP(X) \
+  X(NONE, "none")           \
+  X(CPU, "cpu")             \
+  X(NVME, "nvme")
+
+typedef enum {
+#define X(e, s) PLAN_OFFLOAD_##e,
+  PLAN_OFFLOAD_MAP(X)
+#undef X
+  PLAN_OFFLOAD_COUNT_
+} plan_offload;
 
 /* The sharding of one tensor dimension over a logical device mesh of up to two axes (issue 12; Alpa's and
  * GSPMD's notation): replicated, or split over mesh axis 0, axis 1 or both. */
@@ -208,6 +223,12 @@ typedef struct {
    * 1 optimizer states (Megatron --use-distributed-optimizer, DeepSpeed ZeRO-1); 2 also gradients (ZeRO-2,
    * Megatron-FSDP optim_grads); 3 also parameters (ZeRO-3, FSDP full shard, optim_grads_params). */
   int32_t zero_stage;
+  /* Offload of the optimizer states (fp32 master weights and Adam's moments; the step then runs on the host)
+   * and of the 16-bit parameters (which ZeRO-3 then fetches per layer). Offloading the optimizer needs a
+   * sharded optimizer (zero_stage >= 1), the parameters ZeRO-3; NVMe needs ZeRO-3 (DeepSpeed's rules,
+   * docs/_pages/config-json.md). Costed in cost/offload.c. */
+  plan_offload offload_optimizer;
+  plan_offload offload_param;
   plan_precision precision;
   /* The loss as one fused kernel that writes the logits' gradient over the logits in place, with no fp32 copy
    * (flash-attn's cross entropy with inplace_backward, as llm-foundry's fused_crossentropy runs it; Transformer
@@ -247,6 +268,8 @@ AP_HIDDEN bool plan_precision_from_name(const char *name, plan_precision *out);
 AP_HIDDEN const char *plan_stack_name(plan_stack st);
 AP_HIDDEN bool plan_stack_from_name(const char *name, plan_stack *out);
 
+AP_HIDDEN const char *plan_offload_name(plan_offload o);
+AP_HIDDEN bool plan_offload_from_name(const char *name, plan_offload *out);
 AP_HIDDEN const char *plan_dim_spec_name(plan_dim_spec d);
 AP_HIDDEN bool plan_dim_spec_from_name(const char *name, plan_dim_spec *out);
 
@@ -285,6 +308,8 @@ AP_HIDDEN bool plan_dim_spec_from_name(const char *name, plan_dim_spec *out);
   X(OVERLAP_GRAD_REDUCE, "overlap_grad_reduce")             \
   X(OVERLAP_PARAM_GATHER, "overlap_param_gather")           \
   X(TP_COMM_OVERLAP, "tp_comm_overlap")                     \
+  X(OFFLOAD_OPTIMIZER, "offload_optimizer")                 \
+  X(OFFLOAD_PARAM, "offload_param")                         \
   X(MODEL, "model")                                         \
   X(CLUSTER, "cluster")
 

@@ -19,12 +19,13 @@ AP_ENUM_NAMES(plan_schedule, plan_schedule, PLAN_SCHEDULE_MAP, PLAN_SCHED_COUNT_
 AP_ENUM_NAMES(plan_recompute, plan_recompute, PLAN_RECOMPUTE_MAP, PLAN_RECOMPUTE_COUNT_)
 AP_ENUM_NAMES(plan_precision, plan_precision, PLAN_PRECISION_MAP, PLAN_PREC_COUNT_)
 AP_ENUM_NAMES(plan_stack, plan_stack, PLAN_STACK_MAP, PLAN_STACK_COUNT_)
+AP_ENUM_NAMES(plan_offload, plan_offload, PLAN_OFFLOAD_MAP, PLAN_OFFLOAD_COUNT_)
 AP_ENUM_NAMES(plan_dim_spec, plan_dim_spec, PLAN_DIM_SPEC_MAP, PLAN_DIM_COUNT_)
 AP_ENUM_NAMES(plan_field, plan_field_id, PLAN_FIELD_MAP, PLAN_F_COUNT_)
 
 /* Enum members are read and written through an int (plan_field_int). */
 _Static_assert(sizeof(plan_schedule) == sizeof(int) && sizeof(plan_recompute) == sizeof(int) &&
-                   sizeof(plan_precision) == sizeof(int) && sizeof(plan_stack) == sizeof(int),
+                   sizeof(plan_precision) == sizeof(int) && sizeof(plan_stack) == sizeof(int) && sizeof(plan_offload) == sizeof(int),
                "plan enums are int-sized");
 
 /* The most layers one chunk may list, and the most a recompute count may name. TUNING: ten times the deepest
@@ -87,6 +88,13 @@ static const plan_field table[] = {
      "layers with full recompute, per chunk"},
     {PLAN_F_ZERO_STAGE, PLAN_FK_INT, "optimizer", "zero_stage", "zero", "", "zero_stage", M(zero_stage), 0, 0, 3, 1,
      NO_ENUM, "", NULL, PLAN_FF_SEARCHED, "ZeRO stage 0-3"},
+    /* Not searched: the planner turns offload on only when nothing fits without it (report/plan_report.c). */
+    {PLAN_F_OFFLOAD_OPTIMIZER, PLAN_FK_ENUM, "optimizer", "offload_optimizer", "offload-optimizer", "", NULL,
+     M(offload_optimizer), 0, 0, 0, PLAN_OFFLOAD_NONE, ENUM(plan_offload), "", NULL, PLAN_FF_OMIT_DEFAULT,
+     "optimizer states to none, cpu or nvme (needs zero >= 1; nvme zero 3)"},
+    {PLAN_F_OFFLOAD_PARAM, PLAN_FK_ENUM, "optimizer", "offload_param", "offload-param", "", NULL, M(offload_param), 0,
+     0, 0, PLAN_OFFLOAD_NONE, ENUM(plan_offload), "", NULL, PLAN_FF_OMIT_DEFAULT,
+     "parameters to none, cpu or nvme (needs zero 3)"},
     /* mxfp8 (Blackwell's block-scaled fp8, as runs.csv states it) runs its GEMMs at the fp8 rate, which is
      * what the plan's fp8 means. */
     {PLAN_F_PRECISION, PLAN_FK_ENUM, "", "precision", "precision", "", "precision", M(precision), 0, 0, 0,

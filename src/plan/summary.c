@@ -61,6 +61,9 @@ void plan_summary(const plan *p, int style, plan_chosen_fn chosen, const void *u
   else sb_printf(&sb, " z%d%s", (int)p->zero_stage, M("zero_stage"));
   if (!line && p->precision != PLAN_PREC_BF16) sb_printf(&sb, " %s%s", plan_precision_name(p->precision), M("precision"));
   if (line && p->tp_comm_overlap && p->tp > 1) sb_puts(&sb, " | tp-comm-overlap");
+  if (p->offload_optimizer != PLAN_OFFLOAD_NONE || p->offload_param != PLAN_OFFLOAD_NONE)
+    sb_printf(&sb, line ? " | offload optimizer %s, params %s" : " offload=%s/%s", plan_offload_name(p->offload_optimizer),
+              plan_offload_name(p->offload_param));
   /* The fused loss is never a field a runs table states, so the compact form always marks it chosen. */
   if (p->fused_loss) sb_puts(&sb, line ? " | fused loss" : " fused-loss*");
   if (!line && (style & PLAN_SUMMARY_SCHEDULE))

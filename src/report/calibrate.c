@@ -316,6 +316,9 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
   /* Round 1: plans under the calibration in force; fit. Rounds 2 and 3: plans under the fitted constants; fit
    * again. */
   if (!st) *cal = *start;
+  /* Progress: three rounds of a validation and two fits each, then one fit per source left out (their count
+   * is known after the first round); the inner validation reports none of its own. */
+  int n_steps = 9, step = 0;
   for (int round = 0; round < 3 && !st; round++) {
     validate_report_free(rep);
     rep = NULL;
@@ -325,6 +328,7 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
     n_folds = 0;
     /* Validate under the current constants (the start, then the fitted ones). */
     ap_ctx vctx = ctx_child(ctx);
+    vctx.progress_fn = NULL;
     calib_lend(&vctx, cal);
     if (!st && (st = validate_file_keep(&vctx, csv_path, &rep))) ctx_fail(ctx, st, "%s", vctx.error);
     if (st) break;
@@ -347,10 +351,16 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
       mem_before = mape_of(&fm, -1, NULL);
     }
     /* Memory constants first (they decide which plans fit), then the throughput constants. */
+    if (round == 0) n_steps = 9 + n_folds;
+    if (ctx_progress(ctx, (double)++step / n_steps, "validating")) st = ctx_fail(ctx, AP_CANCELLED, "cancelled");
+    if (st) break;
     fit(&fm);
     mem_after = mape_of(&fm, -1, NULL);
+    if (ctx_progress(ctx, (double)++step / n_steps, "fitting memory")) st = ctx_fail(ctx, AP_CANCELLED, "cancelled");
+    if (st) break;
     fit(&f);
     after_fixed = mape_of(&f, -1, NULL);
+    if (ctx_progress(ctx, (double)++step / n_steps, "fitting throughput")) st = ctx_fail(ctx, AP_CANCELLED, "cancelled");
   }
   /* Leave-one-source-out on the last round's plans. */
   double loo_sum = 0;
@@ -375,6 +385,10 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
       fit_state f = {loo, rows, n_rows, scratch, fo, sweeps, steps, false};
       int n = 0;
       (void)mape_of(&f, fo, &n);
+      if (ctx_progress(ctx, (double)++step / n_steps, "leave-one-source-out")) {
+        st = ctx_fail(ctx, AP_CANCELLED, "cancelled");
+        break;
+      }
       if (n == 0) continue; /* a source with no measured throughput has nothing to predict */
       fit(&f);
       borrow_for_unfitted(&f);
@@ -419,6 +433,7 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
   if (!st) {
     /* The error after the fit, in sample, from a full validate run with the fitted constants. */
     ap_ctx vctx = ctx_child(ctx);
+    vctx.progress_fn = NULL;
     calib_lend(&vctx, cal);
     validate_report *final = NULL;
     if ((st = validate_file(&vctx, csv_path, &final))) ctx_fail(ctx, st, "%s", vctx.error);

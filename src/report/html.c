@@ -24,6 +24,7 @@ static const part_style time_parts[] = {
     {"tp_comm_exposed", "TP comm", "#76b7b2"},   {"cp_comm_exposed", "CP comm", "#59a14f"},
     {"ep_comm_exposed", "EP comm", "#edc948"},   {"pp_comm_exposed", "PP send/recv", "#9c755f"},
     {"dp_comm_exposed", "DP comm", "#ff9da7"},   {"optimizer", "optimizer", "#bab0ac"},
+    {"offload", "offload (host)", "#d37295"},
 };
 static const part_style mem_parts[] = {
     {"params_bytes", "parameters", "#4e79a7"},   {"grads_bytes", "gradients", "#f28e2b"},
@@ -119,9 +120,13 @@ static void section_plan(strbuf *sb, const html_inputs *in) {
            num(pipe, "n_micro_batches"), num(p, "global_batch_size"), num(p, "seq_length"));
   row(sb, "pipeline", v);
   json_t *rc = json_object_get(p, "recompute"), *opt = json_object_get(p, "optimizer");
-  snprintf(v, sizeof v, "recompute %s, ZeRO %.0f, %s%s", str(rc, "granularity") ? str(rc, "granularity") : "?",
+  const char *oo = str(opt, "offload_optimizer"), *op = str(opt, "offload_param");
+  char off[64] = "";
+  if ((oo && strcmp(oo, "none") != 0) || (op && strcmp(op, "none") != 0))
+    snprintf(off, sizeof off, ", offload optimizer %s, params %s", oo ? oo : "none", op ? op : "none");
+  snprintf(v, sizeof v, "recompute %s, ZeRO %.0f, %s%s%s", str(rc, "granularity") ? str(rc, "granularity") : "?",
            num(opt, "zero_stage"), str(p, "precision") ? str(p, "precision") : "?",
-           json_is_true(json_object_get(p, "sequence_parallel")) ? ", sequence parallel" : "");
+           json_is_true(json_object_get(p, "sequence_parallel")) ? ", sequence parallel" : "", off);
   row(sb, "memory savers", v);
   strbuf t = {0};
   put_time(&t, num(res, "iteration_time_s"));

@@ -58,7 +58,10 @@ static ap_status fix_one(ap_ctx *ctx, char *pair, ap_plan *ap, unsigned *mask, u
   *seen |= (uint64_t)1 << f->id;
   ap_ctx scratch = ctx_child(ctx);
   if (ap_plan_set(&scratch, ap, key, value)) return ctx_fail(ctx, AP_INVALID, "--fix: %s", scratch.error);
-  if (f->flags & PLAN_FF_SEARCHED) *mask |= 1u << f->id;
+  /* The offload fields are not searched, but fixing them (even to none) tells the planner not to turn offload
+   * on when nothing fits (ap_plan_search). */
+  if ((f->flags & PLAN_FF_SEARCHED) || f->id == PLAN_F_OFFLOAD_OPTIMIZER || f->id == PLAN_F_OFFLOAD_PARAM)
+    *mask |= 1u << f->id;
   return AP_OK;
 }
 
@@ -267,6 +270,27 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
   int n = 0;
   search_stats stats;
   st = search_run_all(ctx, env, &so, &res, &n, &stats);
+  /* Offload (cost/offload.c) only when nothing fits without it, and only where the cluster states a host side
+   * and the caller did not fix offload: optimizer states to host memory (ZeRO-Offload), then the parameters
+   * too (ZeRO-3), then both to NVMe (ZeRO-Infinity); the first that fits is the answer. */
+  static const plan_offload levels[][2] = {
+      {PLAN_OFFLOAD_CPU, PLAN_OFFLOAD_NONE}, {PLAN_OFFLOAD_CPU, PLAN_OFFLOAD_CPU}, {PLAN_OFFLOAD_NVME, PLAN_OFFLOAD_NVME}};
+  const hw_node_group *g0 = &hc->groups[0];
+  bool may_offload = !search_opts_fixes(&so, PLAN_F_OFFLOAD_OPTIMIZER) && !search_opts_fixes(&so, PLAN_F_OFFLOAD_PARAM) &&
+                     g0->device.host_link_bw_Bps > 0 && g0->host.mem_bytes > 0 && g0->host.mem_bw_Bps > 0;
+  for (size_t lv = 0; st == AP_INFEASIBLE && may_offload && lv < AP_COUNT(levels); lv++) {
+    if (levels[lv][0] == PLAN_OFFLOAD_NVME && !(g0->host.nvme_bw_Bps > 0)) break;
+    search_results_free(res, n);
+    res = NULL;
+    n = 0;
+    space.n = 0;
+    space.n_seen = 0;
+    ctx_clear(ctx);
+    so.fixed.offload_optimizer = levels[lv][0];
+    so.fixed.offload_param = levels[lv][1];
+    st = search_run_all(ctx, env, &so, &res, &n, &stats);
+    if (st == AP_INFEASIBLE && lv + 1 == AP_COUNT(levels)) break;
+  }
   if (st == AP_UNSUPPORTED && o->export_format && stats.n_not_admitted > 0)
     st = ctx_fail(ctx, AP_UNSUPPORTED, "--export %s: none of the plans that fit can be written as %s (docs/exports.md "
                   "lists what it cannot express; --fix can steer the search to what it can)",

@@ -102,6 +102,8 @@ bool grid_zero_shards(const grid_mesh *m) {
 
 /* The model states' lower bound of the peak memory per device (cost/bound.c) for mesh m at ZeRO stage z. */
 static double states_bound(const grid *gr, const grid_mesh *m, int32_t z) {
+  /* Offloaded states leave device memory (cost/offload.c): no bound from them then. */
+  if (gr->o->fixed.offload_optimizer != PLAN_OFFLOAD_NONE || gr->o->fixed.offload_param != PLAN_OFFLOAD_NONE) return 0;
   return cost_bound_states_bytes(gr->env, &gr->params, m->tp, m->cp, m->dp, m->pp, m->ep, m->etp, z);
 }
 

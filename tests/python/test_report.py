@@ -81,6 +81,43 @@ def colours(path):
     return seen
 
 
+def cli_reports(d, common):
+    """--report through the CLI: plan (search, the winner's estimate and simulation), estimate, simulate and
+    validate each write a page that holds the parts of their documents, and the command's stdout is what it
+    prints without --report."""
+    bin_ = sys.argv[1] if len(sys.argv) > 1 else "bin/autopar"
+    a = ["--model", "llama-3-8b", "--cluster", "dgx-h100:2x8", "--gbs", "64", "--seq", "4096"]
+    csv = os.path.join(ROOT, "tests", "data", "runs_small.csv")
+    cases = [
+        ("plan", ["plan"] + a + ["--top", "4"],
+         ("plan-table", "time-breakdown", "timeline", "memory", "space", "runner-ups")),
+        ("estimate", ["estimate"] + a + ["--tp", "2", "--pp", "4"], ("plan-table", "time-breakdown", "timeline", "memory")),
+        ("simulate", ["simulate"] + a[:4] + ["--gbs", "16", "--tp", "2", "--pp", "2", "--trace", os.path.join(d, "t.json")],
+         ("timeline",)),
+        ("validate", ["validate", csv], ("validate", "error-by-group")),
+    ]
+    for name, args, parts in cases:
+        page = os.path.join(d, "cli-%s.html" % name)
+        p = subprocess.run([bin_] + args + ["--report", page], capture_output=True, text=True, timeout=300)
+        plain = subprocess.run([bin_] + args, capture_output=True, text=True, timeout=300)
+        check("%s --report exits 0 and writes the page" % name, p.returncode == 0 and os.path.exists(page), p.stderr)
+        strip = lambda t: re.sub(r"costed in .*? fit;", "", t)  # the search's own wall time differs run to run
+        check("%s --report prints what %s prints without it" % (name, name), strip(p.stdout) == strip(plain.stdout))
+        if not os.path.exists(page):
+            continue
+        dom = subprocess.run(common + ["--dump-dom", "file://" + page], capture_output=True, text=True,
+                             timeout=120).stdout
+        missing = [sid for sid in parts if 'id="%s"' % sid not in dom]
+        check("%s --report: the DOM holds %s" % (name, ", ".join(parts)), not missing, "missing %s" % missing)
+    page = os.path.join(d, "cli-plan.html")
+    if os.path.exists(page):
+        with open(page, encoding="utf-8") as f:
+            html = f.read()
+        check("plan --report: the winner's estimate and its simulated timeline are in the page",
+              'class="idle"' in subprocess.run(common + ["--dump-dom", "file://" + page], capture_output=True,
+                                               text=True, timeout=120).stdout and "autopar plan --model" in html)
+
+
 def main():
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
@@ -131,6 +168,7 @@ def main():
             check("the DOM holds section #validate with a mark per row",
                   'id="validate"' in dom and dom.count('<circle class="row') == len(val["rows"]))
             check("error per device and stack", 'id="error-by-group"' in dom)
+        cli_reports(d, common)
         try:
             autopar.report_html(os.path.join(d, "bad.html"), estimate={"format": "nope"})
             check("a document of the wrong format is refused", False)

@@ -1,0 +1,114 @@
+/* ap_render (report layer): an answer document (estimate, search or validate, docs/json.md) rendered again as
+ * JSON or text, with, given a token budget, the time and cost to train on it added from the document's own
+ * predicted throughput (train_cost.c, the same arithmetic as compare-clusters). The CLI asks the library for
+ * the document once and renders from it, so that --json, the text, --tokens and --report (html_api.c) all
+ * come from the same figures.
+ *
+ * Error band: the time to train carries no band yet. HOOK(issue 10): once calibration files carry an error
+ * band per prediction, train_band_of reads it from the document and the band goes into the train object
+ * ("time_s_low", "time_s_high") and the text; until then it returns false and nothing is added. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/jsonx.h"
+#include "cost/result_doc.h"
+#include "report/plan_doc.h"
+#include "report/train_cost.h"
+#include "report/validate.h"
+
+/* HOOK(issue 10): the relative error band of the document's throughput prediction, [lo, hi] as fractions
+ * (tokens/s between (1-lo)·x and (1+hi)·x). No document carries one yet. */
+static bool train_band_of(const json_t *doc, double *lo, double *hi) {
+  (void)doc;
+  *lo = *hi = NAN;
+  return false;
+}
+
+/* The document's predicted throughput of the whole job: the estimate's, or the search winner's (none when
+ * nothing fits). */
+static bool doc_tokens_per_s(const json_t *doc, const char *fmt, double *tps) {
+  const json_t *src = strcmp(fmt, "autopar-estimate/1") == 0 ? doc : json_array_get(jd_at(doc, "plans"), 0);
+  if (!src || (strcmp(fmt, "autopar-search/2") == 0 && !jd_getb(doc, "feasible"))) return false;
+  *tps = jd_getn(src, "tokens_per_s");
+  return isfinite(*tps) && *tps > 0;
+}
+
+static void train_text(strbuf *sb, const train_cost *tc, double n_devices) {
+  char dur[64];
+  train_format_duration(tc->time_s, dur, sizeof dur);
+  sb_printf(sb, "\ntime to train on %.4g tokens: %s (%.4g s) on %.0f devices, %.4g device-hours", tc->tokens, dur,
+            tc->time_s, n_devices, tc->gpu_hours);
+  if (isfinite(tc->cost)) sb_printf(sb, ", cost %.2f at %.4g per device-hour", tc->cost, tc->price_per_gpu_hour);
+  sb_puts(sb, "\n  (from the predicted throughput; the cost model's error band is not applied yet)\n");
+}
+
+ap_status ap_render(ap_ctx *ctx, const char *doc_json, const char *tokens, const char *price_per_gpu_hour,
+                    int format, char **out) {
+  if (!ctx) return AP_INVALID;
+  if (!out) return ctx_fail(ctx, AP_INVALID, "ap_render: out must not be NULL");
+  *out = NULL;
+  if (!doc_json) return ctx_fail(ctx, AP_INVALID, "ap_render: doc_json must not be NULL");
+  if (format != AP_OUT_TEXT && format != AP_OUT_JSON)
+    return ctx_fail(ctx, AP_INVALID, "ap_render: format must be AP_OUT_TEXT or AP_OUT_JSON, got %d", format);
+  double n_tokens = 0, price = 0;
+  if (tokens && !train_parse_amount(tokens, &n_tokens))
+    return ctx_fail(ctx, AP_INVALID, "--tokens: expected a positive amount such as 1T, 300B or 2.5e11, got \"%s\"",
+                    tokens);
+  if (price_per_gpu_hour) {
+    char *end = NULL;
+    price = strtod(price_per_gpu_hour, &end);
+    if (end == price_per_gpu_hour || *end || !isfinite(price) || !(price > 0))
+      return ctx_fail(ctx, AP_INVALID, "--price-per-gpu-hour: expected a positive number, got \"%s\"",
+                      price_per_gpu_hour);
+    if (!tokens) return ctx_fail(ctx, AP_INVALID, "--price-per-gpu-hour needs --tokens N");
+  }
+  json_error_t err;
+  json_t *root = json_loads(doc_json, 0, &err);
+  if (!root || !json_is_object(root)) {
+    json_decref(root);
+    return ctx_fail(ctx, AP_PARSE, "ap_render: the document is not a JSON object: %d:%d: %s", err.line, err.column,
+                    err.text);
+  }
+  const char *fmt = jd_gets(root, "format");
+  bool est = strcmp(fmt, "autopar-estimate/1") == 0, search = strcmp(fmt, "autopar-search/2") == 0;
+  bool val = strcmp(fmt, "autopar-validate/1") == 0;
+  ap_status st = AP_OK;
+  if (!est && !search && !val)
+    st = ctx_fail(ctx, AP_INVALID, "ap_render: expected an autopar-estimate/1, autopar-search/2 or autopar-validate/1 "
+                                   "document, got format \"%s\"", fmt);
+  else if (tokens && val)
+    st = ctx_fail(ctx, AP_INVALID, "--tokens applies to plan and estimate documents, not %s", fmt);
+  jd d = {root, false};
+  train_cost tc = {0};
+  double n_dev = jd_getn(root, "n_devices"), tps = 0;
+  bool has_train = !st && tokens && doc_tokens_per_s(root, fmt, &tps);
+  if (has_train) {
+    train_cost_compute(n_tokens, tps, n_dev, price, &tc);
+    train_cost_put(&d, root, "train", &tc);
+    double lo, hi;
+    if (train_band_of(root, &lo, &hi)) {
+      json_t *t = jd_at(root, "train");
+      jd_num(&d, t, "time_s_low", tc.time_s / (1 + hi));
+      jd_num(&d, t, "time_s_high", tc.time_s / (1 - lo));
+    }
+  }
+  if (!st) {
+    if (format == AP_OUT_JSON) {
+      *out = d.failed ? NULL : jd_dump(&d);
+    } else {
+      char *text = d.failed ? NULL : est ? cost_estimate_text(root) : search ? plan_doc_text(root) : validate_doc_text(root);
+      strbuf sb = {0};
+      if (text) sb_puts(&sb, text);
+      free(text);
+      if (has_train) train_text(&sb, &tc, n_dev);
+      else if (text && tokens) sb_puts(&sb, "\ntime to train: none (no plan fits)\n");
+      *out = text ? sb_take(&sb) : NULL;
+      if (!text) sb_free(&sb);
+    }
+    if (!*out) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  json_decref(root);
+  return st;
+}
