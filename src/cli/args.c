@@ -165,3 +165,15 @@ void cli_print_free(char *s) {
   if (s) fputs(s, stdout);
   ap_free(s);
 }
+
+bool cli_parse_seconds(const char *cmd, const char *name, const char *s, double *out) {
+  if (!s) return true;
+  char *end = NULL;
+  double v = strtod(s, &end);
+  if (end == s || *end || !(v > 0) || v > 1e9) {
+    fprintf(stderr, "autopar %s: %s: expected a number of seconds > 0, got \"%s\"\n", cmd, name, s);
+    return false;
+  }
+  *out = v;
+  return true;
+}

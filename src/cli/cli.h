@@ -34,6 +34,9 @@ int cli_fail(ap_ctx *ctx, ap_status st);
 /* Prints the notation of plan summaries in text output (tp 8, mbs 1 x 64, zb-h1, (grid), * …), once, for
  * --help. */
 void cli_notation(FILE *f);
+/* Parses a duration option ("--time-budget 2.5") into *out; NULL s leaves *out. On a bad value prints one
+ * line naming cmd and the option and returns false. */
+bool cli_parse_seconds(const char *cmd, const char *name, const char *s, double *out);
 /* Prints s to stdout and frees it. */
 void cli_print_free(char *s);
 

@@ -42,14 +42,7 @@ int cmd_compare_search(ap_ctx *ctx, int argc, char **argv) {
   o.seq_length = seq;
   o.seed = (uint64_t)seed;
   o.max_evals = evals;
-  if (budget) {
-    char *end = NULL;
-    o.time_budget_s = strtod(budget, &end);
-    if (!end || *end || end == budget || !(o.time_budget_s > 0)) {
-      fprintf(stderr, "autopar compare-search: --time-budget: expected a number of seconds > 0, got \"%s\"\n", budget);
-      return EXIT_BAD_INPUT;
-    }
-  }
+  if (!cli_parse_seconds("compare-search", "--time-budget", budget, &o.time_budget_s)) return EXIT_BAD_INPUT;
   ap_model *m = NULL;
   ap_cluster *c = NULL;
   char *out = NULL;

@@ -41,14 +41,7 @@ int cmd_solve(ap_ctx *ctx, int argc, char **argv) {
   o.annotate = annotate;
   o.seed = (uint64_t)seed;
   o.max_evals = evals;
-  if (budget) {
-    char *end = NULL;
-    o.time_budget_s = strtod(budget, &end);
-    if (!end || *end || end == budget || !(o.time_budget_s > 0)) {
-      fprintf(stderr, "autopar solve: --time-budget: expected a number of seconds > 0, got \"%s\"\n", budget);
-      return EXIT_BAD_INPUT;
-    }
-  }
+  if (!cli_parse_seconds("solve", "--time-budget", budget, &o.time_budget_s)) return EXIT_BAD_INPUT;
   char *out = NULL;
   ap_status st = ap_solve_file(ctx, pos[0], &o, json ? AP_OUT_JSON : AP_OUT_TEXT, &out);
   if (out) cli_print_free(out);
