@@ -204,6 +204,22 @@ static ap_status get_matrix(ap_ctx *ctx, arena *a, const char *file, const char 
   return AP_OK;
 }
 
+/* The two ends of an edge or an alias (keys[0] and keys[1] of an object that holds only keys): node indices that
+ * differ. what names the pair in the message ("an edge"). */
+static ap_status read_pair(ap_ctx *ctx, const sp_problem *p, const char *w, json_t *o, const char *const *keys,
+                           const char *what, int32_t *x, int32_t *y) {
+  if (!json_is_object(o)) return bad(ctx, p->file, w, "must be an object");
+  ap_status st = only_keys(ctx, p->file, w, o, keys);
+  if (!st) st = get_index(ctx, p->file, w, o, keys[0], p->n_nodes, "nodes", x);
+  if (!st) st = get_index(ctx, p->file, w, o, keys[1], p->n_nodes, "nodes", y);
+  if (!st && *x == *y) {
+    char msg[64];
+    snprintf(msg, sizeof msg, "%s must join two different nodes", what);
+    return bad(ctx, p->file, w, msg);
+  }
+  return st;
+}
+
 static ap_status read_edges(ap_ctx *ctx, sp_problem *p, json_t *root) {
   static const char *const ekeys[] = {"from", "to", "cost", NULL}, *const akeys[] = {"a", "b", "forbidden", NULL};
   json_t *arr;
@@ -218,11 +234,7 @@ static ap_status read_edges(ap_ctx *ctx, sp_problem *p, json_t *root) {
     json_t *o = json_array_get(arr, e);
     sp_edge *ed = &p->edges[e];
     snprintf(w, sizeof w, "edges[%zu]", e);
-    if (!json_is_object(o)) return bad(ctx, p->file, w, "must be an object");
-    if ((st = only_keys(ctx, p->file, w, o, ekeys))) return st;
-    if ((st = get_index(ctx, p->file, w, o, "from", p->n_nodes, "nodes", &ed->from))) return st;
-    if ((st = get_index(ctx, p->file, w, o, "to", p->n_nodes, "nodes", &ed->to))) return st;
-    if (ed->from == ed->to) return bad(ctx, p->file, w, "an edge must join two different nodes");
+    if ((st = read_pair(ctx, p, w, o, ekeys, "an edge", &ed->from, &ed->to))) return st;
     if ((st = get_matrix(ctx, p->a, p->file, w, o, "cost", p->nodes[ed->from].n_strategies,
                          p->nodes[ed->to].n_strategies, false, &ed->cost, NULL)))
       return st;
@@ -235,11 +247,7 @@ static ap_status read_edges(ap_ctx *ctx, sp_problem *p, json_t *root) {
     json_t *o = json_array_get(arr, e);
     sp_alias *al = &p->aliases[e];
     snprintf(w, sizeof w, "aliases[%zu]", e);
-    if (!json_is_object(o)) return bad(ctx, p->file, w, "must be an object");
-    if ((st = only_keys(ctx, p->file, w, o, akeys))) return st;
-    if ((st = get_index(ctx, p->file, w, o, "a", p->n_nodes, "nodes", &al->a))) return st;
-    if ((st = get_index(ctx, p->file, w, o, "b", p->n_nodes, "nodes", &al->b))) return st;
-    if (al->a == al->b) return bad(ctx, p->file, w, "an alias must join two different nodes");
+    if ((st = read_pair(ctx, p, w, o, akeys, "an alias", &al->a, &al->b))) return st;
     if ((st = get_matrix(ctx, p->a, p->file, w, o, "forbidden", p->nodes[al->a].n_strategies,
                          p->nodes[al->b].n_strategies, true, NULL, &al->forbidden)))
       return st;
