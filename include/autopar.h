@@ -196,9 +196,15 @@ AP_API ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out);
  * overlap-grad-reduce, overlap-param-gather) or a Megatron-LM argument name (tensor-model-parallel-size …);
  * '-' and '_' are interchangeable. docs/plan-format.md lists them. AP_INVALID names the key and the value. */
 AP_API ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *value);
-/* The i-th CLI flag of ap_plan_set (i from 0), with a one-phrase help in *help (may be NULL); NULL past the
- * last. Static storage. */
+/* The plan fields ap_plan_set takes, from the field table (src/plan/plan_fields.c), i from 0: the i-th one's
+ * canonical key ("micro_batch_size": a Python identifier; with dashes for underscores, the CLI's flag
+ * --micro-batch-size), with a one-phrase help in *help (may be NULL); NULL past the last. Static storage. */
 AP_API const char *ap_plan_key(size_t i, const char **help);
+/* The other spellings the i-th key is accepted under, '|'-separated, the habitual CLI flag first
+ * ("mbs"; "tensor_model_parallel_size" for tp); "" for none, NULL past the last. Static storage. */
+AP_API const char *ap_plan_key_aliases(size_t i);
+/* For an integer (or 0/1) key: its range in *min and *max, and 1; 0 for the others (names, lists, enums). */
+AP_API int ap_plan_key_range(size_t i, int64_t *min, int64_t *max);
 /* The plan as autopar JSON (docs/plan-format.md); the caller frees *json_out with ap_free. */
 AP_API ap_status ap_plan_json(ap_ctx *ctx, const ap_plan *plan, char **json_out);
 AP_API void ap_plan_free(ap_plan *plan);

@@ -1,5 +1,6 @@
 # bash completion for autopar. It asks the binary itself for its commands (`autopar --help`) and each
-# command's options (`autopar COMMAND --help`), so it never lags behind the options the binary takes.
+# command's options and their aliases (`autopar COMMAND --help`, whose plan-field lines the binary writes from
+# the field table), so it never lags behind the options the binary takes.
 # Installed by `make install` into $(PREFIX)/share/bash-completion/completions/autopar.
 _autopar() {
   local cur prev cmd opts
@@ -20,7 +21,9 @@ _autopar() {
   --plan | --calibration | --compare | --trace | --output | -o | --report | --init | --data | --save | --record) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
   esac
   if [[ "$cur" == -* ]]; then
-    opts=$("${COMP_WORDS[0]}" "$cmd" --help 2>/dev/null | sed -n 's/^  \(--[a-z0-9-]*\).*/\1/p')
+    # Each option line: "  --name VALUE  help (also --alias, --alias2)"; the aliases (a plan field's other
+    # spellings in the field table, src/plan/plan_fields.c) are offered too.
+    opts=$("${COMP_WORDS[0]}" "$cmd" --help 2>/dev/null | sed -n -e 's/^  \(--[a-z0-9-]*\).*(also \(--[^)]*\))$/\1 \2/p' -e 't' -e 's/^  \(--[a-z0-9-]*\).*/\1/p' | tr -d ,)
     COMPREPLY=($(compgen -W "$opts" -- "$cur"))
   else
     COMPREPLY=($(compgen -f -- "$cur"))

@@ -12,8 +12,8 @@ int cmd_compare_search(ap_ctx *ctx, int argc, char **argv) {
   int64_t gbs = 64, seq = 0, seed = 1, evals = 0;
   cli_opt opts[] = {{"model", OPT_STRING, "an ONNX model (or any model file or preset)", &model},
                     {"cluster", OPT_STRING, "cluster preset, shorthand (h100-sxm:8, dgx-h100:4x8) or file", &cluster},
-                    {"gbs", OPT_INT, "global batch (default 64)", &gbs},
-                    {"seq", OPT_INT, "sequence length (default: the model's)", &seq},
+                    {cli_field_opt("global_batch_size"), OPT_INT, "global batch (default 64)", &gbs},
+                    {cli_field_opt("seq_length"), OPT_INT, "sequence length (default: the model's)", &seq},
                     {"time-budget", OPT_STRING, "seconds each family may spend (default 5)", &budget},
                     {"evals", OPT_INT, "evaluations each heuristic may spend (default 20000)", &evals},
                     {"seed", OPT_INT, "seed of mcmc, mcts and rl (default 1)", &seed},
