@@ -275,6 +275,9 @@ AP_API ap_status ap_validate_on(ap_ctx *ctx, const char *csv_path, const char *c
  * resolved (its device count is dp·tp·pp·cp) and it is validated against the model first (AP_INVALID names
  * the violated constraint). An unknown format is AP_INVALID listing the formats; a plan the framework cannot
  * run as planned is AP_UNSUPPORTED with the reason. The caller frees *out with ap_free. */
+/* The export formats ap_export takes, i from 0: the i-th one's name ("megatron"), with a one-phrase summary
+ * of what it writes in *summary (may be NULL); NULL past the last. Static storage. */
+AP_API const char *ap_export_format(size_t i, const char **summary);
 AP_API ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *plan, const char *format, char **out);
 /* Whether format can express the plan, without writing it: AP_OK, or the status and reason ap_export would
  * fail with. The planner may call it to offer only the plans a stack runs. */

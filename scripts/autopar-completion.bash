@@ -16,7 +16,9 @@ _autopar() {
   case "$prev" in
   --model) COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" models 2>/dev/null | awk 'NR > 1 {print $1}')" -- "$cur") $(compgen -f -- "$cur")); return 0 ;;
   --cluster | --show) COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" clusters 2>/dev/null | awk '/^  [a-z0-9]/ && $1 != "name" {print $1}')" -- "$cur") $(compgen -f -- "$cur")); return 0 ;;
-  --format) COMPREPLY=($(compgen -W "megatron deepspeed torchtitan torchtitan-toml json" -- "$cur")); return 0 ;;
+  # The export formats: the values after "one of:" on the --format/--export line of the command's help (the
+  # export module's table).
+  --format | --export) COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" "$cmd" --help 2>/dev/null | sed -n "s/^  $prev .*one of: //p" | tr -d ,)" -- "$cur")); return 0 ;;
   --strategy) COMPREPLY=($(compgen -W "grid stage-dp layer-dp hetero ilp inter-op elim-dp greedy mcmc mcts rl recursive" -- "$cur")); return 0 ;;
   --plan | --calibration | --compare | --trace | --output | -o | --report | --init | --data | --save | --record) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
   esac

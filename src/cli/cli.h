@@ -45,6 +45,9 @@ void cli_notation(FILE *f);
 /* Parses a duration option ("--time-budget 2.5") into *out; NULL s leaves *out. On a bad value prints one
  * line naming cmd and the option and returns false. */
 bool cli_parse_seconds(const char *cmd, const char *name, const char *s, double *out);
+/* The export format names of the export module's table (ap_export_format), joined by sep, into out
+ * (src/cli/cmd_export.c; also plan's --export help). */
+void cli_export_formats(char *out, size_t n, const char *sep);
 /* Prints s to stdout and frees it. */
 void cli_print_free(char *s);
 

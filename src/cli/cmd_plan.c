@@ -75,6 +75,8 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
   const char *stack = NULL;
   const char *report = NULL, *tokens = NULL, *price = NULL, *annotate = NULL;
   int64_t gbs = 0, seq = 0, top = 3;
+  char export_help[256] = "also write the winner (stdout) in one of: ";
+  cli_export_formats(export_help + strlen(export_help), sizeof export_help - strlen(export_help), ", ");
   cli_opt opts[] = {
       {"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model},
       {"cluster", OPT_STRING, "cluster preset, shorthand (h100:64, dgx-h100:8x8) or file", &cluster},
@@ -92,7 +94,7 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
       {"annotate", OPT_STRING, "general graphs: output specs to keep, 'op=S0,R;op2=R,S1' (greedy's seeds)", &annotate},
       {"calibration", OPT_STRING, "cost-model constants from `autopar calibrate` (default: built in)", &calibration},
       {"compare", OPT_STRING, "an autopar JSON plan to set beside the winner, breakdowns side by side", &compare},
-      {"export", OPT_STRING, "also write the winner as megatron, deepspeed, torchtitan or json (stdout)", &export_format},
+      {"export", OPT_STRING, export_help, &export_format},
       {"output", OPT_STRING, "with --export: write the export to this file (atomically); also -o FILE", &output},
       {"report", OPT_STRING, "also write an HTML report of the search (docs/report.md)", &report},
       {"tokens", OPT_STRING, "time and cost to train the winner on this many tokens (1T, 300B, 2.5e11)", &tokens},

@@ -124,7 +124,9 @@ typedef enum {
 /* The software stack that runs the plan (plan/stack.h has what each runs and keeps): the names of runs.csv's
  * `stack` column, plain DeepSpeed, autopar (the reference executor: every schedule) and any (the whole space,
  * for what-if studies). DEFAULT = not named: megatron-lm for transformers, autopar for general graphs. */
-#define PLAN_STACK_MAP(X)                     \
+#define PLAN_STACK_MAP(X) PLAN_STACK_NAMED_MAP(X) X(DEFAULT, "default") /* not named: plan_stack_default resolves it; last */
+/* The stacks a user names (the --stack values), without DEFAULT. */
+#define PLAN_STACK_NAMED_MAP(X)               \
   X(MEGATRON_LM, "megatron-lm")               \
   X(MEGATRON_BRIDGE, "megatron-bridge")       \
   X(NEMO, "nemo")                             \
@@ -133,8 +135,7 @@ typedef enum {
   X(LLM_FOUNDRY, "llm-foundry")               \
   X(DEEPSPEED, "deepspeed")                   \
   X(AUTOPAR, "autopar")                       \
-  X(ANY, "any")                               \
-  X(DEFAULT, "default") /* not named: plan_stack_default resolves it; last */
+  X(ANY, "any")
 
 typedef enum {
 #define X(e, s) PLAN_STACK_##e,

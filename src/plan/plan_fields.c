@@ -73,7 +73,7 @@ static const plan_field table[] = {
     {PLAN_F_ORDER, PLAN_FK_ORDER, "parallel", "order", "", NULL, M(order), 0, 0, 0, 0, NO_ENUM, "", NULL,
      PLAN_FF_SEARCHED, "mesh order, innermost first, e.g. tp,cp,ep,dp,pp"},
     {PLAN_F_SCHEDULE, PLAN_FK_ENUM, "pipeline", "schedule", "", NULL, M(schedule), 0, 0, 0,
-     PLAN_SCHED_1F1B, ENUM(plan_schedule), "", NULL, PLAN_FF_SEARCHED, "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v"},
+     PLAN_SCHED_1F1B, ENUM(plan_schedule), "", NULL, PLAN_FF_SEARCHED, AP_ENUM_LIST(PLAN_SCHEDULE_MAP)},
     {PLAN_F_MICRO_BATCH_SIZE, PLAN_FK_INT, "pipeline", "micro_batch_size", "mbs", "micro_batch_size",
      M(micro_batch_size), 0, 1, PLAN_MAX_COUNT, 1, NO_ENUM, "", NULL, PLAN_FF_SEARCHED, "micro-batch size, sequences"},
     {PLAN_F_N_MICRO_BATCHES, PLAN_FK_INT, "pipeline", "n_micro_batches", "micro_batches", NULL, M(n_micro_batches),
@@ -85,7 +85,7 @@ static const plan_field table[] = {
      M(sequence_parallel), 0, 0, 1, 0, NO_ENUM, "", NULL, PLAN_FF_SEARCHED, "sequence parallel (0 or 1)"},
     {PLAN_F_RECOMPUTE, PLAN_FK_ENUM, "recompute", "granularity", "recompute_granularity", "recompute",
      M(recompute), 0, 0, 0, PLAN_RECOMPUTE_NONE, ENUM(plan_recompute), "", NULL, PLAN_FF_SEARCHED,
-     "none, selective, op, full"},
+     AP_ENUM_LIST(PLAN_RECOMPUTE_MAP)},
     {PLAN_F_RECOMPUTE_LAYERS, PLAN_FK_INT, "recompute", "num_layers", "recompute_num_layers", NULL,
      M(recompute_layers), 0, 0, PLAN_MAX_LAYERS, 0, NO_ENUM, "", NULL, PLAN_FF_SEARCHED,
      "layers per chunk with full recompute (0 = all)"},
@@ -104,13 +104,13 @@ static const plan_field table[] = {
     /* mxfp8 (Blackwell's block-scaled fp8, as runs.csv states it) runs its GEMMs at the fp8 rate, which is
      * what the plan's fp8 means. */
     {PLAN_F_PRECISION, PLAN_FK_ENUM, "", "precision", "", "precision", M(precision), 0, 0, 0,
-     PLAN_PREC_BF16, ENUM(plan_precision), "mxfp8=fp8", NULL, PLAN_FF_SEARCHED, "bf16, fp16, fp8, fp32"},
+     PLAN_PREC_BF16, ENUM(plan_precision), "mxfp8=fp8", NULL, PLAN_FF_SEARCHED, AP_ENUM_LIST(PLAN_PRECISION_MAP)},
     {PLAN_F_FUSED_LOSS, PLAN_FK_BOOL, "", "fused_loss", "", NULL, M(fused_loss), 0, 0, 1, 0, NO_ENUM, "",
      NULL, PLAN_FF_OMIT_DEFAULT, "fused in-place cross entropy (0 or 1)"},
     /* The software stack (plan/stack.h); runs.csv's stack column. Not named = the model's default. */
     {PLAN_F_STACK, PLAN_FK_ENUM, "", "stack", "", "stack", M(stack), 0, 0, 0, PLAN_STACK_DEFAULT,
      ENUM(plan_stack), "", NULL, PLAN_FF_OMIT_DEFAULT,
-     "megatron-lm, megatron-bridge, nemo, megatron-deepspeed, torchtitan, llm-foundry, deepspeed, autopar, any"},
+     AP_ENUM_LIST(PLAN_STACK_NAMED_MAP)},
     {PLAN_F_OVERLAP_GRAD_REDUCE, PLAN_FK_BOOL, "overlap", "grad_reduce", "", NULL,
      M(overlap_grad_reduce), 0, 0, 1, 1, NO_ENUM, "", NULL, 0, "overlap gradient reduction"},
     {PLAN_F_OVERLAP_PARAM_GATHER, PLAN_FK_BOOL, "overlap", "param_gather", "", NULL,
@@ -280,7 +280,12 @@ ap_status plan_field_parse(ap_ctx *ctx, const plan_field *f, const char *shown, 
     return AP_OK;
   case PLAN_FK_ENUM: {
     int v = parse_enum(f, text);
-    if (v < 0) return ctx_fail(ctx, AP_INVALID, "--%s: expected one of %s, got \"%s\"", shown, f->help, text);
+    if (v < 0) {
+      char list[256] = "";
+      for (int i = 0; i < f->n_names; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", f->names[i]);
+      return ctx_fail(ctx, AP_INVALID, "--%s: expected one of %s, got \"%s\"", shown, list, text);
+    }
     plan_field_set_int(p, f, v);
     return AP_OK;
   }
