@@ -91,6 +91,9 @@ done <<CASES
 0|describe --model ../shared/reference/models/mistralai-Mixtral-8x7B-v0.1.json --json|"params_total":46702792704
 0|describe --model tests/data/hf/gpt-neox-20b.json|20554567680
 0|describe --help|--seq-length N
+0|describe --model llama-3-70b|FLOP/token, all
+0|estimate --model gpt2 --cluster h100:8 --gbs 8 --seq 1024 --sp 1 --json|"sequence_parallel":false
+0|estimate --model gpt2 --cluster h100:8 --gbs 8 --seq 1024 --sequence-parallel 1 --tp 2|1f1b | sp | recompute
 2|describe|--model is required
 2|describe --model llama-3-7b|did you mean
 2|describe --model $tmp/malformed.json|malformed.json:3:

@@ -69,6 +69,10 @@ ap_status ap_plan_json(ap_ctx *ctx, const ap_plan *ap, char **json_out) {
 
 void plan_resolve(ap_plan *ap, int64_t n_devices) {
   plan *p = &ap->p;
+  /* Sequence parallelism splits along the tensor-parallel group: with tp = 1 it is nothing, and Megatron-LM
+   * turns it off (megatron/training/arguments.py validate_args: sequence_parallel = False when
+   * tensor_model_parallel_size == 1). The plan says so too, so that its JSON and its summary agree. */
+  if (p->tp == 1) p->sequence_parallel = false;
   int64_t inner = p->tp * p->pp * p->cp;
   if (!ap->dp_set && inner > 0 && n_devices % inner == 0) p->dp = n_devices / inner;
   int64_t per = p->micro_batch_size * p->dp;
