@@ -294,6 +294,7 @@ typedef struct {
   const char *search_json;   /* a search document: the explored space, the winner and the runner-ups */
   const char *trace_json;    /* the simulator's trace ({"traceEvents": …}): the pipeline timeline */
   const char *validate_json; /* a validate document: predicted against measured, error per device and stack */
+  const char *compare_search_json; /* a compare-search document: the families and baselines, table and chart */
 } ap_report_inputs;
 
 /* Writes one self-contained HTML file (inline SVG, CSS and script; no network, no external URL) to out_path,
@@ -301,7 +302,8 @@ typedef struct {
  * NULL; AP_IO names the path. */
 AP_API ap_status ap_report_html(ap_ctx *ctx, const ap_report_inputs *in, const char *out_path);
 
-/* Renders an answer document again (an autopar-estimate/1, autopar-search/2 or autopar-validate/1 document as
+/* Renders an answer document again (an autopar-estimate/1, autopar-search/2, autopar-validate/1 or
+ * autopar-compare-search/1 document as
  * the commands print it with --json) as format AP_OUT_TEXT (the command's text) or AP_OUT_JSON (the document).
  * With a token budget (tokens: "1T", "300B", "2.5e11"; NULL = none) an estimate or search document gains a
  * "train" object (docs/json.md): the time to train on the budget from the predicted throughput (the search's

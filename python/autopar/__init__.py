@@ -46,7 +46,7 @@ class Error(Exception):
 class _ReportInputs(ctypes.Structure):
     # Mirrors ap_report_inputs of include/autopar.h.
     _fields_ = [(k, ctypes.c_char_p) for k in ("title", "command", "estimate_json", "search_json", "trace_json",
-                                                "validate_json")]
+                                                "validate_json", "compare_search_json")]
 
 
 class _SearchOpts(ctypes.Structure):
@@ -381,13 +381,15 @@ def cluster(spec):
         return _doc(c, *c.call(c.lib.ap_cluster_describe_json, c.ptr, cl))
 
 
-def report_html(path, title=None, command=None, estimate=None, search=None, trace=None, validate=None):
+def report_html(path, title=None, command=None, estimate=None, search=None, trace=None, validate=None,
+                compare_search=None):
     """Writes the HTML report (docs/report.md) of the documents given (dicts as the functions above return
-    them; ``trace`` is the simulator's trace file as a dict) to ``path``."""
+    them; ``trace`` is the simulator's trace file as a dict; ``compare_search`` the document of ``autopar
+    compare-search --json``) to ``path``."""
     def j(d):
         return None if d is None else json.dumps(d).encode("utf-8")
     with _Ctx() as c:
-        r = _ReportInputs(_b(title), _b(command), j(estimate), j(search), j(trace), j(validate))
+        r = _ReportInputs(_b(title), _b(command), j(estimate), j(search), j(trace), j(validate), j(compare_search))
         c.check(c.lib.ap_report_html(c.ptr, ctypes.byref(r), _b(path)))
 
 
