@@ -101,11 +101,11 @@ done <<CASES
 2|describe --model $tmp/neg.json|hidden_size: expected an integer >= 1, got -64
 2|describe --model $tmp/type.json|model_type: unknown model type "rwkv"
 2|describe --model /nonexistent.json|cannot open
-2|describe --model llama-3-70b --seq 99999999999|--seq: expected an integer in [0, 67108864]
+2|describe --model llama-3-70b --seq 99999999999|--seq (seq_length): expected an integer in [0, 67108864]
 2|describe --model llama-3-70b --seq-length -1|--seq-length: expected an integer in [0, 67108864]
-2|plan --model gpt2 --cluster h100:8 --gbs 8 --seq 99999999999|option --seq: expected an integer in [0, 67108864]
+2|plan --model gpt2 --cluster h100:8 --gbs 8 --seq 99999999999|option --seq (seq_length): expected an integer in [0, 67108864]
 2|plan --model gpt2 --cluster h100:8 --gbs 8 --top 1001|option --top: expected an integer in [1, 1000]
-2|compare-search --model examples/onnx/resnet50.onnx --cluster h100-sxm:2 --gbs 0|option --gbs: expected an integer in [1, 1099511627776]
+2|compare-search --model examples/onnx/resnet50.onnx --cluster h100-sxm:2 --gbs 0|option --gbs (global_batch_size): expected an integer in [1, 1099511627776]
 2|estimate --model gpt2 --cluster h100:8 --mbs 1 --micro-batch-size 2|given twice
 0|plan --model gpt2 --cluster h100:8 --global-batch-size 8 --seq-length 512 --top 1 --fix micro-batch-size=1|mbs 1
 2|describe --model llama-3-70b --bogus|unknown option --bogus

@@ -223,8 +223,12 @@ bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int 
         return false;
       }
       if (!parse_count(val, &v) || v < min || v > max) {
-        fprintf(err_stream(), "autopar %s: option %s: expected an integer in [%lld, %lld], got \"%s\"\n", cmd, name,
-                (long long)min, (long long)max, val);
+        /* A plan field typed by an alias also names its canonical key ("--gbs (global_batch_size)"). */
+        int fi = field_index(o->name);
+        const char *key = fi >= 0 ? ap_plan_key((size_t)fi, NULL) : NULL;
+        bool alias = key && !same_key(key, strlen(key), name + 2, strlen(name + 2));
+        fprintf(err_stream(), "autopar %s: option %s%s%s%s: expected an integer in [%lld, %lld], got \"%s\"\n", cmd, name,
+                alias ? " (" : "", alias ? key : "", alias ? ")" : "", (long long)min, (long long)max, val);
         return false;
       }
       *(int64_t *)o->target = v;

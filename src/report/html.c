@@ -44,36 +44,6 @@ static const char *style_color(const part_style *t, size_t n, const char *key) {
   return "#999999";
 }
 
-void html_esc(strbuf *sb, const char *s) {
-  for (; s && *s; s++) {
-    switch (*s) {
-    case '<': sb_puts(sb, "&lt;"); break;
-    case '>': sb_puts(sb, "&gt;"); break;
-    case '&': sb_puts(sb, "&amp;"); break;
-    case '"': sb_puts(sb, "&quot;"); break;
-    default: sb_printf(sb, "%c", *s);
-    }
-  }
-}
-
-double html_num(json_t *obj, const char *key) {
-  json_t *v = obj ? json_object_get(obj, key) : NULL;
-  return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-const char *html_str(json_t *obj, const char *key) {
-  json_t *v = obj ? json_object_get(obj, key) : NULL;
-  return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-/* "1.23 s", "45.6 ms", "789 µs". */
-void html_put_time(strbuf *sb, double s) {
-  if (!isfinite(s)) sb_puts(sb, "–");
-  else if (s >= 1) sb_printf(sb, "%.3g s", s);
-  else if (s >= 1e-3) sb_printf(sb, "%.3g ms", s * 1e3);
-  else sb_printf(sb, "%.3g µs", s * 1e6);
-}
-
 static void put_bytes(strbuf *sb, double b) {
   if (!isfinite(b)) sb_puts(sb, "–");
   else sb_printf(sb, "%.1f GiB", b / 1073741824.0);

@@ -23,7 +23,7 @@ typedef struct {
  * no input is given at all. */
 AP_HIDDEN ap_status html_report(ap_ctx *ctx, const html_inputs *in, char **html_out);
 
-/* The pieces every section uses (html.c): s escaped for HTML; obj[key] as a number (NAN when absent) and as
+/* The pieces every section uses (html_util.c): s escaped for HTML; obj[key] as a number (NAN when absent) and as
  * a string (NULL when absent); a duration in s, ms or µs. */
 AP_HIDDEN void html_esc(strbuf *sb, const char *s);
 AP_HIDDEN double html_num(json_t *obj, const char *key);

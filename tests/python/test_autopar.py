@@ -241,7 +241,7 @@ class FieldSpellings(unittest.TestCase):
         r = subprocess.run([BIN, "plan", "--model", "gpt2", "--cluster", "h100:8", "--gbs", "8", "--seq",
                             "99999999999"], cwd=ROOT, capture_output=True, text=True)
         self.assertEqual(r.returncode, 2)
-        self.assertIn("option --seq: expected an integer in [0, 67108864]", r.stderr)
+        self.assertIn("option --seq (seq_length): expected an integer in [0, 67108864]", r.stderr)
 
 
 class Tap(unittest.TextTestResult):
