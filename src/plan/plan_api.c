@@ -53,6 +53,14 @@ ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out) {
     *out = ap;
     return AP_OK;
   }
+  if (json_is_string(format) && strcmp(json_string_value(format), "autopar-plan/1") != 0) {
+    /* Named before the /1 reader would stop at the first key it does not know. */
+    st = ctx_fail(ctx, AP_INVALID, "%s: format: expected \"autopar-plan/1\" or \"%s\", got \"%.64s\"", path,
+                  PLAN_FORMAT_2, json_string_value(format));
+    json_decref(root);
+    free(ap);
+    return st;
+  }
   st = plan_from_json(ctx, path, root, &ap->p);
   json_decref(root);
   if (st) {

@@ -1,6 +1,6 @@
 /* Reading an op-level plan back (search layer; graph_plan_read.h). The document is checked in the order it is
- * written: header, mesh, stages, search record, the time and memory figures (types only: they are recomputed),
- * then the ops. The problem is rebuilt as the planner built it for the plan's mesh and micro-batch count
+ * written: header, mesh, stages, the time and memory figures (types only: they are recomputed), then the ops
+ * and last the search record (whose counts a plan of another graph would break before its op names say so). The problem is rebuilt as the planner built it for the plan's mesh and micro-batch count
  * (graph_plan.c gplan_problem, with the count the file states instead of the fewest that fit), and each op's
  * specs are matched against its strategies: an op's output spec(s), its weight's spec in stored order
  * (report/graph_plan_specs.c writes the same), its pending-sum axes and, when given, its inputs' specs. Ops
@@ -496,10 +496,11 @@ ap_status gplan_read(ap_ctx *ctx, const char *file, json_t *root, const graph *g
   if ((st = graph_problem_build(ctx, r->a, g, &env, &gopt, &r->gp))) return st;
   r->gp.env.mesh = &r->mesh;
   r->gp.mem_limit_bytes = h.limit_bytes;
-  if ((st = read_search(&top, root, &r->gp, r))) return st;
   r->choice = arena_alloc(r->a, (size_t)(r->gp.n_nodes > 0 ? r->gp.n_nodes : 1) * sizeof *r->choice);
   if (!r->choice) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  /* The ops before the search record, whose counts a plan of another graph would break first. */
   if ((st = read_ops(&top, root, &r->gp, r->a, r->choice))) return st;
+  if ((st = read_search(&top, root, &r->gp, r))) return st;
   r->br = gp_evaluate(&r->gp, r->choice);
   r->found = true;
   return AP_OK;
