@@ -246,7 +246,7 @@ static void test_reader_messages(void **state) {
       {"top:color", "p2.json: color: unknown field"},
       {"op0:colour", "p2.json: ops[0].colour: unknown field"},
       {"name0:/nope", "p2.json: ops[0].name: the graph resnet50 has no op named \"/nope\""},
-      {"dup", "p2.json: ops[1].name: op /conv1/Conv is listed twice (also ops[0])"},
+      {"dup", "p2.json: ops[1].name: op /conv1/Conv is listed more often than the graph has it (also ops[0])"},
       {"drop", "p2.json: ops: op /fc/Gemm of the graph is missing"},
       {"rank", "p2.json: ops[0] (/conv1/Conv).output_spec: expected 4 entries (one per dim), got 1"},
       {"axis1", "p2.json: ops[0] (/conv1/Conv).output_spec: [0]: \"S1\" names mesh axis 1 of a 1-axis mesh"},

@@ -44,8 +44,9 @@ static void head_json(strbuf *sb, const char *format, const ap_plan *ap, const g
   jx_sb_str(sb, ap->origin);
   sb_puts(sb, ", \"model\": ");
   jx_sb_str(sb, g->name);
+  char cspec[256];
   sb_puts(sb, ", \"cluster\": ");
-  jx_sb_str(sb, c->name);
+  jx_sb_str(sb, gpr_cluster_spec(c, cspec, sizeof cspec));
   sb_puts(sb, ", \"mesh\": ");
   mesh_json(sb, &r->mesh);
   sb_printf(sb, ", \"micro_batches\": %.0f, \"micro_batch_size\": %.0f, \"seq\": %.0f", r->n_micro, r->b, r->s);
@@ -53,7 +54,8 @@ static void head_json(strbuf *sb, const char *format, const ap_plan *ap, const g
 
 static void head_text(strbuf *sb, const char *what, const ap_plan *ap, const graph *g, const hw_cluster *c,
                       const gplan_result *r) {
-  sb_printf(sb, "autopar %s: %s (%s on %s), mesh", what, ap->origin, g->name, c->name);
+  char cspec[256];
+  sb_printf(sb, "autopar %s: %s (%s on %s), mesh", what, ap->origin, g->name, gpr_cluster_spec(c, cspec, sizeof cspec));
   for (int a = 0; a < r->mesh.n_axes; a++)
     sb_printf(sb, " %s%lld (%s)", a ? "x " : "", (long long)r->mesh.shape[a], r->mesh.level_name[a]);
   sb_printf(sb, ", %.0f micro-batches of %.0f\n", r->n_micro, r->b);

@@ -85,14 +85,18 @@ static ap_status int_list(const jx_src *s, json_t *obj, const char *key, int min
   return AP_OK;
 }
 
-/* Finds an op by name: its node index, or -1. */
-static int node_named(const graph_problem *gp, const char *name) {
+/* Finds an op by name: the first node of that name not yet listed (entry[i] < 0; ops of different blocks may
+ * share a name, and the file lists them in graph order), else the first listed one, else -1. */
+static int node_named(const graph_problem *gp, const char *name, const int32_t *entry) {
+  int listed = -1;
   for (int i = 0; i < gp->n_nodes; i++) {
     const gp_node *nd = &gp->nodes[i];
     const char *n = gp->g->blocks[nd->block].ops[nd->op].name;
-    if (n && strcmp(n, name) == 0) return i;
+    if (!n || strcmp(n, name) != 0) continue;
+    if (entry[i] < 0) return i;
+    if (listed < 0) listed = i;
   }
-  return -1;
+  return listed;
 }
 
 static const graph_op *op_of(const graph_problem *gp, int i) {
@@ -413,9 +417,10 @@ static ap_status read_ops(const jx_src *top, json_t *root, const graph_problem *
     if ((st = jx_check_keys(&s, e, OP_KEYS, AP_COUNT(OP_KEYS), 0))) return st;
     const char *name = NULL, *type = NULL;
     if ((st = jx_str(&s, e, "name", true, &name, NULL))) return st;
-    int i = node_named(gp, name);
+    int i = node_named(gp, name, entry);
     if (i < 0) return jx_fail(&s, "name", "the graph %s has no op named \"%s\"", gp->g->name, name);
-    if (entry[i] >= 0) return jx_fail(&s, "name", "op %s is listed twice (also ops[%d])", name, entry[i]);
+    if (entry[i] >= 0)
+      return jx_fail(&s, "name", "op %s is listed more often than the graph has it (also ops[%d])", name, entry[i]);
     entry[i] = (int32_t)j;
     const graph_op *op = op_of(gp, i);
     const char *want = op->op_type ? op->op_type : op_kind_name(op->kind);
@@ -429,9 +434,14 @@ static ap_status read_ops(const jx_src *top, json_t *root, const graph_problem *
     if (!ok[i]) return ctx_fail(top->ctx, AP_NOMEM, "out of memory");
     int n_match = 0;
     for (int k = 0; k < nd->n_s; k++) n_match += ok[i][k] = matches(op, &nd->s[k], o);
-    if (n_match == 0)
+    if (n_match == 0) {
+      const shard_mesh *mesh = gp->env.mesh;
+      char shape[48];
+      if (mesh->n_axes == 2) snprintf(shape, sizeof shape, "[%lld, %lld]", (long long)mesh->shape[0], (long long)mesh->shape[1]);
+      else snprintf(shape, sizeof shape, "[%lld]", (long long)mesh->shape[0]);
       return ctx_fail(top->ctx, AP_INVALID, "%s: %s: no legal strategy of op %s on mesh %s gives these specs (`autopar "
-                      "describe --sharding` lists them)", top->file, where, name, gp->env.mesh->n_axes == 2 ? "[rows, cols]" : "[n]");
+                      "describe --sharding` lists them)", top->file, where, name, shape);
+    }
   }
   for (int i = 0; i < n; i++)
     if (entry[i] < 0) return jx_fail(top, "ops", "op %s of the graph is missing", op_of(gp, i)->name);
