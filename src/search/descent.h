@@ -1,10 +1,10 @@
-/* A finishing local descent for the stochastic searches (search layer; mcts.c and rl.c end with it): from a
+/* A finishing local descent for the stochastic searches (search layer; mcmc.c, mcts.c and rl.c end with it): from a
  * choice, first-improvement moves of one group to another allowed strategy, scored in full by sp_eval and
  * compared by sp_better (less violation first, so a choice over a hard budget walks back into the feasible
- * set before it trades cost), until a sweep over every group improves nothing or the budget is spent. MCTS's
- * rollouts and REINFORCE's samples find the region of a good choice; the last few units of cost between a
+ * set before it trades cost), until a sweep over every group improves nothing or the budget is spent. The chain,
+ * the rollouts and REINFORCE's samples find the region of a good choice; the last few units of cost between a
  * sampled choice and its single-move local optimum are what a descent finds for a few hundred evaluations
- * (a Monte Carlo search with a local search finish). Both keep a tenth of their budget for it
+ * (a Monte Carlo search with a local search finish). Each keeps a tenth of their budget for it
  * (solve_budget_reserve). */
 #ifndef AP_SEARCH_DESCENT_H
 #define AP_SEARCH_DESCENT_H
