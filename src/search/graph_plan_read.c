@@ -10,12 +10,19 @@
 
 #include "search/graph_plan_read.h"
 
+/* The keys of the document (report/graph_plan_report.c writes them). The stages' per-stage figures, "mfu" and
+ * "search.inter_op" are those the inter-op pass for graphs adds (helper v-graph's branch): accepted and
+ * type-checked, not used, since the reader takes plans of one stage. */
 static const char *const TOP_KEYS[] = {"format", "model", "cluster", "global_batch_size", "seq", "micro_batches",
-                                       "micro_batch_size", "mesh", "stages", "search", "time", "memory",
+                                       "micro_batch_size", "mesh", "stages", "search", "time", "mfu", "memory",
                                        "explain", "ops"};
 static const char *const MESH_KEYS[] = {"shape", "levels"};
-static const char *const STAGE_KEYS[] = {"first_op", "last_op", "submesh", "mesh"};
-static const char *const SEARCH_KEYS[] = {"strategy", "status", "lower_bound_s", "nodes", "followers", "groups", "tries"};
+static const char *const STAGE_KEYS[] = {"first_op", "last_op", "submesh", "mesh", "levels", "time_per_micro_batch_s",
+                                         "send_recv_s", "in_flight"};
+static const char *const SEARCH_KEYS[] = {"strategy", "status", "lower_bound_s", "nodes", "followers", "groups", "tries",
+                                          "inter_op"};
+static const char *const MFU_KEYS[] = {"value", "flop_per_iteration", "convention"};
+static const char *const INTER_OP_KEYS[] = {"layers", "stage_solves", "memo_hits", "solve_s"};
 static const char *const TRY_KEYS[] = {"strategy", "mesh", "micro_batches", "status", "iteration_s", "solve_s",
                                        "evaluations"};
 static const char *const TIME_KEYS[] = {"iteration_s", "compute_s", "op_comm_s", "reshard_s"};
@@ -56,14 +63,14 @@ static ap_status num_or_null(const jx_src *s, json_t *obj, const char *key, doub
   return jx_f64(s, obj, key, true, 0, 1e30, out, NULL);
 }
 
-/* A sharding strategy name of the registry, as its static name. */
+/* A strategy name of the registry (a sharding strategy, or inter-op for the stage pass), as its static name. */
 static ap_status strategy_of(const jx_src *s, json_t *obj, const char *key, const char **out) {
   const char *v = NULL;
   ap_status st = jx_str(s, obj, key, true, &v, NULL);
   if (st) return st;
   const solve_strategy *ss = solve_strategy_find(v);
-  if (!ss || !ss->sharding)
-    return jx_fail(s, key, "\"%s\" is not a sharding strategy (ilp, elim-dp, greedy, mcmc, mcts, rl, recursive)", v);
+  if (!ss)
+    return jx_fail(s, key, "\"%s\" is not a strategy (ilp, elim-dp, greedy, mcmc, mcts, rl, recursive, inter-op)", v);
   *out = ss->name;
   return AP_OK;
 }
@@ -309,6 +316,15 @@ static ap_status read_header(const jx_src *top, json_t *root, const graph *g, co
     int64_t sub[2], sm[2];
     int n_sub, n_sm;
     if ((st = int_list(&ss, e, "submesh", 2, 2, sub, &n_sub)) || (st = int_list(&ss, e, "mesh", 1, 2, sm, &n_sm))) return st;
+    double x;
+    int64_t k;
+    json_t *lv = json_object_get(e, "levels");
+    if (lv && (!json_is_array(lv) || (int)json_array_size(lv) != n_sm))
+      return jx_fail(&ss, "levels", "expected one link-level name per axis of the stage's mesh");
+    if ((st = jx_f64(&ss, e, "time_per_micro_batch_s", false, 0, 1e30, &x, NULL)) ||
+        (st = jx_f64(&ss, e, "send_recv_s", false, 0, 1e30, &x, NULL)) ||
+        (st = jx_i64(&ss, e, "in_flight", false, 0, (int64_t)1 << 30, &k, NULL)))
+      return st;
     if (json_array_size(stages) > 1) continue;
     const graph_block *b0 = &g->blocks[0], *bl = &g->blocks[g->n_blocks - 1];
     if (b0->n_ops > 0 && strcmp(first, b0->ops[0].name) != 0)
@@ -344,6 +360,17 @@ static ap_status read_header(const jx_src *top, json_t *root, const graph *g, co
     double x;
     if ((st = jx_f64(&tt, time, TIME_KEYS[k], true, 0, 1e30, &x, NULL))) return st;
   }
+  json_t *mfu;
+  if ((st = child_object(top, root, "mfu", false, MFU_KEYS, AP_COUNT(MFU_KEYS), where, sizeof where, &mfu))) return st;
+  if (mfu) {
+    jx_src fs = {top->ctx, top->file, "mfu"};
+    double x;
+    const char *conv = NULL;
+    if ((st = jx_f64(&fs, mfu, "value", true, 0, 1e3, &x, NULL)) ||
+        (st = jx_f64(&fs, mfu, "flop_per_iteration", true, 0, 1e40, &x, NULL)) ||
+        (st = jx_str(&fs, mfu, "convention", false, &conv, NULL)))
+      return st;
+  }
   json_t *explain = json_object_get(root, "explain");
   if (explain) {
     if (!json_is_array(explain)) return jx_fail(top, "explain", "expected an array of sentences");
@@ -371,6 +398,14 @@ static ap_status read_search(const jx_src *top, json_t *root, const graph_proble
     if ((st = jx_i64(&s, se, counts[k], true, 0, (int64_t)1 << 30, &v, NULL))) return st;
     if (v != want[k])
       return jx_fail(&s, counts[k], "%lld, but the graph's problem on this mesh has %lld", (long long)v, (long long)want[k]);
+  }
+  json_t *io;
+  if ((st = child_object(&s, se, "inter_op", false, INTER_OP_KEYS, AP_COUNT(INTER_OP_KEYS), where, sizeof where, &io)))
+    return st;
+  for (size_t k = 0; io && k < AP_COUNT(INTER_OP_KEYS); k++) {
+    jx_src is = {top->ctx, top->file, "search.inter_op"};
+    double x;
+    if ((st = jx_f64(&is, io, INTER_OP_KEYS[k], true, 0, 1e30, &x, NULL))) return st;
   }
   json_t *tries = json_object_get(se, "tries");
   if (!tries || !json_is_array(tries) || json_array_size(tries) > AP_COUNT(r->tries))
