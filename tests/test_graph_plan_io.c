@@ -1,7 +1,8 @@
 /* Op-level plan files (autopar-plan/2) on the shipped ONNX models (examples/onnx/; the "onnx" part, so listed in
  * mk/onnx.mk): weight specs in the order the file stores each weight (ResNet-50's fc is a Gemm with transB = 1,
  * [out, in]; GPT-2's MatMul weights are [in, out]), weight_specs keyed by initializer name where an op has
- * several (every BatchNormalization: scale and bias), output_spec as a list per output (GPT-2's Split), and the
+ * several (every BatchNormalization: scale and bias), output_spec as a list per output (GPT-2's Split), ops of
+ * unnamed nodes named <op_type>_<index> (ResNet-50 with its names cleared), and the
  * round trip plan → file → estimate / export giving the same figures and the same file. The reader's bad-input
  * messages are checked here too (unknown keys, op names, illegal specs, ranks, axes, missing and repeated ops).
  * The planner runs the greedy strategy so that the tests do not need the ILP. */
@@ -15,6 +16,7 @@
 #include "model/graph.h"
 #include "model/model.h"
 #include "search/graph_plan.h"
+#include "onnx.pb-c.h"
 
 static ap_ctx *io_ctx(void) {
   ap_ctx *ctx = ap_ctx_new();
@@ -178,6 +180,61 @@ static void test_weight_specs_and_outputs(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* The shipped ResNet-50 with every node's name cleared: each op of the plan is named <op_type>_<index>, the
+ * node's index in the file (ONNX leaves a node's name optional). */
+static void test_unnamed_nodes(void **state) {
+  (void)state;
+  ap_ctx *ctx = io_ctx();
+  char *bytes = NULL;
+  size_t n = 0;
+  const char *path = "examples/onnx/resnet50.onnx";
+  assert_int_equal(util_read_file(ctx, path, &bytes, &n), AP_OK);
+  Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, n, (const uint8_t *)bytes);
+  assert_non_null(mp);
+  size_t n_nodes = mp->graph->n_node;
+  char **names = malloc(n_nodes * sizeof *names), **types = malloc(n_nodes * sizeof *types);
+  assert_non_null(names);
+  assert_non_null(types);
+  for (size_t i = 0; i < n_nodes; i++) {
+    names[i] = mp->graph->node[i]->name;
+    types[i] = mp->graph->node[i]->op_type;
+    mp->graph->node[i]->name = NULL;
+  }
+  size_t n2 = onnx__model_proto__get_packed_size(mp);
+  uint8_t *bare = malloc(n2);
+  assert_non_null(bare);
+  onnx__model_proto__pack(mp, bare);
+  ap_model *m = NULL;
+  if (model_parse_onnx(ctx, path, bare, n2, &m)) fail_msg("%s", ap_ctx_error(ctx));
+  char *text = plan_json(ctx, m, "h100-sxm:8", 64);
+  json_error_t err;
+  json_t *doc = json_loads(text, 0, &err);
+  json_t *ops = json_object_get(doc, "ops");
+  assert_int_equal(json_array_size(ops), model_graph(m)->blocks[0].n_ops);
+  /* The ops in graph order, each the next node of its name's op type at its index. */
+  size_t at = 0;
+  for (size_t i = 0; i < json_array_size(ops); i++) {
+    json_t *e = json_array_get(ops, i);
+    const char *type = json_string_value(json_object_get(e, "op_type"));
+    while (at < n_nodes && strcmp(types[at], type) != 0) at++; /* folded nodes (shapes, constants) make no op */
+    assert_true(at < n_nodes);
+    char want[96];
+    snprintf(want, sizeof want, "%s_%zu", type, at);
+    assert_string_equal(json_string_value(json_object_get(e, "name")), want);
+    at++;
+  }
+  for (size_t i = 0; i < n_nodes; i++) mp->graph->node[i]->name = names[i];
+  onnx__model_proto__free_unpacked(mp, NULL);
+  json_decref(doc);
+  ap_free(text);
+  free(names);
+  free(types);
+  free(bare);
+  free(bytes);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
 /* plan → file → estimate: the same time and memory; → export: the same file. On a 1- and a 2-axis mesh. */
 static void test_round_trip(void **state) {
   (void)state;
@@ -309,6 +366,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_weight_spec_stored_order),
       cmocka_unit_test(test_weight_specs_and_outputs),
+      cmocka_unit_test(test_unnamed_nodes),
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_reader_messages),
   };
