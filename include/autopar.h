@@ -207,6 +207,10 @@ AP_API const char *ap_plan_key_aliases(size_t i);
 AP_API int ap_plan_key_range(size_t i, int64_t *min, int64_t *max);
 /* The plan as autopar JSON (docs/plan-format.md); the caller frees *json_out with ap_free. */
 AP_API ap_status ap_plan_json(ap_ctx *ctx, const ap_plan *plan, char **json_out);
+/* 2 for an op-level plan of a general graph (a file of format "autopar-plan/2", which ap_plan_load keeps
+ * whole until it is read against its graph by ap_graph_plan_estimate, _simulate or _export), 1 otherwise. The
+ * transformer paths (ap_estimate, ap_simulate, ap_export, ap_plan_set, ap_plan_json) refuse a format-2 plan. */
+AP_API int ap_plan_format(const ap_plan *plan);
 AP_API void ap_plan_free(ap_plan *plan);
 
 /* ---- Estimates -------------------------------------------------------------------------------- */
@@ -421,6 +425,18 @@ AP_API ap_status ap_graph_plan(ap_ctx *ctx, const ap_model *model, const ap_clus
  * baselines (JSON format "autopar-compare-search/1" or a table). */
 AP_API ap_status ap_compare_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
                                    const ap_graph_plan_opts *opts, int format, char **out);
+/* An autopar-plan/2 plan (ap_plan_load; ap_plan_format 2) read against the model's graph on the cluster: every
+ * op's specs matched to a legal strategy (AP_INVALID naming the file and the field otherwise), and its
+ * iteration time and memory computed as the planner computes them, so a plan written by ap_graph_plan gives
+ * its own figures again. JSON format "autopar-graph-estimate/1" or text. */
+AP_API ap_status ap_graph_plan_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
+                                        const ap_plan *plan, int format, char **out);
+/* The same plan played by the event simulator of op-level plans (compute and communication streams, overlap
+ * of the weight-gradient all-reduces): JSON format "autopar-graph-simulate/1" or text. */
+AP_API ap_status ap_graph_plan_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
+                                        const ap_plan *plan, int format, char **out);
+/* The plan checked and written again as autopar-plan/2 JSON, on the cluster its "cluster" field names. */
+AP_API ap_status ap_graph_plan_export(ap_ctx *ctx, const ap_model *model, const ap_plan *plan, char **out);
 /* Each op's legal strategies on the cluster's default mesh (JSON or text). */
 AP_API ap_status ap_describe_sharding(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
                                       const ap_graph_plan_opts *opts, int format, char **out);

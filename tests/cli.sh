@@ -26,6 +26,8 @@ has_ilp=0
 # Cases marked "N+onnx" read the shipped ONNX models and are skipped by a binary built without the onnx part.
 has_onnx=0
 "$bin" describe --model examples/onnx/resnet50.onnx >/dev/null 2>&1 && has_onnx=1
+# An op-level plan file (autopar-plan/2) for the read-back cases.
+[ "$has_onnx" -eq 1 ] && "$bin" plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy greedy --json >"$tmp/gp.json"
 python3 -c "import json,sys; d=json.load(open('examples/problems/mlp2-4dev.json')); d['nodes'][1]['compute'][3]=1e26; json.dump(d,open(sys.argv[1],'w'))" "$tmp/hugecost.json"
 n=0
 run_case() {
@@ -241,6 +243,16 @@ done <<CASES
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --annotate fc1=S0,R|--annotate applies to general graphs
 0+onnx|describe --model examples/onnx/resnet50.onnx --sharding --cluster dgx-h100:2x8|sharding strategies of resnet50 on a mesh of 2 (network) x 8 (nvlink)
 0+onnx|compare-search --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --time-budget 0.5 --evals 2000|baseline: megatron
+0+onnx|estimate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json|predicted
+0+onnx|estimate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --json|"format": "autopar-graph-estimate/1"
+0+onnx|simulate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json|simulated
+0+onnx|export --plan $tmp/gp.json --model examples/onnx/resnet50.onnx --format json|"format": "autopar-plan/2"
+2+onnx|export --plan $tmp/gp.json --format json|name it with --model
+2+onnx|export --plan $tmp/gp.json --model examples/onnx/resnet50.onnx --format megatron|exports as json only, not megatron
+2+onnx|estimate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --tp 2|takes only --model, --cluster, --plan, --json and --calibration
+2+onnx|estimate --model examples/onnx/gpt2_small.onnx --cluster h100-sxm:8 --plan $tmp/gp.json|gp.json: stages[0].first_op: "/conv1/Conv": the one stage must start at the graph's first op, /wte/Gather
+2+onnx|estimate --model examples/onnx/resnet50.onnx --cluster dgx-h100:2x8 --plan $tmp/gp.json|gp.json: mesh.shape: covers 8 devices; the cluster dgx-h100 has 16
+2+onnx|estimate --model llama-3-8b --cluster h100-sxm:8 --plan $tmp/gp.json|gp.json: stages[0].first_op
 2|compare-search --model llama-3-8b|--model and --cluster are required
 2|compare-search --model llama-3-8b --cluster h100:8 --time-budget never|--time-budget: expected a number of seconds > 0
 2|solve $tmp/hugecost.json|hugecost.json: nodes[1].compute[3]: must be a number in [0, 1e18] or null

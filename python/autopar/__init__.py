@@ -122,6 +122,10 @@ def _declare(lib):
         "ap_simulate": (ctypes.c_int, [vp, vp, vp, vp, cp, ctypes.c_int, pp]),
         "ap_validate": (ctypes.c_int, [vp, cp, ctypes.c_int, pp]),
         "ap_export": (ctypes.c_int, [vp, vp, vp, cp, pp]),
+        "ap_plan_format": (ctypes.c_int, [vp]),
+        "ap_graph_plan_estimate": (ctypes.c_int, [vp, vp, vp, vp, ctypes.c_int, pp]),
+        "ap_graph_plan_simulate": (ctypes.c_int, [vp, vp, vp, vp, ctypes.c_int, pp]),
+        "ap_graph_plan_export": (ctypes.c_int, [vp, vp, vp, pp]),
         "ap_search_opts_init": (None, [ctypes.POINTER(_SearchOpts)]),
         "ap_report_html": (ctypes.c_int, [vp, ctypes.POINTER(_ReportInputs), cp]),
         "ap_render": (ctypes.c_int, [vp, cp, cp, cp, ctypes.c_int, pp]),
@@ -283,15 +287,22 @@ def estimate(model, cluster, plan=None, gbs=None, seq=None, calibration=None, _t
     with _Ctx(calibration) as c:
         m, cl = c.model(model), c.cluster(cluster)
         p = c.plan(plan, _with_batch(fields, gbs, seq))
+        if c.lib.ap_plan_format(p) == 2:  # an op-level plan of a general graph (autopar-plan/2)
+            return _out(c, _text, *c.call(c.lib.ap_graph_plan_estimate, c.ptr, m, cl, p, _fmt(_text)))
         return _out(c, _text, *c.call(c.lib.ap_estimate, c.ptr, m, cl, p, _fmt(_text)))
 
 
 def simulate(model, cluster, trace, plan=None, gbs=None, seq=None, calibration=None, _text=False, **fields):
     """Simulates the plan's pipeline schedule, writes its Chrome trace to ``trace`` and returns the summary
-    (``autopar simulate --json``)."""
+    (``autopar simulate --json``). An op-level plan (autopar-plan/2) is played by the op-level simulator and
+    writes no trace: pass ``trace=None``."""
     with _Ctx(calibration) as c:
         m, cl = c.model(model), c.cluster(cluster)
         p = c.plan(plan, _with_batch(fields, gbs, seq))
+        if c.lib.ap_plan_format(p) == 2:
+            if trace is not None:
+                raise ValueError("%s: an autopar-plan/2 plan writes no trace (pass trace=None)" % plan)
+            return _out(c, _text, *c.call(c.lib.ap_graph_plan_simulate, c.ptr, m, cl, p, _fmt(_text)))
         return _out(c, _text, *c.call(c.lib.ap_simulate, c.ptr, m, cl, p, _b(trace), _fmt(_text)))
 
 
@@ -357,6 +368,12 @@ def export(plan, format, model=None):
     with _Ctx() as c:
         p = c.plan(plan, {})
         m = c.model(model) if model else None
+        if c.lib.ap_plan_format(p) == 2:  # an op-level plan: read against its graph, written as JSON
+            if format != "json":
+                raise ValueError("%s: an autopar-plan/2 plan exports as json only, not %s" % (plan, format))
+            status, text = c.call(c.lib.ap_graph_plan_export, c.ptr, m, p)
+            c.check(status)
+            return text
         status, text = c.call(c.lib.ap_export, c.ptr, m, p, _b(format))
         c.check(status)
         return text

@@ -7,6 +7,28 @@
 
 #include "cli/cli.h"
 
+/* An autopar-plan/2 plan: read against the model's graph, estimated or simulated; the transformer options (plan
+ * flags, --trace, --report, --tokens, --price-per-gpu-hour) do not apply to it. */
+static int run_graph_plan(ap_ctx *ctx, const char *cmd, const ap_model *m, const ap_cluster *c, const ap_plan *p,
+                          bool simulate, bool json, bool other_options, int n_keys, const char *const *values) {
+  bool flags = other_options;
+  for (int i = 0; i < n_keys; i++) flags = flags || values[i];
+  if (flags) {
+    fprintf(stderr, "autopar %s: an autopar-plan/2 plan (a general graph's op-level plan) takes only --model, --cluster, "
+            "--plan, --json and --calibration\n", cmd);
+    return EXIT_BAD_INPUT;
+  }
+  char *out = NULL;
+  ap_status st = simulate ? ap_graph_plan_simulate(ctx, m, c, p, json ? AP_OUT_JSON : AP_OUT_TEXT, &out)
+                          : ap_graph_plan_estimate(ctx, m, c, p, json ? AP_OUT_JSON : AP_OUT_TEXT, &out);
+  if (st) {
+    ap_free(out);
+    return cli_fail(ctx, st);
+  }
+  cli_print_free(out);
+  return 0;
+}
+
 /* Shared by estimate and simulate: trace_path is used by simulate only. */
 static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulate) {
   bool json = false, help = false;
@@ -68,6 +90,13 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   if (!st) st = ap_model_load(ctx, model, &m);
   if (!st) st = ap_cluster_load(ctx, cluster, &c);
   if (!st) st = plan_path ? ap_plan_load(ctx, plan_path, &p) : ap_plan_new(ctx, &p);
+  if (!st && ap_plan_format(p) == 2) { /* an op-level plan of a general graph (docs/graph-plan.md) */
+    int rc = run_graph_plan(ctx, cmd, m, c, p, simulate, json, trace || report || tokens || price, n_keys, values);
+    ap_plan_free(p);
+    ap_cluster_free(c);
+    ap_model_free(m);
+    return rc;
+  }
   for (int i = 0; i < n_keys && !st; i++) {
     if (!values[i]) continue;
     /* By the flag's own spelling (ap_plan_set takes dashes too), so that a message names --micro-batch-size. */

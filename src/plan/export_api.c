@@ -212,6 +212,7 @@ static ap_status prepare(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const 
 ap_status ap_export_check(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const char *format) {
   API_ENTER(ctx);
   if (!ctx || !ap) return ctx_fail(ctx, AP_INVALID, "ap_export_check: ctx and plan must not be NULL");
+  if (plan_refuse_doc2(ctx, ap, "ap_export_check")) return AP_INVALID;
   size_t fmt;
   ap_model *owned;
   const graph *g;
@@ -226,6 +227,7 @@ ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const char 
   API_ENTER(ctx);
   if (out) *out = NULL;
   if (!ctx || !ap || !out) return ctx_fail(ctx, AP_INVALID, "ap_export: ctx, plan and out must not be NULL");
+  if (plan_refuse_doc2(ctx, ap, "ap_export")) return AP_INVALID;
   size_t fmt;
   ap_model *owned;
   const graph *g;

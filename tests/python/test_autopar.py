@@ -80,6 +80,28 @@ class SameAsCli(unittest.TestCase):
             self.assertEqual(cli.returncode, 0, cli.stderr)
             self.assertEqual(autopar.export(plan, "megatron"), cli.stdout)
 
+    def test_graph_plan_file(self):
+        # An op-level plan (autopar-plan/2) read back: estimate, simulate and export as the CLI does them.
+        model = "examples/onnx/resnet50.onnx"
+        with tempfile.TemporaryDirectory() as d:
+            plan = os.path.join(d, "p.json")
+            out = subprocess.run([BIN, "plan", "--model", model, "--cluster", "h100:8", "--gbs", "32", "--strategy",
+                                  "greedy", "--json"], cwd=ROOT, capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            with open(plan, "w") as f:
+                f.write(out.stdout)
+            written = json.loads(out.stdout)
+            rc, doc, err = cli_json("estimate", "--model", model, "--cluster", "h100:8", "--plan", plan)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(autopar.estimate(model, "h100:8", plan=plan), doc)
+            self.assertEqual(doc["time"], written["time"])
+            rc, sim, err = cli_json("simulate", "--model", model, "--cluster", "h100:8", "--plan", plan)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(autopar.simulate(model, "h100:8", None, plan=plan), sim)
+            self.assertEqual(autopar.export(plan, "json", model=model), out.stdout)
+            with self.assertRaises(autopar.Error) as e:
+                autopar.estimate(model, "h100:8", plan=plan, tp=2)
+            self.assertEqual(e.exception.status, autopar.INVALID)
 
     def test_compare_clusters(self):
         rc, doc, _ = cli_json("compare-clusters", "--model", "llama-3-8b", "--clusters", "h100:8,a100-80gb:16",
