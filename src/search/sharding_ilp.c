@@ -20,7 +20,9 @@
  *    the budget so that their coefficients are near 1.
  * Every column and row is named (NOTES.md: NULL names crash CBC). The LP relaxation (all columns
  * continuous, a clone of the model) is solved too: its value is the lower bound reported. The choice CBC
- * returns is scored again with sp_eval, so the objective printed is the problem's own, at full precision. */
+ * returns is scored again with sp_eval, so the objective printed is the problem's own, at full precision, and
+ * "optimal" is reported only when that score meets CBC's proved bound. CBC's integer preprocessing is off (it
+ * returned a wrong optimum on a generated problem; see ilp_solve_sharding). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -188,6 +190,16 @@ static ap_status ilp_solve_sharding(ap_ctx *ctx, const sp_problem *p, const solv
   Cbc_setLogLevel(im.m, 0);
   Cbc_setParameter(im.m, "threads", "1"); /* deterministic */
   Cbc_setParameter(im.m, "timeMode", "elapsed"); /* the budget is wall-clock, as for every strategy */
+  /* CBC's integer preprocessing (CglPreProcess, default "sos") is off: on the generator's problem
+   * tests/test_solve_ilp.c seed 7005 (30 nodes, hard budget) it fixed all 17 remaining columns to a choice of
+   * 471.1 and called it optimal, while 467.63 is feasible (peak 39,900 of 40,271.6 bytes) and is what CBC
+   * finds without it (CBC 2.10.8; 1 of 360 such problems; the same class as coin-or/Cbc issues #283, #724 and
+   * #752, wrong optima that "-preprocess off" cures). */
+  Cbc_setParameter(im.m, "preprocess", "off");
+  /* "optimal" means proved to the last digit: CBC stops only when the incumbent is within 1e-9 of its bound
+   * (absolute) and 1e-12 (relative), never at a percentage gap. */
+  Cbc_setAllowableGap(im.m, 1e-9);
+  Cbc_setAllowableFractionGap(im.m, 1e-12);
   if (o->time_budget_s > 0) Cbc_setMaximumSeconds(im.m, o->time_budget_s);
   r->lower_bound = im.const_infeasible ? NAN : lp_bound(im.m, im.n_cols, im.offset);
   r->n_evals = 0;
@@ -213,7 +225,11 @@ static ap_status ilp_solve_sharding(ap_ctx *ctx, const sp_problem *p, const solv
       st = ctx_fail(ctx, AP_INTERNAL, "%s: CBC returned a choice that breaks a constraint (violation %g)", p->file,
                     s.violation);
     } else {
-      r->status = optimal ? SOLVE_OPTIMAL : SOLVE_FEASIBLE;
+      /* A proof holds only if autopar's own score of the choice meets CBC's bound and the LP bound lies
+       * below it; otherwise the result is a feasible choice with the bound, never "optimal". */
+      double bound = Cbc_getBestPossibleObjValue(im.m) + im.offset, tol = 1e-7 * (1 + fabs(s.objective));
+      bool proved = optimal && s.objective <= bound + tol && !(r->lower_bound > s.objective + tol);
+      r->status = proved ? SOLVE_OPTIMAL : SOLVE_FEASIBLE;
       r->objective = s.objective;
     }
   }
