@@ -101,6 +101,7 @@ def main():
     ap.add_argument("--cluster", help="a cluster file from autopar profile (default: profile now)")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--keep", help="folder for the plans, runs.csv and cluster (default: a temporary one)")
+    ap.add_argument("--runs", help="compare an existing runs.csv of this sweep (from --keep) instead of running it")
     a = ap.parse_args()
     work = a.keep or tempfile.mkdtemp(prefix="autopar-bench-exec.")
     os.makedirs(work, exist_ok=True)
@@ -111,11 +112,16 @@ def main():
     cluster = a.cluster or os.path.join(work, "cluster.json")
     if not a.cluster:
         subprocess.run([a.bin, "profile", "--ranks", "2", "-o", cluster], check=True)
-    runs = os.path.join(work, "runs.csv")
-    if os.path.exists(runs):
+    runs = a.runs or os.path.join(work, "runs.csv")
+    if not a.runs and os.path.exists(runs):
         os.remove(runs)
     names, spread = [], {}
-    for name, model, p in SWEEP:
+    if a.runs:
+        with open(a.runs) as f:
+            ids = [line.split(",")[0] for line in f.read().splitlines()[1:]]
+        names = [i.rsplit("-", 1)[0] for i in ids]
+        spread = {n: (float("nan"), float("nan")) for n in names}
+    for name, model, p in ([] if a.runs else SWEEP):
         path = os.path.join(work, name + ".json")
         with open(path, "w") as f:
             json.dump(p, f)

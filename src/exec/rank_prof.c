@@ -45,10 +45,18 @@ static void fill(float *x, int64_t n) {
   for (int64_t i = 0; i < n; i++) x[i] = (float)((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
 }
 
+/* One GEMM as the executor calls it: layout nt (forward y = x·Wᵀ), nn (input gradient dy·W) or tn (weight
+ * gradient dyᵀ·x), C[m, n] from a k-deep product. */
 typedef struct {
-  const char *op;
+  const char *op, *layout;
   int64_t hidden, m, n, k;
 } gemm_shape;
+
+static void run_gemm(const gemm_shape *g, const float *a, const float *b, float *c) {
+  bool ta = g->layout[0] == 't', tb = g->layout[1] == 't';
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)g->m, (int)g->n,
+              (int)g->k, 1.0f, a, ta ? (int)g->m : (int)g->k, b, tb ? (int)g->k : (int)g->n, 0.0f, c, (int)g->n);
+}
 
 /* Times one GEMM shape: reps until about budget_s (at least 3), all ranks in step. */
 static double time_gemm(const gemm_shape *g, double budget_s, int *reps_out) {
@@ -62,19 +70,17 @@ static double time_gemm(const gemm_shape *g, double budget_s, int *reps_out) {
   fill(x, g->m * g->k);
   fill(w, g->n * g->k);
   double t0 = MPI_Wtime();
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->m, (int)g->n, (int)g->k, 1.0f, x, (int)g->k, w,
-              (int)g->k, 0.0f, y, (int)g->n); /* warm-up and probe */
+  run_gemm(g, x, w, y); /* warm-up and probe */
   double probe = MPI_Wtime() - t0, slow = 0;
   MPI_Allreduce(&probe, &slow, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   int reps = (int)(budget_s / (slow > 1e-6 ? slow : 1e-6));
-  if (reps < 3) reps = 3;
+  if (reps < 5) reps = 5;
   if (reps > 50) reps = 50;
   double t[50];
   for (int r = 0; r < reps; r++) {
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->m, (int)g->n, (int)g->k, 1.0f, x, (int)g->k, w,
-                (int)g->k, 0.0f, y, (int)g->n);
+    run_gemm(g, x, w, y);
     t[r] = MPI_Wtime() - t0;
   }
   free(x);
@@ -138,28 +144,39 @@ int rk_profile_main(int argc, char **argv) {
     if (me == 0) fprintf(stderr, "autopar-rank: --profile: expected an output path\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
+  double base_rss = rk_profile_base_rss(), base_rss_max = 0;
+  MPI_Allreduce(&base_rss, &base_rss_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   /* GEMM shapes of a layer (Llama-style: q, k, v fused as 3H with full heads; SwiGLU's gate and up fused as 2F
-   * with F = 4H; a vocabulary of 8192). */
-  static const int64_t hiddens[] = {128, 256, 512}, tokens[] = {256, 1024};
-  gemm_shape shapes[32];
+   * with F = 4H; a vocabulary of 2048), each in the three layouts a linear layer's forward, input gradient and
+   * weight gradient call (ex_ops.c exo_linear, exo_linear_bwd). */
+  static const int64_t hiddens[] = {128, 256, 512}, tokens[] = {128, 512, 1024};
+  enum { MAX_SHAPES = 3 * 3 * 5 * 3 };
+  static gemm_shape shapes[MAX_SHAPES];
   int ns = 0;
   for (size_t h = 0; h < AP_COUNT(hiddens); h++)
     for (size_t t = 0; t < AP_COUNT(tokens); t++) {
-      if (quick && (h != 1 || t != 0)) continue;
-      int64_t H = hiddens[h], m = tokens[t], F = 4 * H;
-      shapes[ns++] = (gemm_shape){"qkv", H, m, 3 * H, H};
-      shapes[ns++] = (gemm_shape){"attn_out", H, m, H, H};
-      shapes[ns++] = (gemm_shape){"mlp_up", H, m, 2 * F, H};
-      shapes[ns++] = (gemm_shape){"mlp_down", H, m, H, F};
-      shapes[ns++] = (gemm_shape){"lm_head", H, m, 8192, H};
+      if (quick && (h != 1 || t != 1)) continue;
+      int64_t H = hiddens[h], T = tokens[t], F = 4 * H;
+      const struct {
+        const char *op;
+        int64_t out, in;
+      } lin[] = {{"qkv", 3 * H, H}, {"attn_out", H, H}, {"mlp_up", 2 * F, H}, {"mlp_down", H, F}, {"lm_head", 2048, H}};
+      for (size_t l = 0; l < AP_COUNT(lin); l++) {
+        shapes[ns++] = (gemm_shape){lin[l].op, "nt", H, T, lin[l].out, lin[l].in};
+        shapes[ns++] = (gemm_shape){lin[l].op, "nn", H, T, lin[l].in, lin[l].out};
+        shapes[ns++] = (gemm_shape){lin[l].op, "tn", H, lin[l].out, lin[l].in, T};
+      }
     }
-  double gemm_t[32], peak = 0, budget = quick ? 0.01 : 0.02;
-  int gemm_reps[32];
+  static double gemm_t[MAX_SHAPES];
+  static int gemm_reps[MAX_SHAPES];
+  double peak = 0, budget = quick ? 0.005 : 0.02;
   for (int i = 0; i < ns; i++) {
     gemm_t[i] = time_gemm(&shapes[i], budget, &gemm_reps[i]);
     double rate = 2.0 * (double)(shapes[i].m * shapes[i].n * shapes[i].k) / gemm_t[i];
     if (rate > peak) peak = rate;
   }
+  rk_kernels kern;
+  rk_profile_kernels(quick, &kern);
   /* Memory: 64 MiB copies (far above any L3 of this class of machine), every rank at once. */
   int64_t buf_bytes = quick ? 16 << 20 : 64 << 20;
   char *src = malloc((size_t)buf_bytes), *dst = malloc((size_t)buf_bytes);
@@ -248,15 +265,27 @@ int rk_profile_main(int argc, char **argv) {
     for (int i = 0; i < ns; i++) {
       const gemm_shape *g = &shapes[i];
       double flop = 2.0 * (double)(g->m * g->n * g->k), rate = flop / gemm_t[i];
-      fprintf(f, "        {\"dtype\": \"fp32\", \"op\": \"%s\", \"hidden\": %lld, \"tp\": 1, \"m\": %lld, \"n\": %lld, "
-                 "\"k\": %lld, \"flop\": %.0f, \"time_s\": %.6g, \"flop_per_s\": %.6g, \"efficiency\": %.6f, \"reps\": "
-                 "%d}%s\n",
-              g->op, (long long)g->hidden, (long long)g->m, (long long)g->n, (long long)g->k, flop, gemm_t[i], rate,
+      fprintf(f, "        {\"dtype\": \"fp32\", \"op\": \"%s\", \"layout\": \"%s\", \"hidden\": %lld, \"tp\": 1, \"m\": "
+                 "%lld, \"n\": %lld, \"k\": %lld, \"flop\": %.0f, \"time_s\": %.6g, \"flop_per_s\": %.6g, \"efficiency\": "
+                 "%.6f, \"reps\": %d}%s\n",
+              g->op, g->layout, (long long)g->hidden, (long long)g->m, (long long)g->n, (long long)g->k, flop, gemm_t[i], rate,
               rate / peak, gemm_reps[i], i + 1 < ns ? "," : "");
     }
     fprintf(f, "      ],\n      \"gemm_failures\": [],\n      \"memory\": [{\"kind\": \"copy\", \"buffer_bytes\": %lld, "
                "\"bytes\": %lld, \"time_s\": %.6g, \"bw_Bps\": %.6g, \"efficiency\": 1, \"reps\": %d}],\n",
             (long long)buf_bytes, (long long)(2 * buf_bytes), mem_t, mem_bw, mreps);
+    fprintf(f, "      \"executor\": {\"method\": \"the executor's own kernels (autopar-rank rank_kern.c), every rank at "
+               "once, the slowest rank's median, seconds per unit: norm per element of [T, H], swiglu and gelu per "
+               "output element, rope per rotated element, attention per head x query x key at head dimension %d, xent "
+               "per logit, adam per parameter, copy per byte in the caches; base_rss_bytes: the largest rank's "
+               "resident set once MPI and OpenBLAS have started\",\n", (int)EXEC_ATTN_HD);
+    fprintf(f, "        \"norm_fwd_s\": %.6g, \"norm_bwd_s\": %.6g, \"swiglu_fwd_s\": %.6g, \"swiglu_bwd_s\": %.6g, "
+               "\"gelu_fwd_s\": %.6g, \"gelu_bwd_s\": %.6g, \"rope_s\": %.6g,\n        \"attn_head_dim\": %d, "
+               "\"attn_fwd_s\": %.6g, \"attn_bwd_s\": %.6g, \"xent_s\": %.6g, \"adam_s\": %.6g, \"copy_s\": %.6g, "
+               "\"base_rss_bytes\": %.0f},\n",
+            kern.norm_fwd_s, kern.norm_bwd_s, kern.swiglu_fwd_s, kern.swiglu_bwd_s, kern.gelu_fwd_s, kern.gelu_bwd_s,
+            kern.rope_s, (int)EXEC_ATTN_HD, kern.attn_fwd_s, kern.attn_bwd_s, kern.xent_s, kern.adam_s, kern.copy_s,
+            base_rss_max);
     fprintf(f, "      \"comm\": [\n");
     for (int gi = 0; gi < ng; gi++)
       for (int c = 0; c < N_COLL; c++) {
