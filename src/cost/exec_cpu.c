@@ -360,6 +360,31 @@ void cost_exec_cpu_step(const cost_env *env, const plan *p, const rank_cost *rc,
   }
 }
 
+/* The micro-batches of activations pipeline rank r holds at its peak, in units of all its chunks for one
+ * micro-batch, as the executor runs the schedule's list (plan/schedule.h; rank_pipe.c): a chunk's activations
+ * live from its F to its B, or to its W when the schedule splits the backward (zero bubble: the weight-gradient
+ * GEMMs need the layer inputs). The schedule rule of plan_schedule_in_flight_mb when the list cannot be built. */
+static double peak_in_flight_mb(const plan *p, int r) {
+  double v = (double)plan_n_chunks(p) / (double)p->pp, fallback = plan_schedule_in_flight_mb(p, r);
+  ap_ctx *ctx = ap_ctx_new();
+  plan_schedule_order o;
+  if (!ctx || plan_schedule_build(ctx, p, &o) != AP_OK) {
+    ap_ctx_free(ctx);
+    return fallback;
+  }
+  bool split = false;
+  for (size_t i = 0; i < o.n_items && !split; i++) split = o.items[i].pass == SCHED_W;
+  double alive = 0, peak = 0;
+  for (size_t i = o.first[r]; r < o.n_stages && i < o.first[r + 1]; i++) {
+    sched_pass k = o.items[i].pass;
+    alive += k == SCHED_F ? 1 : (k == (split ? SCHED_W : SCHED_B)) ? -1 : 0;
+    peak = fmax(peak, alive);
+  }
+  plan_schedule_free(&o);
+  ap_ctx_free(ctx);
+  return peak / v;
+}
+
 cost_mem cost_exec_cpu_memory(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s) {
   const rank_cost *R = &rc[r];
   const compute_model *cm = cost_group_model(env, cost_rank_group(env, p, r, NULL));
@@ -378,7 +403,7 @@ cost_mem cost_exec_cpu_memory(const cost_env *env, const plan *p, const rank_cos
   layer_bytes lb = saved_bytes(&d, b, T, TL, s / (double)p->cp, s, tp, (double)p->cp, sp);
   /* The micro-batches in flight at the rank's peak (plan/schedule.h), each with its saved layers and the
    * boundary activation it hands on; one layer's working set in its backward. */
-  double in_flight = plan_schedule_in_flight_mb(p, r);
+  double in_flight = peak_in_flight_mb(p, r);
   mem.activations = (R->act_bytes + 4 * T * d.H) * in_flight + lb.all;
   if (R->has_head) mem.logits = 4 * T * d.V * (p->fused_loss ? 1 : 2) + 3 * 4 * T * d.H;
   mem.buffers = 2 * 4 * T * d.H; /* run_forward's x and y */

@@ -2,7 +2,7 @@
  * rank_prof.c): what the cost model of the stack `autopar` on a CPU device (src/cost/exec_cpu.c) needs besides
  * the GEMM table and the collectives' alpha-beta fits. Each kernel is the executor's real function (ex_ops.c,
  * ex_train.c), run by every rank at once as a training step runs them (one OpenBLAS thread each), timed as the
- * slowest rank's median, and reported per unit of work:
+ * slowest rank's least of the repetitions, and reported per unit of work:
  *  - RMSNorm forward and backward, per element of [T, H]; SwiGLU and the tanh GELU forward and backward, per
  *    element of their output; rotate-half RoPE, per rotated element of q and k;
  *  - causal attention (the executor's per-head GEMMs and softmax, probabilities kept), forward and backward, per
@@ -62,7 +62,7 @@ static void run_kern(kbufs *k, kern which) {
   }
 }
 
-/* Seconds of one run of the kernel: reps runs after a warm-up, every rank in step; the slowest rank's median. */
+/* Seconds of one run of the kernel: reps runs after a warm-up, every rank in step; the slowest rank's least. */
 static double time_kern(kbufs *k, kern which, int reps) {
   double t[16];
   if (reps > 16) reps = 16;
@@ -74,7 +74,7 @@ static double time_kern(kbufs *k, kern which, int reps) {
     t[i] = MPI_Wtime() - t0;
   }
   qsort(t, (size_t)reps, sizeof *t, cmp_d);
-  double med = t[reps / 2], worst = 0;
+  double med = t[0], worst = 0; /* the least, as rank_prof.c's slowest_least */
   MPI_Allreduce(&med, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return worst;
 }

@@ -4,7 +4,7 @@
  * autopar-profile/1 format of data/profiles/h200.json, docs/profile-format.md; dtype fp32):
  *  - GEMM y[m, n] = x[m, k]·W[n, k]ᵀ (cblas_sgemm, row-major, W transposed: a linear layer) at the shapes a
  *    transformer layer produces (qkv, attn_out, mlp_up, mlp_down, lm_head for a few hidden sizes and token
- *    counts); time is the slowest rank's median, since a step waits for the slowest rank;
+ *    counts); time is the slowest rank's least of the repetitions, since a step waits for the slowest rank;
  *  - memory bandwidth: memcpy of a buffer far above the caches, bytes = 2·size (read and write) per copy;
  *  - MPI alpha-beta per collective (all-reduce, all-gather, reduce-scatter, all-to-all, send/recv) for each
  *    group size used (2, 4, … and the world): t(bytes) = alpha + bytes/bw fitted by least squares.
@@ -33,10 +33,12 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* The median of n timings, then the slowest rank's (every rank calls it). */
-static double slowest_median(double *t, int n, MPI_Comm comm) {
+/* The least of n timings, then the slowest rank's (every rank calls it): the rate of the machine when nothing
+ * else interferes (on a shared machine the median measures the other jobs; on a quiet one the two agree within
+ * a few per cent). */
+static double slowest_least(double *t, int n, MPI_Comm comm) {
   qsort(t, (size_t)n, sizeof *t, cmp_double);
-  double med = t[n / 2], worst = 0;
+  double med = t[0], worst = 0;
   MPI_Allreduce(&med, &worst, 1, MPI_DOUBLE, MPI_MAX, comm);
   return worst;
 }
@@ -87,10 +89,10 @@ static double time_gemm(const gemm_shape *g, double budget_s, int *reps_out) {
   free(w);
   free(y);
   *reps_out = reps;
-  return slowest_median(t, reps, MPI_COMM_WORLD);
+  return slowest_least(t, reps, MPI_COMM_WORLD);
 }
 
-/* One collective of `bytes` (per rank's full buffer) over comm, timed reps times; the slowest rank's median. */
+/* One collective of `bytes` (per rank's full buffer) over comm, timed reps times; the slowest rank's least of the repetitions. */
 static double time_coll(int kind, int64_t bytes, MPI_Comm comm, int reps) {
   int me, n;
   MPI_Comm_rank(comm, &me);
@@ -115,7 +117,7 @@ static double time_coll(int kind, int64_t bytes, MPI_Comm comm, int reps) {
   }
   free(a);
   free(b);
-  return slowest_median(t, reps, comm);
+  return slowest_least(t, reps, comm);
 }
 
 /* Least squares t = alpha + beta·bytes over n points; alpha clamped to >= 1e-7 s, beta to > 0. */
@@ -194,7 +196,7 @@ int rk_profile_main(int argc, char **argv) {
   }
   free(src);
   free(dst);
-  double mem_t = slowest_median(mt, mreps, MPI_COMM_WORLD), mem_bw = 2.0 * (double)buf_bytes / mem_t;
+  double mem_t = slowest_least(mt, mreps, MPI_COMM_WORLD), mem_bw = 2.0 * (double)buf_bytes / mem_t;
   /* Collectives at group sizes 2, 4, … below the world, and the world. */
   int groups[MAX_GROUPS], ng = 0;
   for (int g = 2; g < world && ng < MAX_GROUPS - 1; g *= 2) groups[ng++] = g;
@@ -257,7 +259,7 @@ int rk_profile_main(int argc, char **argv) {
                "fastest measured GEMM of this profile (a CPU core has no datasheet figure here)\",\n",
             peak, mem_bw);
     fprintf(f, "      \"method\": {\"timing\": \"MPI_Wtime; all ranks at once after a barrier; the slowest rank's "
-               "median\", \"gemm\": \"cblas_sgemm row-major y = x W^T, OpenBLAS, 1 thread per rank\", \"memory\": "
+               "least of the repetitions\", \"gemm\": \"cblas_sgemm row-major y = x W^T, OpenBLAS, 1 thread per rank\", \"memory\": "
                "\"memcpy of %lld bytes, bytes = 2 x size\", \"comm\": \"OpenMPI collectives on MPI_COMM_WORLD "
                "subgroups; alpha + bytes/bw least squares\"},\n",
             (long long)buf_bytes);
@@ -275,7 +277,7 @@ int rk_profile_main(int argc, char **argv) {
                "\"bytes\": %lld, \"time_s\": %.6g, \"bw_Bps\": %.6g, \"efficiency\": 1, \"reps\": %d}],\n",
             (long long)buf_bytes, (long long)(2 * buf_bytes), mem_t, mem_bw, mreps);
     fprintf(f, "      \"executor\": {\"method\": \"the executor's own kernels (autopar-rank rank_kern.c), every rank at "
-               "once, the slowest rank's median, seconds per unit: norm per element of [T, H], swiglu and gelu per "
+               "once, the slowest rank's least of the repetitions, seconds per unit: norm per element of [T, H], swiglu and gelu per "
                "output element, rope per rotated element, attention per head x query x key at head dimension %d, xent "
                "per logit, adam per parameter, copy per byte in the caches; base_rss_bytes: the largest rank's "
                "resident set once MPI and OpenBLAS have started\",\n", (int)EXEC_ATTN_HD);
