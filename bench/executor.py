@@ -120,7 +120,7 @@ def main():
         with open(a.runs) as f:
             ids = [line.split(",")[0] for line in f.read().splitlines()[1:]]
         names = [i.rsplit("-", 1)[0] for i in ids]
-        spread = {n: (float("nan"), float("nan")) for n in names}
+        spread = {n: (float("nan"), float("nan"), float("nan")) for n in names}
     # The planner's top plan for the Llama model on this cluster (stack autopar: what the executor runs), run
     # with the sweep so that "is it the measured fastest" is measured, not assumed.
     top_path = os.path.join(work, "planner-top.json")
@@ -144,18 +144,19 @@ def main():
             continue
         res = json.loads(r.stdout)
         t = [s["time_s"] for s in res["steps"][1:]] or [res["steps"][0]["time_s"]]
-        spread[name] = (min(t), max(t))
+        c = sorted(s.get("cpu_s", 0) for s in (res["steps"][1:] or res["steps"]))
+        spread[name] = (min(t), max(t), c[len(c) // 2])
         names.append(name)
     v = subprocess.run([a.bin, "validate", runs, "--cluster", cluster, "--json"], capture_output=True, text=True)
     if v.returncode != 0:
         sys.exit(f"validate failed: {v.stderr.strip()}")
     doc = json.loads(v.stdout)
     rows = doc["rows"]
-    pred_t, meas_t, mem_err, kept = [], [], [], []
+    pred_t, meas_t, mem_err, kept, cpu_t = [], [], [], [], []
     plan_model = {name: model for name, model, _ in SWEEP}
     plan_model["planner-top"] = "llama"
-    print(f"{'plan':14s} {'pred s':>8s} {'meas s':>8s} {'err':>7s} {'steps min-max s':>16s} {'pred MiB':>9s} "
-          f"{'meas MiB':>9s}")
+    print(f"{'plan':14s} {'pred s':>8s} {'meas s':>8s} {'err':>7s} {'steps min-max s':>16s} {'cpu s':>7s} "
+          f"{'pred MiB':>9s} {'meas MiB':>9s}")
     tokens = GBS * SEQ
     for name, row in zip(names, rows):
         if row.get("error"):
@@ -169,8 +170,10 @@ def main():
         kept.append(name)
         if mm > 0:
             mem_err.append(abs(pm - mm) / mm)
-        lo, hi = spread[name]
-        print(f"{name:14s} {pt:8.3f} {mt:8.3f} {100 * (pt - mt) / mt:+6.1f}% {lo:7.3f}-{hi:<8.3f} {pm:9.1f} {mm:9.1f}")
+        lo, hi, cpu = spread[name]
+        cpu_t.append(cpu)
+        print(f"{name:14s} {pt:8.3f} {mt:8.3f} {100 * (pt - mt) / mt:+6.1f}% {lo:7.3f}-{hi:<8.3f} {cpu:7.3f} {pm:9.1f} "
+              f"{mm:9.1f}")
     n = len(pred_t)
     if n == 0:
         sys.exit("no row was predicted")
@@ -178,6 +181,10 @@ def main():
     print(f"\n{n} plans on 2 ranks: iteration-time MAPE {mape:.1f}%, Spearman {spearman(pred_t, meas_t):.3f}, "
           f"peak-memory MAPE {100 * sum(mem_err) / max(len(mem_err), 1):.1f}% (worst {100 * max(mem_err or [0]):.1f}%) "
           f"over {len(mem_err)}")
+    if all(c == c and c > 0 for c in cpu_t):
+        cm = 100 * sum(abs(p - c) / c for p, c in zip(pred_t, cpu_t)) / n
+        print(f"  diagnostic, against the slowest rank's CPU time per step instead of wall time (what a loaded "
+              f"machine leaves of a step): MAPE {cm:.1f}%, Spearman {spearman(pred_t, cpu_t):.3f}")
     llama = [i for i in range(n) if plan_model.get(kept[i]) == "llama"]
     fastest = kept[min(llama, key=lambda i: meas_t[i])]
     fastest_pred = kept[min(llama, key=lambda i: pred_t[i])]
