@@ -360,12 +360,13 @@ void cost_exec_cpu_step(const cost_env *env, const plan *p, const rank_cost *rc,
   }
 }
 
-/* The micro-batches of activations pipeline rank r holds at its peak, in units of all its chunks for one
- * micro-batch, as the executor runs the schedule's list (plan/schedule.h; rank_pipe.c): a chunk's activations
- * live from its F to its B, or to its W when the schedule splits the backward (zero bubble: the weight-gradient
- * GEMMs need the layer inputs). The schedule rule of plan_schedule_in_flight_mb when the list cannot be built. */
-static double peak_in_flight_mb(const plan *p, int r) {
-  double v = (double)plan_n_chunks(p) / (double)p->pp, fallback = plan_schedule_in_flight_mb(p, r);
+/* The peak bytes of activations pipeline rank r holds, as the executor runs the schedule's list (plan/schedule.h;
+ * rank_pipe.c): a chunk pass's activations (act_pass bytes) live from its F to its B, or to its W when the
+ * schedule splits the backward (zero bubble: the weight-gradient GEMMs need the layer inputs), and a split pass
+ * also keeps copies of its output gradients (wrec_pass bytes, ex_layer.c lin_bwd) from its B to its W. The
+ * schedule rule of plan_schedule_in_flight_mb when the list cannot be built. */
+static double schedule_peak_bytes(const plan *p, int r, double act_pass, double wrec_pass) {
+  double v = (double)plan_n_chunks(p) / (double)p->pp, fallback = plan_schedule_in_flight_mb(p, r) * v * act_pass;
   ap_ctx *ctx = ap_ctx_new();
   plan_schedule_order o;
   if (!ctx || plan_schedule_build(ctx, p, &o) != AP_OK) {
@@ -374,15 +375,18 @@ static double peak_in_flight_mb(const plan *p, int r) {
   }
   bool split = false;
   for (size_t i = 0; i < o.n_items && !split; i++) split = o.items[i].pass == SCHED_W;
-  double alive = 0, peak = 0;
+  double alive = 0, pending = 0, peak = 0;
   for (size_t i = o.first[r]; r < o.n_stages && i < o.first[r + 1]; i++) {
     sched_pass k = o.items[i].pass;
-    alive += k == SCHED_F ? 1 : (k == (split ? SCHED_W : SCHED_B)) ? -1 : 0;
-    peak = fmax(peak, alive);
+    if (k == SCHED_F) alive++;
+    else if (k == SCHED_B && !split) alive--;
+    else if (k == SCHED_B) pending++;
+    else alive--, pending--;
+    peak = fmax(peak, alive * act_pass + pending * wrec_pass);
   }
   plan_schedule_free(&o);
   ap_ctx_free(ctx);
-  return peak / v;
+  return peak;
 }
 
 cost_mem cost_exec_cpu_memory(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s) {
@@ -403,8 +407,11 @@ cost_mem cost_exec_cpu_memory(const cost_env *env, const plan *p, const rank_cos
   layer_bytes lb = saved_bytes(&d, b, T, TL, s / (double)p->cp, s, tp, (double)p->cp, sp);
   /* The micro-batches in flight at the rank's peak (plan/schedule.h), each with its saved layers and the
    * boundary activation it hands on; one layer's working set in its backward. */
-  double in_flight = peak_in_flight_mb(p, r);
-  mem.activations = (R->act_bytes + 4 * T * d.H) * in_flight + lb.all;
+  double v = (double)plan_n_chunks(p) / (double)p->pp, nhl = d.nh / tp, Dl = (nhl + 2 * d.nkv / tp) * d.hd;
+  /* the output gradients a split backward copies for its W: q|k|v and o, and the dense MLP's two matmuls */
+  double wrec_layer = 4 * T * (Dl + d.H + (d.moe ? 0 : (d.gelu ? 1 : 2) * d.F / tp + d.H));
+  double boundary = 4 * T * d.H; /* the activation each micro-batch in flight hands on (rank_pipe.c) */
+  mem.activations = schedule_peak_bytes(p, r, (R->act_bytes + boundary) / v, (double)R->n_layers * wrec_layer / v) + lb.all;
   if (R->has_head) mem.logits = 4 * T * d.V * (p->fused_loss ? 1 : 2) + 3 * 4 * T * d.H;
   mem.buffers = 2 * 4 * T * d.H; /* run_forward's x and y */
   mem.overhead = x->base_rss_bytes;

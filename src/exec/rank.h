@@ -40,8 +40,11 @@ typedef struct {
       xent_s, adam_s, copy_s;
 } rk_kernels;
 void rk_profile_kernels(bool quick, rk_kernels *out);
-/* The resident bytes of this process once MPI and OpenBLAS have started (rank_kern.c). */
+/* The calling thread's CPU time, seconds (rank_kern.c): what the profile times compute in. */
+double rk_thread_cpu_s(void);
+/* The resident bytes of this process once OpenBLAS has run a GEMM, and now (rank_kern.c). */
 double rk_profile_base_rss(void);
+double rk_profile_rss_bytes(void);
 
 /* Tensor-parallel communication over s->tp_comm (rank.c), the callbacks of ex_tp. */
 void rk_tp_all_reduce(void *user, float *buf, int64_t n);

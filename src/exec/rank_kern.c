@@ -2,7 +2,8 @@
  * rank_prof.c): what the cost model of the stack `autopar` on a CPU device (src/cost/exec_cpu.c) needs besides
  * the GEMM table and the collectives' alpha-beta fits. Each kernel is the executor's real function (ex_ops.c,
  * ex_train.c), run by every rank at once as a training step runs them (one OpenBLAS thread each), timed as the
- * slowest rank's least of the repetitions, and reported per unit of work:
+ * slowest rank's least of the repetitions in the thread's CPU time (rk_thread_cpu_s), and reported per unit of
+ * work:
  *  - RMSNorm forward and backward, per element of [T, H]; SwiGLU and the tanh GELU forward and backward, per
  *    element of their output; rotate-half RoPE, per rotated element of q and k;
  *  - causal attention (the executor's per-head GEMMs and softmax, probabilities kept), forward and backward, per
@@ -10,13 +11,14 @@
  *  - the cross entropy over the logits (log-sum-exp and its gradient), per logit;
  *  - the AdamW step, per parameter (far above the caches, as a whole model's state is);
  *  - memcpy of a buffer in the caches (the sequence gathers' rearranging and the residual adds), per byte.
- * And the process's resident set after MPI, OpenBLAS and one GEMM of each buffer size have started: the base
- * RSS that every rank of a run carries besides its own buffers. */
+ * And the process's resident set (rk_profile_rss_bytes), which rank_prof.c reads once MPI, OpenBLAS and the
+ * collectives have run and its buffers are freed: the base RSS every rank of a run carries besides its own. */
 #include <cblas.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "exec/ex_ops.h"
@@ -69,9 +71,9 @@ static double time_kern(kbufs *k, kern which, int reps) {
   run_kern(k, which);
   for (int i = 0; i < reps; i++) {
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
+    double t0 = rk_thread_cpu_s();
     run_kern(k, which);
-    t[i] = MPI_Wtime() - t0;
+    t[i] = rk_thread_cpu_s() - t0;
   }
   qsort(t, (size_t)reps, sizeof *t, cmp_d);
   double med = t[0], worst = 0; /* the least, as rank_prof.c's slowest_least */
@@ -86,8 +88,13 @@ static float *fl(int64_t n, float v) {
   return p;
 }
 
+double rk_thread_cpu_s(void) {
+  struct timespec ts;
+  return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 ? (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec : 0.0;
+}
+
 /* The resident set of this process now, bytes (/proc/self/statm's second field). */
-static double rss_now_bytes(void) {
+double rk_profile_rss_bytes(void) {
   FILE *f = fopen("/proc/self/statm", "r");
   long pages_total = 0, pages_res = 0;
   if (f) {
@@ -105,7 +112,7 @@ double rk_profile_base_rss(void) {
   free(a);
   free(b);
   free(c);
-  return rss_now_bytes();
+  return rk_profile_rss_bytes();
 }
 
 void rk_profile_kernels(bool quick, rk_kernels *out) {
