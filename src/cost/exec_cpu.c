@@ -32,6 +32,13 @@ static const char *const coll_names[EXEC_COLL_COUNT_] = {"all_reduce", "all_gath
                                                         "send_recv"};
 static const char *const layout_names[EXEC_LAYOUT_COUNT_] = {"nt", "nn", "tn"};
 
+/* The index of name among n names, n when absent. */
+static int name_index(const char *const *names, int n, const char *name) {
+  int i = 0;
+  while (i < n && strcmp(names[i], name) != 0) i++;
+  return i;
+}
+
 ap_status exec_cpu_profile_parse(ap_ctx *ctx, const char *file, const void *root_v, exec_cpu_profile *out) {
   json_t *root = (json_t *)(uintptr_t)root_v;
   memset(out, 0, sizeof *out);
@@ -63,8 +70,7 @@ ap_status exec_cpu_profile_parse(ap_ctx *ctx, const char *file, const void *root
         (st = jx_f64(&es, e, "n", true, 1, 1e12, &n, NULL)) || (st = jx_f64(&es, e, "k", true, 1, 1e12, &k, NULL)) ||
         (st = jx_f64(&es, e, "time_s", true, 1e-12, 1e6, &t, NULL)))
       return st;
-    int l = 0;
-    while (l < EXEC_LAYOUT_COUNT_ && strcmp(layout_names[l], lay) != 0) l++;
+    int l = name_index(layout_names, EXEC_LAYOUT_COUNT_, lay);
     if (l == EXEC_LAYOUT_COUNT_) return jx_fail(&es, "layout", "expected nt, nn or tn, got \"%s\"", lay);
     if (out->n_gemm == EXEC_CPU_MAX_GEMM) return jx_fail(&src, "gemm", "more than %d GEMMs", EXEC_CPU_MAX_GEMM);
     int g = out->n_gemm++;
@@ -84,8 +90,7 @@ ap_status exec_cpu_profile_parse(ap_ctx *ctx, const char *file, const void *root
     if ((st = jx_str(&es, e, "op", true, &op, NULL)) || (st = jx_i64(&es, e, "ranks", true, 2, 1 << 20, &ranks, NULL)) ||
         (st = jx_f64(&es, e, "alpha_s", true, 0, 10, &alpha, NULL)) || (st = jx_f64(&es, e, "bw_Bps", true, 1, 1e15, &bw, NULL)))
       return st;
-    int c = 0;
-    while (c < EXEC_COLL_COUNT_ && strcmp(coll_names[c], op) != 0) c++;
+    int c = name_index(coll_names, EXEC_COLL_COUNT_, op);
     if (c == EXEC_COLL_COUNT_) return jx_fail(&es, "op", "unknown collective \"%s\"", op);
     if (out->n_comm == EXEC_CPU_MAX_COMM) return jx_fail(&src, "comm", "more than %d fits", EXEC_CPU_MAX_COMM);
     int q = out->n_comm++;
@@ -192,8 +197,10 @@ typedef struct {
   double all, P, a, a_full, m, m_full, hact, x;
 } layer_bytes;
 
+/* Tm and Fe: the rows the MoE MLP routes and an expert's local width (ex_moe.c rows_of: the whole micro-batch
+ * and F/tp with etp = tp; the rank's own rows and F with etp = 1). */
 static layer_bytes saved_bytes(const exec_dims *d, double B, double T, double TL, double Sq, double Sk, double tp,
-                               double cp, bool sp) {
+                               double cp, bool sp, double Tm, double Fe) {
   double nhl = d->nh / tp, kvl = d->nkv / tp * d->hd, qdl = nhl * d->hd, Dl = qdl + 2 * kvl, Fl = d->F / tp;
   double upl = d->gelu ? Fl : 2 * Fl, ln = d->gelu ? 2 : 1;
   layer_bytes b = {0};
@@ -206,7 +213,7 @@ static layer_bytes saved_bytes(const exec_dims *d, double B, double T, double TL
   b.hact = d->moe ? 0 : T * Fl;
   double moe = 0;
   if (d->moe) /* router probabilities, weights, routed rows out and back, each expert's rows, up and activation */
-    moe = T * d->E + T * d->K * 3 + T * d->K * d->H * 2 + T * d->K * (2 * Fl + Fl);
+    moe = Tm * d->E + Tm * d->K * 3 + Tm * d->K * d->H * 2 + Tm * d->K * (2 * Fe + Fe);
   b.all = b.x + b.a + ln * TL + b.a_full + T * Dl + b.P + (cp > 1 ? B * Sk * 2 * kvl : 0) + T * qdl + TL * d->H + b.m +
           ln * TL + b.m_full + (d->moe ? moe : T * upl + b.hact);
   b.all *= 4, b.P *= 4, b.a *= 4, b.a_full *= 4, b.m *= 4, b.m_full *= 4, b.hact *= 4, b.x *= 4;
@@ -263,7 +270,9 @@ layer_cost cost_exec_cpu_block(const cost_env *env, int group, const plan *p, co
   double rope = d.gelu ? 0 : T * (nhl + nkvl) * d.hd * x->rope_s;
   double resid = 6 * TL * H * cpy; /* x + y read, written: 12 bytes an element, at the copy rate of 2 bytes/byte */
   double act_f = T * Fl * (d.gelu ? x->gelu_fwd_s : x->swiglu_fwd_s), act_b = T * Fl * (d.gelu ? x->gelu_bwd_s : x->swiglu_bwd_s);
-  layer_bytes sb = saved_bytes(&d, b, T, TL, Sq, Sk, tp, cp, sp);
+  bool whole = p->tp > 1 && plan_etp(p) == 1; /* etp = 1: whole experts on the rank's own rows */
+  double Tm = whole ? TL : T, Fe = whole ? d.F : Fl;
+  layer_bytes sb = saved_bytes(&d, b, T, TL, Sq, Sk, tp, cp, sp, Tm, Fe);
   acc f = {0}, bw = {0}, w = {0};
   /* forward (ex_layer.c fwd_compute); zeroing the buffers it allocates (calloc) at half the copy rate */
   f.s += sb.all * cpy / 2 + norm_f + ag + rope + cp_f + units * x->attn_fwd_s + rs + resid + norm_f + 2 * resid;
@@ -285,22 +294,22 @@ layer_cost cost_exec_cpu_block(const cost_env *env, int group, const plan *p, co
     /* ex_moe.c: every tensor-parallel rank routes the whole micro-batch (gathered under sequence parallelism);
      * the routed copies go to their experts' ranks and back by all-to-all; the local experts' rows are, routing
      * balanced, T·K in all; the expert outputs are all-reduced over tp and the rank's rows kept. */
-    double rows = T * d.K, n_local = d.E / ep, rows_e = rows / n_local, send = 4 * rows * H;
+    double rows = Tm * d.K, n_local = d.E / ep, rows_e = rows / n_local, send = 4 * rows * H;
     double a2a = p->ep > 1 ? 2 * coll_s(x, EXEC_COLL_ALLTOALL, p->ep, 8 * ep * n_local) +
                                  coll_s(x, EXEC_COLL_ALLTOALL, p->ep, send) * 2
                            : 0;
-    double tp_out = p->tp > 1 ? coll_s(x, EXEC_COLL_ALLREDUCE, p->tp, act_bytes) : 0;
+    double tp_out = p->tp > 1 && !whole ? coll_s(x, EXEC_COLL_ALLREDUCE, p->tp, act_bytes) : 0;
     acc ef = {0}, eb = {0}, ew = {0};
-    lin_fwd(x, &ef, T, d.E, H);
-    lin_bwd(x, &eb, &ew, T, d.E, H);
+    lin_fwd(x, &ef, Tm, d.E, H);
+    lin_bwd(x, &eb, &ew, Tm, d.E, H);
     for (double e = 0; e < n_local; e++) {
-      lin_fwd(x, &ef, rows_e, 2 * Fl, H);
-      lin_fwd(x, &ef, rows_e, H, Fl);
-      lin_bwd(x, &eb, &ew, rows_e, 2 * Fl, H);
-      lin_bwd(x, &eb, &ew, rows_e, H, Fl);
+      lin_fwd(x, &ef, rows_e, 2 * Fe, H);
+      lin_fwd(x, &ef, rows_e, H, Fe);
+      lin_bwd(x, &eb, &ew, rows_e, 2 * Fe, H);
+      lin_bwd(x, &eb, &ew, rows_e, H, Fe);
     }
-    mlp_f = ag + a2a / 2 + rows * Fl * x->swiglu_fwd_s + tp_out + 3 * send * cpy + T * d.E * x->xent_s;
-    mlp_b = a2a / 2 + rows * Fl * x->swiglu_bwd_s + rs + 3 * send * cpy;
+    mlp_f = (whole ? 0 : ag) + a2a / 2 + rows * Fe * x->swiglu_fwd_s + tp_out + 3 * send * cpy + Tm * d.E * x->xent_s;
+    mlp_b = a2a / 2 + rows * Fe * x->swiglu_bwd_s + (whole ? 0 : rs) + 3 * send * cpy;
     f.s += mlp_f + ef.s;
     f.flop += ef.flop;
     bw.s += mlp_b + eb.s;
@@ -404,7 +413,9 @@ cost_mem cost_exec_cpu_memory(const cost_env *env, const plan *p, const rank_cos
   mem.grads = 4 * n_all * (p->tp > 1 ? 2 : 1) + (zero ? 4 * owned : 0);
   mem.optimizer = 8 * owned;
   double T = b * s / (double)p->cp, TL = sp ? T / tp : T;
-  layer_bytes lb = saved_bytes(&d, b, T, TL, s / (double)p->cp, s, tp, (double)p->cp, sp);
+  bool whole = p->tp > 1 && plan_etp(p) == 1;
+  layer_bytes lb = saved_bytes(&d, b, T, TL, s / (double)p->cp, s, tp, (double)p->cp, sp, whole ? TL : T,
+                               whole ? d.F : d.F / tp);
   /* The micro-batches in flight at the rank's peak (plan/schedule.h), each with its saved layers and the
    * boundary activation it hands on; one layer's working set in its backward. */
   double v = (double)plan_n_chunks(p) / (double)p->pp, nhl = d.nh / tp, Dl = (nhl + 2 * d.nkv / tp) * d.hd;
@@ -412,8 +423,17 @@ cost_mem cost_exec_cpu_memory(const cost_env *env, const plan *p, const rank_cos
   double wrec_layer = 4 * T * (Dl + d.H + (d.moe ? 0 : (d.gelu ? 1 : 2) * d.F / tp + d.H));
   double boundary = 4 * T * d.H; /* the activation each micro-batch in flight hands on (rank_pipe.c) */
   mem.activations = schedule_peak_bytes(p, r, (R->act_bytes + boundary) / v, (double)R->n_layers * wrec_layer / v) + lb.all;
-  if (R->has_head) mem.logits = 4 * T * d.V * (p->fused_loss ? 1 : 2) + 3 * 4 * T * d.H;
+  /* The head's logits (and their gradient unless fused) live inside ex_head_loss, in the forward pass, so never
+   * beside a layer's backward working set: only what they exceed it by adds to the peak. */
+  double head = R->has_head ? 4 * T * d.V * (p->fused_loss ? 1 : 2) + 3 * 4 * T * d.H : 0;
+  mem.logits = fmax(0, head - lb.all);
   mem.buffers = 2 * 4 * T * d.H; /* run_forward's x and y */
+  /* The step's end, after the activations are freed: OpenMPI's all-reduce and reduce-scatter of the chunk's
+   * gradient take a temporary of the whole message (ompi/mca/coll/base/coll_base_allreduce.c recursive
+   * doubling and coll_base_reduce_scatter.c recursive halving allocate count·extent), where the activation peak
+   * was. */
+  double coll_temp = red > 1 || p->tp > 1 ? 4 * R->params_dense : 0, act = mem.activations + mem.logits + mem.buffers;
+  if (coll_temp > act) mem.buffers += coll_temp - act;
   mem.overhead = x->base_rss_bytes;
   mem.total = mem.params + mem.grads + mem.optimizer + mem.activations + mem.logits + mem.buffers + mem.overhead;
   return mem;

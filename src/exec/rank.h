@@ -42,7 +42,7 @@ typedef struct {
 void rk_profile_kernels(bool quick, rk_kernels *out);
 /* The calling thread's CPU time, seconds (rank_kern.c): what the profile times compute in. */
 double rk_thread_cpu_s(void);
-/* The resident bytes of this process once OpenBLAS has run a GEMM, and now (rank_kern.c). */
+/* The resident bytes of this process once OpenBLAS has run a GEMM and MPI small messages, and now (rank_kern.c). */
 double rk_profile_base_rss(void);
 double rk_profile_rss_bytes(void);
 

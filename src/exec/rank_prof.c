@@ -221,10 +221,6 @@ int rk_profile_main(int argc, char **argv) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
   }
-  /* The base resident set: once MPI has communicated (its shared-memory segments touched, as a run's
-   * collectives and sends touch them) and every buffer of this profile is freed. */
-  double base_end = rk_profile_rss_bytes();
-  if (base_end > base_rss) base_rss = base_end;
   MPI_Allreduce(&base_rss, &base_rss_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   int rc = 0;
   if (me == 0) {
@@ -287,7 +283,7 @@ int rk_profile_main(int argc, char **argv) {
                "once, the slowest rank's least of the repetitions, seconds per unit: norm per element of [T, H], swiglu and gelu per "
                "output element, rope per rotated element, attention per head x query x key at head dimension %d, xent "
                "per logit, adam per parameter, copy per byte in the caches; base_rss_bytes: the largest rank's "
-               "resident set once MPI has communicated and the profile's buffers are freed\",\n", (int)EXEC_ATTN_HD);
+               "resident set once MPI has communicated small messages and OpenBLAS has run\",\n", (int)EXEC_ATTN_HD);
     fprintf(f, "        \"norm_fwd_s\": %.6g, \"norm_bwd_s\": %.6g, \"swiglu_fwd_s\": %.6g, \"swiglu_bwd_s\": %.6g, "
                "\"gelu_fwd_s\": %.6g, \"gelu_bwd_s\": %.6g, \"rope_s\": %.6g,\n        \"attn_head_dim\": %d, "
                "\"attn_fwd_s\": %.6g, \"attn_bwd_s\": %.6g, \"xent_s\": %.6g, \"adam_s\": %.6g, \"copy_s\": %.6g, "
