@@ -7,7 +7,7 @@
  *    counts); time is the slowest rank's least of the repetitions, since a step waits for the slowest rank;
  *  - memory bandwidth: memcpy of a buffer far above the caches, bytes = 2·size (read and write) per copy;
  *  - MPI alpha-beta per collective (all-reduce, all-gather, reduce-scatter, all-to-all, send/recv) for each
- *    group size used (2, 4, … and the world): t(bytes) = alpha + bytes/bw fitted by least squares.
+ *    group size used (2, 4, … and the world): t(bytes) = alpha + bytes/bw (fit_alpha_beta).
  * A CPU has no datasheet figure here, so the profile's fp32 "peak" is its fastest measured GEMM and the
  * efficiencies are relative to it (stated in the file's peak_source). The device also states that rate as its
  * bf16 peak, since the executor runs all work in fp32 and the cost model rates some work (attention core,
@@ -121,15 +121,19 @@ static double time_coll(int kind, int64_t bytes, MPI_Comm comm, int reps) {
   return slowest_least(t, reps, comm);
 }
 
-/* Least squares t = alpha + beta·bytes over n points; alpha clamped to >= 1e-7 s, beta to > 0. */
+/* t = alpha + beta·bytes from n points (sizes ascending): the bandwidth 1/beta is the best measured throughput
+ * bytes/t over the sizes of 64 KiB and more (each point is already the least of its repetitions), alpha the
+ * least t − bytes·beta over all sizes, at least 1e-7 s. On a quiet machine this is the usual fit (the largest
+ * size's throughput is the bandwidth less alpha's share); on a shared one, where a preempted repetition of a
+ * large message takes a time slice, it keeps one slow point from setting the bandwidth. */
 static void fit_alpha_beta(const double *bytes, const double *t, int n, double *alpha, double *beta) {
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (int i = 0; i < n; i++) sx += bytes[i], sy += t[i], sxx += bytes[i] * bytes[i], sxy += bytes[i] * t[i];
-  double d = n * sxx - sx * sx;
-  *beta = d > 0 ? (n * sxy - sx * sy) / d : t[n - 1] / bytes[n - 1];
-  if (*beta <= 0) *beta = t[n - 1] / bytes[n - 1];
-  *alpha = (sy - *beta * sx) / n;
-  if (*alpha < 1e-7) *alpha = 1e-7;
+  double bw = 0;
+  for (int i = 0; i < n; i++)
+    if (bytes[i] >= 65536 || i == n - 1) bw = fmax(bw, bytes[i] / t[i]);
+  *beta = 1.0 / bw;
+  *alpha = INFINITY;
+  for (int i = 0; i < n; i++) *alpha = fmin(*alpha, t[i] - bytes[i] * *beta);
+  if (!(*alpha >= 1e-7)) *alpha = 1e-7;
 }
 
 int rk_profile_main(int argc, char **argv) {
@@ -264,7 +268,7 @@ int rk_profile_main(int argc, char **argv) {
                "collectives: MPI_Wtime; all ranks at once after a barrier; the slowest rank's "
                "least of the repetitions\", \"gemm\": \"cblas_sgemm row-major y = x W^T, OpenBLAS, 1 thread per rank\", \"memory\": "
                "\"memcpy of %lld bytes, bytes = 2 x size\", \"comm\": \"OpenMPI collectives on MPI_COMM_WORLD "
-               "subgroups; alpha + bytes/bw least squares\"},\n",
+               "subgroups; bw the best throughput of the sizes >= 64 KiB, alpha the least t - bytes/bw\"},\n",
             (long long)buf_bytes);
     fprintf(f, "      \"gemm\": [\n");
     for (int i = 0; i < ns; i++) {
