@@ -90,7 +90,10 @@ done <<CASES
 0|describe --model qwen3-30b-a3b --seq 8192 --json|"seq":8192
 0|describe --model ../shared/reference/models/mistralai-Mixtral-8x7B-v0.1.json --json|"params_total":46702792704
 0|describe --model tests/data/hf/gpt-neox-20b.json|20554567680
-0|describe --help|--seq N
+0|describe --help|--seq-length N
+0|describe --model llama-3-70b|FLOP/token, all
+0|estimate --model gpt2 --cluster h100:8 --gbs 8 --seq 1024 --sp 1 --json|"sequence_parallel":false
+0|estimate --model gpt2 --cluster h100:8 --gbs 8 --seq 1024 --sequence-parallel 1 --tp 2|1f1b | sp | recompute
 2|describe|--model is required
 2|describe --model llama-3-7b|did you mean
 2|describe --model $tmp/malformed.json|malformed.json:3:
@@ -98,7 +101,13 @@ done <<CASES
 2|describe --model $tmp/neg.json|hidden_size: expected an integer >= 1, got -64
 2|describe --model $tmp/type.json|model_type: unknown model type "rwkv"
 2|describe --model /nonexistent.json|cannot open
-2|describe --model llama-3-70b --seq 0|--seq: expected a positive integer
+2|describe --model llama-3-70b --seq 99999999999|--seq (seq_length): expected an integer in [0, 67108864]
+2|describe --model llama-3-70b --seq-length -1|--seq-length: expected an integer in [0, 67108864]
+2|plan --model gpt2 --cluster h100:8 --gbs 8 --seq 99999999999|option --seq (seq_length): expected an integer in [0, 67108864]
+2|plan --model gpt2 --cluster h100:8 --gbs 8 --top 1001|option --top: expected an integer in [1, 1000]
+2|compare-search --model examples/onnx/resnet50.onnx --cluster h100-sxm:2 --gbs 0|option --gbs (global_batch_size): expected an integer in [1, 1099511627776]
+2|estimate --model gpt2 --cluster h100:8 --mbs 1 --micro-batch-size 2|given twice
+0|plan --model gpt2 --cluster h100:8 --global-batch-size 8 --seq-length 512 --top 1 --fix micro-batch-size=1|mbs 1
 2|describe --model llama-3-70b --bogus|unknown option --bogus
 0|clusters|dgx-h100
 0|clusters --show dgx-h100:8x8|"n_devices":64
@@ -150,7 +159,7 @@ done <<CASES
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --fix tpp=2|unknown plan field "tpp"
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --fix tp=3|no valid plan meets the fixed fields
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --fix gbs=32|gbs is part of the problem
-2|plan --model llama-3-8b --cluster h100:8|--model, --cluster and --gbs are required
+2|plan --model llama-3-8b --cluster h100:8|--model, --cluster and --global-batch-size (--gbs) are required
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --objective fast|--objective must be throughput or memory
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --max-mem-fraction x|--max-mem-fraction: expected a number
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --stack megatron|--stack must be one of megatron-lm

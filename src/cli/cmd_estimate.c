@@ -13,7 +13,8 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   const char *model = NULL, *cluster = NULL, *plan_path = NULL, *trace = NULL, *calibration = NULL;
   const char *report = NULL, *tokens = NULL, *price = NULL;
   int64_t max_events = 0;
-  /* Plan fields, passed to ap_plan_set by name: the CLI flags of the field table (ap_plan_key). */
+  /* Plan fields, passed to ap_plan_set by their canonical key; each flag is the key with dashes, its aliases
+   * the table's other spellings (ap_plan_key, cli_field_opt_name). */
   enum { N_PLAN_KEYS = 32 };
   const char *plan_keys[N_PLAN_KEYS], *plan_help[N_PLAN_KEYS];
   int n_keys = 0;
@@ -34,7 +35,7 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
     opts[n++] = (cli_opt){"tokens", OPT_STRING, "time and cost to train on this many tokens (1T, 300B, 2.5e11)", &tokens};
     opts[n++] = (cli_opt){"price-per-gpu-hour", OPT_STRING, "with --tokens: price of one device-hour, for the cost", &price};
   }
-  for (int i = 0; i < n_keys; i++) opts[n++] = (cli_opt){plan_keys[i], OPT_STRING, plan_help[i], &values[i]};
+  for (int i = 0; i < n_keys; i++) opts[n++] = (cli_opt){cli_field_opt_name((size_t)i), OPT_STRING, plan_help[i], &values[i]};
   opts[n++] = (cli_opt){"help", OPT_FLAG, "show this help", &help};
   const char *pos[1];
   int n_pos;
@@ -43,7 +44,7 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
     cli_usage(cmd,
               simulate ? "--model M --cluster C [--plan FILE] [plan flags] --trace OUT.json [--json] [--report OUT.html]\n\n"
                          "Simulates the plan's pipeline schedule event by event and writes its timeline."
-                       : "--model M --cluster C [--plan FILE] [--tp N --pp N ... --gbs N --seq N] [--json]\n"
+                       : "--model M --cluster C [--plan FILE] [--tp N --pp N ... --global-batch-size N --seq-length N] [--json]\n"
                          "            [--report OUT.html] [--tokens N [--price-per-gpu-hour X]]\n\n"
                          "Predicts one plan: iteration time and breakdown, tokens/s, MFU, memory per stage.",
               opts, n);
@@ -67,8 +68,14 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   if (!st) st = ap_model_load(ctx, model, &m);
   if (!st) st = ap_cluster_load(ctx, cluster, &c);
   if (!st) st = plan_path ? ap_plan_load(ctx, plan_path, &p) : ap_plan_new(ctx, &p);
-  for (int i = 0; i < n_keys && !st; i++)
-    if (values[i]) st = ap_plan_set(ctx, p, plan_keys[i], values[i]);
+  for (int i = 0; i < n_keys && !st; i++) {
+    if (!values[i]) continue;
+    /* By the flag's own spelling (ap_plan_set takes dashes too), so that a message names --micro-batch-size. */
+    char flag[64];
+    const char *names = cli_field_opt_name((size_t)i), *bar = strchr(names, '|');
+    snprintf(flag, sizeof flag, "%.*s", (int)(bar ? (size_t)(bar - names) : strlen(names)), names);
+    st = ap_plan_set(ctx, p, flag, values[i]);
+  }
   bool want_doc = !simulate && (json || report || tokens || price);
   if (!st)
     st = simulate ? ap_simulate(ctx, m, c, p, trace, json ? AP_OUT_JSON : AP_OUT_TEXT, &out)

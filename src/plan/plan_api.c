@@ -69,6 +69,10 @@ ap_status ap_plan_json(ap_ctx *ctx, const ap_plan *ap, char **json_out) {
 
 void plan_resolve(ap_plan *ap, int64_t n_devices) {
   plan *p = &ap->p;
+  /* Sequence parallelism splits along the tensor-parallel group: with tp = 1 it is nothing, and Megatron-LM
+   * turns it off (megatron/training/arguments.py validate_args: sequence_parallel = False when
+   * tensor_model_parallel_size == 1). The plan says so too, so that its JSON and its summary agree. */
+  if (p->tp == 1) p->sequence_parallel = false;
   int64_t inner = p->tp * p->pp * p->cp;
   if (!ap->dp_set && inner > 0 && n_devices % inner == 0) p->dp = n_devices / inner;
   int64_t per = p->micro_batch_size * p->dp;
@@ -81,7 +85,7 @@ ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *val
   API_ENTER(ctx);
   if (!ctx || !ap || !key || !value) return ctx_fail(ctx, AP_INVALID, "ap_plan_set: ctx, plan, key and value must not be NULL");
   const plan_field *f = plan_field_find(key);
-  if (!f || !f->cli) return ctx_fail(ctx, AP_INVALID, "plan: unknown field \"%s\"", key);
+  if (!f || (f->flags & PLAN_FF_NO_KEY)) return ctx_fail(ctx, AP_INVALID, "plan: unknown field \"%s\"", key);
   ap_status st = plan_field_parse(ctx, f, key, value, &ap->p);
   if (st) return st;
   if (f->id == PLAN_F_DP) ap->dp_set = true;
@@ -90,15 +94,30 @@ ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *val
   return AP_OK;
 }
 
-const char *ap_plan_key(size_t i, const char **help) {
+/* The i-th field set by name (i from 0), in the table's order. */
+static const plan_field *keyed_field(size_t i) {
   size_t n;
   const plan_field *fields = plan_fields(&n);
-  for (size_t k = 0; k < n; k++) {
-    if (!fields[k].cli) continue;
-    if (i-- == 0) {
-      if (help) *help = fields[k].help;
-      return fields[k].cli;
-    }
-  }
+  for (size_t k = 0; k < n; k++)
+    if (!(fields[k].flags & PLAN_FF_NO_KEY) && i-- == 0) return &fields[k];
   return NULL;
+}
+
+const char *ap_plan_key(size_t i, const char **help) {
+  const plan_field *f = keyed_field(i);
+  if (help) *help = f ? f->help : NULL;
+  return f ? plan_field_name(f->id) : NULL;
+}
+
+const char *ap_plan_key_aliases(size_t i) {
+  const plan_field *f = keyed_field(i);
+  return f ? f->aliases : NULL;
+}
+
+int ap_plan_key_range(size_t i, int64_t *min, int64_t *max) {
+  const plan_field *f = keyed_field(i);
+  if (!f || (f->kind != PLAN_FK_INT && f->kind != PLAN_FK_BOOL)) return 0;
+  if (min) *min = f->min;
+  if (max) *max = f->max;
+  return 1;
 }

@@ -11,7 +11,8 @@ struct ap_plan {
 };
 
 /* Fills the fields the user left to derive: dp = devices / (tp·pp·cp) and the micro-batch count =
- * global batch / (micro-batch · dp), when they divide exactly (plan_validate reports it otherwise). */
+ * global batch / (micro-batch · dp), when they divide exactly (plan_validate reports it otherwise); and turns
+ * sequence_parallel off at tp = 1, where it is nothing (Megatron-LM does the same). */
 AP_HIDDEN void plan_resolve(ap_plan *ap, int64_t n_devices);
 /* Returns st; when it is a failure whose message blames "plan: " and the plan came from a file, the message
  * names the file instead ("p.json: dp·tp·pp·cp = … must equal …"). */
