@@ -284,4 +284,8 @@ AP_HIDDEN void cost_rank_extras(const cost_env *env, const plan *p, const plan_g
 /* into += from: sums of the times, bytes and parameters, maxima of the peaks, union of the flags. */
 AP_HIDDEN void cost_rank_merge(rank_cost *into, const rank_cost *from);
 
+/* The bytes outside the framework's allocator that a device adds to a process's resident set: the CUDA context
+ * and NCCL buffers (memory.context_bytes), none for the reference executor on a CPU device (exec_cpu.c). */
+AP_HIDDEN double cost_context_bytes(const cost_env *env, const plan *p);
+
 #endif

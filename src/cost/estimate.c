@@ -150,6 +150,8 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   double opt_params = 0;
   out->time.dp_comm = dp_sync_s(env, p, &pg, C, &opt_params);
   out->time.optimizer = cost_optimizer_step_s(env, rank_group[crit], opt_params);
+  if (cost_exec_cpu_on(env, rank_group[crit], p)) /* the reference executor's step end (exec_cpu.c) */
+    cost_exec_cpu_step(env, p, rc, n_ranks, &out->time.dp_comm, &out->time.optimizer);
   /* Offload (offload.c): the step runs on the host instead, and the moved states cross the host link. */
   ap_status ost = cost_offload(ctx, env, p, rank_group[crit], opt_params, &out->time.offload, &out->host_mem_bytes);
   if (ost) return ost;

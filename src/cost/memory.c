@@ -39,6 +39,7 @@ double cost_optimizer_step_s(const cost_env *env, int group, double opt_params) 
 }
 
 cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s) {
+  if (cost_exec_cpu_on(env, cost_rank_group(env, p, r, NULL), p)) return cost_exec_cpu_memory(env, p, rc, r, b, s);
   const rank_cost *R = &rc[r];
   const memory_tuning *mt = &env->tuning.memory;
   cost_mem mem = {0};

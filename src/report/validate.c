@@ -173,7 +173,7 @@ double validate_compared_mem(const validate_row *v, const cost_env *env, const c
   if (v->mem_convention == VALIDATE_MEM_MAX_RESERVED) return shown_mem(env, cr->peak_mem_bytes, false);
   /* A process's resident set holds its tensors as malloc gives them: no CUDA context, no caching pool. */
   if (v->mem_convention == VALIDATE_MEM_RSS)
-    return cr->peak_mem_bytes - cost_env_tuning(env)->memory.context_bytes;
+    return cr->peak_mem_bytes - cost_context_bytes(env, &v->plan);
   if (v->mem_convention != VALIDATE_MEM_NVIDIA_SMI) return cr->peak_mem_bytes;
   int64_t node = hc->groups[0].devices_per_node, stride = plan_axis_stride(&v->plan, PLAN_AXIS_PP);
   if (stride < 1) return shown_mem(env, cr->peak_mem_bytes, true);
