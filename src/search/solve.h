@@ -90,6 +90,11 @@ AP_HIDDEN int32_t **solve_allowed_lists(arena *a, const sp_problem *p, int32_t *
 AP_HIDDEN ap_status solve_ilp(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r);
 AP_HIDDEN ap_status solve_inter_op(ap_ctx *ctx, const stp_problem *p, const solve_opts *o, stp_result *r);
 AP_HIDDEN ap_status solve_elim_dp(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r);
+/* Eliminates the groups of p with at most two neighbours (elim_dp.c), solves what is left with kernel_solve and
+ * rebuilds the whole choice; without a memory budget only (with one, kernel_solve gets p unchanged). */
+AP_HIDDEN ap_status solve_elim_presolved(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r,
+                                         ap_status (*kernel_solve)(ap_ctx *, const sp_problem *, const solve_opts *,
+                                                                   sp_result *));
 AP_HIDDEN ap_status solve_greedy(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r);
 AP_HIDDEN ap_status solve_mcmc(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r);
 AP_HIDDEN ap_status solve_mcts(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r);
