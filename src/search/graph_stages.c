@@ -3,8 +3,9 @@
  *
  * Layers. The op sequence (node order, which every builder emits topologically) is cut into at most
  * GST_MAX_LAYERS layers of about equal training FLOP (Alpa's layer clustering balances FLOP, §5.2); each cut
- * lies within half a layer's FLOP of its ideal place, at the position where the fewest activation bytes cross
- * (ties: the nearest to the ideal place). A block repeated r times is one unit (never split inside).
+ * lies within half a layer's FLOP of its ideal place, where a repeated layer of the export starts (its scope
+ * index changes: such cuts make stage problems repeat, and the memo hit), then where the fewest activation
+ * bytes cross, then nearest to the ideal place. A block repeated r times is one unit (never split inside).
  *
  * Submeshes (Alpa §5.2): (1, 2^k) inside one host, and (h, devices per host) for h = 1 .. hosts. Logical
  * meshes (configs): 0 = one axis of all the submesh's devices; 1 = [hosts, devices per host] on several
@@ -30,6 +31,7 @@
  * cheapest strategy (resharding costs are never negative) over B plus its send/recv, and such candidates are
  * marked impossible without a solve. An exact strategy's optimum ends the strategy list of a candidate. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +97,26 @@ static bool cut_ok(const graph_problem *gp, int p) {
   return a->block != b->block || gp->g->blocks[a->block].repeat == 1;
 }
 
+/* A hash of the digit runs of an op's name that index a module list ("/h.3/", "/block.2/layer.1/": a '.'
+ * before, a '/' after): the layer indices an exporter names by (torch.onnx does). Ops of one repeated layer share it. */
+static uint64_t scope_index(const graph_problem *gp, int i) {
+  const gp_node *nd = &gp->nodes[i];
+  const char *n = gp->g->blocks[nd->block].ops[nd->op].name;
+  uint64_t h = 1469598103934665603ULL;
+  for (const char *p = n ? n : ""; *p;) {
+    if (*p < '0' || *p > '9') {
+      p++;
+      continue;
+    }
+    const char *q = p;
+    while (*q >= '0' && *q <= '9') q++;
+    if (*q == '/' && p > n && p[-1] == '.') /* a module list's index ("h.3/"), not a name's digit ("ln_2/") */
+      for (const char *c = p; c <= q; c++) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    p = q;
+  }
+  return h;
+}
+
 static int make_layers(const graph_problem *gp, double b, double s, int max_layers, const double *cross,
                        int *first) {
   int n = gp->n_nodes;
@@ -104,6 +126,14 @@ static int make_layers(const graph_problem *gp, double b, double s, int max_laye
   for (int i = 0; i < n; i++) cum[i + 1] = cum[i] + node_flop(gp, i, b, s);
   double w = cum[n];
   int L = max_layers < n ? max_layers : n, k = 0;
+  /* aligned[p]: p starts another repeated layer (or sublayer) by its scope: cuts there give stage problems that
+   * repeat along the model, which the memo solves once */
+  bool *aligned = malloc(((size_t)n + 1) * sizeof *aligned);
+  if (!aligned) {
+    free(cum);
+    return -1;
+  }
+  for (int p = 1; p < n; p++) aligned[p] = scope_index(gp, p) != scope_index(gp, p - 1);
   first[k++] = 0;
   for (int c = 1; c < L && w > 0; c++) {
     double ideal = w * c / L, lo = w * (c - 0.5) / L, hi = w * (c + 0.5) / L;
@@ -111,14 +141,16 @@ static int make_layers(const graph_problem *gp, double b, double s, int max_laye
     for (int p = first[k - 1] + 1; p < n; p++) {
       if (cum[p] < lo || !cut_ok(gp, p)) continue;
       if (cum[p] > hi) break;
-      if (best < 0 || cross[p] < cross[best] ||
-          (cross[p] == cross[best] && fabs(cum[p] - ideal) < fabs(cum[best] - ideal)))
+      if (best < 0 || aligned[p] > aligned[best] ||
+          (aligned[p] == aligned[best] &&
+           (cross[p] < cross[best] || (cross[p] == cross[best] && fabs(cum[p] - ideal) < fabs(cum[best] - ideal)))))
         best = p;
     }
     if (best > first[k - 1] && best < n) first[k++] = best;
   }
   first[k] = n;
   free(cum);
+  free(aligned);
   return k;
 }
 
@@ -255,6 +287,7 @@ static ap_status solve_range(ap_ctx *ctx, arena *a, const graph_problem *gp, int
     so.seed = o->seed;
     if (o->max_evals > 0) so.max_evals = o->max_evals;
     if (o->time_budget_s > 0) so.time_budget_s = o->time_budget_s;
+    so.skip_lower_bound = true;
     sp_result sr = {.choice = gch};
     st = ss && ss->sharding ? ss->sharding(ctx, &sp, &so, &sr) : AP_UNSUPPORTED;
     if (st == AP_UNSUPPORTED) { /* elim-dp on a range that is not series-parallel */

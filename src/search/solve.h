@@ -20,6 +20,8 @@ typedef struct {
   const int32_t *annotate; /* per node: the strategy a user fixed (greedy's seeds), -1 for none; NULL = none */
   double mcmc_alpha;       /* Metropolis acceptance exp(-alpha * delta), delta in the problem's cost units */
   ap_ctx *progress;        /* where the budget reports progress (and may be told to stop); NULL = nowhere */
+  bool skip_lower_bound;   /* the ILP skips its LP relaxation (lower_bound NAN): the inter-op pass's many stage
+                              solves use only the optimum, and the relaxation took a third of their time */
 } solve_opts;
 
 /* Defaults: 20,000 evaluations (the issue's test budget), 60 s, seed 1, alpha 1.2 (FlexFlow's searchAlpha at
