@@ -351,7 +351,7 @@ static void write_text(strbuf *sb, const graph *g, const hw_cluster *c, const gp
   const shard_mesh *m = &r->mesh;
   sb_printf(sb, "autopar plan: %s on %s (%lld devices), global batch %lld, op-level sharding\n", g->name, c->name,
             (long long)c->n_devices, (long long)o->gbs);
-  sb_printf(sb, "mesh      ");
+  sb_printf(sb, r->n_stages > 1 ? "mesh      (the slowest stage's) " : "mesh      ");
   for (int a = 0; a < m->n_axes; a++)
     sb_printf(sb, "%saxis %d: %lld over %s", a ? ", " : "", a, (long long)m->shape[a], m->level_name[a]);
   sb_printf(sb, "\nsearch    %s (%s), %d ops in %d groups (%d followers), %d solves\n", r->strategy,
