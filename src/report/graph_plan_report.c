@@ -201,11 +201,25 @@ static const char *status_name(solve_status s) {
   return s == SOLVE_OPTIMAL ? "optimal" : s == SOLVE_FEASIBLE ? "feasible" : "infeasible";
 }
 
-/* The stage that runs node i (the single one when the plan has one). */
-static const gstage *stage_of(const gplan_result *r, int i) {
-  for (int q = 0; q < r->n_stages; q++)
-    if (i >= r->stages[q].first_node && i <= r->stages[q].last_node) return &r->stages[q];
-  return &r->stages[0];
+/* The plan's stages: r's own, or (a result without them, as the plan/2 reader builds) its one stage on the
+ * whole mesh. */
+static int plan_stages(const gplan_result *r, const hw_cluster *c, gstage *out) {
+  if (r->n_stages > 0) {
+    memcpy(out, r->stages, (size_t)r->n_stages * sizeof *out);
+    return r->n_stages;
+  }
+  int64_t dpn = c->n_groups > 0 ? c->groups[0].devices_per_node : r->mesh.n_devices;
+  bool whole = r->mesh.n_devices >= dpn;
+  out[0] = (gstage){0, r->gp.n_nodes - 1, whole ? r->mesh.n_devices / dpn : 1, whole ? dpn : r->mesh.n_devices,
+                    r->mesh, &r->gp, r->choice, r->n_micro > 0 ? r->br.total_s / r->n_micro : r->br.total_s, 0, 0, 0, 1};
+  return 1;
+}
+
+/* The stage that runs node i. */
+static const gstage *stage_of(const gstage *st, int n, int i) {
+  for (int q = 0; q < n; q++)
+    if (i >= st[q].first_node && i <= st[q].last_node) return &st[q];
+  return &st[0];
 }
 
 static const char *node_name(const graph_problem *gp, int i) {
@@ -215,11 +229,10 @@ static const char *node_name(const graph_problem *gp, int i) {
 }
 
 /* "stages": [{first_op, last_op, submesh, mesh, time_per_micro_batch_s, send_recv_s, in_flight}] */
-static void stages_json(strbuf *sb, const graph *g, const gplan_result *r) {
-  (void)g;
+static void stages_json(strbuf *sb, const gstage *st, int n) {
   sb_puts(sb, "[");
-  for (int q = 0; q < r->n_stages; q++) {
-    const gstage *y = &r->stages[q];
+  for (int q = 0; q < n; q++) {
+    const gstage *y = &st[q];
     sb_puts(sb, q ? ", {\"first_op\": " : "{\"first_op\": ");
     json_str(sb, y->last_node >= y->first_node ? node_name(y->gp, y->first_node) : "");
     sb_puts(sb, ", \"last_op\": ");
@@ -299,7 +312,9 @@ static void write_json(strbuf *sb, const graph *g, const hw_cluster *c, const gp
     json_str(sb, m->level_name[a]);
   }
   sb_puts(sb, "]}, \"stages\": ");
-  stages_json(sb, g, r);
+  gstage st[GST_MAX_LAYERS];
+  int n_st = plan_stages(r, c, st);
+  stages_json(sb, st, n_st);
   sb_puts(sb, ", \"search\": {\"strategy\": ");
   json_str(sb, r->strategy);
   sb_printf(sb, ", \"status\": \"%s\", \"lower_bound_s\": ", status_name(r->status));
@@ -339,7 +354,7 @@ static void write_json(strbuf *sb, const graph *g, const hw_cluster *c, const gp
   sb_puts(sb, "], \"ops\": [");
   for (int i = 0; i < gp->n_nodes; i++) {
     sb_puts(sb, i ? ",\n  " : "\n  ");
-    const gstage *y = stage_of(r, i);
+    const gstage *y = stage_of(st, n_st, i);
     op_json(sb, y->gp, y->choice, i);
   }
   sb_puts(sb, "]}\n");
