@@ -239,7 +239,7 @@ done <<CASES
 2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --annotate nosuch=S0,R|--annotate: the model has no op named "nosuch"
 2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --annotate /conv1/Conv=S0|--annotate: op /conv1/Conv: "S0" is not a spec of its output's 4 dims
 2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --annotate /conv1/Conv=R,R,S0,R|op /conv1/Conv: no legal strategy gives its output the spec R,R,S0,R
-2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy inter-op|"inter-op" is not a sharding strategy of a general graph
+2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy inter-op|inter-op needs a sharding strategy for its stages
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --annotate fc1=S0,R|--annotate applies to general graphs
 0+onnx|describe --model examples/onnx/resnet50.onnx --sharding --cluster dgx-h100:2x8|sharding strategies of resnet50 on a mesh of 2 (network) x 8 (nvlink)
 0+onnx|compare-search --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --time-budget 0.5 --evals 2000|baseline: megatron

@@ -141,6 +141,11 @@ typedef struct {
    * FLOP (what the devices execute, recompute included). */
   double flop_palm, flop_megatron, flop_hardware;
   double mfu_palm, mfu_megatron, hfu;
+  /* The graph's own training FLOP (every op's forward, dgrad and wgrad, graph_train_flop_per_seq) and its MFU:
+   * the headline for general graphs (ONNX, JSON op graphs), where 6N counts neither a convolution's reuse of
+   * its weights nor a sample's many positions (ResNet-50's PaLM MFU reads 0.0%). */
+  double flop_graph, mfu_graph;
+  bool headline_graph; /* the text's MFU headline is mfu_graph (a general graph), else PaLM's */
   double tflops_per_device_palm, tflops_per_device_megatron;
   const char *bound; /* "compute", "bubble", "communication" or "memory" */
   /* Per pipeline chunk, one micro-batch: forward, backward (recompute and exposed communication included) and

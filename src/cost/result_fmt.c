@@ -92,10 +92,13 @@ void cost_result_put(jd *d, json_t *o, const cost_result *r) {
   jd_num(d, f, "palm", r->flop_palm);
   jd_num(d, f, "megatron", r->flop_megatron);
   jd_num(d, f, "hardware", r->flop_hardware);
+  jd_num(d, f, "graph", r->flop_graph);
   json_t *mfu = jd_obj(d, o, "mfu");
   jd_num(d, mfu, "palm", r->mfu_palm);
   jd_num(d, mfu, "megatron", r->mfu_megatron);
   jd_num(d, mfu, "hardware", r->hfu);
+  jd_num(d, mfu, "graph", r->mfu_graph);
+  jd_str(d, mfu, "headline", r->headline_graph ? "graph" : "palm");
   jd_str(d, mfu, "peak", "dense bf16");
   json_t *tf = jd_obj(d, o, "tflops_per_device");
   jd_num(d, tf, "palm", r->tflops_per_device_palm);
@@ -172,9 +175,15 @@ static void estimate_text(strbuf *sb, const json_t *doc) {
   double it = jd_getn(doc, "iteration_time_s");
   sb_printf(sb, "\niteration  %.4f s   %.0f tokens/s   %.1f tokens/s/device   bound: %s\n", it,
             jd_getn(doc, "tokens_per_s"), jd_getn(doc, "tokens_per_s_per_device"), jd_gets(doc, "bound"));
-  sb_printf(sb, "MFU        %.1f%% (PaLM: 6N + attention, no causal discount)   %.1f%% (Megatron: causal /2)   "
-                "HFU %.1f%%   of dense bf16 peak\n",
-            100 * jd_getn(doc, "mfu.palm"), 100 * jd_getn(doc, "mfu.megatron"), 100 * jd_getn(doc, "mfu.hardware"));
+  const char *headline = jd_gets(doc, "mfu.headline");
+  if (headline && strcmp(headline, "graph") == 0)
+    sb_printf(sb, "MFU        %.1f%% (graph FLOPs: every op's forward and backward)   HFU %.1f%%   of dense bf16 peak   "
+                  "(PaLM's 6N: %.1f%%)\n",
+              100 * jd_getn(doc, "mfu.graph"), 100 * jd_getn(doc, "mfu.hardware"), 100 * jd_getn(doc, "mfu.palm"));
+  else
+    sb_printf(sb, "MFU        %.1f%% (PaLM: 6N + attention, no causal discount)   %.1f%% (Megatron: causal /2)   "
+                  "HFU %.1f%%   of dense bf16 peak\n",
+              100 * jd_getn(doc, "mfu.palm"), 100 * jd_getn(doc, "mfu.megatron"), 100 * jd_getn(doc, "mfu.hardware"));
   sb_printf(sb, "TFLOP/s    %.1f per device (PaLM), %.1f (Megatron)\n\n", jd_getn(doc, "tflops_per_device.palm"),
             jd_getn(doc, "tflops_per_device.megatron"));
   sb_puts(sb, "time breakdown (critical pipeline rank)\n");

@@ -189,7 +189,7 @@ static ap_status ilp_solve_sharding(ap_ctx *ctx, const sp_problem *p, const solv
   Cbc_setParameter(im.m, "threads", "1"); /* deterministic */
   Cbc_setParameter(im.m, "timeMode", "elapsed"); /* the budget is wall-clock, as for every strategy */
   if (o->time_budget_s > 0) Cbc_setMaximumSeconds(im.m, o->time_budget_s);
-  r->lower_bound = im.const_infeasible ? NAN : lp_bound(im.m, im.n_cols, im.offset);
+  r->lower_bound = im.const_infeasible || o->skip_lower_bound ? NAN : lp_bound(im.m, im.n_cols, im.offset);
   r->n_evals = 0;
   Cbc_solve(im.m);
   ap_status st = AP_OK;
