@@ -83,3 +83,38 @@ double cost_bound_compute_s(const cost_env *env, plan_precision precision, int64
   const graph *g = cost_env_graph(env);
   return 0.5 * (double)gbs * graph_train_flop_per_seq(g, (double)seq, false) / ((double)hc->n_devices * peak);
 }
+
+/* The two terms of schedule.c's interleaved closed forms (schedule_time_s and schedule_lockstep_s) with the sum
+ * over the ranks but the slowest replaced by the sum over the ranks but the one of the largest term: each piece
+ * (t_r, the slowest chunk per rank, each round's slowest chunk, the extras spread over the chunks) is a sum or a
+ * maximum of nonnegative times, so the whole never falls when a time grows. */
+double cost_bound_interleaved_s(const plan *p, const rank_cost *rc, int n, const double *chunk_tf_s,
+                                const double *chunk_tb_s) {
+  if (p->schedule != PLAN_SCHED_INTERLEAVED_1F1B || n < 1 || n != p->pp || n > COST_MAX_RANKS) return 0;
+  int64_t v = p->vpp, n_chunks = plan_n_chunks(p);
+  double m = (double)p->n_micro_batches, max = 0, g_sum = 0, g_max = 0;
+  for (int r = 0; r < n; r++) {
+    double t = rc[r].tf + rc[r].tb;
+    double edges = rc[r].edge_tf_s[0] + rc[r].edge_tb_s[0] + rc[r].edge_tf_s[1] + rc[r].edge_tb_s[1];
+    double g = fmax(rc[r].chunk_t_max_s + edges, t / (double)v);
+    max = fmax(max, t);
+    g_sum += g;
+    g_max = fmax(g_max, g);
+  }
+  double own[COST_MAX_RANKS] = {0}, cmax[COST_MAX_RANKS] = {0}, round[PLAN_MAX_CHUNKS] = {0};
+  int64_t seen[COST_MAX_RANKS] = {0};
+  for (int64_t c = 0; c < n_chunks; c++) own[plan_chunk_rank(p, c)] += chunk_tf_s[c] + chunk_tb_s[c];
+  for (int64_t c = 0; c < n_chunks; c++) {
+    int64_t r = plan_chunk_rank(p, c), j = seen[r]++;
+    double t = chunk_tf_s[c] + chunk_tb_s[c] + fmax(0, rc[r].tf + rc[r].tb - own[r]) / (double)v;
+    round[j] = fmax(round[j], t);
+    cmax[r] = fmax(cmax[r], t);
+  }
+  double pace = 0, c_sum = 0, c_max = 0;
+  for (int64_t j = 0; j < v; j++) pace += round[j];
+  for (int r = 0; r < n; r++) {
+    c_sum += cmax[r];
+    c_max = fmax(c_max, cmax[r]);
+  }
+  return fmax(m * max + (g_sum - g_max), m * fmax(pace, max) + (c_sum - c_max));
+}

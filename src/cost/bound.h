@@ -7,7 +7,10 @@
  *  - cost_bound_states_bytes bounds the peak memory per device (memory.c) by the model states alone;
  *  - cost_bound_mem_at_zero bounds the peak memory of the same plan at a higher ZeRO stage from an evaluated
  *    one;
- *  - cost_bound_compute_s bounds the iteration time of every plan by the model's FLOP over the peak.
+ *  - cost_bound_compute_s bounds the iteration time of every plan by the model's FLOP over the peak;
+ *  - cost_bound_interleaved_s bounds the interleaved schedule's pipeline time (schedule_pipeline_s) from below
+ *    by a function that never falls when a chunk grows, so that a search moving layers between chunks can
+ *    rule out every move out of a chunk at once (search/stage_dp.c).
  * Internal header: not installed, not part of the public API. */
 #ifndef AP_COST_BOUND_H
 #define AP_COST_BOUND_H
@@ -55,5 +58,15 @@ AP_HIDDEN void cost_bound_mem_at_zero(const plan *p, const cost_result *r, doubl
  * peak; the bound only ends hopeless searches early, so it may be loose. 0 when no peak is known. */
 AP_HIDDEN double cost_bound_compute_s(const cost_env *env, plan_precision precision, int64_t global_batch_size,
                                       int64_t seq_length);
+
+/* Interleaved-1f1b (0 for every other schedule): a lower bound of schedule_pipeline_s(p, rc, n, chunk_*) that is
+ * nondecreasing in every chunk's tf and tb and in every rank's, so that it bounds every plan whose chunks are at
+ * least as long. Takes the chunk times after schedule_pipeline_s added the ranks' edge blocks to them (it does
+ * so in place). schedule.c's two terms are m·max_r t_r + Σ_{r≠crit} g_r and m·max(Σ_j round_j, max t) +
+ * Σ_{r≠crit} cmax_r, with crit the slowest rank; a rank that grows can become crit and drop its g_r from the
+ * sum, so neither is monotone. The sum over every rank but the one of largest g (cmax) is, being the sum of the
+ * n - 1 smallest, and it is at most the sum over every rank but crit. */
+AP_HIDDEN double cost_bound_interleaved_s(const plan *p, const rank_cost *rc, int n, const double *chunk_tf_s,
+                                          const double *chunk_tb_s);
 
 #endif
