@@ -23,6 +23,6 @@ while :; do
   ir=$(sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' "$tmp/err")
   awk -v ir="$ir" '{ for (k = 1; k <= NF; k++) if ($k == "plans") { n = $(k - 1); break }
     printf "instr %-15s on %-13s %8.3f G instructions  %7d plans  %8.2f M instructions per plan\n",
-      $2, $4, ir / 1e9, n, n > 0 ? ir / n / 1e6 : 0 }' "$tmp/out"
+      $2, $4, ir / 1e9, n, (n > 0 ? ir / n / 1e6 : 0) }' "$tmp/out"
   i=$((i + 1))
 done
