@@ -125,16 +125,17 @@ static bool spread(const stage_dp *d, int r, int64_t n, int64_t *size) {
   return true;
 }
 
-/* Adds n layers of block blk to R as the chunks of rank r (spread); false when they cannot be spread. (vpp > 1
- * needs one block.) */
-static bool add_spread(stage_dp *d, const layer_cost *lc, int blk, int r, int64_t n, rank_cost *R) {
+static const rank_cost *chunk_costs(stage_dp *d, arena *a, int grp);
+
+/* Adds n layers to R as the chunks of rank r (spread), each from the chunk costs of the rank's node group;
+ * false when they cannot be spread or out of memory. (vpp > 1 needs one block.) */
+static bool add_spread(stage_dp *d, arena *a, int r, int64_t n, rank_cost *R) {
   int64_t size[PLAN_MAX_CHUNKS];
-  if (!spread(d, r, n, size)) return false;
+  const rank_cost *cc = chunk_costs(d, a, d->grp_of[r]);
+  if (!cc || !spread(d, r, n, size)) return false;
   for (int j = 0; j < d->v; j++) {
-    int64_t c = d->chunk_of[r * d->v + j];
-    double act = 0;
-    for (int64_t i = 0; i < size[j]; i++) cost_rank_add_layer(d->env, &d->p, &lc[blk], plan_layer_recomputes(&d->p, c, i), R, &act);
-    cost_rank_end_chunk(R, act);
+    cost_rank_merge(R, &cc[size[j]]);
+    R->n_layers += cc[size[j]].n_layers;
   }
   return true;
 }
@@ -158,7 +159,7 @@ static ap_status build_table(stage_dp *d, arena *a, double mem_fraction) {
     if (d->v > 1) {
       for (int64_t n = 0; n <= d->L; n++) {
         rank_cost R = {0};
-        if (add_spread(d, lc, cost_env_unit_block(env)[0], r, n, &R)) stage_eval(d, r, R, &extras, limit, &t[n], &z[n]);
+        if (add_spread(d, a, r, n, &R)) stage_eval(d, r, R, &extras, limit, &t[n], &z[n]);
       }
       continue;
     }
