@@ -3,6 +3,7 @@
  * stated fields kept, the choice checked against brute force over the same candidates) and a tiny runs
  * table validated end to end through ap_validate's JSON. */
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -244,6 +245,49 @@ static void test_complete_tries_etp_1(void **state) {
   free(cr);
   free(c1);
   ap_ctx_free(ctx);
+}
+
+/* The completion reports progress and honours cancellation through the driver's ticker (search/space.h): a
+ * callback that asks to stop ends it with AP_CANCELLED, and one that lets it run hears fractions in [0, 1]. */
+typedef struct {
+  int calls;
+  bool stop, in_range;
+} progress_probe;
+
+static int probe_progress(void *user, double fraction, const char *what) {
+  progress_probe *pr = user;
+  pr->calls++;
+  pr->in_range &= fraction >= 0 && fraction <= 1 && what && strstr(what, "completion");
+  return pr->stop;
+}
+
+static void test_complete_progress_and_cancel(void **state) {
+  (void)state;
+  fixture f = {0};
+  fixture_load(&f, "mixtral-8x7b", "h100:32");
+  cost_result *cr = malloc(sizeof *cr);
+  assert_non_null(cr);
+  plan partial, best;
+  plan_defaults(&partial);
+  partial.global_batch_size = 128;
+  partial.seq_length = 4096;
+  for (int stop = 0; stop <= 1; stop++) {
+    ap_ctx *ctx = ap_ctx_new();
+    progress_probe pr = {0, stop == 1, true};
+    ap_ctx_set_progress(ctx, probe_progress, &pr);
+    ap_status st = complete_plan(ctx, f.env, &partial, 0, NULL, &best, cr, NULL);
+    assert_true(pr.calls >= 1);
+    assert_true(pr.in_range);
+    if (stop) {
+      assert_int_equal(st, AP_CANCELLED);
+      assert_int_equal(pr.calls, 1); /* the first report is due at once, and it stops */
+    } else {
+      assert_int_equal(st, AP_OK);
+    }
+    ap_ctx_free(ctx);
+  }
+  free(cr);
+  fixture_free(&f);
 }
 
 static void test_complete_valid_and_honours_stated(void **state) {
@@ -552,6 +596,7 @@ int main(void) {
       cmocka_unit_test(test_csv_getters),
       cmocka_unit_test(test_complete_valid_and_honours_stated),
       cmocka_unit_test(test_complete_tries_etp_1),
+      cmocka_unit_test(test_complete_progress_and_cancel),
       cmocka_unit_test(test_complete_matches_brute_force),
       cmocka_unit_test(test_complete_no_valid_plan),
       cmocka_unit_test(test_validate_end_to_end),

@@ -41,6 +41,10 @@ typedef struct {
   char first_error[sizeof ((ap_ctx *)0)->error];
   bool split_given; /* the partial plan lists its own stage_layers */
   bool etp_stated;  /* stated & PLAN_F(ETP): expert tensor parallelism is not chosen (etp_candidates) */
+  /* Progress and cancellation through the driver's ticker (space.h): the share of the tp·pp meshes done, and
+   * whether the callback asked to stop (then the completion ends with AP_CANCELLED). */
+  search_ticker ticker;
+  double fraction;
   bool have_best;
   plan *best;
   cost_result *best_cost;
@@ -65,6 +69,14 @@ static bool better(const cost_result *a, const cost_result *b) {
  * when the search must stop. */
 static int evaluate(search *s, const plan *p) {
   if (s->stop) return -1;
+  if (s->ticker.ctx && s->ticker.ctx->progress_fn && search_now_s() >= s->ticker.next_s) {
+    char what[96];
+    snprintf(what, sizeof what, "completion: %lld plans evaluated", (long long)s->stats.n_evaluated);
+    if (search_ticker_tick(&s->ticker, search_now_s(), s->fraction, what)) {
+      s->stop = true;
+      return -1;
+    }
+  }
   if (++s->n_considered > s->opt.max_evaluations * CONSIDER_PER_EVAL) {
     s->stats.truncated = true;
     s->stop = true;
@@ -310,6 +322,7 @@ static void enum_mesh(search *s, plan *p) {
       cands_add(&pp, 1);
     }
     for (int pi = 0; pi < pp.n && !s->stop; pi++) {
+      s->fraction = ((double)ti + (double)pi / (double)pp.n) / (double)tp.n;
       p->pp = pp.v[pi];
       int64_t tpc = tc * p->pp;
       if (!st_dp) p->dp = tpc > 0 && n % tpc == 0 ? n / tpc : 1;
@@ -337,6 +350,7 @@ ap_status complete_plan(ap_ctx *ctx, const cost_env *env, const plan *partial, u
   plan p = *partial;
   s->split_given = partial->n_stage_layers != 0;
   s->etp_stated = (stated & PLAN_F(ETP)) != 0;
+  search_ticker_init(&s->ticker, ctx);
   if (!is_stated(s, PLAN_F_PRECISION)) p.precision = PLAN_PREC_BF16;
   enum_mesh(s, &p);
   /* The last memory saver: a fused in-place loss (plan.h fused_loss) is not what frameworks run by default, so
@@ -349,7 +363,9 @@ ap_status complete_plan(ap_ctx *ctx, const cost_env *env, const plan *partial, u
   }
 
   ap_status st = AP_OK;
-  if (s->hard) {
+  if (s->ticker.cancelled) {
+    st = ctx_fail(ctx, AP_CANCELLED, "completion: cancelled after %lld plans evaluated", (long long)s->stats.n_evaluated);
+  } else if (s->hard) {
     st = ctx_fail(ctx, s->hard, "%s", s->first_error);
   } else if (!s->have_best) {
     /* With every field stated there was one candidate, and its violated constraint is the whole answer. */
