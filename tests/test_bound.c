@@ -177,8 +177,9 @@ static void il_random(il_case *c) {
     for (int k = 0; k < 3; k++) c->edge[e][k] = 0.5 * rnd_unit();
 }
 
-/* The closed form (schedule_pipeline_s) of case c, and in *lb the interleaved bound on the same pieces. */
-static double il_eval(const il_case *c, double *lb) {
+/* The closed form (schedule_pipeline_s) of case c, and in *lb the interleaved bound on the same pieces for one
+ * rank's growth between gmin and gmax. */
+static double il_eval(const il_case *c, double gmin, double gmax, double *lb) {
   rank_cost rc[COST_MAX_RANKS];
   double tf[PLAN_MAX_CHUNKS], tb[PLAN_MAX_CHUNKS], tw[PLAN_MAX_CHUNKS];
   int n = (int)c->p.pp;
@@ -200,40 +201,47 @@ static double il_eval(const il_case *c, double *lb) {
   }
   cost_time tmp;
   double t = schedule_pipeline_s(&c->p, rc, n, tf, tb, tw, &tmp);
-  *lb = cost_bound_interleaved_s(&c->p, rc, n, tf, tb);
+  *lb = cost_bound_interleaved_s(&c->p, rc, n, tf, tb, gmin, gmax);
   return t;
 }
 
-/* cost_bound_interleaved_s never exceeds the closed form, and never falls when one chunk grows (what lets
- * stage DP's climb skip every move out of a chunk at once): on random ranks, and where the slowest rank
- * changes, which the closed form's own terms are not monotone across. */
+/* cost_bound_interleaved_s never exceeds the closed form, with any growth allowed (0, INFINITY) never falls
+ * when one chunk grows, and with a growth range stays below the closed form of every split of which one chunk
+ * grew by an amount in the range (what lets stage DP's climb skip every move out of a chunk at once): on random ranks, including where
+ * the slowest rank changes, which the closed form's own terms are not monotone across. */
 static void test_interleaved_bound(void **state) {
   (void)state;
   rng_state = 7;
-  int n_below = 0;
+  int n_below = 0, n_tighter = 0;
   for (int it = 0; it < 20000; it++) {
     il_case c;
     il_random(&c);
-    double lb, t = il_eval(&c, &lb);
-    if (lb > t * (1 + 1e-12)) fail_msg("case %d: bound %.12g above the closed form %.12g", it, lb, t);
-    n_below += lb < t * (1 - 1e-9);
     int64_t k = rnd(plan_n_chunks(&c.p));
     double grow = rnd_unit();
+    double lb, t = il_eval(&c, 0, INFINITY, &lb), lb_g;
+    il_eval(&c, 3 * grow, 3 * grow, &lb_g);
+    if (lb > t * (1 + 1e-12)) fail_msg("case %d: bound %.12g above the closed form %.12g", it, lb, t);
+    if (lb_g < lb * (1 - 1e-13)) fail_msg("case %d: a bounded growth gave a looser bound", it);
+    n_below += lb < t * (1 - 1e-9);
+    n_tighter += lb_g > lb * (1 + 1e-9);
     c.tf[k] += grow;
-    c.tb[k] += 2 * grow;
-    double lb2;
-    il_eval(&c, &lb2);
+    c.tb[k] += 2 * grow; /* rank growth 3·grow */
+    double lb2, t2 = il_eval(&c, 0, INFINITY, &lb2);
     if (lb2 < lb * (1 - 1e-13))
       fail_msg("case %d: chunk %lld grew and the bound fell from %.15g to %.15g", it, (long long)k, lb, lb2);
+    if (t2 < lb_g * (1 - 1e-13))
+      fail_msg("case %d: chunk %lld grew by %.6g and the closed form %.15g fell below the bound %.15g", it,
+               (long long)k, 3 * grow, t2, lb_g);
   }
-  /* The bound is not the closed form itself (which is not monotone): it is below it somewhere. */
+  /* Neither bound is the closed form itself (which is not monotone), and the growth makes it tighter. */
   assert_true(n_below > 0);
+  assert_true(n_tighter > 0);
   /* 0 for the other schedules. */
   il_case c;
   il_random(&c);
   c.p.schedule = PLAN_SCHED_1F1B;
   double lb;
-  il_eval(&c, &lb);
+  il_eval(&c, 0, INFINITY, &lb);
   assert_true(lb == 0);
 }
 

@@ -75,6 +75,7 @@ typedef struct {
    * (cost_rank_add_layer n times, then cost_rank_end_chunk), n = 0..L, computed on demand; and each rank's
    * group and non-layer extras. A split's pipeline time is then a merge per chunk (predict_sizes). */
   rank_cost *chunk_cost[HW_MAX_GROUPS];
+  double grow_min_s, grow_max_s; /* the least and most one more layer adds to a chunk's tf + tb (chunk costs) */
   int grp_of[COST_MAX_RANKS];
   rank_cost extras[COST_MAX_RANKS];
   rank_cost rc[COST_MAX_RANKS];      /* scratch for memory_rank, which reads rc[r] */
@@ -310,13 +311,18 @@ static const rank_cost *chunk_costs(stage_dp *d, arena *a, int grp) {
     if (n > 0) cost_rank_add_layer(d->env, &d->p, L, plan_layer_recomputes(&d->p, 0, n - 1), &acc, &act);
     cc[n] = acc;
     cost_rank_end_chunk(&cc[n], act);
+    if (n > 0) {
+      double inc = (cc[n].tf + cc[n].tb) - (cc[n - 1].tf + cc[n - 1].tb);
+      d->grow_min_s = fmin(d->grow_min_s, inc);
+      d->grow_max_s = fmax(d->grow_max_s, inc);
+    }
   }
   return d->chunk_cost[grp] = cc;
 }
 
 /* With vpp > 1: predict's figure for the chunk sizes size[0..pp·v-1] (which need not sum to L), from the chunk
  * costs, in pp·v merges rather than a pass over every layer; with lb, also cost_bound_interleaved_s of the same
- * split, which never falls when a chunk grows. (Merged per chunk, the sums round differently from predict's
+ * split for one layer's growth on one rank. (Merged per chunk, the sums round differently from predict's
  * layer by layer, within a part in 10^15.) */
 static double predict_sizes(stage_dp *d, arena *a, const int32_t *size, double *lb) {
   rank_cost rc[COST_MAX_RANKS];
@@ -337,7 +343,7 @@ static double predict_sizes(stage_dp *d, arena *a, const int32_t *size, double *
   for (int r = 0; r < d->pp; r++) cost_rank_merge(&rc[r], &d->extras[r]);
   cost_time tmp;
   double t = schedule_pipeline_s(&d->p, rc, d->pp, ctf, ctb, ctw, &tmp);
-  if (lb) *lb = cost_bound_interleaved_s(&d->p, rc, d->pp, ctf, ctb);
+  if (lb) *lb = cost_bound_interleaved_s(&d->p, rc, d->pp, ctf, ctb, d->grow_min_s, d->grow_max_s);
   return t;
 }
 
@@ -349,6 +355,8 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
   if (!d) return ctx_fail(ctx, AP_NOMEM, "out of memory");
   d->env = env;
   d->p = *base;
+  d->grow_min_s = INFINITY;
+  d->grow_max_s = 0;
   if (d->p.n_chunk_recompute > 0) d->p.n_chunk_recompute = 0; /* counts per chunk belong to the old split */
   d->pp = (int)base->pp;
   d->v = (int)base->vpp;
@@ -449,15 +457,18 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
     /* Interleaved and ZB-V also pay for chunks that differ within a round (cost/schedule.c), which the
      * per-rank DP does not see: move single layers between chunks while that is faster and fits (at most
      * STAGE_DP_CLIMB rounds, the best move of each). With interleaving, a move out of chunk `from` is never
-     * faster than cost_bound_interleaved_s of the split with that chunk one layer shorter and nothing added
-     * (the bound never falls when a chunk grows), so when that is no better than the best so far, no move out
-     * of `from` is tried; the margin of 10^-13 covers the rounding of the bound's sums (a few parts in 10^16 each). */
+     * faster than cost_bound_interleaved_s of the split with that chunk one layer shorter and nothing added,
+     * with one layer's growth on one rank (grow_min_s..grow_max_s; every group's chunk costs are filled before
+     * the climb), so when
+     * that is no better than the best so far, no move out of `from` is tried; the margin of 10^-13 covers the rounding of the bound's sums (a few parts in 10^16 each). */
     plan cur = *out;
     double t = got;
     int64_t nc = (int64_t)d->pp * d->v;
     cost_result *r = arena_alloc(a, sizeof *r);
     if (!r) return ctx_fail(ctx, AP_NOMEM, "out of memory");
     bool interleaved = d->p.schedule == PLAN_SCHED_INTERLEAVED_1F1B;
+    for (int q = 0; q < d->pp; q++)
+      if (!chunk_costs(d, a, d->grp_of[q])) return ctx_fail(ctx, AP_NOMEM, "out of memory");
     for (int it = 0; it < STAGE_DP_CLIMB; it++) {
       int64_t best_from = -1, best_to = -1;
       double best_t = t;
