@@ -3,6 +3,7 @@
  * stated fields kept, the choice checked against brute force over the same candidates) and a tiny runs
  * table validated end to end through ap_validate's JSON. */
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -195,6 +196,98 @@ static void case_partial(size_t i, plan *p, unsigned *stated) {
   if (complete_cases[i].vpp) p->vpp = complete_cases[i].vpp, *stated |= PLAN_F(VPP);
   if (complete_cases[i].zero >= 0) p->zero_stage = complete_cases[i].zero, *stated |= PLAN_F(ZERO_STAGE);
   if (complete_cases[i].rc >= 0) p->recompute = (plan_recompute)complete_cases[i].rc, *stated |= PLAN_F(RECOMPUTE);
+}
+
+/* Expert tensor parallelism (issue 10): Megatron defaults etp to tp, Megatron-Bridge's MoE recipes use 1, and
+ * where etp = tp leaves no room (tp 8 with ep 8 on 16 devices: etp·ep must divide 16) only etp 1 runs. The completion
+ * tries both when etp is not stated: it completes that case with etp 1, and wherever both run its choice is at
+ * least as fast as the better of the two completions with etp stated. */
+static void test_complete_tries_etp_1(void **state) {
+  (void)state;
+  static const struct {
+    const char *cluster;
+    int64_t tp, ep;
+  } cases[] = {{"h100:16", 8, 8}, {"h100:32", 4, 8}, {"h100:16", 2, 8}};
+  ap_ctx *ctx = ap_ctx_new();
+  cost_result *cr = malloc(sizeof *cr), *c1 = malloc(sizeof *c1);
+  assert_non_null(cr);
+  assert_non_null(c1);
+  for (size_t i = 0; i < AP_COUNT(cases); i++) {
+    fixture f = {0};
+    fixture_load(&f, "mixtral-8x7b", cases[i].cluster);
+    plan partial, best, fixed;
+    plan_defaults(&partial);
+    partial.global_batch_size = 64;
+    partial.seq_length = 4096;
+    partial.tp = cases[i].tp;
+    partial.ep = cases[i].ep;
+    unsigned stated = PLAN_F(TP) | PLAN_F(EP);
+    if (complete_plan(ctx, f.env, &partial, stated, NULL, &best, cr, NULL))
+      fail_msg("%s tp %lld ep %lld: %s", cases[i].cluster, (long long)cases[i].tp, (long long)cases[i].ep, ap_ctx_error(ctx));
+    double best_other = 0;
+    for (int64_t etp = 0; etp <= 1; etp++) { /* etp 0 = tp */
+      plan q = partial;
+      q.etp = etp;
+      ap_ctx scratch = {0};
+      ap_status qs = complete_plan(&scratch, f.env, &q, stated | PLAN_F(ETP), NULL, &fixed, c1, NULL);
+      if (qs == AP_OK && c1->fits) {
+        assert_int_equal(fixed.etp, etp); /* stated: kept */
+        best_other = c1->tokens_per_s_per_device > best_other ? c1->tokens_per_s_per_device : best_other;
+      }
+    }
+    assert_true(best_other > 0);
+    if (cr->tokens_per_s_per_device < best_other * (1 - 1e-9))
+      fail_msg("%s: completion %.6g tokens/s, with etp stated %.6g", cases[i].cluster, cr->tokens_per_s_per_device,
+               best_other);
+    if (i == 0) assert_int_equal(plan_etp(&best), 1);
+    fixture_free(&f);
+  }
+  free(cr);
+  free(c1);
+  ap_ctx_free(ctx);
+}
+
+/* The completion reports progress and honours cancellation through the driver's ticker (search/space.h): a
+ * callback that asks to stop ends it with AP_CANCELLED, and one that lets it run hears fractions in [0, 1]. */
+typedef struct {
+  int calls;
+  bool stop, in_range;
+} progress_probe;
+
+static int probe_progress(void *user, double fraction, const char *what) {
+  progress_probe *pr = user;
+  pr->calls++;
+  pr->in_range &= fraction >= 0 && fraction <= 1 && what && strstr(what, "completion");
+  return pr->stop;
+}
+
+static void test_complete_progress_and_cancel(void **state) {
+  (void)state;
+  fixture f = {0};
+  fixture_load(&f, "mixtral-8x7b", "h100:32");
+  cost_result *cr = malloc(sizeof *cr);
+  assert_non_null(cr);
+  plan partial, best;
+  plan_defaults(&partial);
+  partial.global_batch_size = 128;
+  partial.seq_length = 4096;
+  for (int stop = 0; stop <= 1; stop++) {
+    ap_ctx *ctx = ap_ctx_new();
+    progress_probe pr = {0, stop == 1, true};
+    ap_ctx_set_progress(ctx, probe_progress, &pr);
+    ap_status st = complete_plan(ctx, f.env, &partial, 0, NULL, &best, cr, NULL);
+    assert_true(pr.calls >= 1);
+    assert_true(pr.in_range);
+    if (stop) {
+      assert_int_equal(st, AP_CANCELLED);
+      assert_int_equal(pr.calls, 1); /* the first report is due at once, and it stops */
+    } else {
+      assert_int_equal(st, AP_OK);
+    }
+    ap_ctx_free(ctx);
+  }
+  free(cr);
+  fixture_free(&f);
 }
 
 static void test_complete_valid_and_honours_stated(void **state) {
@@ -502,6 +595,8 @@ int main(void) {
       cmocka_unit_test(test_csv_bad),
       cmocka_unit_test(test_csv_getters),
       cmocka_unit_test(test_complete_valid_and_honours_stated),
+      cmocka_unit_test(test_complete_tries_etp_1),
+      cmocka_unit_test(test_complete_progress_and_cancel),
       cmocka_unit_test(test_complete_matches_brute_force),
       cmocka_unit_test(test_complete_no_valid_plan),
       cmocka_unit_test(test_validate_end_to_end),

@@ -154,6 +154,7 @@ static void put_compare(jd *d, const plan_compare *c, const search_result *best)
   }
   put_figures(d, o, &c->p, c->r);
   if (best) put_vs(d, o, "best_vs_given", c->r, &best->r);
+  if (c->reason[0]) jd_str(d, o, "not_chosen_because", c->reason);
 }
 
 /* ---- The explored space ------------------------------------------------------------------------------------------ */

@@ -169,7 +169,9 @@ static void compare(strbuf *sb, const json_t *c, const json_t *w) {
     sb_puts(sb, "\n");
   } else {
     sb_puts(sb, "  the given plan is at least as fast as #1 under the cost model");
-    sb_puts(sb, fits ? " (the search may have been cut by its time budget or a fixed field)\n" : ", but does not fit\n");
+    const char *why = jd_gets(c, "not_chosen_because");
+    if (why && *why) sb_printf(sb, "; not chosen: %s\n", why);
+    else sb_puts(sb, fits ? "\n" : ", but does not fit\n");
   }
 }
 

@@ -247,6 +247,9 @@ static bool attention_keeps_scores(const graph *g) {
 static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_dir, validate_row *v,
                              const row_spec *rs, cost_result *cr) {
   ap_ctx rctx = ctx_child(ctx);
+  /* validate reports progress (and takes a cancellation) per row; the row's completion would report its own
+   * share of one row as the whole run's fraction, so it runs without the callback. */
+  rctx.progress_fn = NULL;
   ap_model *m = NULL;
   ap_cluster *cl = NULL;
   cost_env *env = NULL;
