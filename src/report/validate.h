@@ -141,6 +141,10 @@ AP_HIDDEN ap_status validate_file_search(ap_ctx *ctx, const char *csv_path, doub
  * row's; ap_validate_on). */
 AP_HIDDEN ap_status validate_file_on(ap_ctx *ctx, const char *csv_path, const char *cluster, double budget_per_row_s,
                                      validate_report **out);
+/* The same, with stack for the rows whose stack column is empty (a row's own stack wins; PLAN_STACK_DEFAULT:
+ * none, each such row runs on its model's default stack). */
+AP_HIDDEN ap_status validate_file_stack(ap_ctx *ctx, const char *csv_path, const char *cluster, plan_stack stack,
+                                        double budget_per_row_s, validate_report **out);
 AP_HIDDEN void validate_report_free(validate_report *r);
 AP_HIDDEN int64_t validate_report_n_rows(const validate_report *r);
 AP_HIDDEN const validate_row *validate_report_row(const validate_report *r, int64_t i);
