@@ -158,6 +158,10 @@ static ap_status row_read(ap_ctx *ctx, const runs_table *t, const runs_row *r, v
 
 /* ---- Prediction ----------------------------------------------------------------------------------------- */
 
+bool validate_fit_disagrees(const validate_row *v, const cost_result *cr) {
+  return v->measured_oom ? cr->fits : !cr->fits;
+}
+
 /* The memory to compare with the row's measurement (validate.h). A rank's predicted total is what nvidia-smi
  * shows (cost/memory.c: live bytes, the allocator's reserve, the CUDA context); PyTorch's reserved bytes leave
  * out the context, a process's resident set also the allocator's reserve. For nvidia-smi on the first node it

@@ -165,6 +165,9 @@ AP_HIDDEN double validate_miss_ape(void);
 /* The memory to compare with a row's measured peak under its mem_convention: for PyTorch's reserved bytes the
  * peak over all ranks less the CUDA context and NCCL buffers, with the allocator's pool on top; for nvidia-smi
  * on the first node, the most loaded pipeline rank among that node's devices, pool and context included. */
+/* Whether the cost result cr of row v's plan contradicts its outcome: a run measured ok that the plan's
+ * predicted memory does not fit, or one measured oom that it fits (the OOM agreement of the summary). */
+AP_HIDDEN bool validate_fit_disagrees(const validate_row *v, const cost_result *cr);
 AP_HIDDEN double validate_compared_mem(const validate_row *v, const struct cost_env *env, const cost_result *cr);
 /* The plan in one short line, "tp8 pp4 dp2 mbs1 vpp1 sp1 rc=selective z1", with '*' after each field that
  * the tool chose (not in `stated`): plan_summary's compact style (plan/summary.h) with the row's marks. */
