@@ -76,13 +76,15 @@ static const cost_tuning_param params[] = {
     {"memory.context_bytes", COST_SCOPE_GLOBAL, MEM(context_bytes), "bytes", 0.0, 4.0 * GiB, 0.75 * GiB, true, 0, 2,
      "TUNING: the CUDA context takes about 0.5 GiB on Hopper and NCCL's channel buffers a few hundred MiB "
      "(NCCL_BUFFSIZE 4 MiB per channel and peer); PyTorch's reserved-memory figure leaves both out."},
-    {"memory.reserve_fraction", COST_SCOPE_GLOBAL, MEM(reserve_fraction), "1", 0.0, 1.0, 0.2, true, 0, 1,
+    {"memory.reserve_fraction", COST_SCOPE_GLOBAL, MEM(reserve_fraction), "1", 0.0, 1.0, 0.15, true, 0, 1,
      "TUNING: the PyTorch caching allocator keeps freed blocks cached and splits large ones, so what it reserves "
      "exceeds the live tensors; the excess comes from the blocks allocated and freed through the iteration "
      "(activations, logits, buffers, the step's copies), not from the states allocated once (c10/cuda/"
      "CUDACachingAllocator.cpp: blocks over 1 MiB rounded to 2 MiB, segments released only when an allocation "
-     "fails). Fitted to the measured peaks of runs.csv (`autopar calibrate`, memory fit)."},
-    {"memory.expandable_factor", COST_SCOPE_GLOBAL, MEM(expandable_factor), "1", 0.0, 1.0, 0.25, true, 0, 3,
+     "fails); reserved exceeds allocated by 5-20% of the total in published runs (PyTorch docs, \"CUDA memory "
+     "management\"), 0.15 of the transient bytes. Fitted to the measured peaks of runs.csv (`autopar calibrate`, "
+     "memory fit)."},
+    {"memory.expandable_factor", COST_SCOPE_GLOBAL, MEM(expandable_factor), "1", 0.0, 1.0, 0.5, true, 0, 3,
      "TUNING: with expandable_segments:True the allocator maps a block's pages into one growing segment instead "
      "of caching whole segments (PyTorch docs, \"CUDA memory management\", expandable_segments), so its reserve "
      "is a fraction of the classic allocator's; fitted to the rows of stacks that launch with it (torchtitan)."},

@@ -54,7 +54,12 @@
  *  [TT-loss] pytorch/torchtitan torchtitan/components/loss.py @b5bcd76c, cross_entropy_loss: cross_entropy over
  *      pred.float(); the trainer drops the 16-bit logits before the backward, whose peak holds the saved fp32
  *      log-softmax output, its incoming gradient and the input gradient (aten log_softmax_backward): 12 bytes
- *      per logit element. run_train.sh @b5bcd76c launches with PYTORCH_ALLOC_CONF="expandable_segments:True". */
+ *      per logit element. run_train.sh @b5bcd76c launches with PYTORCH_ALLOC_CONF="expandable_segments:True".
+ *  [BS-ctx] bigscience-workshop/bigscience train/tr11-176B-ml/chronicles-prequel.md @053adafe: "40GB A100 takes
+ *      1573MiB for cuda kernels (probably about the same for 80GB ...)", measured with torch.ones(1).cuda() and
+ *      nvidia-smi on the 2022 software the megatron-deepspeed rows ran (CUDA 11, every module loaded at start);
+ *      CUDA 11.7 and later load modules lazily (CUDA_MODULE_LOADING=LAZY, PyTorch's default since 2.0), which
+ *      memory.context_bytes counts. */
 #include <stdio.h>
 #include <string.h>
 
@@ -91,7 +96,9 @@ static const plan_stack_info stacks[PLAN_STACK_DEFAULT] = {
     [PLAN_STACK_MEGATRON_DEEPSPEED] = {"megatron-deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                                        RC(NONE) | RC(SELECTIVE) | RC(FULL), true, true, false, false, false, 0,
                                        "Megatron fused softmax or flash attention",
-                                       GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)), "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [BS-ctx]", MEM_BIGSCIENCE},
+                                       GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)),
+                                       "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [BS-ctx]",
+                                       MEM_BIGSCIENCE},
     [PLAN_STACK_TORCHTITAN] = {"torchtitan", SCH(GPIPE) | SCH(1F1B) | SCH(INTERLEAVED_1F1B) | SCH(ZB_V),
                                Z(0) | Z(2) | Z(3), Z(0) | Z(2) | Z(3), RC(NONE) | RC(OP) | RC(FULL), true, true, true,
                                true, false, 0, "PyTorch SDPA (flash)", GRADS(GB(4, 0, 4), GB(4, 0, 4), GB(4, 0, 4)), "[TT] [TT-loss]", MEM_TORCHTITAN},

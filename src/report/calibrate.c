@@ -47,7 +47,7 @@ typedef struct {
   cost_calib *cal;
   cal_row *rows;
   int n_rows;
-  cost_result *scratch;
+  cost_result *scratch; /* two */
   int exclude_fold; /* -1 = fit on every row */
   int sweeps, steps;
   bool memory; /* fit the memory constants to measured peaks instead of throughput */
@@ -101,7 +101,7 @@ static double objective(fit_state *f, int dev) {
     if (r->fold == f->exclude_fold || (dev >= 0 && r->dev != dev)) continue;
     if (f->memory && r->tput) {
       (void)row_error(f, r);
-      penalty += validate_fit_disagrees(r->v, f->scratch) ? OOM_PENALTY : 0;
+      penalty += validate_fit_disagrees(r->v, f->scratch, f->scratch + 1) ? OOM_PENALTY : 0;
     }
     if (!(f->memory ? r->mem : r->tput)) continue;
     sum += row_error(f, r);
@@ -310,7 +310,7 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
   /* effort 0 is the full fit; 1 a quick one (one sweep of 8 steps) for tests. */
   int sweeps = effort ? 1 : FIT_SWEEPS, steps = effort ? 8 : GOLDEN_STEPS;
   cost_calib *start = malloc(sizeof *start), *cal = malloc(sizeof *cal), *loo = malloc(sizeof *loo);
-  cost_result *scratch = malloc(sizeof *scratch);
+  cost_result *scratch = malloc(2 * sizeof *scratch); /* [1]: validate_fit_disagrees' completion */
   validate_report *rep = NULL;
   cal_row *rows = NULL;
   const char *fold_names[MAX_FOLDS] = {0};

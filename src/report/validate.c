@@ -158,8 +158,15 @@ static ap_status row_read(ap_ctx *ctx, const runs_table *t, const runs_row *r, v
 
 /* ---- Prediction ----------------------------------------------------------------------------------------- */
 
-bool validate_fit_disagrees(const validate_row *v, const cost_result *cr) {
-  return v->measured_oom ? cr->fits : !cr->fits;
+bool validate_fit_disagrees(const validate_row *v, const cost_result *cr, cost_result *scratch) {
+  if (cr->fits || !v->kept_env) return v->measured_oom ? cr->fits : !cr->fits;
+  if (v->measured_oom) return false;
+  /* The kept plan no longer fits: validate would choose the unstated fields again under these constants. */
+  if ((v->kept_stated & COMPLETE_FIELDS) == COMPLETE_FIELDS) return true;
+  ap_ctx cctx = {0};
+  plan best;
+  return complete_plan(&cctx, v->kept_env, &v->kept_partial, v->kept_stated, NULL, &best, scratch, NULL) != AP_OK ||
+         !scratch->fits;
 }
 
 /* The memory to compare with the row's measurement (validate.h). A rank's predicted total is what nvidia-smi
@@ -290,6 +297,8 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
     if (rep->search && row_search(rep, v, env)) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   }
   if (rep->keep && !v->error && !st) {
+    v->kept_partial = partial;
+    v->kept_stated = stated;
     v->kept_model = m;
     v->kept_cluster = cl;
     v->kept_env = env;
