@@ -73,10 +73,10 @@ static const cost_tuning_param params[] = {
      "TUNING: cuBLAS/cuDNN workspaces and framework buffers inside the allocator: cuBLAS takes up to 32 MiB of "
      "workspace per stream (CUDA toolkit docs, cublasSetWorkspace) and fused kernels keep a few more buffers; "
      "0.5 GiB."},
-    {"memory.context_bytes", COST_SCOPE_GLOBAL, MEM(context_bytes), "bytes", 0.0, 4.0 * GiB, 0.75 * GiB, true, 0, 2,
+    {"memory.context_bytes", COST_SCOPE_GLOBAL, MEM(context_bytes), "bytes", 0.0, 4.0 * GiB, 0.75 * GiB, true, 0, 1,
      "TUNING: the CUDA context takes about 0.5 GiB on Hopper and NCCL's channel buffers a few hundred MiB "
      "(NCCL_BUFFSIZE 4 MiB per channel and peer); PyTorch's reserved-memory figure leaves both out."},
-    {"memory.reserve_fraction", COST_SCOPE_GLOBAL, MEM(reserve_fraction), "1", 0.0, 1.0, 0.15, true, 0, 1,
+    {"memory.reserve_fraction", COST_SCOPE_GLOBAL, MEM(reserve_fraction), "1", 0.0, 1.0, 0.15, true, 0, 2,
      "TUNING: the PyTorch caching allocator keeps freed blocks cached and splits large ones, so what it reserves "
      "exceeds the live tensors; the excess comes from the blocks allocated and freed through the iteration "
      "(activations, logits, buffers, the step's copies), not from the states allocated once (c10/cuda/"

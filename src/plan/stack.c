@@ -74,11 +74,14 @@
 #define GRADS(b, f, e) {[PLAN_PREC_BF16] = b, [PLAN_PREC_FP16] = f, [PLAN_PREC_FP8] = e}
 #define G(g) {g, 0, 0}
 #define GB(g, u, upp) {g, u, upp}
-/* Memory mechanisms (plan_stack_mem): DeepSpeed's optimizers [DS-step] [DS-bucket]; torchtitan's loss [TT-loss]. */
+/* Memory mechanisms (plan_stack_mem): DeepSpeed's optimizers [DS-step] [DS-bucket] and BigScience's context
+ * [BS-ctx]; torchtitan's loss [TT-loss]; llm-foundry's fused_crossentropy [LF], flash-attn's in-place cross
+ * entropy, which keeps about the 16-bit logits (2 bytes per element). */
 #define MEM_DEFAULT {0, 0, 0, 0, false, 0}
 #define MEM_DEEPSPEED {6.0, 8.0, 5e8, 0, false, 0}
 #define MEM_BIGSCIENCE {6.0, 8.0, 5e8, 0, false, 1573.0 * 1048576.0}
 #define MEM_TORCHTITAN {0, 0, 0, 12.0, true, 0}
+#define MEM_LLM_FOUNDRY {0, 0, 0, 2.0, false, 0}
 
 static const plan_stack_info stacks[PLAN_STACK_DEFAULT] = {
     [PLAN_STACK_MEGATRON_LM] = {"megatron-lm", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
@@ -103,7 +106,7 @@ static const plan_stack_info stacks[PLAN_STACK_DEFAULT] = {
                                Z(0) | Z(2) | Z(3), Z(0) | Z(2) | Z(3), RC(NONE) | RC(OP) | RC(FULL), true, true, true,
                                true, false, 0, "PyTorch SDPA (flash)", GRADS(GB(4, 0, 4), GB(4, 0, 4), GB(4, 0, 4)), "[TT] [TT-loss]", MEM_TORCHTITAN},
     [PLAN_STACK_LLM_FOUNDRY] = {"llm-foundry", 0, Z(2) | Z(3), 0, RC(NONE) | RC(FULL), false, false, false, false, true,
-                                0, "flash-attn", GRADS(G(4), G(4), G(4)), "[LF]", MEM_DEFAULT},
+                                0, "flash-attn", GRADS(G(4), G(4), G(4)), "[LF]", MEM_LLM_FOUNDRY},
     [PLAN_STACK_DEEPSPEED] = {"deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1), RC(NONE) | RC(FULL), true,
                               false, false, false, false, 0, "the model's own", GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)),
                               "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket]", MEM_DEEPSPEED},
