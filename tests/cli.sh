@@ -123,6 +123,10 @@ done <<CASES
 2|validate /nonexistent/runs.csv|/nonexistent/runs.csv: cannot open
 2|validate $tmp/badquote.csv|badquote.csv:2:4: expected ','
 2|validate ../shared/reference/runs.csv --bogus|unknown option --bogus
+2|validate ../shared/reference/runs.csv --stack megatron|--stack must be one of megatron-lm
+0|validate $tmp/small_runs.csv --stack torchtitan|oom agreement
+1|plan --model llama-3-8b --cluster dgx-a100-80gb --gbs 64 --seq 1024 --fix zero_stage=0,recompute=none,offload_optimizer=none,tp=1,pp=1,micro_batch_size=2 --top 1|with ZeRO 1 (shard the optimizer states) it would fit
+0|estimate --model llama-3-70b --cluster dgx-h100:8x8 --gbs 1024 --seq 8192 --tp 4 --pp 2 --schedule 1f1b --zero 2 --sp 1|allocator reserve
 0|export --plan data/plans/llama-3-70b-64xh100.json --format megatron|--tensor-model-parallel-size 8
 0|export --plan data/plans/llama-3-70b-64xh100.json --model llama-3-70b --format megatron|--pipeline-model-parallel-size 4
 0|export --plan data/plans/llama-3-70b-64xh100.json --format deepspeed|"train_micro_batch_size_per_gpu": 1

@@ -436,7 +436,7 @@ static int e2e_setup(void **state) {
 static int e2e_teardown(void **state) {
   (void)state;
   char path[256];
-  static const char *const files[] = {"models/tiny.json", "runs.csv", "bad.csv", "models"};
+  static const char *const files[] = {"models/tiny.json", "runs.csv", "bad.csv", "stack.csv", "models"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", tmp_dir, files[i]);
     remove(path);
@@ -522,6 +522,58 @@ static void test_validate_end_to_end(void **state) {
   ap_ctx_free(ctx);
 }
 
+
+/* --stack: a row's stack column wins, the run's stack applies to rows that name none (ap_validate_stack). Three
+ * rows of one configuration: the one on the run's stack predicts the memory of the row that names that stack. */
+static const char stack_csv[] =
+    "id,stack,model,arch,num_layers,hidden_size,num_attention_heads,vocab_size,seq_length,mlp,gpu,num_gpus,"
+    "gpus_per_node,global_batch_size,micro_batch_size,tp,pp,dp,recompute,zero_stage,precision,outcome,"
+    "measured_tokens_per_s_per_gpu\n"
+    "tt,torchtitan,g,dense,24,2048,16,51200,2048,gelu,a100-80gb,8,8,512,4,1,1,8,none,2,bf16,ok,10000\n"
+    "none,,g,dense,24,2048,16,51200,2048,gelu,a100-80gb,8,8,512,4,1,1,8,none,2,bf16,ok,10000\n"
+    "ds,megatron-deepspeed,g,dense,24,2048,16,51200,2048,gelu,a100-80gb,8,8,512,4,1,1,8,none,2,bf16,ok,10000\n";
+
+static void test_validate_stack(void **state) {
+  (void)state;
+  write_file("stack.csv", stack_csv);
+  char path[256];
+  snprintf(path, sizeof path, "%s/stack.csv", tmp_dir);
+  ap_ctx *ctx = ap_ctx_new();
+  static const plan_stack runs[] = {PLAN_STACK_DEFAULT, PLAN_STACK_MEGATRON_DEEPSPEED, PLAN_STACK_TORCHTITAN};
+  double mem[3][3];
+  for (size_t k = 0; k < 3; k++) {
+    validate_report *rep = NULL;
+    if (validate_file_stack(ctx, path, NULL, runs[k], 0, &rep)) fail_msg("%s", ap_ctx_error(ctx));
+    assert_int_equal(validate_report_n_rows(rep), 3);
+    const validate_row *tt = validate_report_row(rep, 0), *none = validate_report_row(rep, 1),
+                       *ds = validate_report_row(rep, 2);
+    assert_int_equal(tt->plan.stack, PLAN_STACK_TORCHTITAN);
+    assert_int_equal(ds->plan.stack, PLAN_STACK_MEGATRON_DEEPSPEED);
+    assert_int_equal(none->plan.stack, runs[k]);
+    for (int i = 0; i < 3; i++) {
+      const validate_row *v = validate_report_row(rep, i);
+      if (v->error) fail_msg("row %s: %s", v->id, v->error);
+      mem[k][i] = v->predicted_peak_mem_bytes;
+    }
+    validate_report_free(rep);
+  }
+  /* The stacks allocate differently (DeepSpeed's step copies and bucket, torchtitan's loss), and the row that
+   * names none follows the run's stack. */
+  assert_true(mem[0][0] != mem[0][2]);
+  assert_true(mem[1][1] == mem[1][2]);
+  assert_true(mem[2][1] == mem[2][0]);
+  assert_true(mem[0][1] != mem[1][1]);
+  /* The public entry point takes the name; an unknown one is refused. */
+  char *out = NULL;
+  assert_int_equal(ap_validate_stack(ctx, path, NULL, "torchtitan", AP_VALIDATE_JSON, &out), AP_OK);
+  ap_free(out);
+  out = NULL;
+  assert_int_equal(ap_validate_stack(ctx, path, NULL, "megatron", 0, &out), AP_INVALID);
+  assert_error_contains(ctx, "--stack must be one of");
+  assert_null(out);
+  ap_ctx_free(ctx);
+}
+
 /* Bad input fails the whole run with file:line:col; a missing file is an I/O error. */
 static void test_validate_bad_input(void **state) {
   (void)state;
@@ -600,6 +652,7 @@ int main(void) {
       cmocka_unit_test(test_complete_matches_brute_force),
       cmocka_unit_test(test_complete_no_valid_plan),
       cmocka_unit_test(test_validate_end_to_end),
+      cmocka_unit_test(test_validate_stack),
       cmocka_unit_test(test_validate_bad_input),
       cmocka_unit_test(test_validate_reference),
   };

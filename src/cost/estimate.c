@@ -164,6 +164,7 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
    * device type, the one with the most bytes. capacity_bytes is that rank's device memory. */
   out->n_ranks = n_ranks;
   out->capacity_bytes = rank_cap[0];
+  out->reserve_fraction = cost_reserve_fraction(env, p);
   out->peak_mem_bytes = 0;
   for (int r = 0; r < n_ranks; r++) {
     out->mem[r] = memory_rank(env, p, rc, r, b, s);

@@ -320,6 +320,7 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
   const hw_node_group *g0 = &hc->groups[0];
   bool may_offload = !search_opts_fixes(&so, PLAN_F_OFFLOAD_OPTIMIZER) && !search_opts_fixes(&so, PLAN_F_OFFLOAD_PARAM) &&
                      g0->device.host_link_bw_Bps > 0 && g0->host.mem_bytes > 0 && g0->host.mem_bw_Bps > 0;
+  bool zero_fixed = (so.fixed_mask & PLAN_F(ZERO_STAGE)) != 0;
   for (size_t lv = 0; st == AP_INFEASIBLE && may_offload && lv < AP_COUNT(levels); lv++) {
     if (levels[lv][0] == PLAN_OFFLOAD_NVME && !(g0->host.nvme_bw_Bps > 0)) break;
     search_results_free(res, n);
@@ -330,6 +331,11 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
     ctx_clear(ctx);
     so.fixed.offload_optimizer = levels[lv][0];
     so.fixed.offload_param = levels[lv][1];
+    /* Parameter offload runs on ZeRO-3 only (plan_validate): the level fixes it, unless the caller fixed a stage. */
+    if (levels[lv][1] != PLAN_OFFLOAD_NONE && !(so.fixed_mask & PLAN_F(ZERO_STAGE)) && !zero_fixed) {
+      so.fixed.zero_stage = 3;
+      so.fixed_mask |= PLAN_F(ZERO_STAGE);
+    }
     st = search_run_all(ctx, env, &so, &res, &n, &stats);
     if (st == AP_INFEASIBLE && lv + 1 == AP_COUNT(levels)) break;
   }
