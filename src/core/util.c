@@ -39,10 +39,16 @@ size_t util_edit_distance(const char *a, const char *b) {
 void util_suggest(const char *name, const char *const *candidates, size_t n, char *out, size_t out_n) {
   size_t best[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
   size_t idx[3] = {0, 0, 0};
+  size_t n_name = strlen(name), limit = n_name / 2 + 2;
   for (size_t i = 0; i < n; i++) {
-    size_t d = util_edit_distance(name, candidates[i]);
     /* A candidate that contains the name (or the reverse) is close whatever the edit distance. */
-    if (strstr(candidates[i], name) || strstr(name, candidates[i])) d = d < 2 ? d : 2;
+    bool contains = strstr(candidates[i], name) || strstr(name, candidates[i]);
+    /* The distance is at least the difference in length: past the limit, the candidate is never shown, so
+     * the quadratic distance is not computed (a long unknown key against every name made bad input slow). */
+    size_t n_cand = strlen(candidates[i]), gap = n_cand > n_name ? n_cand - n_name : n_name - n_cand;
+    if (!contains && gap > limit) continue;
+    size_t d = util_edit_distance(name, candidates[i]);
+    if (contains) d = d < 2 ? d : 2;
     for (size_t k = 0; k < 3; k++) {
       if (d < best[k]) {
         for (size_t m = 2; m > k; m--) {
@@ -56,7 +62,6 @@ void util_suggest(const char *name, const char *const *candidates, size_t n, cha
     }
   }
   out[0] = '\0';
-  size_t limit = strlen(name) / 2 + 2;
   for (size_t k = 0; k < 3; k++) {
     if (best[k] == (size_t)-1 || best[k] > limit) break;
     size_t len = strlen(out);
