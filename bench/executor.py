@@ -6,11 +6,14 @@ not part of `make test`). Standard library only.
 2. Runs a sweep of plans of every kind on 2 ranks (dp, ZeRO 1-3, tp with and without sequence parallelism,
    pp with gpipe, 1f1b, interleaved-1f1b, zb-h1 and zb-v, uneven splits, cp, ep on a MoE model, recompute,
    micro-batching) with `autopar run --record RUNS.csv` on models sized so a step takes about 0.2-2 s here.
-3. `autopar validate RUNS.csv --cluster CLUSTER --json` predicts each row; the script prints per plan the
-   predicted and measured iteration time (s) and peak memory per rank (MiB), then the iteration-time MAPE,
-   Spearman's rank correlation of predicted and measured time, the memory MAPE, and whether the planner's top
-   plan (`autopar plan --top 1` on the same model, cluster, batch and sequence, fp32) is the measured fastest
-   of the sweep (it need not be one of the sweep's plans; then the script says so).
+3. `autopar estimate` of each plan file as it ran (stack autopar: the executor's cost model, src/cost/
+   exec_cpu.c; runs.csv has no schedule or stage-split column, so `validate RUNS.csv --cluster CLUSTER`, also
+   run, picks its own schedule per row); the script prints per plan the predicted and measured iteration time
+   (s), the slowest rank's CPU time per step, and peak memory per rank (MiB), then the iteration-time MAPE,
+   Spearman's rank correlation of predicted and measured time, the memory MAPE, the same two time figures
+   against CPU time (a diagnostic for loaded machines), and whether the planner's top plan (`autopar plan
+   --top 1 --stack autopar` on the same model, cluster, batch and sequence, fp32; run with the sweep) is the
+   measured fastest of the Llama plans.
 
 Iteration time = tokens per step / (tokens/s per rank x ranks), from the tokens/s the row holds. Measured times
 on a machine shared with other jobs are noisy: the script prints the spread of the steps it ran.
@@ -99,8 +102,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default="bin/autopar")
     ap.add_argument("--cluster", help="a cluster file from autopar profile (default: profile now)")
-    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--keep", help="folder for the plans, runs.csv and cluster (default: a temporary one)")
+    ap.add_argument("--runs", help="compare an existing runs.csv of this sweep (from --keep) instead of running it")
     a = ap.parse_args()
     work = a.keep or tempfile.mkdtemp(prefix="autopar-bench-exec.")
     os.makedirs(work, exist_ok=True)
@@ -111,14 +115,31 @@ def main():
     cluster = a.cluster or os.path.join(work, "cluster.json")
     if not a.cluster:
         subprocess.run([a.bin, "profile", "--ranks", "2", "-o", cluster], check=True)
-    runs = os.path.join(work, "runs.csv")
-    if os.path.exists(runs):
+    runs = a.runs or os.path.join(work, "runs.csv")
+    if not a.runs and os.path.exists(runs):
         os.remove(runs)
     names, spread = [], {}
-    for name, model, p in SWEEP:
+    if a.runs:
+        with open(a.runs) as f:
+            ids = [line.split(",")[0] for line in f.read().splitlines()[1:]]
+        names = [i.rsplit("-", 1)[0] for i in ids]
+        spread = {n: (float("nan"), float("nan"), float("nan")) for n in names}
+    # The planner's top plan for the Llama model on this cluster (stack autopar: what the executor runs), run
+    # with the sweep so that "is it the measured fastest" is measured, not assumed.
+    top_path = os.path.join(work, "planner-top.json")
+    top = subprocess.run([a.bin, "plan", "--model", models["llama"], "--cluster", cluster, "--gbs", str(GBS), "--seq",
+                          str(SEQ), "--top", "1", "--fix", "precision=fp32", "--stack", "autopar", "--export", "json",
+                          "-o", top_path], capture_output=True, text=True)
+    first = next((l for l in top.stdout.splitlines() if l.startswith("#1")), "(no plan: " + top.stderr.strip() + ")")
+    sweep = list(SWEEP)
+    if top.returncode == 0 and not a.runs:
+        with open(top_path) as f:
+            sweep.append(("planner-top", "llama", json.load(f)))
+    for name, model, p in ([] if a.runs else sweep):
         path = os.path.join(work, name + ".json")
-        with open(path, "w") as f:
-            json.dump(p, f)
+        if name != "planner-top":
+            with open(path, "w") as f:
+                json.dump(p, f)
         r = subprocess.run([a.bin, "run", "--model", models[model], "--plan", path, "--steps", str(a.steps),
                             "--record", runs, "--json"], capture_output=True, text=True)
         if r.returncode != 0:
@@ -126,45 +147,74 @@ def main():
             continue
         res = json.loads(r.stdout)
         t = [s["time_s"] for s in res["steps"][1:]] or [res["steps"][0]["time_s"]]
-        spread[name] = (min(t), max(t))
+        c = sorted(s.get("cpu_s", 0) for s in (res["steps"][1:] or res["steps"]))
+        spread[name] = (min(t), max(t), c[len(c) // 2])
         names.append(name)
-    v = subprocess.run([a.bin, "validate", runs, "--cluster", cluster, "--json"], capture_output=True, text=True)
-    if v.returncode != 0:
-        sys.exit(f"validate failed: {v.stderr.strip()}")
-    doc = json.loads(v.stdout)
-    rows = doc["rows"]
-    pred_t, meas_t, mem_err = [], [], []
-    print(f"{'plan':14s} {'pred s':>8s} {'meas s':>8s} {'err':>7s} {'steps min-max s':>16s} {'pred MiB':>9s} "
-          f"{'meas MiB':>9s}")
+    # `validate runs.csv --cluster` predicts the rows, but runs.csv has no schedule or stage-split column, so
+    # the figures come from `estimate` of each plan file as it ran (stack autopar: the executor's cost model);
+    # validate's table is printed after them.
+    v = subprocess.run([a.bin, "validate", runs, "--cluster", cluster], capture_output=True, text=True)
+    rows = {}
+    with open(runs) as f:
+        head = f.readline().strip().split(",")
+        for line in f:
+            cells = dict(zip(head, line.strip().split(",")))
+            rows[cells["id"].rsplit("-", 1)[0]] = cells
+    pred_t, meas_t, mem_err, kept, cpu_t = [], [], [], [], []
+    plan_model = {name: model for name, model, _ in SWEEP}
+    plan_model["planner-top"] = "llama"
+    print(f"{'plan':14s} {'pred s':>8s} {'meas s':>8s} {'err':>7s} {'steps min-max s':>16s} {'cpu s':>7s} "
+          f"{'pred MiB':>9s} {'meas MiB':>9s}")
     tokens = GBS * SEQ
-    for name, row in zip(names, rows):
-        if row.get("error"):
-            print(f"{name:14s} error: {row['error']}")
+    for name in names:
+        with open(os.path.join(work, name + ".json")) as f:
+            p = json.load(f)
+        p["stack"] = "autopar"
+        path = os.path.join(work, name + ".autopar.json")
+        with open(path, "w") as f:
+            json.dump(p, f)
+        e = subprocess.run([a.bin, "estimate", "--model", models[plan_model[name]], "--cluster", cluster, "--plan", path,
+                            "--json"], capture_output=True, text=True)
+        if e.returncode != 0 or name not in rows:
+            print(f"{name:14s} error: {e.stderr.strip() or 'no runs.csv row'}")
             continue
-        pt = tokens / (row["predicted_tokens_per_s_per_gpu"] * 2)
-        mt = tokens / (row["measured_tokens_per_s_per_gpu"] * 2)
-        pm, mm = row.get("compared_mem_bytes", 0) / 2**20, row.get("measured_peak_mem_bytes", 0) / 2**20
+        est = json.loads(e.stdout)
+        pt = est["iteration_time_s"]
+        mt = tokens / (float(rows[name]["measured_tokens_per_s_per_gpu"]) * 2)
+        pm, mm = est["memory"]["peak_bytes"] / 2**20, float(rows[name]["measured_peak_mem_GiB"]) * 1024
         pred_t.append(pt)
         meas_t.append(mt)
+        kept.append(name)
         if mm > 0:
             mem_err.append(abs(pm - mm) / mm)
-        lo, hi = spread[name]
-        print(f"{name:14s} {pt:8.3f} {mt:8.3f} {100 * (pt - mt) / mt:+6.1f}% {lo:7.3f}-{hi:<8.3f} {pm:9.1f} {mm:9.1f}")
+        lo, hi, cpu = spread[name]
+        cpu_t.append(cpu)
+        print(f"{name:14s} {pt:8.3f} {mt:8.3f} {100 * (pt - mt) / mt:+6.1f}% {lo:7.3f}-{hi:<8.3f} {cpu:7.3f} {pm:9.1f} "
+              f"{mm:9.1f}")
     n = len(pred_t)
     if n == 0:
         sys.exit("no row was predicted")
     mape = 100 * sum(abs(p - m) / m for p, m in zip(pred_t, meas_t)) / n
     print(f"\n{n} plans on 2 ranks: iteration-time MAPE {mape:.1f}%, Spearman {spearman(pred_t, meas_t):.3f}, "
-          f"peak-memory MAPE {100 * sum(mem_err) / max(len(mem_err), 1):.1f}% over {len(mem_err)}")
-    fastest = names[min(range(n), key=lambda i: meas_t[i])]
-    fastest_pred = names[min(range(n), key=lambda i: pred_t[i])]
-    top = subprocess.run([a.bin, "plan", "--model", models["llama"], "--cluster", cluster, "--gbs", str(GBS), "--seq",
-                          str(SEQ), "--top", "1", "--fix", "precision=fp32"], capture_output=True, text=True)
-    first = next((l for l in top.stdout.splitlines() if l.startswith("#1")), "(no plan)")
-    print(f"measured fastest: {fastest}; predicted fastest of the sweep: {fastest_pred} "
+          f"peak-memory MAPE {100 * sum(mem_err) / max(len(mem_err), 1):.1f}% (worst {100 * max(mem_err or [0]):.1f}%) "
+          f"over {len(mem_err)}")
+    if all(c == c and c > 0 for c in cpu_t):
+        cm = 100 * sum(abs(p - c) / c for p, c in zip(pred_t, cpu_t)) / n
+        print(f"  diagnostic, against the slowest rank's CPU time per step instead of wall time (what a loaded "
+              f"machine leaves of a step): MAPE {cm:.1f}%, Spearman {spearman(pred_t, cpu_t):.3f}")
+    llama = [i for i in range(n) if plan_model.get(kept[i]) == "llama"]
+    fastest = kept[min(llama, key=lambda i: meas_t[i])]
+    fastest_pred = kept[min(llama, key=lambda i: pred_t[i])]
+    print(f"Llama plans: measured fastest {fastest}; predicted fastest {fastest_pred} "
           f"({'the same' if fastest == fastest_pred else 'not the same'})")
-    print(f"planner's top plan (llama, fp32): {first.strip()}")
-    print(f"files in {work}")
+    print(f"planner's top plan (llama, fp32, stack autopar): {first.strip()}")
+    if "planner-top" in kept:
+        i = kept.index("planner-top")
+        best = min(meas_t[j] for j in llama)
+        print(f"planner's top plan measured {meas_t[i]:.3f} s: "
+              f"{'the measured fastest' if fastest == 'planner-top' else f'{100 * (meas_t[i] / best - 1):.1f}% slower than the measured fastest'}")
+    print(f"files in {work}; `autopar validate runs.csv --cluster cluster.json` "
+          f"({'ok' if v.returncode == 0 else 'failed: ' + v.stderr.strip()}) picks its own schedule for each row")
 
 
 if __name__ == "__main__":

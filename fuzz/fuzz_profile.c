@@ -1,7 +1,8 @@
 /* libFuzzer target for the device-profile reader (src/cost/compute.c, docs/profile-format.md): bytes go to
  * compute_profile_parse with a fresh arena and a zeroed compute model. A failure must leave a message in the
  * context; a profile that reads is then queried through compute_gemm_eff for every dtype and a few shapes,
- * whose answer must be a fraction of the peak in [0, 1]. Seeds: fuzz/seeds/profile/. */
+ * whose answer must be a fraction of the peak in [0, 1]; an executor profile (its "executor" object, read by
+ * cost/exec_cpu.c) must come back complete. Seeds: fuzz/seeds/profile/ (cpu-executor.json from autopar profile). */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +26,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (st != AP_OK && !*ap_ctx_error(ctx)) __builtin_trap(); /* every failure says why */
     if (st == AP_OK) {
       if (!cm.profile_source) __builtin_trap();
+      /* the executor's part (exec_cpu.c): at least one GEMM, every figure finite and non-negative */
+      if (cm.exec && (!cm.exec->present || cm.exec->n_gemm < 1 || !(cm.exec->attn_fwd_s >= 0) || !(cm.exec->base_rss_bytes >= 0)))
+        __builtin_trap();
       for (int dt = 0; dt < HW_DTYPE_COUNT; dt++)
         for (size_t i = 0; i < sizeof dims / sizeof *dims; i++) {
           double m = dims[i], n = dims[(i + 1) % (sizeof dims / sizeof *dims)], k = dims[(i + 2) % (sizeof dims / sizeof *dims)];

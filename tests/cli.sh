@@ -123,6 +123,10 @@ done <<CASES
 2|validate /nonexistent/runs.csv|/nonexistent/runs.csv: cannot open
 2|validate $tmp/badquote.csv|badquote.csv:2:4: expected ','
 2|validate ../shared/reference/runs.csv --bogus|unknown option --bogus
+2|validate ../shared/reference/runs.csv --stack megatron|--stack must be one of megatron-lm
+0|validate $tmp/small_runs.csv --stack torchtitan|oom agreement
+1|plan --model llama-3-8b --cluster dgx-a100-80gb --gbs 64 --seq 1024 --fix zero_stage=0,recompute=none,offload_optimizer=none,tp=1,pp=1,micro_batch_size=2 --top 1|with ZeRO 1 (shard the optimizer states) it would fit
+0|estimate --model llama-3-70b --cluster dgx-h100:8x8 --gbs 1024 --seq 8192 --tp 4 --pp 2 --schedule 1f1b --zero 2 --sp 1|allocator reserve
 0|export --plan data/plans/llama-3-70b-64xh100.json --format megatron|--tensor-model-parallel-size 8
 0|export --plan data/plans/llama-3-70b-64xh100.json --model llama-3-70b --format megatron|--pipeline-model-parallel-size 4
 0|export --plan data/plans/llama-3-70b-64xh100.json --format deepspeed|"train_micro_batch_size_per_gpu": 1
@@ -239,7 +243,7 @@ done <<CASES
 2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --annotate nosuch=S0,R|--annotate: the model has no op named "nosuch"
 2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --annotate /conv1/Conv=S0|--annotate: op /conv1/Conv: "S0" is not a spec of its output's 4 dims
 2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --annotate /conv1/Conv=R,R,S0,R|op /conv1/Conv: no legal strategy gives its output the spec R,R,S0,R
-2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy inter-op|"inter-op" is not a sharding strategy of a general graph
+2+onnx|plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy inter-op|inter-op needs a sharding strategy for its stages
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --annotate fc1=S0,R|--annotate applies to general graphs
 0+onnx|describe --model examples/onnx/resnet50.onnx --sharding --cluster dgx-h100:2x8|sharding strategies of resnet50 on a mesh of 2 (network) x 8 (nvlink)
 0+onnx|compare-search --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --time-budget 0.5 --evals 2000|baseline: megatron

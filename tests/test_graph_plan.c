@@ -18,6 +18,7 @@
 #include "model/graph.h"
 #include "search/graph_plan.h"
 #include "search/graph_sim.h"
+#include "search/graph_stages.h"
 
 /* x[B, H] -> fc1 [H, 4H] -> gelu -> fc2 [4H, H] -> loss. */
 static graph *mlp(arena *a, ap_ctx *ctx, int64_t hidden) {
@@ -322,6 +323,153 @@ static void test_compare_search(void **state) {
 
 /* Delta simulation equals full simulation: random moves (a random group to a random strategy) on a small
  * transformer's problem, each simulated by delta from the first changed node and then in full. */
+
+/* x[B, S, H] -> n_layers x (matmul [H, H] -> gelu) -> loss: a deep chain (S = 1024). */
+static graph *deep_mlp(arena *a, ap_ctx *ctx, int n_layers, int64_t hidden) {
+  graph *g = arena_alloc(a, sizeof *g);
+  memset(g, 0, sizeof *g);
+  g->name = "deep_mlp";
+  g->model_type = "graph";
+  g->default_seq = 1024;
+  graph_builder gb = {.a = a, .ctx = ctx};
+  graph_block_begin(&gb, g, "deep", BLOCK_OTHER, 1);
+  int x = graph_tensor_add(&gb, "x", DT_BF16, -1, false, (int64_t[]){DIM_B, DIM_S, hidden}, 3);
+  for (int l = 0; l < n_layers; l++) {
+    char *nm = arena_alloc(a, 32), *na = arena_alloc(a, 32);
+    snprintf(nm, 32, "/l.%d/fc", l);
+    snprintf(na, 32, "/l.%d/gelu", l);
+    int h = graph_tensor_add(&gb, nm, DT_BF16, -1, false, (int64_t[]){DIM_B, DIM_S, hidden}, 3);
+    int y = graph_tensor_add(&gb, na, DT_BF16, -1, false, (int64_t[]){DIM_B, DIM_S, hidden}, 3);
+    graph_op op = graph_op_init(OP_MATMUL, nm);
+    op.n_in = 1, op.in[0] = x, op.out = h, op.weight_k = hidden, op.weight_n = hidden;
+    op.saved[op.n_saved++] = x;
+    graph_op_add(&gb, &op);
+    op = graph_op_init(OP_ELEMENTWISE, na);
+    op.n_in = 1, op.in[0] = h, op.out = y, op.flop_per_elem = 8;
+    op.saved[op.n_saved++] = h;
+    graph_op_add(&gb, &op);
+    x = y;
+  }
+  int l = graph_tensor_add(&gb, "loss", DT_FP32, -1, false, (int64_t[]){1}, 1);
+  graph_op op = graph_op_init(OP_LOSS, "loss");
+  op.n_in = 1, op.in[0] = x, op.out = l;
+  graph_op_add(&gb, &op);
+  assert_int_equal(graph_build_edges(ctx, a, g), AP_OK);
+  assert_int_equal(graph_validate(ctx, g, "deep_mlp"), AP_OK);
+  return g;
+}
+
+static void plan_default(fixture *f, const graph *g, const char *cluster, int64_t gbs, const char *strategies) {
+  f->ctx = ap_ctx_new();
+  assert_int_equal(ap_cluster_load(f->ctx, cluster, &f->cluster), AP_OK);
+  gplan_opts o;
+  gplan_opts_init(&o);
+  o.gbs = gbs;
+  o.strategies = strategies;
+  ap_status st = gplan_run(f->ctx, g, hw_cluster_of(f->cluster), &o, &f->r);
+  if (st) fail_msg("%s", ap_ctx_error(f->ctx));
+  assert_true(f->r.found);
+}
+
+/* A deep graph with large weights on two nodes joined by the network: the data-parallel gradient all-reduce
+ * over the network costs more than sending activations between stages, so the inter-op pass cuts it into
+ * several stages (Alpa §5). The stages cover the ops in order and their submeshes use every device once. */
+static void test_inter_op_slow_link_stages(void **state) {
+  (void)state;
+  fixture f = {0};
+  f.a = arena_new();
+  ap_ctx *bctx = ap_ctx_new();
+  graph *g = deep_mlp(f.a, bctx, 16, 1024);
+  plan_default(&f, g, "dgx-h100:4x8", 64, "elim-dp,inter-op");
+  if (f.r.n_stages < 2) fail_msg("%d stage(s), %s, %g s, inter-op %d layers", f.r.n_stages, f.r.strategy, f.r.br.total_s, f.r.n_layers);
+  int64_t devices = 0;
+  int next = 0;
+  for (int q = 0; q < f.r.n_stages; q++) {
+    assert_int_equal(f.r.stages[q].first_node, next);
+    next = f.r.stages[q].last_node + 1;
+    devices += f.r.stages[q].hosts * f.r.stages[q].per_host;
+    assert_int_equal(f.r.stages[q].mesh.n_devices, f.r.stages[q].hosts * f.r.stages[q].per_host);
+  }
+  assert_int_equal(next, f.r.gp.n_nodes);
+  assert_int_equal(devices, 32);
+  assert_string_equal(f.r.strategy, "inter-op");
+  done(&f);
+  ap_ctx_free(bctx);
+  arena_free(f.a);
+}
+
+/* A 2-layer MLP with a large batch on one node (no slow link) fits one stage, and data parallelism over every
+ * device beats any pipeline: one stage stays, covering every op. */
+static void test_inter_op_one_stage(void **state) {
+  (void)state;
+  fixture f = {0};
+  f.a = arena_new();
+  ap_ctx *bctx = ap_ctx_new();
+  graph *g = mlp(f.a, bctx, 1024);
+  plan_default(&f, g, "h100-sxm:4", 65536, "elim-dp,inter-op");
+  assert_true(f.r.inter_op_s > 0);
+  assert_int_equal(f.r.n_stages, 1);
+  assert_int_equal(f.r.stages[0].first_node, 0);
+  assert_int_equal(f.r.stages[0].last_node, f.r.gp.n_nodes - 1);
+  done(&f);
+  ap_ctx_free(bctx);
+  arena_free(f.a);
+}
+
+/* Brute force over every sequence of stages: Σ t + (B - 1) max t over sequences covering the layers whose
+ * submeshes sum to the devices, stage k followed by at most max_succ of its entry. */
+static double brute_stages(const stp_problem *p, int32_t i, int32_t d, size_t *seq, int n) {
+  if (i == p->n_layers) {
+    if (d != 0) return INFINITY;
+    double sum = 0, mx = 0;
+    for (int k = 0; k < n; k++) {
+      if (p->max_succ[seq[k]] >= 0 && n - 1 - k > p->max_succ[seq[k]]) return INFINITY;
+      sum += p->cost[seq[k]];
+      mx = fmax(mx, p->cost[seq[k]]);
+    }
+    return sum + (p->n_micro_batches - 1) * mx;
+  }
+  double best = INFINITY;
+  for (int32_t j = i; j < p->n_layers; j++)
+    for (int32_t m = 0; m < p->n_submeshes; m++)
+      for (int32_t c = 0; c < p->n_configs && p->submesh_size[m] <= d; c++) {
+        size_t e = stp_at(p, i, j, m, c);
+        if (isnan(p->cost[e])) continue;
+        seq[n] = e;
+        best = fmin(best, brute_stages(p, j + 1, d - p->submesh_size[m], seq, n + 1));
+      }
+  return best;
+}
+
+/* The inter-op pass on a small graph (6 layers, 2 nodes of 4) equals brute force over its stage problem, and
+ * its reported stages cost what the problem says. */
+static void test_inter_op_brute_force(void **state) {
+  (void)state;
+  arena *a = arena_new();
+  ap_ctx *ctx = ap_ctx_new();
+  ap_cluster *cl = NULL;
+  assert_int_equal(ap_cluster_load(ctx, "dgx-h100:2x4", &cl), AP_OK);
+  graph *g = deep_mlp(a, ctx, 6, 4096);
+  compute_model cm;
+  assert_int_equal(compute_model_init(ctx, a, &hw_cluster_of(cl)->groups[0].device, NULL, &cm), AP_OK);
+  static const char *const names[] = {"elim-dp"};
+  gstage_opts o = {names, 1, 0, 0, 1, 80e9, 32, 1, 8, 6, 0};
+  gstage_result r;
+  assert_int_equal(gstage_run(ctx, a, g, hw_cluster_of(cl), &cm, &o, &r), AP_OK);
+  assert_true(r.found);
+  assert_int_equal(r.n_layers, 6);
+  size_t seq[16];
+  double brute = brute_stages(&r.problem, 0, r.problem.n_devices, seq, 0);
+  assert_true(isfinite(brute));
+  assert_true(fabs(r.objective_s - brute) <= 1e-12 * brute);
+  double sum = 0, mx = 0;
+  for (int q = 0; q < r.n_stages; q++) sum += r.stages[q].time_s, mx = fmax(mx, r.stages[q].time_s);
+  assert_true(fabs(sum + 7 * mx - r.objective_s) <= 1e-12 * r.objective_s);
+  ap_cluster_free(cl);
+  ap_ctx_free(ctx);
+  arena_free(a);
+}
+
 static void test_delta_simulation(void **state) {
   (void)state;
   ap_ctx *ctx = ap_ctx_new();
@@ -388,6 +536,8 @@ int main(void) {
       cmocka_unit_test(test_dp_across_nodes_tp_inside), cmocka_unit_test(test_attention_heads_split),
       cmocka_unit_test(test_matmul_strategy_count),     cmocka_unit_test(test_annotations),
       cmocka_unit_test(test_compare_search),            cmocka_unit_test(test_delta_simulation),
+      cmocka_unit_test(test_inter_op_slow_link_stages), cmocka_unit_test(test_inter_op_one_stage),
+      cmocka_unit_test(test_inter_op_brute_force),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

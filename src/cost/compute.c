@@ -65,6 +65,15 @@ ap_status compute_profile_parse(ap_ctx *ctx, arena *a, const char *file, const c
   }
   const char *source = "";
   if ((st = jx_str(&src, root, "source", false, &source, NULL))) goto out;
+  if (json_object_get(root, "executor")) { /* the reference executor's kernels (exec_cpu.c) */
+    exec_cpu_profile *x = arena_alloc(a, sizeof *x);
+    if (!x) {
+      st = ctx_fail(ctx, AP_NOMEM, "out of memory");
+      goto out;
+    }
+    if ((st = exec_cpu_profile_parse(ctx, file, root, x))) goto out;
+    cm->exec = x;
+  }
   cm->profile_source = arena_strdup(a, source);
 out:
   json_decref(root);
@@ -94,6 +103,12 @@ static ap_status copy_profile(ap_ctx *ctx, arena *a, const compute_model *from, 
     if (n) memcpy(out->points[d], from->points[d], sizeof(compute_gemm_point) * n);
   }
   out->profile_source = arena_strdup(a, from->profile_source);
+  if (from->exec) {
+    exec_cpu_profile *x = arena_alloc(a, sizeof *x);
+    if (!x) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+    *x = *from->exec;
+    out->exec = x;
+  }
   return out->profile_source ? AP_OK : ctx_fail(ctx, AP_NOMEM, "out of memory");
 }
 

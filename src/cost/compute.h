@@ -7,6 +7,7 @@
 #ifndef AP_COST_COMPUTE_H
 #define AP_COST_COMPUTE_H
 
+#include "cost/exec_cpu.h"
 #include "hw/hw.h"
 #include "model/graph.h"
 
@@ -38,6 +39,7 @@ typedef struct {
   int n_points[HW_DTYPE_COUNT];
   compute_gemm_point *points[HW_DTYPE_COUNT]; /* arena-owned; NULL when no profile */
   const char *profile_source;                 /* "" when no profile */
+  const exec_cpu_profile *exec;               /* the executor's kernels (exec_cpu.h); NULL when not profiled */
 } compute_model;
 
 /* Builds the compute model of a device; loads data/profiles/<device name>.json from the embedded data when it

@@ -150,6 +150,8 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   double opt_params = 0;
   out->time.dp_comm = dp_sync_s(env, p, &pg, C, &opt_params);
   out->time.optimizer = cost_optimizer_step_s(env, rank_group[crit], opt_params);
+  if (cost_exec_cpu_on(env, rank_group[crit], p)) /* the reference executor's step end (exec_cpu.c) */
+    cost_exec_cpu_step(env, p, rc, n_ranks, &out->time.dp_comm, &out->time.optimizer);
   /* Offload (offload.c): the step runs on the host instead, and the moved states cross the host link. */
   ap_status ost = cost_offload(ctx, env, p, rank_group[crit], opt_params, &out->time.offload, &out->host_mem_bytes);
   if (ost) return ost;
@@ -162,6 +164,7 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
    * device type, the one with the most bytes. capacity_bytes is that rank's device memory. */
   out->n_ranks = n_ranks;
   out->capacity_bytes = rank_cap[0];
+  out->reserve_fraction = cost_reserve_fraction(env, p);
   out->peak_mem_bytes = 0;
   for (int r = 0; r < n_ranks; r++) {
     out->mem[r] = memory_rank(env, p, rc, r, b, s);

@@ -53,4 +53,7 @@ void cost_flop_conventions(const cost_env *env, const plan *p, double s, double 
   out->hfu = out->flop_hardware / (out->iter_s * n_dev * peak);
   out->tflops_per_device_palm = out->flop_palm / (out->iter_s * n_dev) / 1e12;
   out->tflops_per_device_megatron = out->flop_megatron / (out->iter_s * n_dev) / 1e12;
+  out->flop_graph = graph_train_flop_per_seq(g, s, false) / s * out->tokens_per_iter;
+  out->mfu_graph = out->flop_graph / (out->iter_s * n_dev * peak);
+  out->headline_graph = g->model_type && (strcmp(g->model_type, "onnx") == 0 || strcmp(g->model_type, "graph") == 0);
 }

@@ -75,4 +75,17 @@ AP_HIDDEN double cost_optimizer_step_s(const cost_env *env, int group, double op
 AP_HIDDEN void cost_flop_conventions(const cost_env *env, const plan *p, double s, double flop_hardware,
                                      cost_result *out);
 
+/* The reference executor on a CPU device (exec_cpu.c, exec_cpu.h): whether its pieces replace the framework
+ * model's for plan p on node group `group` (stack autopar, an executor profile), and those pieces: one block's
+ * cost, one pipeline send, the step's end over all pipeline ranks (synchronisation and AdamW of the slowest),
+ * and memory of pipeline rank r. */
+AP_HIDDEN bool cost_exec_cpu_on(const cost_env *env, int group, const plan *p);
+AP_HIDDEN layer_cost cost_exec_cpu_block(const cost_env *env, int group, const plan *p, const graph_block *blk, double b,
+                                         double s);
+AP_HIDDEN double cost_exec_cpu_p2p_s(const cost_env *env, int group, const plan *p, double b, double s);
+AP_HIDDEN void cost_exec_cpu_step(const cost_env *env, const plan *p, const rank_cost *rc, int n_ranks, double *sync_s,
+                                  double *opt_s);
+AP_HIDDEN cost_mem cost_exec_cpu_memory(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b,
+                                        double s);
+
 #endif

@@ -14,6 +14,7 @@ layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const pl
                          double s) {
   const compute_model *cm = cost_group_model(env, group);
   const graph_block *blk = &env->g->blocks[bi];
+  if (cost_exec_cpu_on(env, group, p)) return cost_exec_cpu_block(env, group, p, blk, b, s); /* exec_cpu.c */
   const comm_tuning *ct = &env->tuning.comm;
   compute_shard sh = cost_shard_of(p);
   layer_cost lc = {0};

@@ -97,7 +97,8 @@ void cost_rank_add_extras(const cost_env *env, const plan *p, const plan_groups 
   }
   /* Tied embeddings: with pp > 1 the last stage keeps its own copy of the table for the LM head (Megatron's
    * embedding group synchronises the two). */
-  if (p->pp > 1 && plan_chunk_rank(p, n_chunks - 1) == r)
+  bool exec = cost_exec_cpu_on(env, group, p); /* the executor keeps the whole table anyway (exec_cpu.c) */
+  if (p->pp > 1 && plan_chunk_rank(p, n_chunks - 1) == r && !exec)
     for (int bi = 0; bi < g->n_blocks; bi++)
       for (int k = 0; k < g->blocks[bi].n_ops; k++)
         if (g->blocks[bi].ops[k].tied) {
@@ -108,7 +109,8 @@ void cost_rank_add_extras(const cost_env *env, const plan *p, const plan_groups 
    * parallelism), exposed in each direction the rank sends and receives in. */
   if (p->pp > 1) {
     double bytes = cost_boundary_bytes(env, p, b, s, true);
-    R->p2p_s = comm_time_s(&pg->pp, COMM_SENDRECV, COMM_AUTO, bytes, &env->tuning.comm);
+    R->p2p_s = exec ? cost_exec_cpu_p2p_s(env, group, p, b, s)
+                    : comm_time_s(&pg->pp, COMM_SENDRECV, COMM_AUTO, bytes, &env->tuning.comm);
     double crossings = (double)plan_schedule_p2p_crossings(p);
     double exp_p2p = crossings * cost_p2p_exposed_s(env, p, R->p2p_s);
     R->tf += exp_p2p * (r > 0 || crossings > 1 ? 1 : 0);

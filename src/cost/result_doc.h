@@ -21,6 +21,15 @@ enum { COST_N_TIME_PARTS = 11 };
 AP_HIDDEN const cost_time_part *cost_time_parts(void);
 AP_HIDDEN double cost_time_part_s(const cost_time *t, size_t i);
 
+/* One part of a stage's memory: its JSON key under memory.stages[], its column in estimate's table, its label
+ * (the report's stacked bars) and its offset in cost_mem. */
+typedef struct {
+  const char *key, *column, *label;
+  size_t offset;
+} cost_mem_part;
+/* The parts in cost_mem's order, without the total (*n of them); they add up to total_bytes. */
+AP_HIDDEN const cost_mem_part *cost_mem_parts(size_t *n);
+
 /* What bounds the plan, in words, with the share that earns it: "compute: forward, backward and recompute
  * take 95.5% of the iteration", "memory (90.1 GiB needed of 80.0)". */
 AP_HIDDEN void cost_result_bound_text(const cost_result *r, char *out, size_t n);

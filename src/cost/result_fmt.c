@@ -65,21 +65,26 @@ void cost_result_bound_text(const cost_result *r, char *out, size_t n) {
              100 * (t->forward + t->backward + t->recompute) / it);
 }
 
-/* The parts of one stage's memory, in the order of the text table. */
-static const struct {
-  const char *key, *column;
-  size_t offset;
-} mem_parts[] = {
-    {"params_bytes", "params", offsetof(cost_mem, params)},
-    {"grads_bytes", "grads", offsetof(cost_mem, grads)},
-    {"optimizer_bytes", "optim", offsetof(cost_mem, optimizer)},
-    {"activations_bytes", "activ", offsetof(cost_mem, activations)},
-    {"logits_bytes", "logits", offsetof(cost_mem, logits)},
-    {"buffers_bytes", "buffers", offsetof(cost_mem, buffers)},
-    {"overhead_bytes", "overhd", offsetof(cost_mem, overhead)},
-    {"total_bytes", "total", offsetof(cost_mem, total)},
+/* The parts of one stage's memory, in the order of the text table; they add up to total_bytes. */
+static const cost_mem_part mem_parts[] = {
+    {"params_bytes", "params", "parameters", offsetof(cost_mem, params)},
+    {"grads_bytes", "grads", "gradients", offsetof(cost_mem, grads)},
+    {"optimizer_bytes", "optim", "optimizer states", offsetof(cost_mem, optimizer)},
+    {"activations_bytes", "activ", "activations", offsetof(cost_mem, activations)},
+    {"logits_bytes", "logits", "logits / loss", offsetof(cost_mem, logits)},
+    {"buffers_bytes", "buffers", "buffers", offsetof(cost_mem, buffers)},
+    {"step_bytes", "step", "optimizer step copies", offsetof(cost_mem, step)},
+    {"workspace_bytes", "wkspace", "library workspaces", offsetof(cost_mem, workspace)},
+    {"reserve_bytes", "reserve", "allocator reserve", offsetof(cost_mem, reserve)},
+    {"context_bytes", "context", "CUDA context, NCCL", offsetof(cost_mem, context)},
+    {"total_bytes", "total", "total", offsetof(cost_mem, total)},
 };
 _Static_assert(sizeof(cost_mem) == AP_COUNT(mem_parts) * sizeof(double), "every part of cost_mem is in mem_parts[]");
+
+const cost_mem_part *cost_mem_parts(size_t *n) {
+  *n = AP_COUNT(mem_parts) - 1; /* the last row is the total */
+  return mem_parts;
+}
 
 void cost_result_put(jd *d, json_t *o, const cost_result *r) {
   jd_num(d, o, "iteration_time_s", r->iter_s);
@@ -92,10 +97,13 @@ void cost_result_put(jd *d, json_t *o, const cost_result *r) {
   jd_num(d, f, "palm", r->flop_palm);
   jd_num(d, f, "megatron", r->flop_megatron);
   jd_num(d, f, "hardware", r->flop_hardware);
+  jd_num(d, f, "graph", r->flop_graph);
   json_t *mfu = jd_obj(d, o, "mfu");
   jd_num(d, mfu, "palm", r->mfu_palm);
   jd_num(d, mfu, "megatron", r->mfu_megatron);
   jd_num(d, mfu, "hardware", r->hfu);
+  jd_num(d, mfu, "graph", r->mfu_graph);
+  jd_str(d, mfu, "headline", r->headline_graph ? "graph" : "palm");
   jd_str(d, mfu, "peak", "dense bf16");
   json_t *tf = jd_obj(d, o, "tflops_per_device");
   jd_num(d, tf, "palm", r->tflops_per_device_palm);
@@ -105,6 +113,7 @@ void cost_result_put(jd *d, json_t *o, const cost_result *r) {
   jd_num(d, m, "peak_bytes", r->peak_mem_bytes);
   jd_int(d, m, "peak_stage", r->peak_rank);
   jd_bool(d, m, "fits", r->fits);
+  jd_num(d, m, "reserve_fraction", r->reserve_fraction);
   if (r->host_mem_bytes > 0) { /* offload (cost/offload.c): the host memory per node it takes, and the node's */
     jd_num(d, m, "host_bytes", r->host_mem_bytes);
     jd_num(d, m, "host_capacity_bytes", r->host_capacity_bytes);
@@ -172,9 +181,15 @@ static void estimate_text(strbuf *sb, const json_t *doc) {
   double it = jd_getn(doc, "iteration_time_s");
   sb_printf(sb, "\niteration  %.4f s   %.0f tokens/s   %.1f tokens/s/device   bound: %s\n", it,
             jd_getn(doc, "tokens_per_s"), jd_getn(doc, "tokens_per_s_per_device"), jd_gets(doc, "bound"));
-  sb_printf(sb, "MFU        %.1f%% (PaLM: 6N + attention, no causal discount)   %.1f%% (Megatron: causal /2)   "
-                "HFU %.1f%%   of dense bf16 peak\n",
-            100 * jd_getn(doc, "mfu.palm"), 100 * jd_getn(doc, "mfu.megatron"), 100 * jd_getn(doc, "mfu.hardware"));
+  const char *headline = jd_gets(doc, "mfu.headline");
+  if (headline && strcmp(headline, "graph") == 0)
+    sb_printf(sb, "MFU        %.1f%% (graph FLOPs: every op's forward and backward)   HFU %.1f%%   of dense bf16 peak   "
+                  "(PaLM's 6N: %.1f%%)\n",
+              100 * jd_getn(doc, "mfu.graph"), 100 * jd_getn(doc, "mfu.hardware"), 100 * jd_getn(doc, "mfu.palm"));
+  else
+    sb_printf(sb, "MFU        %.1f%% (PaLM: 6N + attention, no causal discount)   %.1f%% (Megatron: causal /2)   "
+                  "HFU %.1f%%   of dense bf16 peak\n",
+              100 * jd_getn(doc, "mfu.palm"), 100 * jd_getn(doc, "mfu.megatron"), 100 * jd_getn(doc, "mfu.hardware"));
   sb_printf(sb, "TFLOP/s    %.1f per device (PaLM), %.1f (Megatron)\n\n", jd_getn(doc, "tflops_per_device.palm"),
             jd_getn(doc, "tflops_per_device.megatron"));
   sb_puts(sb, "time breakdown (critical pipeline rank)\n");
@@ -188,6 +203,9 @@ static void estimate_text(strbuf *sb, const json_t *doc) {
   bool host_short = host > host_cap;
   sb_printf(sb, "\nmemory per device (GiB), capacity %.1f: %s\n", gib(jd_getn(m, "capacity_bytes")),
             jd_getn(m, "peak_bytes") <= jd_getn(m, "capacity_bytes") ? "fits" : "DOES NOT FIT");
+  sb_printf(sb, "allocator reserve %.0f%% of the transient bytes (activations, logits, buffers, step copies; "
+                "memory.reserve_fraction, fitted by calibration)\n",
+            100 * jd_getn(m, "reserve_fraction"));
   if (host > 0)
     sb_printf(sb, "host memory per node for offload: %.1f GiB of %.1f: %s\n", gib(host), gib(host_cap),
               host_short ? "DOES NOT FIT" : "fits");

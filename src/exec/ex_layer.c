@@ -465,22 +465,9 @@ double ex_head_loss(const ex_model *m, const float *w, float *g, const float *x,
   float *dy = malloc((size_t)(T * H) * sizeof *dy);
   double loss = NAN;
   if (y && mu && r && logits && dlog && dy) {
-    loss = 0.0;
     exo_norm_fwd(ln, T, H, c->eps, x, w + m->nfw, ln ? w + m->nfb : NULL, y, mu, r);
     exo_linear(T, V, H, y, H, w + m->head, H, NULL, logits, V, 0.0f);
-    for (int64_t t = 0; t < T; t++) {
-      const float *l = logits + t * V;
-      float mx = l[0];
-      for (int64_t v = 1; v < V; v++) mx = l[v] > mx ? l[v] : mx;
-      double sum = 0.0;
-      for (int64_t v = 0; v < V; v++) sum += exp((double)l[v] - mx);
-      double lse = mx + log(sum);
-      loss += lse - l[labels[t]];
-      /* ∂(scale·CE)/∂logit = scale·(softmax − one-hot); written over the logits when fused. */
-      float *dl = dlog + t * V;
-      for (int64_t v = 0; v < V; v++) dl[v] = (float)(scale * exp((double)l[v] - lse));
-      dl[labels[t]] -= (float)scale;
-    }
+    loss = exo_xent(T, V, logits, labels, scale, dlog);
     exo_linear_bwd(T, V, H, y, H, w + m->head, H, dlog, V, dy, H, 0.0f, g + m->head, NULL);
     exo_norm_bwd(ln, T, H, x, w + m->nfw, mu, r, dy, dx, g + m->nfw, ln ? g + m->nfb : NULL);
   }

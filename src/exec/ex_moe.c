@@ -82,8 +82,8 @@ static int64_t recv_offset(const int64_t *cnt_recv, int ep, int64_t el, int s, i
 }
 
 /* Routing: probabilities, the top k and their renormalised weights. */
-static void route(const ex_cfg *c, ex_act *a) {
-  int64_t T = a->T, E = c->E, K = c->K;
+static void route(const ex_cfg *c, ex_act *a, int64_t T) {
+  int64_t E = c->E, K = c->K;
   for (int64_t t = 0; t < T; t++) {
     float *p = a->probs + t * E, mx = p[0];
     for (int64_t e = 1; e < E; e++) mx = p[e] > mx ? p[e] : mx;
@@ -105,7 +105,11 @@ static void route(const ex_cfg *c, ex_act *a) {
   }
 }
 
-static bool tp_on(const ex_act *a) { return a->tp.size > 1; }
+/* The experts split over the tensor-parallel ranks (etp = tp); with etp = 1 (expert_whole) each rank routes its own
+ * sequence-parallel rows to whole experts and no tensor-parallel collective runs in the MoE MLP. */
+static bool tp_on(const ex_act *a) { return a->tp.size > 1 && !a->tp.expert_whole; }
+/* The rows the MoE MLP routes: the whole micro-batch (gathered) with etp = tp, else the rank's own. */
+static int64_t rows_of(const ex_act *a) { return tp_on(a) ? a->T : a->T_loc; }
 
 /* This tp rank's share of an expert: rows [f0, f0 + Fl) of w1 and of w3, columns of w2. */
 static void expert_fwd(const ex_cfg *c, const float *w13, const float *w2, int64_t f0, int64_t Fl, int64_t ne,
@@ -130,8 +134,8 @@ static void expert_bwd(const ex_cfg *c, const float *w13, const float *w2, float
 bool ex_moe_fwd(const ex_model *md, const ex_layer_w *lw, const float *w, ex_act *a, float *out_loc) {
   const ex_cfg *c = &md->c;
   int ep = ep_size(a), me = ep > 1 ? a->tp.ep_rank : 0;
-  int64_t T = a->T, H = c->H, E = c->E, K = c->K, el = E / ep, n = T * K;
-  int64_t Fl = c->F / a->tp.size, f0 = a->tp.rank * Fl, F = Fl;
+  int64_t T = rows_of(a), H = c->H, E = c->E, K = c->K, el = E / ep, n = T * K;
+  int64_t Fl = tp_on(a) ? c->F / a->tp.size : c->F, f0 = tp_on(a) ? a->tp.rank * Fl : 0, F = Fl;
   bool oom = false;
   /* the whole micro-batch's rows (gathered under tensor parallelism) */
   if (tp_on(a) && !a->m_full) a->m_full = fbuf(a, T * H, &oom);
@@ -153,7 +157,7 @@ bool ex_moe_fwd(const ex_model *md, const ex_layer_w *lw, const float *w, ex_act
   float *xr = NULL, *yr = NULL;
   if (ok) {
     exo_linear(T, E, H, m, H, w + lw->router, H, NULL, a->probs, E, 0.0f);
-    route(c, a);
+    route(c, a, T);
     int64_t j = 0; /* send order: by expert (so by owner, then local expert), then token */
     for (int64_t e = 0; e < E; e++)
       for (int64_t i = 0; i < n; i++)
@@ -228,8 +232,8 @@ bool ex_moe_bwd(const ex_model *md, const ex_layer_w *lw, const float *w, float 
                 float *dm_loc) {
   const ex_cfg *c = &md->c;
   int ep = ep_size(a), me = ep > 1 ? a->tp.ep_rank : 0;
-  int64_t T = a->T, H = c->H, E = c->E, K = c->K, el = E / ep, n = T * K;
-  int64_t Fl = c->F / a->tp.size, f0 = a->tp.rank * Fl, F = Fl;
+  int64_t T = rows_of(a), H = c->H, E = c->E, K = c->K, el = E / ep, n = T * K;
+  int64_t Fl = tp_on(a) ? c->F / a->tp.size : c->F, f0 = tp_on(a) ? a->tp.rank * Fl : 0, F = Fl;
   float *dout_full = tp_on(a) ? malloc((size_t)(T * H) * sizeof *dout_full) : NULL;
   float *dm = tp_on(a) ? malloc((size_t)(T * H) * sizeof *dm) : dm_loc;
   if (tp_on(a) && (!dout_full || !dm)) {

@@ -258,3 +258,21 @@ void exo_gelu_bwd(int64_t n, const float *x, const float *dy, float *dx) {
     dx[i] = dy[i] * d;
   }
 }
+
+double exo_xent(int64_t T, int64_t V, const float *logits, const int32_t *labels, double scale, float *dlog) {
+  double loss = 0.0;
+  for (int64_t t = 0; t < T; t++) {
+    const float *l = logits + t * V;
+    float mx = l[0];
+    for (int64_t v = 1; v < V; v++) mx = l[v] > mx ? l[v] : mx;
+    double sum = 0.0;
+    for (int64_t v = 0; v < V; v++) sum += exp((double)l[v] - mx);
+    double lse = mx + log(sum);
+    loss += lse - l[labels[t]];
+    /* ∂(scale·CE)/∂logit = scale·(softmax − one-hot); dlog may be logits itself (the fused loss). */
+    float *dl = dlog + t * V;
+    for (int64_t v = 0; v < V; v++) dl[v] = (float)(scale * exp((double)l[v] - lse));
+    dl[labels[t]] -= (float)scale;
+  }
+  return loss;
+}

@@ -70,4 +70,8 @@ AP_HIDDEN void exo_swiglu_bwd(int64_t T, int64_t F, const float *up, const float
 AP_HIDDEN void exo_gelu_fwd(int64_t n, const float *x, float *y);
 AP_HIDDEN void exo_gelu_bwd(int64_t n, const float *x, const float *dy, float *dx);
 
+/* Cross entropy of T rows of V logits against labels, summed (log-sum-exp in double); dlog[T, V] receives
+ * scale·(softmax − one-hot), and may be logits itself (written over it: the fused loss). */
+AP_HIDDEN double exo_xent(int64_t T, int64_t V, const float *logits, const int32_t *labels, double scale, float *dlog);
+
 #endif

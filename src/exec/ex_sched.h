@@ -21,7 +21,7 @@ typedef struct {
 
 /* What the executor takes from the plan, read in one place (rank.c rk_read_plan). */
 typedef struct {
-  int64_t dp, tp, pp, cp, ep, edp, vpp, n_dev;
+  int64_t dp, tp, pp, cp, ep, edp, etp, vpp, n_dev;
   int64_t mbs, n_mb, gbs, seq;
   int zero;
   int schedule; /* plan_schedule */

@@ -98,6 +98,8 @@ typedef struct {
   void (*all_gather_seq)(void *user, const float *loc, float *full, int64_t B, int64_t S, int64_t H);
   void (*reduce_scatter_seq)(void *user, const float *full, float *loc, int64_t B, int64_t S, int64_t H);
   float *g_repl;
+  /* Expert tensor parallelism 1 under tp > 1 (etp = 1): the MoE MLP runs whole experts on the rank's own rows. */
+  bool expert_whole;
   /* Expert parallelism (ex_moe.c): this rank's place in its ep group (size 0 or 1: none) and the all-to-alls:
    * ep_counts sends n int64 to every rank and receives n from each; ep_rows sends send_rows[d] rows of H floats
    * to rank d and receives recv_rows[s] from rank s, both in rank order. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "core/jsonx.h"
 #include "exec/rank.h"
@@ -112,13 +113,11 @@ static void read_plan(ap_ctx *ctx, const char *path, const ap_model *model, cons
   if (out->tp > 1 && c->F % out->tp)
     die(2, "%s: parallel.tp: %lld must divide the MLP width %lld (intermediate_size)", path, (long long)out->tp, (long long)c->F);
   out->edp = plan_edp(p);
-  if (c->E && plan_etp(p) != out->tp)
-    die(2, "%s: parallel.etp: %lld: the executor runs experts split as the dense layers are (etp = tp = %lld) only", path,
-        (long long)plan_etp(p), (long long)out->tp);
+  out->etp = plan_etp(p);
+  if (c->E && out->etp != out->tp && out->etp != 1)
+    die(2, "%s: parallel.etp: %lld: the executor runs experts split as the dense layers are (etp = tp = %lld) or whole "
+        "(etp = 1) only", path, (long long)out->etp, (long long)out->tp);
   if (out->dp > 4 * RK_MAX_CHUNKS) die(2, "%s: parallel.dp: more than %d data-parallel ranks", path, 4 * RK_MAX_CHUNKS);
-  if (out->cp > 1 && (c->E || out->tp > 1))
-    die(2, "%s: parallel.cp: %lld: the executor runs context parallelism on dense models without tensor parallelism "
-        "only", path, (long long)out->cp);
   if (out->dp * out->cp > 4 * RK_MAX_CHUNKS) die(2, "%s: parallel.cp: dp·cp above %d", path, 4 * RK_MAX_CHUNKS);
   if (plan_n_chunks(p) > RK_MAX_CHUNKS) die(2, "%s: parallel.vpp: more than %d chunks", path, RK_MAX_CHUNKS);
   if (out->seq < 1 || (c->family == EX_GPT2 && out->seq > c->P))
@@ -303,8 +302,14 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* This process's CPU time, seconds (user and system, all its threads). */
+static double cpu_now_s(void) {
+  struct timespec ts;
+  return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0 ? (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec : 0.0;
+}
+
 static void write_result(const rk_args *a, const rk_state *s, const double *loss, const double *time_s,
-                         const long *rss, ap_ctx *ctx) {
+                         const double *cpu_s, const long *rss, ap_ctx *ctx) {
   strbuf sb = {0};
   sb_puts(&sb, "{\"format\": \"autopar-run/1\", \"model\": ");
   jx_sb_str(&sb, a->model);
@@ -317,6 +322,8 @@ static void write_result(const rk_args *a, const rk_state *s, const double *loss
     jx_sb_num(&sb, loss[t]);
     sb_puts(&sb, ", \"time_s\": ");
     jx_sb_num(&sb, time_s[t]);
+    sb_puts(&sb, ", \"cpu_s\": ");
+    jx_sb_num(&sb, cpu_s[t]);
     sb_puts(&sb, "}");
   }
   /* the median over the steps after the first (the first pays warm-up), or the only step */
@@ -455,6 +462,7 @@ int main(int argc, char **argv) {
   /* The expert mesh (plan.h): ep groups share the pipeline rank and the expert-data-parallel coordinate. */
   s.tp.ep_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_EP);
   s.tp.ep_size = (int)s.p.ep;
+  s.tp.expert_whole = tps > 1 && s.p.etp == 1;
   int edp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_EDP), etp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_ETP);
   MPI_Comm_split(MPI_COMM_WORLD, (s.pp_rank * (int)s.p.edp + edp_rank) * tps + etp_rank, s.tp.ep_rank, &s.ep_comm);
   if (tps > 1) {
@@ -476,14 +484,15 @@ int main(int argc, char **argv) {
   s.mom = calloc((size_t)(n_state ? n_state : 1), sizeof *s.mom);
   s.var = calloc((size_t)(n_state ? n_state : 1), sizeof *s.var);
   float *shard_g = malloc((size_t)(max_range ? max_range : 1) * sizeof *shard_g);
-  double *loss = calloc((size_t)a.steps, sizeof *loss), *time_s = calloc((size_t)a.steps, sizeof *time_s);
-  if (!s.mom || !s.var || !shard_g || !loss || !time_s) die(1, "out of memory");
+  double *loss = calloc((size_t)a.steps, sizeof *loss), *time_s = calloc((size_t)a.steps, sizeof *time_s),
+         *cpu_s = calloc((size_t)a.steps, sizeof *cpu_s);
+  if (!s.mom || !s.var || !shard_g || !loss || !time_s || !cpu_s) die(1, "out of memory");
   bool tied_split = s.m.head == s.m.emb && s.p.chunk_rank[0] != s.p.chunk_rank[n_chunks - 1];
   int64_t emb_n = s.m.c.V * s.m.c.H;
   char msg[600];
   for (int64_t t = 0; t < a.steps; t++) {
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
+    double t0 = MPI_Wtime(), c0 = cpu_now_s();
     if (s.p.zero == 3 && t > 0)
       for (int64_t k = 0; k < n_chunks; k++)
         if (s.p.chunk_rank[k] == s.pp_rank) gather_params(&s, k);
@@ -504,8 +513,10 @@ int main(int argc, char **argv) {
     }
     double total = 0.0;
     MPI_Allreduce(&l_sum, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double my_cpu = cpu_now_s() - c0;
     MPI_Barrier(MPI_COMM_WORLD);
     time_s[t] = MPI_Wtime() - t0;
+    MPI_Allreduce(&my_cpu, &cpu_s[t], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     loss[t] = total / ((double)s.p.gbs * (double)s.p.seq);
   }
   if (s.p.zero == 3)
@@ -519,11 +530,12 @@ int main(int argc, char **argv) {
   MPI_Gather(&my_rss, 1, MPI_LONG, rss, 1, MPI_LONG, 0, MPI_COMM_WORLD);
   if (s.rank == 0) {
     if (a.save && ex_save(ctx, &s.m, a.save, s.w)) die(2, "%s", ap_ctx_error(ctx));
-    write_result(&a, &s, loss, time_s, rss, ctx);
+    write_result(&a, &s, loss, time_s, cpu_s, rss, ctx);
   }
   free(rss);
   free(loss);
   free(time_s);
+  free(cpu_s);
   free(shard_g);
   free(s.mom);
   free(s.var);

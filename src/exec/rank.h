@@ -31,6 +31,21 @@ typedef struct {
 /* `autopar-rank --profile OUT.json [--quick]` (rank_prof.c): measures the machine and writes a cluster file. */
 int rk_profile_main(int argc, char **argv);
 
+/* The executor's non-GEMM kernels as `autopar profile` times them (rank_kern.c), seconds per unit of work (see
+ * there): the profile's "executor" object, which src/cost/exec_cpu.c reads. Attention is per head·query·key at
+ * head dimension EXEC_ATTN_HD. */
+enum { EXEC_ATTN_HD = 64 };
+typedef struct {
+  double norm_fwd_s, norm_bwd_s, swiglu_fwd_s, swiglu_bwd_s, gelu_fwd_s, gelu_bwd_s, rope_s, attn_fwd_s, attn_bwd_s,
+      xent_s, adam_s, copy_s;
+} rk_kernels;
+void rk_profile_kernels(bool quick, rk_kernels *out);
+/* The calling thread's CPU time, seconds (rank_kern.c): what the profile times compute in. */
+double rk_thread_cpu_s(void);
+/* The resident bytes of this process once OpenBLAS has run a GEMM and MPI small messages, and now (rank_kern.c). */
+double rk_profile_base_rss(void);
+double rk_profile_rss_bytes(void);
+
 /* Tensor-parallel communication over s->tp_comm (rank.c), the callbacks of ex_tp. */
 void rk_tp_all_reduce(void *user, float *buf, int64_t n);
 void rk_tp_all_gather_seq(void *user, const float *loc, float *full, int64_t B, int64_t S, int64_t H);

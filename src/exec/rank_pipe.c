@@ -120,13 +120,21 @@ static bool run_forward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int32
   }
   if (chunk == 0 || chunk == c->n_chunks - 1) tokens(s, t, mb, in, lab);
   if (chunk == 0) {
+    /* The embedding of the whole micro-batch; this rank keeps its context-parallel positions (in the layout's
+     * order), then, under sequence parallelism, its tensor-parallel share of each (cp-local) sequence. */
     ex_embed_fwd(&s->m, s->w, in, p->mbs, p->seq, y);
-    if (sp)
+    if (p->cp > 1) {
+      int64_t rows = p->mbs * c->S_layer;
+      for (int64_t i = 0; i < rows; i++) memcpy(x + i * c->H, y + cp_row(c, i) * c->H, (size_t)c->H * sizeof *x);
+      if (sp) {
+        memcpy(y, x, (size_t)(rows * c->H) * sizeof *y);
+        slice_seq(s, y, x, p->mbs, c->S_layer, c->H);
+      }
+    } else if (sp) {
       slice_seq(s, y, x, p->mbs, p->seq, c->H);
-    else if (p->cp > 1)
-      for (int64_t i = 0; i < c->T_act; i++) memcpy(x + i * c->H, y + cp_row(c, i) * c->H, (size_t)c->H * sizeof *x);
-    else
+    } else {
       memcpy(x, y, (size_t)n * sizeof *x);
+    }
   }
   int64_t nl = p->chunk_layers[chunk];
   ex_act **acts = calloc((size_t)(nl ? nl : 1), sizeof *acts);
@@ -143,12 +151,12 @@ static bool run_forward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int32
     double scale = 1.0 / ((double)p->gbs * (double)p->seq);
     float *xf = x, *df = malloc((size_t)nfull * sizeof *df);
     if (sp && df) {
-      s->tp.all_gather_seq(s->tp.user, x, y, p->mbs, p->seq, c->H);
+      s->tp.all_gather_seq(s->tp.user, x, y, p->mbs, c->S_layer, c->H);
       xf = y;
     }
     int64_t rows = c->T;
     if (p->cp > 1) { /* this rank's tokens only: their labels, in the layout's order */
-      rows = c->T_act;
+      rows = p->mbs * c->S_layer;
       for (int64_t i = 0; i < rows; i++) c->lab_loc[i] = lab[cp_row(c, i)];
     }
     double l = df ? ex_head_loss(&s->m, s->w, whole_grads(s), xf, p->cp > 1 ? c->lab_loc : lab, rows, scale,
@@ -156,7 +164,7 @@ static bool run_forward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int32
                   : NAN;
     ok = l == l; /* not NaN (out of memory) */
     if (s->tp_rank == 0) *loss += l;
-    if (ok && sp) slice_seq(s, df, x, p->mbs, p->seq, c->H);
+    if (ok && sp) slice_seq(s, df, x, p->mbs, c->S_layer, c->H);
     if (ok && !sp) memcpy(x, df, (size_t)n * sizeof *x);
     free(df);
     c->dhead[mb] = x;
@@ -206,9 +214,22 @@ static bool run_backward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int3
       free(d);
       return false;
     }
-    if (sp) s->tp.all_gather_seq(s->tp.user, d, df, p->mbs, p->seq, c->H);
-    if (p->cp > 1) /* this rank's rows; the others' embedding gradients come from their ranks */
+    if (sp && p->cp > 1) { /* the tensor-parallel shares of this rank's cp-local sequences, then their rows */
+      int64_t rows = p->mbs * c->S_layer;
+      float *g = malloc((size_t)(rows * c->H) * sizeof *g);
+      if (!g) {
+        free(df);
+        free(d);
+        return false;
+      }
+      s->tp.all_gather_seq(s->tp.user, d, g, p->mbs, c->S_layer, c->H);
+      for (int64_t i = 0; i < rows; i++) memcpy(df + cp_row(c, i) * c->H, g + i * c->H, (size_t)c->H * sizeof *df);
+      free(g);
+    } else if (sp) {
+      s->tp.all_gather_seq(s->tp.user, d, df, p->mbs, p->seq, c->H);
+    } else if (p->cp > 1) { /* this rank's rows; the others' embedding gradients come from their ranks */
       for (int64_t i = 0; i < c->T_act; i++) memcpy(df + cp_row(c, i) * c->H, d + i * c->H, (size_t)c->H * sizeof *df);
+    }
     ex_embed_bwd(&s->m, whole_grads(s), in, p->mbs, p->seq, df);
     if (df != d) free(df);
     free(d);
@@ -235,7 +256,7 @@ double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg) {
   c.s = s;
   c.S = p->seq;
   c.T = p->mbs * p->seq;
-  c.T_act = s->tp.sp && s->tp.size > 1 ? c.T / s->tp.size : c.T / p->cp;
+  c.T_act = c.T / p->cp / (s->tp.sp && s->tp.size > 1 ? s->tp.size : 1);
   c.S_layer = p->seq / p->cp;
   c.H = s->m.c.H;
   c.n_chunks = p->pp * p->vpp;

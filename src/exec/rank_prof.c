@@ -4,10 +4,10 @@
  * autopar-profile/1 format of data/profiles/h200.json, docs/profile-format.md; dtype fp32):
  *  - GEMM y[m, n] = x[m, k]·W[n, k]ᵀ (cblas_sgemm, row-major, W transposed: a linear layer) at the shapes a
  *    transformer layer produces (qkv, attn_out, mlp_up, mlp_down, lm_head for a few hidden sizes and token
- *    counts); time is the slowest rank's median, since a step waits for the slowest rank;
+ *    counts); time is the slowest rank's least of the repetitions, since a step waits for the slowest rank;
  *  - memory bandwidth: memcpy of a buffer far above the caches, bytes = 2·size (read and write) per copy;
  *  - MPI alpha-beta per collective (all-reduce, all-gather, reduce-scatter, all-to-all, send/recv) for each
- *    group size used (2, 4, … and the world): t(bytes) = alpha + bytes/bw fitted by least squares.
+ *    group size used (2, 4, … and the world): t(bytes) = alpha + bytes/bw (fit_alpha_beta).
  * A CPU has no datasheet figure here, so the profile's fp32 "peak" is its fastest measured GEMM and the
  * efficiencies are relative to it (stated in the file's peak_source). The device also states that rate as its
  * bf16 peak, since the executor runs all work in fp32 and the cost model rates some work (attention core,
@@ -33,10 +33,13 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* The median of n timings, then the slowest rank's (every rank calls it). */
-static double slowest_median(double *t, int n, MPI_Comm comm) {
+/* The least of n timings, then the slowest rank's (every rank calls it): the rate of the machine when nothing
+ * else interferes (on a shared machine the median measures the other jobs; on a quiet one the two agree within
+ * a few per cent). Compute and memcpy are timed in the thread's CPU time (rk_thread_cpu_s), so that a rank
+ * preempted by another job is not charged for the wait; the collectives, whose cost is waiting, in wall time. */
+static double slowest_least(double *t, int n, MPI_Comm comm) {
   qsort(t, (size_t)n, sizeof *t, cmp_double);
-  double med = t[n / 2], worst = 0;
+  double med = t[0], worst = 0;
   MPI_Allreduce(&med, &worst, 1, MPI_DOUBLE, MPI_MAX, comm);
   return worst;
 }
@@ -45,10 +48,18 @@ static void fill(float *x, int64_t n) {
   for (int64_t i = 0; i < n; i++) x[i] = (float)((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
 }
 
+/* One GEMM as the executor calls it: layout nt (forward y = x·Wᵀ), nn (input gradient dy·W) or tn (weight
+ * gradient dyᵀ·x), C[m, n] from a k-deep product. */
 typedef struct {
-  const char *op;
+  const char *op, *layout;
   int64_t hidden, m, n, k;
 } gemm_shape;
+
+static void run_gemm(const gemm_shape *g, const float *a, const float *b, float *c) {
+  bool ta = g->layout[0] == 't', tb = g->layout[1] == 't';
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)g->m, (int)g->n,
+              (int)g->k, 1.0f, a, ta ? (int)g->m : (int)g->k, b, tb ? (int)g->k : (int)g->n, 0.0f, c, (int)g->n);
+}
 
 /* Times one GEMM shape: reps until about budget_s (at least 3), all ranks in step. */
 static double time_gemm(const gemm_shape *g, double budget_s, int *reps_out) {
@@ -61,30 +72,28 @@ static double time_gemm(const gemm_shape *g, double budget_s, int *reps_out) {
   }
   fill(x, g->m * g->k);
   fill(w, g->n * g->k);
-  double t0 = MPI_Wtime();
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->m, (int)g->n, (int)g->k, 1.0f, x, (int)g->k, w,
-              (int)g->k, 0.0f, y, (int)g->n); /* warm-up and probe */
-  double probe = MPI_Wtime() - t0, slow = 0;
+  double t0 = rk_thread_cpu_s();
+  run_gemm(g, x, w, y); /* warm-up and probe */
+  double probe = rk_thread_cpu_s() - t0, slow = 0;
   MPI_Allreduce(&probe, &slow, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   int reps = (int)(budget_s / (slow > 1e-6 ? slow : 1e-6));
-  if (reps < 3) reps = 3;
+  if (reps < 5) reps = 5;
   if (reps > 50) reps = 50;
   double t[50];
   for (int r = 0; r < reps; r++) {
     MPI_Barrier(MPI_COMM_WORLD);
-    t0 = MPI_Wtime();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->m, (int)g->n, (int)g->k, 1.0f, x, (int)g->k, w,
-                (int)g->k, 0.0f, y, (int)g->n);
-    t[r] = MPI_Wtime() - t0;
+    t0 = rk_thread_cpu_s();
+    run_gemm(g, x, w, y);
+    t[r] = rk_thread_cpu_s() - t0;
   }
   free(x);
   free(w);
   free(y);
   *reps_out = reps;
-  return slowest_median(t, reps, MPI_COMM_WORLD);
+  return slowest_least(t, reps, MPI_COMM_WORLD);
 }
 
-/* One collective of `bytes` (per rank's full buffer) over comm, timed reps times; the slowest rank's median. */
+/* One collective of `bytes` (per rank's full buffer) over comm, timed reps times; the slowest rank's least of the repetitions. */
 static double time_coll(int kind, int64_t bytes, MPI_Comm comm, int reps) {
   int me, n;
   MPI_Comm_rank(comm, &me);
@@ -109,18 +118,22 @@ static double time_coll(int kind, int64_t bytes, MPI_Comm comm, int reps) {
   }
   free(a);
   free(b);
-  return slowest_median(t, reps, comm);
+  return slowest_least(t, reps, comm);
 }
 
-/* Least squares t = alpha + beta·bytes over n points; alpha clamped to >= 1e-7 s, beta to > 0. */
+/* t = alpha + beta·bytes from n points (sizes ascending): the bandwidth 1/beta is the best measured throughput
+ * bytes/t over the sizes of 64 KiB and more (each point is already the least of its repetitions), alpha the
+ * least t − bytes·beta over all sizes, at least 1e-7 s. On a quiet machine this is the usual fit (the largest
+ * size's throughput is the bandwidth less alpha's share); on a shared one, where a preempted repetition of a
+ * large message takes a time slice, it keeps one slow point from setting the bandwidth. */
 static void fit_alpha_beta(const double *bytes, const double *t, int n, double *alpha, double *beta) {
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (int i = 0; i < n; i++) sx += bytes[i], sy += t[i], sxx += bytes[i] * bytes[i], sxy += bytes[i] * t[i];
-  double d = n * sxx - sx * sx;
-  *beta = d > 0 ? (n * sxy - sx * sy) / d : t[n - 1] / bytes[n - 1];
-  if (*beta <= 0) *beta = t[n - 1] / bytes[n - 1];
-  *alpha = (sy - *beta * sx) / n;
-  if (*alpha < 1e-7) *alpha = 1e-7;
+  double bw = 0;
+  for (int i = 0; i < n; i++)
+    if (bytes[i] >= 65536 || i == n - 1) bw = fmax(bw, bytes[i] / t[i]);
+  *beta = 1.0 / bw;
+  *alpha = INFINITY;
+  for (int i = 0; i < n; i++) *alpha = fmin(*alpha, t[i] - bytes[i] * *beta);
+  if (!(*alpha >= 1e-7)) *alpha = 1e-7;
 }
 
 int rk_profile_main(int argc, char **argv) {
@@ -138,28 +151,38 @@ int rk_profile_main(int argc, char **argv) {
     if (me == 0) fprintf(stderr, "autopar-rank: --profile: expected an output path\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
+  double base_rss = rk_profile_base_rss(), base_rss_max = 0;
   /* GEMM shapes of a layer (Llama-style: q, k, v fused as 3H with full heads; SwiGLU's gate and up fused as 2F
-   * with F = 4H; a vocabulary of 8192). */
-  static const int64_t hiddens[] = {128, 256, 512}, tokens[] = {256, 1024};
-  gemm_shape shapes[32];
+   * with F = 4H; a vocabulary of 2048), each in the three layouts a linear layer's forward, input gradient and
+   * weight gradient call (ex_ops.c exo_linear, exo_linear_bwd). */
+  static const int64_t hiddens[] = {128, 256, 512}, tokens[] = {128, 512, 1024};
+  enum { MAX_SHAPES = 3 * 3 * 5 * 3 };
+  static gemm_shape shapes[MAX_SHAPES];
   int ns = 0;
   for (size_t h = 0; h < AP_COUNT(hiddens); h++)
     for (size_t t = 0; t < AP_COUNT(tokens); t++) {
-      if (quick && (h != 1 || t != 0)) continue;
-      int64_t H = hiddens[h], m = tokens[t], F = 4 * H;
-      shapes[ns++] = (gemm_shape){"qkv", H, m, 3 * H, H};
-      shapes[ns++] = (gemm_shape){"attn_out", H, m, H, H};
-      shapes[ns++] = (gemm_shape){"mlp_up", H, m, 2 * F, H};
-      shapes[ns++] = (gemm_shape){"mlp_down", H, m, H, F};
-      shapes[ns++] = (gemm_shape){"lm_head", H, m, 8192, H};
+      if (quick && (h != 1 || t != 1)) continue;
+      int64_t H = hiddens[h], T = tokens[t], F = 4 * H;
+      const struct {
+        const char *op;
+        int64_t out, in;
+      } lin[] = {{"qkv", 3 * H, H}, {"attn_out", H, H}, {"mlp_up", 2 * F, H}, {"mlp_down", H, F}, {"lm_head", 2048, H}};
+      for (size_t l = 0; l < AP_COUNT(lin); l++) {
+        shapes[ns++] = (gemm_shape){lin[l].op, "nt", H, T, lin[l].out, lin[l].in};
+        shapes[ns++] = (gemm_shape){lin[l].op, "nn", H, T, lin[l].in, lin[l].out};
+        shapes[ns++] = (gemm_shape){lin[l].op, "tn", H, lin[l].out, lin[l].in, T};
+      }
     }
-  double gemm_t[32], peak = 0, budget = quick ? 0.01 : 0.02;
-  int gemm_reps[32];
+  static double gemm_t[MAX_SHAPES];
+  static int gemm_reps[MAX_SHAPES];
+  double peak = 0, budget = quick ? 0.005 : 0.02;
   for (int i = 0; i < ns; i++) {
     gemm_t[i] = time_gemm(&shapes[i], budget, &gemm_reps[i]);
     double rate = 2.0 * (double)(shapes[i].m * shapes[i].n * shapes[i].k) / gemm_t[i];
     if (rate > peak) peak = rate;
   }
+  rk_kernels kern;
+  rk_profile_kernels(quick, &kern);
   /* Memory: 64 MiB copies (far above any L3 of this class of machine), every rank at once. */
   int64_t buf_bytes = quick ? 16 << 20 : 64 << 20;
   char *src = malloc((size_t)buf_bytes), *dst = malloc((size_t)buf_bytes);
@@ -170,14 +193,14 @@ int rk_profile_main(int argc, char **argv) {
   int mreps = quick ? 3 : 7;
   for (int r = 0; r < mreps; r++) {
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
+    double t0 = rk_thread_cpu_s();
     memcpy(dst, src, (size_t)buf_bytes);
-    mt[r] = MPI_Wtime() - t0;
+    mt[r] = rk_thread_cpu_s() - t0;
     src[r] = dst[buf_bytes - 1 - r]; /* keep the copy observable */
   }
   free(src);
   free(dst);
-  double mem_t = slowest_median(mt, mreps, MPI_COMM_WORLD), mem_bw = 2.0 * (double)buf_bytes / mem_t;
+  double mem_t = slowest_least(mt, mreps, MPI_COMM_WORLD), mem_bw = 2.0 * (double)buf_bytes / mem_t;
   /* Collectives at group sizes 2, 4, … below the world, and the world. */
   int groups[MAX_GROUPS], ng = 0;
   for (int g = 2; g < world && ng < MAX_GROUPS - 1; g *= 2) groups[ng++] = g;
@@ -202,6 +225,7 @@ int rk_profile_main(int argc, char **argv) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
   }
+  MPI_Allreduce(&base_rss, &base_rss_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   int rc = 0;
   if (me == 0) {
     char tmp[4200];
@@ -239,24 +263,38 @@ int rk_profile_main(int argc, char **argv) {
     fprintf(f, "      \"peak_flop_per_s\": {\"fp32\": %.6g},\n      \"mem_bw_Bps\": %.6g,\n      \"peak_source\": \"the "
                "fastest measured GEMM of this profile (a CPU core has no datasheet figure here)\",\n",
             peak, mem_bw);
-    fprintf(f, "      \"method\": {\"timing\": \"MPI_Wtime; all ranks at once after a barrier; the slowest rank's "
-               "median\", \"gemm\": \"cblas_sgemm row-major y = x W^T, OpenBLAS, 1 thread per rank\", \"memory\": "
+    fprintf(f, "      \"method\": {\"timing\": \"GEMMs, kernels and memcpy: the calling thread's CPU time "
+               "(CLOCK_THREAD_CPUTIME_ID: the time on the core, which a shared machine's other jobs do not inflate), "
+               "collectives: MPI_Wtime; all ranks at once after a barrier; the slowest rank's "
+               "least of the repetitions\", \"gemm\": \"cblas_sgemm row-major y = x W^T, OpenBLAS, 1 thread per rank\", \"memory\": "
                "\"memcpy of %lld bytes, bytes = 2 x size\", \"comm\": \"OpenMPI collectives on MPI_COMM_WORLD "
-               "subgroups; alpha + bytes/bw least squares\"},\n",
+               "subgroups; bw the best throughput of the sizes >= 64 KiB, alpha the least t - bytes/bw\"},\n",
             (long long)buf_bytes);
     fprintf(f, "      \"gemm\": [\n");
     for (int i = 0; i < ns; i++) {
       const gemm_shape *g = &shapes[i];
       double flop = 2.0 * (double)(g->m * g->n * g->k), rate = flop / gemm_t[i];
-      fprintf(f, "        {\"dtype\": \"fp32\", \"op\": \"%s\", \"hidden\": %lld, \"tp\": 1, \"m\": %lld, \"n\": %lld, "
-                 "\"k\": %lld, \"flop\": %.0f, \"time_s\": %.6g, \"flop_per_s\": %.6g, \"efficiency\": %.6f, \"reps\": "
-                 "%d}%s\n",
-              g->op, (long long)g->hidden, (long long)g->m, (long long)g->n, (long long)g->k, flop, gemm_t[i], rate,
+      fprintf(f, "        {\"dtype\": \"fp32\", \"op\": \"%s\", \"layout\": \"%s\", \"hidden\": %lld, \"tp\": 1, \"m\": "
+                 "%lld, \"n\": %lld, \"k\": %lld, \"flop\": %.0f, \"time_s\": %.6g, \"flop_per_s\": %.6g, \"efficiency\": "
+                 "%.6f, \"reps\": %d}%s\n",
+              g->op, g->layout, (long long)g->hidden, (long long)g->m, (long long)g->n, (long long)g->k, flop, gemm_t[i], rate,
               rate / peak, gemm_reps[i], i + 1 < ns ? "," : "");
     }
     fprintf(f, "      ],\n      \"gemm_failures\": [],\n      \"memory\": [{\"kind\": \"copy\", \"buffer_bytes\": %lld, "
                "\"bytes\": %lld, \"time_s\": %.6g, \"bw_Bps\": %.6g, \"efficiency\": 1, \"reps\": %d}],\n",
             (long long)buf_bytes, (long long)(2 * buf_bytes), mem_t, mem_bw, mreps);
+    fprintf(f, "      \"executor\": {\"method\": \"the executor's own kernels (autopar-rank rank_kern.c), every rank at "
+               "once, the slowest rank's least of the repetitions, seconds per unit: norm per element of [T, H], swiglu and gelu per "
+               "output element, rope per rotated element, attention per head x query x key at head dimension %d, xent "
+               "per logit, adam per parameter, copy per byte in the caches; base_rss_bytes: the largest rank's "
+               "resident set once MPI has communicated small messages and OpenBLAS has run\",\n", (int)EXEC_ATTN_HD);
+    fprintf(f, "        \"norm_fwd_s\": %.6g, \"norm_bwd_s\": %.6g, \"swiglu_fwd_s\": %.6g, \"swiglu_bwd_s\": %.6g, "
+               "\"gelu_fwd_s\": %.6g, \"gelu_bwd_s\": %.6g, \"rope_s\": %.6g,\n        \"attn_head_dim\": %d, "
+               "\"attn_fwd_s\": %.6g, \"attn_bwd_s\": %.6g, \"xent_s\": %.6g, \"adam_s\": %.6g, \"copy_s\": %.6g, "
+               "\"base_rss_bytes\": %.0f},\n",
+            kern.norm_fwd_s, kern.norm_bwd_s, kern.swiglu_fwd_s, kern.swiglu_bwd_s, kern.gelu_fwd_s, kern.gelu_bwd_s,
+            kern.rope_s, (int)EXEC_ATTN_HD, kern.attn_fwd_s, kern.attn_bwd_s, kern.xent_s, kern.adam_s, kern.copy_s,
+            base_rss_max);
     fprintf(f, "      \"comm\": [\n");
     for (int gi = 0; gi < ng; gi++)
       for (int c = 0; c < N_COLL; c++) {

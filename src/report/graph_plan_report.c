@@ -59,9 +59,9 @@ static void spec_text(strbuf *sb, const shard_spec *s) {
 static double op_cost_s(const gp_node *nd, const shard_strategy *s) { return nd->repeat * (s->compute_s + s->comm_s); }
 
 /* The max ops of largest own cost, largest first, one per group. */
-static int heaviest(const graph_problem *gp, const int32_t *ch, int *idx, int max) {
+static int heaviest(const graph_problem *gp, const int32_t *ch, int lo, int hi, int *idx, int max) {
   int n = 0;
-  for (int i = 0; i < gp->n_nodes; i++) {
+  for (int i = lo; i <= hi; i++) {
     double c = op_cost_s(&gp->nodes[i], &gp->nodes[i].s[ch[i]]);
     bool seen = false; /* one op per group: its tied copies say the same */
     for (int q = 0; q < n && !seen; q++) seen = gp->sp.group_of[idx[q]] == gp->sp.group_of[i];
@@ -86,16 +86,16 @@ static int heaviest(const graph_problem *gp, const int32_t *ch, int *idx, int ma
 
 /* Why node i got its strategy: the best other strategy of its group with every other group held, and the total
  * it would cost. */
-static void explain(strbuf *sb, const graph_problem *gp, const int32_t *ch, int i, bool json) {
+static void explain(strbuf *sb, const graph_problem *gp, const int32_t *ch, int lo, int hi, int i, bool json) {
   int32_t *alt = arena_alloc(gp->a, (size_t)gp->n_nodes * sizeof *alt);
   if (!alt) return;
   int g = gp->sp.group_of[i];
-  double base = gp_evaluate(gp, ch).total_s, best = INFINITY;
+  double base = gp_evaluate_range(gp, ch, lo, hi).total_s, best = INFINITY;
   int best_k = -1;
   for (int k = 0; k < gp->sp.n_s[g]; k++) {
     if (k == ch[i] || !sp_allowed(&gp->sp, g, k)) continue;
-    for (int j = 0; j < gp->n_nodes; j++) alt[j] = gp->sp.group_of[j] == g ? k : ch[j];
-    double t = gp_evaluate(gp, alt).total_s;
+    for (int j = 0; j < gp->n_nodes; j++) alt[j] = gp->sp.group_of[j] == g && j >= lo && j <= hi ? k : ch[j];
+    double t = gp_evaluate_range(gp, alt, lo, hi).total_s;
     if (t < best) best = t, best_k = k;
   }
   const gp_node *nd = &gp->nodes[i];
@@ -115,7 +115,7 @@ static void explain(strbuf *sb, const graph_problem *gp, const int32_t *ch, int 
     }
   }
   int n_group = 0;
-  for (int j = 0; j < gp->n_nodes; j++) n_group += gp->sp.group_of[j] == g;
+  for (int j = lo; j <= hi; j++) n_group += gp->sp.group_of[j] == g;
   char tail[96] = "";
   if (n_group > 1) snprintf(tail, sizeof tail, " (it and the %d ops that share its strategy switched together)", n_group - 1);
   char line[768];
@@ -201,6 +201,99 @@ static const char *status_name(solve_status s) {
   return s == SOLVE_OPTIMAL ? "optimal" : s == SOLVE_FEASIBLE ? "feasible" : "infeasible";
 }
 
+/* The plan's stages: r's own, or (a result without them, as the plan/2 reader builds) its one stage on the
+ * whole mesh. */
+static int plan_stages(const gplan_result *r, const hw_cluster *c, gstage *out) {
+  if (r->n_stages > 0) {
+    memcpy(out, r->stages, (size_t)r->n_stages * sizeof *out);
+    return r->n_stages;
+  }
+  int64_t dpn = c->n_groups > 0 ? c->groups[0].devices_per_node : r->mesh.n_devices;
+  bool whole = r->mesh.n_devices >= dpn;
+  out[0] = (gstage){0, r->gp.n_nodes - 1, whole ? r->mesh.n_devices / dpn : 1, whole ? dpn : r->mesh.n_devices,
+                    r->mesh, &r->gp, r->choice, r->n_micro > 0 ? r->br.total_s / r->n_micro : r->br.total_s, 0, 0, 0, 1};
+  return 1;
+}
+
+/* The stage that runs node i. */
+static const gstage *stage_of(const gstage *st, int n, int i) {
+  for (int q = 0; q < n; q++)
+    if (i >= st[q].first_node && i <= st[q].last_node) return &st[q];
+  return &st[0];
+}
+
+static const char *node_name(const graph_problem *gp, int i) {
+  const gp_node *nd = &gp->nodes[i];
+  const char *n = gp->g->blocks[nd->block].ops[nd->op].name;
+  return n ? n : "";
+}
+
+/* "stages": [{first_op, last_op, submesh, mesh, time_per_micro_batch_s, send_recv_s, in_flight}] */
+static void stages_json(strbuf *sb, const gstage *st, int n) {
+  sb_puts(sb, "[");
+  for (int q = 0; q < n; q++) {
+    const gstage *y = &st[q];
+    sb_puts(sb, q ? ", {\"first_op\": " : "{\"first_op\": ");
+    json_str(sb, y->last_node >= y->first_node ? node_name(y->gp, y->first_node) : "");
+    sb_puts(sb, ", \"last_op\": ");
+    json_str(sb, y->last_node >= y->first_node ? node_name(y->gp, y->last_node) : "");
+    sb_printf(sb, ", \"submesh\": [%lld, %lld], \"mesh\": [", (long long)y->hosts, (long long)y->per_host);
+    for (int a = 0; a < y->mesh.n_axes; a++) sb_printf(sb, "%s%lld", a ? ", " : "", (long long)y->mesh.shape[a]);
+    sb_puts(sb, "], \"levels\": [");
+    for (int a = 0; a < y->mesh.n_axes; a++) {
+      if (a) sb_puts(sb, ", ");
+      json_str(sb, y->mesh.level_name[a]);
+    }
+    sb_puts(sb, "], \"time_per_micro_batch_s\": ");
+    jx_sb_num(sb, y->time_s);
+    sb_puts(sb, ", \"send_recv_s\": ");
+    jx_sb_num(sb, y->send_s);
+    sb_printf(sb, ", \"in_flight\": %d}", y->in_flight);
+  }
+  sb_puts(sb, "]");
+}
+
+/* , "inter_op": {layers, stage_solves, memo_hits, solve_s} when the pass ran */
+static void inter_op_json(strbuf *sb, const gplan_result *r) {
+  if (r->inter_op_s <= 0) return;
+  sb_printf(sb, ", \"inter_op\": {\"layers\": %d, \"stage_solves\": %d, \"memo_hits\": %d, \"solve_s\": %.4g}",
+            r->n_layers, r->stage_solves, r->memo_hits, r->inter_op_s);
+}
+
+/* The nodes the explanation covers: the slowest stage's (r->gp and r->choice are its), or all. */
+static void explained_range(const gplan_result *r, int *lo, int *hi) {
+  int slow = 0;
+  for (int q = 1; q < r->n_stages; q++)
+    if (r->stages[q].time_s > r->stages[slow].time_s) slow = q;
+  *lo = r->n_stages > 1 ? r->stages[slow].first_node : 0;
+  *hi = r->n_stages > 1 ? r->stages[slow].last_node : r->gp.n_nodes - 1;
+}
+
+/* MFU of a graph plan on the graph's own FLOP (forward + dgrad + wgrad of every op, graph_train_flop_per_seq),
+ * not PaLM's 6N, which counts only matmul parameters and says nothing of a convolution's reuse of its weights;
+ * against the first device group's dense bf16 peak (as cost/flops.c's MFU). */
+static double graph_mfu(const graph *g, const hw_cluster *c, const gplan_result *r, double *flop_out) {
+  double flop = graph_train_flop_per_seq(g, r->s, false) * r->b * r->n_micro;
+  double peak = c->groups[0].device.peak_flop_per_s[HW_DTYPE_BF16];
+  *flop_out = flop;
+  return r->br.total_s > 0 && peak > 0 ? flop / (r->br.total_s * (double)c->n_devices * peak) : 0;
+}
+
+/* The text lines of a plan with several stages. */
+static void stages_text(strbuf *sb, const gplan_result *r) {
+  if (r->n_stages < 2) return;
+  sb_printf(sb, "stages    %d (pipeline, 1F1B, %.0f micro-batches; inter-op over %d layers, %d stage solves, %d "
+            "memoised)\n", r->n_stages, r->n_micro, r->n_layers, r->stage_solves, r->memo_hits);
+  for (int q = 0; q < r->n_stages; q++) {
+    const gstage *y = &r->stages[q];
+    sb_printf(sb, "  %d: %s .. %s on %lldx%lld, mesh", q, node_name(y->gp, y->first_node), node_name(y->gp, y->last_node),
+              (long long)y->hosts, (long long)y->per_host);
+    for (int a = 0; a < y->mesh.n_axes; a++) sb_printf(sb, "%s%lld", a ? "x" : " ", (long long)y->mesh.shape[a]);
+    sb_printf(sb, ", %.4g s per micro-batch (send/recv %.3g s), %.2f GiB with %d in flight\n", y->time_s, y->send_s,
+              (y->weight_mem_bytes + y->in_flight * y->act_mem_bytes) / 1073741824.0, y->in_flight);
+  }
+}
+
 static void write_json(strbuf *sb, const graph *g, const hw_cluster *c, const gplan_opts *o, const gplan_result *r) {
   const graph_problem *gp = &r->gp;
   const shard_mesh *m = &r->mesh;
@@ -218,16 +311,11 @@ static void write_json(strbuf *sb, const graph *g, const hw_cluster *c, const gp
     if (a) sb_puts(sb, ", ");
     json_str(sb, m->level_name[a]);
   }
-  int64_t dpn = c->n_groups > 0 ? c->groups[0].devices_per_node : m->n_devices;
-  int64_t hosts = m->n_devices >= dpn ? m->n_devices / dpn : 1, per = m->n_devices >= dpn ? dpn : m->n_devices;
-  sb_puts(sb, "]}, \"stages\": [{\"first_op\": ");
-  const graph_block *b0 = &g->blocks[0], *bl = &g->blocks[g->n_blocks - 1];
-  json_str(sb, b0->n_ops > 0 ? b0->ops[0].name : "");
-  sb_puts(sb, ", \"last_op\": ");
-  json_str(sb, bl->n_ops > 0 ? bl->ops[bl->n_ops - 1].name : "");
-  sb_printf(sb, ", \"submesh\": [%lld, %lld], \"mesh\": [", (long long)hosts, (long long)per);
-  for (int a = 0; a < m->n_axes; a++) sb_printf(sb, "%s%lld", a ? ", " : "", (long long)m->shape[a]);
-  sb_puts(sb, "]}], \"search\": {\"strategy\": ");
+  sb_puts(sb, "]}, \"stages\": ");
+  gstage st[GST_MAX_LAYERS];
+  int n_st = plan_stages(r, c, st);
+  stages_json(sb, st, n_st);
+  sb_puts(sb, ", \"search\": {\"strategy\": ");
   json_str(sb, r->strategy);
   sb_printf(sb, ", \"status\": \"%s\", \"lower_bound_s\": ", status_name(r->status));
   if (isfinite(r->lower_bound_s)) sb_printf(sb, "%.6g", r->lower_bound_s);
@@ -243,20 +331,31 @@ static void write_json(strbuf *sb, const graph *g, const hw_cluster *c, const gp
     else sb_puts(sb, "null");
     sb_printf(sb, ", \"solve_s\": %.4g, \"evaluations\": %lld}", y->time_s, (long long)y->n_evals);
   }
-  sb_printf(sb, "]}, \"time\": {\"iteration_s\": %.6g, \"compute_s\": %.6g, \"op_comm_s\": %.6g, \"reshard_s\": %.6g}",
+  sb_puts(sb, "]");
+  inter_op_json(sb, r);
+  sb_printf(sb, "}, \"time\": {\"iteration_s\": %.6g, \"compute_s\": %.6g, \"op_comm_s\": %.6g, \"reshard_s\": %.6g}",
             r->br.total_s, r->br.compute_s, r->br.op_comm_s, r->br.reshard_s);
+  double flop, mfu = graph_mfu(g, c, r, &flop);
+  sb_puts(sb, ", \"mfu\": {\"value\": ");
+  jx_sb_num(sb, mfu);
+  sb_puts(sb, ", \"flop_per_iteration\": ");
+  jx_sb_num(sb, flop);
+  sb_puts(sb, ", \"convention\": \"graph\"}");
   sb_printf(sb, ", \"memory\": {\"peak_bytes\": %.6g, \"limit_bytes\": %.6g}", r->br.mem_bytes, r->mem_limit_bytes);
   int idx[5];
-  int nh = heaviest(gp, r->choice, idx, 5);
+  int lo, hi;
+  explained_range(r, &lo, &hi);
+  int nh = heaviest(gp, r->choice, lo, hi, idx, 5);
   sb_puts(sb, ", \"explain\": [");
   for (int k = 0; k < nh; k++) {
     if (k) sb_puts(sb, ", ");
-    explain(sb, gp, r->choice, idx[k], true);
+    explain(sb, gp, r->choice, lo, hi, idx[k], true);
   }
   sb_puts(sb, "], \"ops\": [");
   for (int i = 0; i < gp->n_nodes; i++) {
     sb_puts(sb, i ? ",\n  " : "\n  ");
-    op_json(sb, gp, r->choice, i);
+    const gstage *y = stage_of(st, n_st, i);
+    op_json(sb, y->gp, y->choice, i);
   }
   sb_puts(sb, "]}\n");
 }
@@ -266,22 +365,30 @@ static void write_text(strbuf *sb, const graph *g, const hw_cluster *c, const gp
   const shard_mesh *m = &r->mesh;
   sb_printf(sb, "autopar plan: %s on %s (%lld devices), global batch %lld, op-level sharding\n", g->name, c->name,
             (long long)c->n_devices, (long long)o->gbs);
-  sb_printf(sb, "mesh      ");
+  sb_printf(sb, r->n_stages > 1 ? "mesh      (the slowest stage's) " : "mesh      ");
   for (int a = 0; a < m->n_axes; a++)
     sb_printf(sb, "%saxis %d: %lld over %s", a ? ", " : "", a, (long long)m->shape[a], m->level_name[a]);
   sb_printf(sb, "\nsearch    %s (%s), %d ops in %d groups (%d followers), %d solves\n", r->strategy,
             status_name(r->status), gp->n_nodes, gp->sp.n_groups, gp->n_followers, r->n_tries);
   sb_printf(sb, "predicted %.4g s per iteration (%.0f micro-batches of %.0f)\n", r->br.total_s, r->n_micro, r->b);
-  double t = r->br.total_s > 0 ? r->br.total_s : 1;
+  double flop, mfu = graph_mfu(g, c, r, &flop);
+  sb_printf(sb, "MFU       %.1f%% (graph FLOPs: %.4g per iteration, every op's forward and backward, of dense bf16 "
+            "peak)\n", 100 * mfu, flop);
+  stages_text(sb, r);
+  double t = r->n_stages > 1 ? r->br.compute_s + r->br.op_comm_s + r->br.reshard_s : r->br.total_s;
+  t = t > 0 ? t : 1;
+  if (r->n_stages > 1) sb_puts(sb, "(summed over the stages, per iteration)\n");
   sb_printf(sb, "time      compute %.4g s (%.1f%%), op collectives %.4g s (%.1f%%), resharding %.4g s (%.1f%%)\n",
             r->br.compute_s, 100 * r->br.compute_s / t, r->br.op_comm_s, 100 * r->br.op_comm_s / t, r->br.reshard_s,
             100 * r->br.reshard_s / t);
   sb_printf(sb, "memory    peak %.2f GiB per device (limit %.2f GiB)\n", r->br.mem_bytes / 1073741824.0,
             r->mem_limit_bytes / 1073741824.0);
   int idx[5];
-  int nh = heaviest(gp, r->choice, idx, 5);
+  int lo, hi;
+  explained_range(r, &lo, &hi);
+  int nh = heaviest(gp, r->choice, lo, hi, idx, 5);
   sb_puts(sb, "why (heaviest ops):\n");
-  for (int k = 0; k < nh; k++) explain(sb, gp, r->choice, idx[k], false);
+  for (int k = 0; k < nh; k++) explain(sb, gp, r->choice, lo, hi, idx[k], false);
 }
 
 ap_status ap_graph_plan(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, const ap_graph_plan_opts *opts,

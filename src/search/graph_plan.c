@@ -7,6 +7,7 @@
  * fp32 master weight and Adam's two moments (Rajbhandari et al. 2020, ZeRO, §3.1). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "search/graph_plan.h"
@@ -17,7 +18,7 @@ void gplan_opts_init(gplan_opts *o) {
 }
 
 const char *gplan_default_strategies(ap_ctx *ctx) {
-  return ctx_part_ops(ctx, "ilp") ? "ilp,greedy" : "elim-dp,greedy,mcmc";
+  return ctx_part_ops(ctx, "ilp") ? "ilp,greedy,inter-op" : "elim-dp,greedy,mcmc,inter-op";
 }
 
 /* Finds an op by name: block and op index; false when none. */
@@ -167,6 +168,7 @@ ap_status gplan_run(ap_ctx *ctx, const graph *g, const hw_cluster *c, const gpla
   /* Check the strategy names first. */
   char names[8][32];
   int n_names = 0;
+  bool inter_op = false;
   for (const char *q = list; *q;) {
     const char *end = strchr(q, ',');
     size_t len = end ? (size_t)(end - q) : strlen(q);
@@ -174,10 +176,15 @@ ap_status gplan_run(ap_ctx *ctx, const graph *g, const hw_cluster *c, const gpla
       return ctx_fail(ctx, AP_INVALID, "--strategy: expected a comma-separated list of names, got \"%s\"", list);
     memcpy(names[n_names], q, len);
     names[n_names][len] = '\0';
+    if (strcmp(names[n_names], "inter-op") == 0) {
+      inter_op = true;
+      q += len + (end ? 1 : 0);
+      continue;
+    }
     const solve_strategy *ss = solve_strategy_find(names[n_names]);
     if (!ss || !ss->sharding)
       return ctx_fail(ctx, AP_INVALID, "--strategy: \"%s\" is not a sharding strategy of a general graph (ilp, "
-                      "elim-dp, greedy, mcmc, mcts, rl, recursive)", names[n_names]);
+                      "elim-dp, greedy, mcmc, mcts, rl, recursive, inter-op)", names[n_names]);
     n_names++;
     q += len + (end ? 1 : 0);
   }
@@ -266,11 +273,92 @@ ap_status gplan_run(ap_ctx *ctx, const graph *g, const hw_cluster *c, const gpla
     /* the winner's problem stays in its own arena, freed with the result's */
     r->br = gp_evaluate(&r->gp, r->choice);
     r->work = work;
+    int64_t dpn = c->n_groups > 0 ? c->groups[0].devices_per_node : r->mesh.n_devices;
+    r->n_stages = 1;
+    r->stages[0] = (gstage){0, r->gp.n_nodes - 1, r->mesh.n_devices >= dpn ? r->mesh.n_devices / dpn : 1,
+                            r->mesh.n_devices >= dpn ? dpn : r->mesh.n_devices, r->mesh, &r->gp, r->choice,
+                            r->br.total_s / r->n_micro, 0, 0, 0, 1};
+  }
+  if (inter_op && n_names == 0)
+    return ctx_fail(ctx, AP_INVALID, "--strategy: inter-op needs a sharding strategy for its stages (e.g. ilp,inter-op)");
+  if (inter_op && (!o->annotate || !*o->annotate)) {
+    const char *list_k[8];
+    for (int k = 0; k < n_names; k++) list_k[k] = names[k];
+    if ((st = gplan_inter_op(ctx, g, c, o, list_k, n_names, r))) return st;
   }
   return AP_OK;
 }
 
+/* The micro-batch count the inter-op pass plans with: TUNING: at least 8 (a pipeline of up to 4 stages then
+ * idles at most 3 / 11 of its time under 1F1B, Narayanan et al. 2021 §2.2), at least the single stage's, and
+ * a divisor of the global batch. */
+static int64_t pipeline_micro(int64_t gbs, double single) {
+  int64_t m = single > 8 ? (int64_t)single : 8;
+  while (m > 1 && gbs % m) m--;
+  return m;
+}
+
+ap_status gplan_inter_op(ap_ctx *ctx, const graph *g, const hw_cluster *c, const gplan_opts *o,
+                         const char *const *names, int n_names, gplan_result *r) {
+  double t0 = solve_clock_s();
+  arena *a = arena_new();
+  if (!a) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  gstage_opts so = {names, n_names, o->time_budget_s, o->max_evals, o->seed, r->mem_limit_bytes, o->gbs,
+                    (double)(o->seq > 0 ? o->seq : (g->default_seq > 0 ? g->default_seq : 1)),
+                    pipeline_micro(o->gbs, r->found ? r->n_micro : 1), 0, r->found ? r->br.total_s : 0};
+  gstage_result *sr = arena_alloc(a, sizeof *sr);
+  if (!sr) {
+    arena_free(a);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  ap_status st = gstage_run(ctx, a, g, c, &r->cm, &so, sr);
+  r->inter_op_s = solve_clock_s() - t0;
+  if (st) {
+    arena_free(a);
+    return st;
+  }
+  r->n_layers = sr->n_layers;
+  r->stage_solves = sr->n_stage_solves;
+  r->memo_hits = sr->n_memo_hits;
+  if (!sr->found || sr->n_stages < 2 || (r->found && !(sr->objective_s < r->br.total_s))) {
+    arena_free(a);
+    return AP_OK;
+  }
+  /* several stages win: the result describes them; gp/choice/mesh become the slowest stage's */
+  arena_free(r->stage_arena);
+  r->stage_arena = a;
+  r->n_stages = sr->n_stages;
+  int slow = 0;
+  for (int q = 0; q < sr->n_stages; q++) {
+    r->stages[q] = sr->stages[q];
+    if (sr->stages[q].time_s > sr->stages[slow].time_s) slow = q;
+  }
+  r->gp = *sr->stages[slow].gp;
+  r->mesh = sr->stages[slow].mesh;
+  r->gp.env.mesh = &r->mesh;
+  r->choice = sr->stages[slow].choice;
+  r->n_micro = (double)so.n_micro;
+  r->b = (double)o->gbs / r->n_micro;
+  r->strategy = "inter-op";
+  r->status = sr->status;
+  r->lower_bound_s = NAN;
+  r->found = true;
+  gp_breakdown sum = {0};
+  for (int q = 0; q < sr->n_stages; q++) {
+    const gstage *y = &sr->stages[q];
+    gp_breakdown b = gp_evaluate_range(y->gp, y->choice, y->first_node, y->last_node);
+    sum.compute_s += b.compute_s, sum.op_comm_s += b.op_comm_s, sum.reshard_s += b.reshard_s;
+    double m = y->weight_mem_bytes + y->in_flight * y->act_mem_bytes;
+    sum.mem_bytes = fmax(sum.mem_bytes, m);
+  }
+  sum.total_s = sr->objective_s;
+  r->br = sum;
+  return AP_OK;
+}
+
 void gplan_result_free(gplan_result *r) {
+  arena_free(r->stage_arena);
+  r->stage_arena = NULL;
   arena_free(r->work);
   arena_free(r->a);
   r->work = r->a = NULL;

@@ -7,6 +7,7 @@
 #define AP_SEARCH_GRAPH_PLAN_H
 
 #include "search/graph_problem.h"
+#include "search/graph_stages.h"
 #include "search/solve.h"
 
 typedef struct {
@@ -51,6 +52,13 @@ typedef struct {
   gplan_try tries[64];
   bool found;
   arena *work; /* the winner's problem and choice */
+  /* Pipeline stages (graph_stages.h): one on the whole mesh unless the inter-op pass found a faster split.
+   * With several, gp/choice/mesh/br above are the slowest stage's, br.total_s the pipeline latency. */
+  int n_stages;
+  gstage stages[GST_MAX_LAYERS];
+  int n_layers, stage_solves, memo_hits;
+  double inter_op_s; /* wall time of the inter-op pass, 0 when it did not run */
+  arena *stage_arena;
 } gplan_result;
 
 /* Frees what gplan_run allocated. */
@@ -66,10 +74,16 @@ AP_HIDDEN ap_status gplan_run(ap_ctx *ctx, const graph *g, const hw_cluster *c, 
 AP_HIDDEN ap_status gplan_problem(ap_ctx *ctx, arena *a, const graph *g, const hw_cluster *c, const compute_model *cm,
                                   const gplan_opts *o, const int64_t *shape, graph_problem *gp);
 
+/* The inter-op pass (graph_stages.h) with the named per-stage solvers: replaces r's single stage when a
+ * pipeline of several is faster. gplan_run calls it when the strategy list holds "inter-op". */
+AP_HIDDEN ap_status gplan_inter_op(ap_ctx *ctx, const graph *g, const hw_cluster *c, const gplan_opts *o,
+                                   const char *const *names, int n_names, gplan_result *r);
+
 /* Parses an annotation string against a problem: fix[node] = strategy index, -1 elsewhere. */
 AP_HIDDEN ap_status gplan_parse_annotate(ap_ctx *ctx, const graph_problem *gp, const char *text, int32_t *fix);
 
-/* The default solve strategies: "ilp,greedy" when the ilp part is built, else "elim-dp,greedy,mcmc". */
+/* The default solve strategies: "ilp,greedy,inter-op" when the ilp part is built, else
+ * "elim-dp,greedy,mcmc,inter-op" ("inter-op" runs the stage pass with the others as its per-stage solvers). */
 AP_HIDDEN const char *gplan_default_strategies(ap_ctx *ctx);
 
 #endif

@@ -255,8 +255,12 @@ void gp_node_choice(const graph_problem *gp, const int32_t *group_choice, int32_
 }
 
 gp_breakdown gp_evaluate(const graph_problem *gp, const int32_t *ch) {
+  return gp_evaluate_range(gp, ch, 0, gp->n_nodes - 1);
+}
+
+gp_breakdown gp_evaluate_range(const graph_problem *gp, const int32_t *ch, int lo, int hi) {
   gp_breakdown r = {0};
-  for (int i = 0; i < gp->n_nodes; i++) {
+  for (int i = lo; i <= hi; i++) {
     const gp_node *nd = &gp->nodes[i];
     const shard_strategy *s = &nd->s[ch[i]];
     r.compute_s += nd->repeat * s->compute_s;
@@ -266,7 +270,7 @@ gp_breakdown gp_evaluate(const graph_problem *gp, const int32_t *ch) {
   for (int ei = 0; ei < gp->g->n_edges; ei++) {
     const graph_edge *e = &gp->g->edges[ei];
     int f = gp_node_of(gp, e->from_block, e->from_op), t = gp_node_of(gp, e->to_block, e->to_op);
-    if (f == t) continue;
+    if (f == t || f < lo || f > hi || t < lo || t > hi) continue;
     r.reshard_s += edge_mult(gp->g, e) * gp_edge_reshard(gp, e, ch[f], ch[t], NULL, NULL);
   }
   r.total_s = r.compute_s + r.op_comm_s + r.reshard_s;

@@ -57,6 +57,8 @@ typedef struct {
   double compute_s, op_comm_s, reshard_s, total_s, mem_bytes;
 } gp_breakdown;
 AP_HIDDEN gp_breakdown gp_evaluate(const graph_problem *gp, const int32_t *node_choice);
+/* The same over nodes lo..hi and the edges between them (a pipeline stage). */
+AP_HIDDEN gp_breakdown gp_evaluate_range(const graph_problem *gp, const int32_t *node_choice, int lo, int hi);
 
 /* The bytes of the tensor an edge carries (whole), and the resharding seconds of edge e between the chosen
  * strategies, with its collectives when comm is not NULL. */

@@ -201,7 +201,7 @@ static ap_status ilp_solve_sharding(ap_ctx *ctx, const sp_problem *p, const solv
   Cbc_setAllowableGap(im.m, 1e-9);
   Cbc_setAllowableFractionGap(im.m, 1e-12);
   if (o->time_budget_s > 0) Cbc_setMaximumSeconds(im.m, o->time_budget_s);
-  r->lower_bound = im.const_infeasible ? NAN : lp_bound(im.m, im.n_cols, im.offset);
+  r->lower_bound = im.const_infeasible || o->skip_lower_bound ? NAN : lp_bound(im.m, im.n_cols, im.offset);
   r->n_evals = 0;
   Cbc_solve(im.m);
   ap_status st = AP_OK;

@@ -119,5 +119,5 @@ ap_status solve_ilp(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_re
     return ctx_fail(ctx, AP_UNSUPPORTED,
                     "the intra-op ILP (part \"ilp\", CBC) is not built into this autopar (build without "
                     "CORE_ONLY=1, or pick another --strategy such as elim-dp or mcmc)");
-  return ops->solve_sharding(ctx, p, o, r);
+  return solve_elim_presolved(ctx, p, o, r, ops->solve_sharding);
 }

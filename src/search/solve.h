@@ -20,6 +20,8 @@ typedef struct {
   const int32_t *annotate; /* per node: the strategy a user fixed (greedy's seeds), -1 for none; NULL = none */
   double mcmc_alpha;       /* Metropolis acceptance exp(-alpha * delta), delta in the problem's cost units */
   ap_ctx *progress;        /* where the budget reports progress (and may be told to stop); NULL = nowhere */
+  bool skip_lower_bound;   /* the ILP skips its LP relaxation (lower_bound NAN): the inter-op pass's many stage
+                              solves use only the optimum, and the relaxation took a third of their time */
 } solve_opts;
 
 /* Defaults: 20,000 evaluations (the issue's test budget), 60 s, seed 1, alpha 1.2 (FlexFlow's searchAlpha at
@@ -90,6 +92,11 @@ AP_HIDDEN int32_t **solve_allowed_lists(arena *a, const sp_problem *p, int32_t *
 AP_HIDDEN ap_status solve_ilp(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r);
 AP_HIDDEN ap_status solve_inter_op(ap_ctx *ctx, const stp_problem *p, const solve_opts *o, stp_result *r);
 AP_HIDDEN ap_status solve_elim_dp(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r);
+/* Eliminates the groups of p with at most two neighbours (elim_dp.c), solves what is left with kernel_solve and
+ * rebuilds the whole choice; without a memory budget only (with one, kernel_solve gets p unchanged). */
+AP_HIDDEN ap_status solve_elim_presolved(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r,
+                                         ap_status (*kernel_solve)(ap_ctx *, const sp_problem *, const solve_opts *,
+                                                                   sp_result *));
 AP_HIDDEN ap_status solve_greedy(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r);
 AP_HIDDEN ap_status solve_mcmc(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r);
 AP_HIDDEN ap_status solve_mcts(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r);

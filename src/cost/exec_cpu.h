@@ -1,0 +1,45 @@
+/* The cost model of the stack `autopar` (the reference executor, src/exec/) on a CPU device measured by
+ * `autopar profile` (cost layer, exec_cpu.c). Where a plan's stack is autopar and its device's profile carries
+ * the executor's kernels (the profile's "executor" object), the layer, pipeline-send, synchronisation,
+ * optimizer and memory pieces of the cost model are the executor's own: what its code does, priced with the
+ * profile's measured GEMM table by shape and layout, its per-unit kernel times, the collectives' alpha-beta
+ * fits and the process's base resident set (docs/executor.md "Cost model"). The pipeline schedule and the
+ * aggregation stay those of estimate.c, so searches and the simulator see the same chunk times. */
+#ifndef AP_COST_EXEC_CPU_H
+#define AP_COST_EXEC_CPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+enum { EXEC_CPU_MAX_GEMM = 256, EXEC_CPU_MAX_COMM = 48 };
+typedef enum { EXEC_COLL_ALLREDUCE, EXEC_COLL_ALLGATHER, EXEC_COLL_REDUCE_SCATTER, EXEC_COLL_ALLTOALL, EXEC_COLL_SENDRECV,
+               EXEC_COLL_COUNT_ } exec_coll;
+/* GEMM layouts as cblas_sgemm is called (row-major): y = x·Wᵀ (forward), dx = dy·W (input gradient),
+ * dW = dyᵀ·x (weight gradient). */
+typedef enum { EXEC_NT, EXEC_NN, EXEC_TN, EXEC_LAYOUT_COUNT_ } exec_layout;
+
+/* What `autopar profile` measured for the executor (seconds per unit; rank_kern.c names the units). */
+typedef struct {
+  bool present;
+  double norm_fwd_s, norm_bwd_s, swiglu_fwd_s, swiglu_bwd_s, gelu_fwd_s, gelu_bwd_s, rope_s, attn_fwd_s, attn_bwd_s,
+      xent_s, adam_s, copy_s, base_rss_bytes, attn_head_dim;
+  int n_gemm;
+  struct {
+    exec_layout layout;
+    double log_m, log_n, log_k, s_per_flop;
+  } gemm[EXEC_CPU_MAX_GEMM];
+  int n_comm;
+  struct {
+    exec_coll op;
+    int64_t ranks;
+    double alpha_s, bw_Bps;
+  } comm[EXEC_CPU_MAX_COMM];
+} exec_cpu_profile;
+
+/* Reads the "executor" object, the GEMM table's layouts and the "comm" fits of a parsed autopar-profile/1
+ * root (a json_t *) into out; a profile without "executor" leaves out->present false (not an error). */
+AP_HIDDEN ap_status exec_cpu_profile_parse(ap_ctx *ctx, const char *file, const void *root, exec_cpu_profile *out);
+
+#endif

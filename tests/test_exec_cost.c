@@ -1,0 +1,138 @@
+/* The cost model of the reference executor on a CPU device (src/cost/exec_cpu.c), held to what the executor's
+ * code does, on synthetic profiles (no MPI, no measurement): doubling every GEMM's measured time adds exactly
+ * the executor's GEMM FLOP (forward, input and weight gradients of every linear layer and the head, counted
+ * here from the model's sizes) times the seconds per FLOP; the change from ZeRO 0 to ZeRO 1 on dp 2 is exactly
+ * the moments it shards less the reduce-scatter's shard buffer, 8·N − (8·N/2 + 4·N/2) = 2·N bytes; and a plan
+ * of another stack on the same cluster is not priced this way. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define LLAMA "tests/data/exec/tiny-llama.json" /* H 64, 4 heads, 2 KV heads, F 128, V 256, 4 layers */
+
+static char dir[64];
+
+/* A cluster of n cpu-rank devices whose inline profile prices every GEMM at spf seconds per FLOP. */
+static void write_cluster(const char *path, int n, double spf) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "{\"name\": \"t\", \"device\": {\"name\": \"cpu-rank\", \"vendor\": \"cpu\", \"peak_flop_per_s\": {\"fp32\": %g, "
+             "\"bf16\": %g}, \"mem_bytes\": 1e10, \"mem_bw_Bps\": 1e10, \"profile\": {\"format\": \"autopar-profile/1\", "
+             "\"device\": \"cpu-rank\", \"gemm\": [", 1 / spf, 1 / spf);
+  const char *lay[] = {"nt", "nn", "tn"};
+  int first = 1;
+  for (int l = 0; l < 3; l++)
+    for (int m = 64; m <= 1024; m *= 4)
+      for (int k = 64; k <= 256; k *= 4) {
+        double flop = 2.0 * m * 256 * k;
+        fprintf(f, "%s{\"dtype\": \"fp32\", \"layout\": \"%s\", \"m\": %d, \"n\": 256, \"k\": %d, \"time_s\": %.17g, "
+                   "\"efficiency\": 1}", first ? "" : ", ", lay[l], m, k, flop * spf);
+        first = 0;
+      }
+  fprintf(f, "], \"executor\": {\"method\": \"synthetic\", \"norm_fwd_s\": 1e-9, \"norm_bwd_s\": 2e-9, \"swiglu_fwd_s\": "
+             "3e-9, \"swiglu_bwd_s\": 4e-9, \"gelu_fwd_s\": 5e-9, \"gelu_bwd_s\": 6e-9, \"rope_s\": 1e-9, \"attn_head_dim\": "
+             "64, \"attn_fwd_s\": 5e-9, \"attn_bwd_s\": 7e-9, \"xent_s\": 2e-8, \"adam_s\": 5e-9, \"copy_s\": 3e-10, "
+             "\"base_rss_bytes\": 2e7}, \"comm\": [");
+  const char *ops[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"};
+  for (int i = 0; i < 5; i++)
+    fprintf(f, "%s{\"op\": \"%s\", \"ranks\": 2, \"alpha_s\": 1e-5, \"bw_Bps\": 1e9}", i ? ", " : "", ops[i]);
+  fprintf(f, "]}}, \"devices_per_node\": %d, \"n_nodes\": 1, \"levels\": [{\"name\": \"shm\", \"bw_Bps\": 1e9, "
+             "\"latency_s\": 1e-6}]}\n", n);
+  fclose(f);
+}
+
+/* Iteration time and peak memory of plan_json on cluster, from `estimate --json` through the library. */
+static void estimate(const char *cluster, const char *plan_json, double *iter_s, double *peak_bytes) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/plan.json", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(plan_json, f);
+  fclose(f);
+  ap_ctx *ctx = ap_ctx_new();
+  ap_model *m = NULL;
+  ap_cluster *c = NULL;
+  ap_plan *p = NULL;
+  char *out = NULL;
+  assert_int_equal(ap_model_load(ctx, LLAMA, &m), AP_OK);
+  assert_int_equal(ap_cluster_load(ctx, cluster, &c), AP_OK);
+  assert_int_equal(ap_plan_load(ctx, path, &p), AP_OK);
+  if (ap_estimate(ctx, m, c, p, AP_OUT_JSON, &out) != AP_OK) fail_msg("%s", ap_ctx_error(ctx));
+  json_error_t e;
+  json_t *r = json_loads(out, 0, &e);
+  assert_non_null(r);
+  *iter_s = json_number_value(json_object_get(r, "iteration_time_s"));
+  *peak_bytes = json_number_value(json_object_get(json_object_get(r, "memory"), "peak_bytes"));
+  json_decref(r);
+  ap_free(out);
+  ap_plan_free(p);
+  ap_cluster_free(c);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
+#define ONE "{\"global_batch_size\": 8, \"seq_length\": 16, \"precision\": \"fp32\", \"pipeline\": {\"micro_batch_size\": 8}"
+
+static void test_gemm_time_is_the_executors_flop(void **s) {
+  (void)s;
+  char c1[96], c2[96];
+  snprintf(c1, sizeof c1, "%s/c1.json", dir);
+  snprintf(c2, sizeof c2, "%s/c2.json", dir);
+  write_cluster(c1, 1, 1e-11);
+  write_cluster(c2, 1, 2e-11);
+  double t1, t2, m1, m2;
+  estimate(c1, ONE ", \"stack\": \"autopar\"}", &t1, &m1);
+  estimate(c2, ONE ", \"stack\": \"autopar\"}", &t2, &m2);
+  /* per token and layer: q|k|v 64 → (4 + 2 + 2)·16, o 64 → 64, gate|up 64 → 256, down 128 → 64, each 2·in·out
+   * FLOP forward and twice that backward; the head 64 → 256 likewise; 8 · 16 tokens */
+  double H = 64, Dl = 128, F = 128, V = 256, L = 4, tokens = 8 * 16;
+  double layer = 2 * (H * Dl + H * H + H * 2 * F + F * H), flop = tokens * 3 * (L * layer + 2 * H * V);
+  assert_true(fabs((t2 - t1) - flop * 1e-11) <= 1e-9 * t1);
+  assert_true(m1 == m2); /* memory does not depend on GEMM speed */
+  /* the same plan on another stack is the framework model's, whose time is not this one */
+  double t3, m3;
+  estimate(c1, ONE ", \"stack\": \"megatron-lm\"}", &t3, &m3);
+  assert_true(fabs(t3 - t1) > 1e-3 * t1 || fabs(m3 - m1) > 1e-3 * m1);
+}
+
+static void test_zero1_shards_the_moments(void **s) {
+  (void)s;
+  char c[96];
+  snprintf(c, sizeof c, "%s/c2r.json", dir);
+  write_cluster(c, 2, 1e-11);
+  double t0, m0, t1, m1;
+  estimate(c, "{\"global_batch_size\": 8, \"seq_length\": 16, \"precision\": \"fp32\", \"stack\": \"autopar\", "
+              "\"parallel\": {\"dp\": 2}, \"pipeline\": {\"micro_batch_size\": 4}, \"optimizer\": {\"zero_stage\": 0}}",
+           &t0, &m0);
+  estimate(c, "{\"global_batch_size\": 8, \"seq_length\": 16, \"precision\": \"fp32\", \"stack\": \"autopar\", "
+              "\"parallel\": {\"dp\": 2}, \"pipeline\": {\"micro_batch_size\": 4}, \"optimizer\": {\"zero_stage\": 1}}",
+           &t1, &m1);
+  /* parameters: embedding and head 2·256·64, per layer q, k, v, o, gate, up, down and two norms, the final norm */
+  double N = 2 * 256 * 64 + 4 * (64 * 128 + 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64;
+  assert_true(fabs((m0 - m1) - 2 * N) < 1e-6 * m0);
+  assert_true(t0 > 0 && t1 > 0);
+}
+
+static int setup(void **s) {
+  (void)s;
+  snprintf(dir, sizeof dir, "/tmp/ap_test_exec_cost.XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **s) {
+  (void)s;
+  char cmd[96];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gemm_time_is_the_executors_flop),
+      cmocka_unit_test(test_zero1_shards_the_moments),
+  };
+  return cmocka_run_group_tests_name("exec_cost", tests, setup, teardown);
+}
