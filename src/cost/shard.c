@@ -16,7 +16,7 @@ compute_shard cost_shard_of(const plan *p) {
   const plan_stack_info *st = plan_stack_get(p->stack); /* NULL when not resolved: fused attention */
   return (compute_shard){.tp = p->tp, .cp = p->cp, .ep = p->ep, .etp = plan_etp(p),
                          .sequence_parallel = p->sequence_parallel && p->tp > 1, .gemm_dtype = cost_gemm_dtype(p->precision),
-                         .attn_scores = st && st->attn_scores};
+                         .attn_scores = st && st->attn_scores, .attn_sm80 = st && st->attn_sm80};
 }
 
 /* Sharding divisor of a saved tensor: cp for the sequence, tp when TP splits it or SP splits its sequence. */

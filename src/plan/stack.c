@@ -41,6 +41,11 @@
  *      full sq×sk product is computed (no causal skipping). That fork has no flash path; microsoft/Megatron-
  *      DeepSpeed added flash attention later as an opt-in flag (--use-flash-attn, store_true; commit not
  *      pinned), so the unfused kernel is the stack's default.
+ *  [FA2] llm-foundry's attn_impl flash calls flash-attn 2.x (flash_attn_varlen_func; commit not pinned) and
+ *      PyTorch's SDPA flash backend is FlashAttention-2 (PyTorch 2.2 release notes), which torchtitan uses;
+ *      FlashAttention-2 runs on Ampere's mma.sync instructions and reaches about 35% of H100's peak where
+ *      FlashAttention-3 and cuDNN's fused attention (Transformer Engine, Megatron's stacks) use Hopper's wgmma
+ *      and TMA and reach 75% (Shah et al. 2024, FlashAttention-3, arXiv 2407.08608, §1 and §4.1).
  *  [LF] mosaicml/llm-foundry: Composer's FSDP (FULL_SHARD = 3, SHARD_GRAD_OP = 2), no tensor or pipeline
  *      parallelism, attn_impl flash, loss_fn fused_crossentropy (commit not pinned); gradient width not
  *      verified: the cost model's former 4 bytes kept. */
@@ -76,15 +81,16 @@ static const plan_stack_info stacks[PLAN_STACK_DEFAULT] = {
                                        RC(NONE) | RC(SELECTIVE) | RC(FULL), true, true, false, false, false, 0,
                                        "unfused: baddbmm, fused scale-mask-softmax, bmm",
                                        GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)), "[DS-pipe] [DS-bf16] [DS-fp16] [MDS-attn]",
-                                       true, true},
+                                       true, false, true},
     [PLAN_STACK_TORCHTITAN] = {"torchtitan", SCH(GPIPE) | SCH(1F1B) | SCH(INTERLEAVED_1F1B) | SCH(ZB_V),
                                Z(0) | Z(2) | Z(3), Z(0) | Z(2) | Z(3), RC(NONE) | RC(OP) | RC(FULL), true, true, true,
-                               true, false, 0, "PyTorch SDPA (flash)", GRADS(GB(4, 0, 4), GB(4, 0, 4), GB(4, 0, 4)), "[TT]"},
+                               true, false, 0, "PyTorch SDPA (flash: FlashAttention-2)", GRADS(GB(4, 0, 4), GB(4, 0, 4), GB(4, 0, 4)),
+                               "[TT] [FA2]", false, true},
     [PLAN_STACK_LLM_FOUNDRY] = {"llm-foundry", 0, Z(2) | Z(3), 0, RC(NONE) | RC(FULL), false, false, false, false, true,
-                                0, "flash-attn", GRADS(G(4), G(4), G(4)), "[LF]"},
+                                0, "flash-attn (FlashAttention-2)", GRADS(G(4), G(4), G(4)), "[LF] [FA2]", false, true},
     [PLAN_STACK_DEEPSPEED] = {"deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1), RC(NONE) | RC(FULL), true,
                               false, false, false, false, 0, "the model's own", GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)),
-                              "[DS-pipe] [DS-bf16] [DS-fp16]", false, true},
+                              "[DS-pipe] [DS-bf16] [DS-fp16]", false, false, true},
     [PLAN_STACK_AUTOPAR] = {"autopar", ALL_SCHED, Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1) | Z(2) | Z(3), ALL_RC, true, true,
                             true, true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)),
                             "the reference executor: every schedule of plan/schedule.h"},
