@@ -1,7 +1,7 @@
 /* libFuzzer target for the CLI's option parser (cli_parse, src/cli/args.c, linked in beside the library):
  * the input is argv, one argument per line, parsed against an option table like `autopar plan`'s (strings,
- * counts, flags, an output). cli_parse never exits; its one-line errors go to a sink, not the terminal. A
- * parse that succeeds must leave every count positive. Seeds: fuzz/seeds/cli_opts/.
+ * counts, flags, an output; plan fields under their table's spellings). cli_parse never exits; its one-line
+ * errors go to a sink, not the terminal. A parse that succeeds must leave every count in its range. Seeds: fuzz/seeds/cli_opts/.
  * FUZZ_LINK: src/cli/args.c */
 #include <stddef.h>
 #include <stdint.h>
@@ -33,14 +33,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   bool json = false, help = false;
   cli_opt opts[] = {
       {"model", OPT_STRING, "", &model},   {"cluster", OPT_STRING, "", &cluster}, {"fix", OPT_STRING, "", &fix},
-      {"output", OPT_STRING, "", &output}, {"plan", OPT_STRING, "", &plan_file},  {"gbs", OPT_INT, "", &gbs},
-      {"seq", OPT_INT, "", &seq},          {"top", OPT_INT, "", &top},            {"json", OPT_FLAG, "", &json},
+      {"output", OPT_STRING, "", &output}, {"plan", OPT_STRING, "", &plan_file},  {cli_field_opt("gbs"), OPT_INT, "", &gbs},
+      {cli_field_opt("seq"), OPT_INT, "", &seq},          {"top", OPT_INT, "", &top},            {"json", OPT_FLAG, "", &json},
       {"help", OPT_FLAG, "", &help},
   };
   const char *pos[2];
   int n_pos = 0;
   if (cli_parse("fuzz", argc, argv, opts, (int)(sizeof opts / sizeof *opts), pos, 2, &n_pos)) {
-    if (gbs < 0 || seq < 0 || top < 0 || n_pos < 0 || n_pos > 2) __builtin_trap();
+    if (gbs < 0 || seq < 0 || seq > ((int64_t)1 << 26) || top < 0 || top > 1000 || n_pos < 0 || n_pos > 2)
+      __builtin_trap();
     if ((model && !*model) || (output && !*output)) __builtin_trap(); /* empty values are refused */
   }
   free(text);

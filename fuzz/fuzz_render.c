@@ -1,5 +1,5 @@
 /* libFuzzer target for ap_render (src/report/doc_render.c), which reads answer documents back (estimate,
- * search, validate; docs/json.md) and renders them as text or JSON with the time to train added: any bytes must
+ * search, validate, compare-search; docs/json.md) and renders them as text or JSON with the time to train added: any bytes must
  * give AP_OK or a one-line error, never a crash, and a document it accepts must render both ways.
  * Seeds: fuzz/seeds/render/. */
 #include <stddef.h>

@@ -196,11 +196,21 @@ AP_API ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out);
  * overlap-grad-reduce, overlap-param-gather) or a Megatron-LM argument name (tensor-model-parallel-size …);
  * '-' and '_' are interchangeable. docs/plan-format.md lists them. AP_INVALID names the key and the value. */
 AP_API ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *value);
-/* The i-th CLI flag of ap_plan_set (i from 0), with a one-phrase help in *help (may be NULL); NULL past the
- * last. Static storage. */
+/* The plan fields ap_plan_set takes, from the field table (src/plan/plan_fields.c), i from 0: the i-th one's
+ * canonical key ("micro_batch_size": a Python identifier; with dashes for underscores, the CLI's flag
+ * --micro-batch-size), with a one-phrase help in *help (may be NULL); NULL past the last. Static storage. */
 AP_API const char *ap_plan_key(size_t i, const char **help);
+/* The other spellings the i-th key is accepted under, '|'-separated, the habitual CLI flag first
+ * ("mbs"; "tensor_model_parallel_size" for tp); "" for none, NULL past the last. Static storage. */
+AP_API const char *ap_plan_key_aliases(size_t i);
+/* For an integer (or 0/1) key: its range in *min and *max, and 1; 0 for the others (names, lists, enums). */
+AP_API int ap_plan_key_range(size_t i, int64_t *min, int64_t *max);
 /* The plan as autopar JSON (docs/plan-format.md); the caller frees *json_out with ap_free. */
 AP_API ap_status ap_plan_json(ap_ctx *ctx, const ap_plan *plan, char **json_out);
+/* 2 for an op-level plan of a general graph (a file of format "autopar-plan/2", which ap_plan_load keeps
+ * whole until it is read against its graph by ap_graph_plan_estimate, _simulate or _export), 1 otherwise. The
+ * transformer paths (ap_estimate, ap_simulate, ap_export, ap_plan_set, ap_plan_json) refuse a format-2 plan. */
+AP_API int ap_plan_format(const ap_plan *plan);
 AP_API void ap_plan_free(ap_plan *plan);
 
 /* ---- Estimates -------------------------------------------------------------------------------- */
@@ -269,6 +279,9 @@ AP_API ap_status ap_validate_on(ap_ctx *ctx, const char *csv_path, const char *c
  * resolved (its device count is dp·tp·pp·cp) and it is validated against the model first (AP_INVALID names
  * the violated constraint). An unknown format is AP_INVALID listing the formats; a plan the framework cannot
  * run as planned is AP_UNSUPPORTED with the reason. The caller frees *out with ap_free. */
+/* The export formats ap_export takes, i from 0: the i-th one's name ("megatron"), with a one-phrase summary
+ * of what it writes in *summary (may be NULL); NULL past the last. Static storage. */
+AP_API const char *ap_export_format(size_t i, const char **summary);
 AP_API ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *plan, const char *format, char **out);
 /* Whether format can express the plan, without writing it: AP_OK, or the status and reason ap_export would
  * fail with. The planner may call it to offer only the plans a stack runs. */
@@ -285,6 +298,7 @@ typedef struct {
   const char *search_json;   /* a search document: the explored space, the winner and the runner-ups */
   const char *trace_json;    /* the simulator's trace ({"traceEvents": …}): the pipeline timeline */
   const char *validate_json; /* a validate document: predicted against measured, error per device and stack */
+  const char *compare_search_json; /* a compare-search document: the families and baselines, table and chart */
 } ap_report_inputs;
 
 /* Writes one self-contained HTML file (inline SVG, CSS and script; no network, no external URL) to out_path,
@@ -292,7 +306,8 @@ typedef struct {
  * NULL; AP_IO names the path. */
 AP_API ap_status ap_report_html(ap_ctx *ctx, const ap_report_inputs *in, const char *out_path);
 
-/* Renders an answer document again (an autopar-estimate/1, autopar-search/2 or autopar-validate/1 document as
+/* Renders an answer document again (an autopar-estimate/1, autopar-search/2, autopar-validate/1 or
+ * autopar-compare-search/1 document as
  * the commands print it with --json) as format AP_OUT_TEXT (the command's text) or AP_OUT_JSON (the document).
  * With a token budget (tokens: "1T", "300B", "2.5e11"; NULL = none) an estimate or search document gains a
  * "train" object (docs/json.md): the time to train on the budget from the predicted throughput (the search's
@@ -410,6 +425,18 @@ AP_API ap_status ap_graph_plan(ap_ctx *ctx, const ap_model *model, const ap_clus
  * baselines (JSON format "autopar-compare-search/1" or a table). */
 AP_API ap_status ap_compare_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
                                    const ap_graph_plan_opts *opts, int format, char **out);
+/* An autopar-plan/2 plan (ap_plan_load; ap_plan_format 2) read against the model's graph on the cluster: every
+ * op's specs matched to a legal strategy (AP_INVALID naming the file and the field otherwise), and its
+ * iteration time and memory computed as the planner computes them, so a plan written by ap_graph_plan gives
+ * its own figures again. JSON format "autopar-graph-estimate/1" or text. */
+AP_API ap_status ap_graph_plan_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
+                                        const ap_plan *plan, int format, char **out);
+/* The same plan played by the event simulator of op-level plans (compute and communication streams, overlap
+ * of the weight-gradient all-reduces): JSON format "autopar-graph-simulate/1" or text. */
+AP_API ap_status ap_graph_plan_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
+                                        const ap_plan *plan, int format, char **out);
+/* The plan checked and written again as autopar-plan/2 JSON, on the cluster its "cluster" field names. */
+AP_API ap_status ap_graph_plan_export(ap_ctx *ctx, const ap_model *model, const ap_plan *plan, char **out);
 /* Each op's legal strategies on the cluster's default mesh (JSON or text). */
 AP_API ap_status ap_describe_sharding(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
                                       const ap_graph_plan_opts *opts, int format, char **out);

@@ -26,6 +26,8 @@ has_ilp=0
 # Cases marked "N+onnx" read the shipped ONNX models and are skipped by a binary built without the onnx part.
 has_onnx=0
 "$bin" describe --model examples/onnx/resnet50.onnx >/dev/null 2>&1 && has_onnx=1
+# An op-level plan file (autopar-plan/2) for the read-back cases.
+[ "$has_onnx" -eq 1 ] && "$bin" plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy greedy --json >"$tmp/gp.json"
 python3 -c "import json,sys; d=json.load(open('examples/problems/mlp2-4dev.json')); d['nodes'][1]['compute'][3]=1e26; json.dump(d,open(sys.argv[1],'w'))" "$tmp/hugecost.json"
 n=0
 run_case() {
@@ -90,7 +92,10 @@ done <<CASES
 0|describe --model qwen3-30b-a3b --seq 8192 --json|"seq":8192
 0|describe --model ../shared/reference/models/mistralai-Mixtral-8x7B-v0.1.json --json|"params_total":46702792704
 0|describe --model tests/data/hf/gpt-neox-20b.json|20554567680
-0|describe --help|--seq N
+0|describe --help|--seq-length N
+0|describe --model llama-3-70b|FLOP/token, all
+0|estimate --model gpt2 --cluster h100:8 --gbs 8 --seq 1024 --sp 1 --json|"sequence_parallel":false
+0|estimate --model gpt2 --cluster h100:8 --gbs 8 --seq 1024 --sequence-parallel 1 --tp 2|1f1b | sp | recompute
 2|describe|--model is required
 2|describe --model llama-3-7b|did you mean
 2|describe --model $tmp/malformed.json|malformed.json:3:
@@ -98,7 +103,13 @@ done <<CASES
 2|describe --model $tmp/neg.json|hidden_size: expected an integer >= 1, got -64
 2|describe --model $tmp/type.json|model_type: unknown model type "rwkv"
 2|describe --model /nonexistent.json|cannot open
-2|describe --model llama-3-70b --seq 0|--seq: expected a positive integer
+2|describe --model llama-3-70b --seq 99999999999|--seq (seq_length): expected an integer in [0, 67108864]
+2|describe --model llama-3-70b --seq-length -1|--seq-length: expected an integer in [0, 67108864]
+2|plan --model gpt2 --cluster h100:8 --gbs 8 --seq 99999999999|option --seq (seq_length): expected an integer in [0, 67108864]
+2|plan --model gpt2 --cluster h100:8 --gbs 8 --top 1001|option --top: expected an integer in [1, 1000]
+2|compare-search --model examples/onnx/resnet50.onnx --cluster h100-sxm:2 --gbs 0|option --gbs (global_batch_size): expected an integer in [1, 1099511627776]
+2|estimate --model gpt2 --cluster h100:8 --mbs 1 --micro-batch-size 2|given twice
+0|plan --model gpt2 --cluster h100:8 --global-batch-size 8 --seq-length 512 --top 1 --fix micro-batch-size=1|mbs 1
 2|describe --model llama-3-70b --bogus|unknown option --bogus
 0|clusters|dgx-h100
 0|clusters --show dgx-h100:8x8|"n_devices":64
@@ -157,7 +168,7 @@ done <<CASES
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --fix tpp=2|unknown plan field "tpp"
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --fix tp=3|no valid plan meets the fixed fields
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --fix gbs=32|gbs is part of the problem
-2|plan --model llama-3-8b --cluster h100:8|--model, --cluster and --gbs are required
+2|plan --model llama-3-8b --cluster h100:8|--model, --cluster and --global-batch-size (--gbs) are required
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --objective fast|--objective must be throughput or memory
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --max-mem-fraction x|--max-mem-fraction: expected a number
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --stack megatron|--stack must be one of megatron-lm
@@ -239,6 +250,16 @@ done <<CASES
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --annotate fc1=S0,R|--annotate applies to general graphs
 0+onnx|describe --model examples/onnx/resnet50.onnx --sharding --cluster dgx-h100:2x8|sharding strategies of resnet50 on a mesh of 2 (network) x 8 (nvlink)
 0+onnx|compare-search --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --time-budget 0.5 --evals 2000|baseline: megatron
+0+onnx|estimate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json|predicted
+0+onnx|estimate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --json|"format": "autopar-graph-estimate/1"
+0+onnx|simulate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json|simulated
+0+onnx|export --plan $tmp/gp.json --model examples/onnx/resnet50.onnx --format json|"format": "autopar-plan/2"
+2+onnx|export --plan $tmp/gp.json --format json|name it with --model
+2+onnx|export --plan $tmp/gp.json --model examples/onnx/resnet50.onnx --format megatron|exports as json only, not megatron
+2+onnx|estimate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --tp 2|takes only --model, --cluster, --plan, --json and --calibration
+2+onnx|estimate --model examples/onnx/gpt2_small.onnx --cluster h100-sxm:8 --plan $tmp/gp.json|gp.json: stages[0].first_op: "/conv1/Conv": the one stage must start at the graph's first op, /wte/Gather
+2+onnx|estimate --model examples/onnx/resnet50.onnx --cluster dgx-h100:2x8 --plan $tmp/gp.json|gp.json: mesh.shape: covers 8 devices; the cluster dgx-h100 has 16
+2+onnx|estimate --model llama-3-8b --cluster h100-sxm:8 --plan $tmp/gp.json|gp.json: stages[0].first_op
 2|compare-search --model llama-3-8b|--model and --cluster are required
 2|compare-search --model llama-3-8b --cluster h100:8 --time-budget never|--time-budget: expected a number of seconds > 0
 2|solve $tmp/hugecost.json|hugecost.json: nodes[1].compute[3]: must be a number in [0, 1e18] or null

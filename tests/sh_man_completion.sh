@@ -24,8 +24,12 @@ fi
 if command -v bash >/dev/null 2>&1; then
   out=$(bash -c ". scripts/autopar-completion.bash; COMP_WORDS=($bin pl); COMP_CWORD=1; _autopar; echo \"\${COMPREPLY[*]}\"")
   check "completion offers the plan command" "[ \"$out\" = plan ]"
-  out=$(bash -c ". scripts/autopar-completion.bash; COMP_WORDS=($bin plan --gb); COMP_CWORD=2; _autopar; echo \"\${COMPREPLY[*]}\"")
-  check "completion offers plan's --gbs" "[ \"$out\" = --gbs ]"
+  out=$(bash -c ". scripts/autopar-completion.bash; COMP_WORDS=($bin plan --glo); COMP_CWORD=2; _autopar; echo \"\${COMPREPLY[*]}\"")
+  check "completion offers plan's --global-batch-size" "[ \"$out\" = --global-batch-size ]"
+  out=$(bash -c ". scripts/autopar-completion.bash; COMP_WORDS=($bin estimate --mi); COMP_CWORD=2; _autopar; echo \"\${COMPREPLY[*]}\"")
+  check "completion offers estimate's --micro-batch-size and its aliases" "[ \"$out\" = '--micro-batch-size --micro-batches' ]"
+  out=$(bash -c ". scripts/autopar-completion.bash; COMP_WORDS=($bin estimate --zer); COMP_CWORD=2; _autopar; echo \"\${COMPREPLY[*]}\"")
+  check "completion offers --zero-stage and its alias --zero" "[ \"$out\" = '--zero-stage --zero' ]"
   out=$(bash -c ". scripts/autopar-completion.bash; COMP_WORDS=($bin plan --model llama-3-7); COMP_CWORD=3; _autopar; echo \"\${COMPREPLY[*]}\"")
   check "completion offers model presets" "[ \"$out\" = llama-3-70b ]"
 fi

@@ -143,7 +143,7 @@ static void test_null_and_bad_arguments(void **state) {
   PROBE(x, ap_plan_search(x, f->m, f->c, &o, 3, &s, NULL));
   PROBE(NULL, ap_plan_search(NULL, f->m, f->c, &o, AP_OUT_TEXT, &s, NULL));
 
-  ap_report_inputs in = {"t", NULL, NULL, NULL, NULL, NULL};
+  ap_report_inputs in = {"t", NULL, NULL, NULL, NULL, NULL, NULL};
   PROBE(x, ap_report_html(x, NULL, "build/never-written.html"));
   PROBE(x, ap_report_html(x, &in, NULL));
   PROBE(x, ap_report_html(x, &in, ""));

@@ -588,7 +588,15 @@ static void test_field_table(void **state) {
     seen |= 1u << fields[i].id;
     assert_ptr_equal(plan_field_get(fields[i].id), &fields[i]);
     assert_ptr_equal(plan_field_find(plan_field_name(fields[i].id)), &fields[i]);
-    if (fields[i].cli) assert_ptr_equal(plan_field_find(fields[i].cli), &fields[i]);
+    char flag[64];
+    plan_field_flag(fields[i].id, flag, sizeof flag);
+    assert_ptr_equal(plan_field_find(flag), &fields[i]);
+    /* Every alias finds its own row, and no other row claims it. */
+    char list[256];
+    snprintf(list, sizeof list, "%s", fields[i].aliases);
+    char *save = NULL;
+    for (char *a = strtok_r(list, "|", &save); a; a = strtok_r(NULL, "|", &save))
+      assert_ptr_equal(plan_field_find(a), &fields[i]);
   }
   /* One field, many spellings: canonical, the CLI habit, hyphenated, Megatron-LM's. */
   static const char *const mbs_keys[] = {"micro_batch_size", "mbs", "micro-batch-size"};

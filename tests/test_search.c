@@ -494,7 +494,7 @@ static const struct {
     {"tp", "--fix: expected key=value pairs such as tp=8,pp=4, got \"tp\"", 0},
     {"tp=eight", "--fix: --tp: expected a positive integer", 0},
     {"schedule=fast", "--fix: --schedule: expected one of gpipe, 1f1b", 0},
-    {"gbs=8", "--fix: gbs is part of the problem, not of the plan; give it with --gbs", 0},
+    {"gbs=8", "--fix: gbs is part of the problem, not of the plan; give it with --global-batch-size", 0},
     {"tp=", "--fix: tp needs a value (tp=VALUE)", 0},
     {"order=tp,dp", "--fix: --order: expected a permutation of tp,cp,ep,dp,pp", 0},
 };

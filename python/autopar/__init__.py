@@ -7,9 +7,10 @@ the listings), and raises :class:`Error` carrying the library's one-line message
     best = autopar.plan(model="llama-3-70b", cluster="dgx-h100:8x8", gbs=1024, seq=8192)
     est = autopar.estimate(model="gpt2", cluster="h100:8", gbs=8, seq=1024, tp=2)
 
-Plan fields are keyword arguments with the names of ``autopar estimate``'s flags, dashes written as
-underscores (``micro_batch_size`` or ``mbs``, ``zero_stage`` or ``zero``, ``recompute="full"``); a list or
-tuple value becomes a comma-separated list (``stage_layers=[20, 20]``, ``order=["tp", "cp", "ep", "pp", "dp"]``).
+Plan fields are keyword arguments named as the field table (src/plan/plan_fields.c) names them: the canonical
+name (``micro_batch_size``, ``zero_stage``; the CLI's flag is it with dashes, ``--micro-batch-size``) or one of
+its aliases (``mbs``, ``zero``); :func:`plan_fields` lists them, from the library. A list or tuple value becomes
+a comma-separated list (``stage_layers=[20, 20]``, ``order=["tp", "cp", "ep", "pp", "dp"]``).
 
 The shared library is found in this order: ``$AUTOPAR_LIB``; the build tree this package sits in
 (``python/../build/lib``); the install prefix (``<prefix>/lib`` beside ``<prefix>/lib/python3/...``); the system's
@@ -22,7 +23,7 @@ import ctypes.util
 import json
 import os
 
-__all__ = ["Error", "report_html", "compare_clusters", "plan", "estimate", "simulate", "validate", "describe", "export", "models", "clusters",
+__all__ = ["Error", "plan_fields", "report_html", "compare_clusters", "plan", "estimate", "simulate", "validate", "describe", "export", "models", "clusters",
            "cluster", "version", "library_path"]
 
 # Status codes of include/autopar.h (AP_STATUS_MAP); AP_INFEASIBLE is "no feasible plan".
@@ -45,7 +46,7 @@ class Error(Exception):
 class _ReportInputs(ctypes.Structure):
     # Mirrors ap_report_inputs of include/autopar.h.
     _fields_ = [(k, ctypes.c_char_p) for k in ("title", "command", "estimate_json", "search_json", "trace_json",
-                                                "validate_json")]
+                                                "validate_json", "compare_search_json")]
 
 
 class _SearchOpts(ctypes.Structure):
@@ -114,11 +115,17 @@ def _declare(lib):
         "ap_clusters_list_json": (ctypes.c_int, [vp, pp]),
         "ap_plan_new": (ctypes.c_int, [vp, pp]), "ap_plan_load": (ctypes.c_int, [vp, cp, pp]),
         "ap_plan_set": (ctypes.c_int, [vp, vp, cp, cp]), "ap_plan_free": (None, [vp]),
+        "ap_plan_key": (cp, [ctypes.c_size_t, ctypes.POINTER(cp)]), "ap_plan_key_aliases": (cp, [ctypes.c_size_t]),
+        "ap_plan_key_range": (ctypes.c_int, [ctypes.c_size_t, ctypes.POINTER(i64), ctypes.POINTER(i64)]),
         "ap_plan_json": (ctypes.c_int, [vp, vp, pp]),
         "ap_estimate": (ctypes.c_int, [vp, vp, vp, vp, ctypes.c_int, pp]),
         "ap_simulate": (ctypes.c_int, [vp, vp, vp, vp, cp, ctypes.c_int, pp]),
         "ap_validate": (ctypes.c_int, [vp, cp, ctypes.c_int, pp]),
         "ap_export": (ctypes.c_int, [vp, vp, vp, cp, pp]),
+        "ap_plan_format": (ctypes.c_int, [vp]),
+        "ap_graph_plan_estimate": (ctypes.c_int, [vp, vp, vp, vp, ctypes.c_int, pp]),
+        "ap_graph_plan_simulate": (ctypes.c_int, [vp, vp, vp, vp, ctypes.c_int, pp]),
+        "ap_graph_plan_export": (ctypes.c_int, [vp, vp, vp, pp]),
         "ap_search_opts_init": (None, [ctypes.POINTER(_SearchOpts)]),
         "ap_report_html": (ctypes.c_int, [vp, ctypes.POINTER(_ReportInputs), cp]),
         "ap_render": (ctypes.c_int, [vp, cp, cp, cp, ctypes.c_int, pp]),
@@ -143,6 +150,28 @@ def library_path():
 def version():
     """The library's version string."""
     return _load().ap_version().decode("utf-8")
+
+
+def plan_fields():
+    """The plan fields the keyword arguments take, from the library's field table: a list of dicts with
+    ``name`` (the canonical keyword), ``aliases`` (the other accepted keywords, Python identifiers), ``flag``
+    (the CLI's ``--micro-batch-size``), ``help``, and ``min``/``max`` for integer fields."""
+    lib, out = _load(), []
+    i = 0
+    while True:
+        help_ = ctypes.c_char_p()
+        key = lib.ap_plan_key(i, ctypes.byref(help_))
+        if key is None:
+            return out
+        name = key.decode("utf-8")
+        aliases = lib.ap_plan_key_aliases(i).decode("utf-8")
+        field = {"name": name, "aliases": [a.replace("-", "_") for a in aliases.split("|") if a],
+                 "flag": "--" + name.replace("_", "-"), "help": help_.value.decode("utf-8")}
+        lo, hi = ctypes.c_int64(), ctypes.c_int64()
+        if lib.ap_plan_key_range(i, ctypes.byref(lo), ctypes.byref(hi)):
+            field["min"], field["max"] = lo.value, hi.value
+        out.append(field)
+        i += 1
 
 
 def _b(s):
@@ -214,7 +243,8 @@ class _Ctx:
 
 
 def _key(k):
-    return k.replace("_", "-")
+    # The library takes a field's canonical name or any alias, '-' and '_' alike (plan_field_find).
+    return k
 
 
 def _value(v):
@@ -245,9 +275,9 @@ def _out(ctx, text, status, out):
 
 def _with_batch(fields, gbs, seq):
     if gbs is not None:
-        fields["gbs"] = gbs
+        fields["global_batch_size"] = gbs
     if seq is not None:
-        fields["seq"] = seq
+        fields["seq_length"] = seq
     return fields
 
 
@@ -257,15 +287,22 @@ def estimate(model, cluster, plan=None, gbs=None, seq=None, calibration=None, _t
     with _Ctx(calibration) as c:
         m, cl = c.model(model), c.cluster(cluster)
         p = c.plan(plan, _with_batch(fields, gbs, seq))
+        if c.lib.ap_plan_format(p) == 2:  # an op-level plan of a general graph (autopar-plan/2)
+            return _out(c, _text, *c.call(c.lib.ap_graph_plan_estimate, c.ptr, m, cl, p, _fmt(_text)))
         return _out(c, _text, *c.call(c.lib.ap_estimate, c.ptr, m, cl, p, _fmt(_text)))
 
 
 def simulate(model, cluster, trace, plan=None, gbs=None, seq=None, calibration=None, _text=False, **fields):
     """Simulates the plan's pipeline schedule, writes its Chrome trace to ``trace`` and returns the summary
-    (``autopar simulate --json``)."""
+    (``autopar simulate --json``). An op-level plan (autopar-plan/2) is played by the op-level simulator and
+    writes no trace: pass ``trace=None``."""
     with _Ctx(calibration) as c:
         m, cl = c.model(model), c.cluster(cluster)
         p = c.plan(plan, _with_batch(fields, gbs, seq))
+        if c.lib.ap_plan_format(p) == 2:
+            if trace is not None:
+                raise ValueError("%s: an autopar-plan/2 plan writes no trace (pass trace=None)" % plan)
+            return _out(c, _text, *c.call(c.lib.ap_graph_plan_simulate, c.ptr, m, cl, p, _fmt(_text)))
         return _out(c, _text, *c.call(c.lib.ap_simulate, c.ptr, m, cl, p, _b(trace), _fmt(_text)))
 
 
@@ -331,6 +368,12 @@ def export(plan, format, model=None):
     with _Ctx() as c:
         p = c.plan(plan, {})
         m = c.model(model) if model else None
+        if c.lib.ap_plan_format(p) == 2:  # an op-level plan: read against its graph, written as JSON
+            if format != "json":
+                raise ValueError("%s: an autopar-plan/2 plan exports as json only, not %s" % (plan, format))
+            status, text = c.call(c.lib.ap_graph_plan_export, c.ptr, m, p)
+            c.check(status)
+            return text
         status, text = c.call(c.lib.ap_export, c.ptr, m, p, _b(format))
         c.check(status)
         return text
@@ -355,13 +398,15 @@ def cluster(spec):
         return _doc(c, *c.call(c.lib.ap_cluster_describe_json, c.ptr, cl))
 
 
-def report_html(path, title=None, command=None, estimate=None, search=None, trace=None, validate=None):
+def report_html(path, title=None, command=None, estimate=None, search=None, trace=None, validate=None,
+                compare_search=None):
     """Writes the HTML report (docs/report.md) of the documents given (dicts as the functions above return
-    them; ``trace`` is the simulator's trace file as a dict) to ``path``."""
+    them; ``trace`` is the simulator's trace file as a dict; ``compare_search`` the document of ``autopar
+    compare-search --json``) to ``path``."""
     def j(d):
         return None if d is None else json.dumps(d).encode("utf-8")
     with _Ctx() as c:
-        r = _ReportInputs(_b(title), _b(command), j(estimate), j(search), j(trace), j(validate))
+        r = _ReportInputs(_b(title), _b(command), j(estimate), j(search), j(trace), j(validate), j(compare_search))
         c.check(c.lib.ap_report_html(c.ptr, ctypes.byref(r), _b(path)))
 
 

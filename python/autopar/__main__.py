@@ -1,6 +1,7 @@
 """``python3 -m autopar COMMAND …``: the CLI's main commands through the Python module, with the CLI's option
 names, output (text, or the same JSON document with --json) and exit status (0 ok, 1 no feasible plan, 2 bad
-input, 3 internal). Plan fields are given as the CLI's flags (``--tp 2 --schedule 1f1b``)."""
+input, 3 internal). Plan fields are given as the CLI's flags, canonical or alias (``--tp 2 --micro-batch-size 2
+--schedule 1f1b``, ``--mbs 2``), as the library's field table spells them."""
 
 import argparse
 import json
@@ -44,8 +45,9 @@ def main(argv=None):
         p.add_argument("--json", action="store_true")
         p.add_argument("--calibration")
         if name == "plan":
-            p.add_argument("--gbs", required=True, type=int)
-            p.add_argument("--seq", type=int)
+            # The CLI's spellings of the two problem fields: canonical first, the alias after (field table).
+            p.add_argument("--global-batch-size", "--gbs", dest="gbs", required=True, type=int)
+            p.add_argument("--seq-length", "--seq", dest="seq", type=int)
             p.add_argument("--top", type=int)
             p.add_argument("--fix")
             p.add_argument("--objective")
@@ -66,7 +68,7 @@ def main(argv=None):
     p.add_argument("--calibration")
     p = sub.add_parser("describe")
     p.add_argument("--model", required=True)
-    p.add_argument("--seq", type=int)
+    p.add_argument("--seq-length", "--seq", dest="seq", type=int)
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("export")
     p.add_argument("--plan", required=True)

@@ -9,18 +9,109 @@
 
 #include "cli/cli.h"
 
-/* A strictly positive decimal integer with an optional k, M or G suffix (10^3, 10^6, 10^9). */
+/* A decimal integer with an optional k, M or G suffix (10^3, 10^6, 10^9); false on anything else or on
+ * overflow. */
 static bool parse_count(const char *s, int64_t *out) {
   if (!s || *s < '0' || *s > '9') return false;
   errno = 0;
   char *end = NULL;
   long long v = strtoll(s, &end, 10);
-  if (errno || v <= 0) return false;
+  if (errno) return false;
   long long mul = *end == 'k' || *end == 'K' ? 1000 : *end == 'M' ? 1000000 : *end == 'G' ? 1000000000 : 1;
   if (mul > 1) end++;
   if (*end || v > INT64_MAX / mul) return false;
   *out = v * mul;
   return true;
+}
+
+/* ---- Plan fields as options: the field table's spellings (ap_plan_key) ---- */
+
+/* True when a and b are equal with '-' and '_' the same. */
+static bool same_key(const char *a, size_t na, const char *b, size_t nb) {
+  if (na != nb) return false;
+  for (size_t i = 0; i < na; i++)
+    if ((a[i] == '_' ? '-' : a[i]) != (b[i] == '_' ? '-' : b[i])) return false;
+  return true;
+}
+
+/* The option names of each plan field, "micro-batch-size|mbs": built once from the table (the CLI is one
+ * thread; fuzz/fuzz_cli_opts.c calls cli_parse from one thread too). */
+enum { MAX_FIELDS = 64, FIELD_NAME_MAX = 256 };
+static char field_names[MAX_FIELDS][FIELD_NAME_MAX];
+static size_t n_field_names;
+
+static void build_field_names(void) {
+  if (n_field_names) return;
+  const char *key;
+  for (size_t i = 0; i < MAX_FIELDS && (key = ap_plan_key(i, NULL)); i++) {
+    char *out = field_names[i];
+    snprintf(out, FIELD_NAME_MAX, "%s%s%s", key, *ap_plan_key_aliases(i) ? "|" : "", ap_plan_key_aliases(i));
+    for (char *c = out; *c; c++)
+      if (*c == '_') *c = '-';
+    n_field_names = i + 1;
+  }
+}
+
+const char *cli_field_opt_name(size_t i) {
+  build_field_names();
+  return i < n_field_names ? field_names[i] : NULL;
+}
+
+/* True when word (length n) is one of the '|'-separated names, '-' and '_' alike. */
+static bool names_have(const char *names, const char *word, size_t n) {
+  for (const char *q = names; *q;) {
+    const char *bar = strchr(q, '|');
+    size_t len = bar ? (size_t)(bar - q) : strlen(q);
+    if (same_key(q, len, word, n)) return true;
+    q += len + (bar ? 1 : 0);
+  }
+  return false;
+}
+
+/* The index of the plan field one of whose spellings is one of names' ("gbs", "seq|x"); -1 when none. */
+static int field_index(const char *names) {
+  build_field_names();
+  for (const char *q = names; *q;) {
+    const char *bar = strchr(q, '|');
+    size_t len = bar ? (size_t)(bar - q) : strlen(q);
+    for (size_t i = 0; i < n_field_names; i++)
+      if (names_have(field_names[i], q, len)) return (int)i;
+    q += len + (bar ? 1 : 0);
+  }
+  return -1;
+}
+
+const char *cli_field_opt(const char *key) {
+  int i = field_index(key);
+  return i >= 0 ? field_names[i] : NULL;
+}
+
+/* The range of the integer options that are not plan fields (those take the field table's range): one rule,
+ * every integer option is checked against its range before use. A name missing here is refused at parse
+ * time (tests/cli.sh runs every command's --help, which parses nothing, and one bad value per option). */
+static const struct {
+  const char *name;
+  int64_t min, max;
+} int_ranges[] = {
+    {"top", 1, 1000},                 /* plans shown: more is a listing, not an explanation */
+    {"evals", 1, (int64_t)1 << 40},   /* objective evaluations: PLAN_MAX_COUNT's bound on counts */
+    {"seed", 0, INT64_MAX},           /* any 64-bit seed (rng.h streams take a uint64_t) */
+    {"max-events", 1, (int64_t)1 << 40},
+    {"ranks", 1, 4096},               /* MPI ranks on one machine: TUNING, far above any host's cores */
+};
+
+static bool int_range(const char *names, int64_t *min, int64_t *max) {
+  int fi = field_index(names);
+  if (fi >= 0) return ap_plan_key_range((size_t)fi, min, max) != 0;
+  const char *bar = strchr(names, '|');
+  size_t len = bar ? (size_t)(bar - names) : strlen(names);
+  for (size_t i = 0; i < sizeof int_ranges / sizeof int_ranges[0]; i++)
+    if (same_key(int_ranges[i].name, strlen(int_ranges[i].name), names, len)) {
+      *min = int_ranges[i].min;
+      *max = int_ranges[i].max;
+      return true;
+    }
+  return false;
 }
 
 /* Outputs are the options named "output" and "trace"; every other string option and every positional
@@ -94,8 +185,8 @@ bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int 
     name[len] = '\0';
     const cli_opt *o = NULL;
     int o_index = -1;
-    for (int k = 0; k < n_opts; k++)
-      if (strcmp(opts[k].name, name + 2) == 0) o = &opts[k], o_index = k;
+    for (int k = 0; k < n_opts && !o; k++)
+      if (names_have(opts[k].name, name + 2, strlen(name + 2))) o = &opts[k], o_index = k;
     if (!o) {
       fprintf(err_stream(), "autopar %s: unknown option %s (see autopar %s --help)\n", cmd, name, cmd);
       return false;
@@ -125,9 +216,22 @@ bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int 
         return false;
       }
       *(const char **)o->target = val;
-    } else if (!parse_count(val, (int64_t *)o->target)) {
-      fprintf(err_stream(), "autopar %s: option %s: expected a positive integer, got \"%s\"\n", cmd, name, val);
-      return false;
+    } else {
+      int64_t v = 0, min = 0, max = 0;
+      if (!int_range(o->name, &min, &max)) {
+        fprintf(err_stream(), "autopar %s: option %s has no range (src/cli/args.c int_ranges)\n", cmd, name);
+        return false;
+      }
+      if (!parse_count(val, &v) || v < min || v > max) {
+        /* A plan field typed by an alias also names its canonical key ("--gbs (global_batch_size)"). */
+        int fi = field_index(o->name);
+        const char *key = fi >= 0 ? ap_plan_key((size_t)fi, NULL) : NULL;
+        bool alias = key && !same_key(key, strlen(key), name + 2, strlen(name + 2));
+        fprintf(err_stream(), "autopar %s: option %s%s%s%s: expected an integer in [%lld, %lld], got \"%s\"\n", cmd, name,
+                alias ? " (" : "", alias ? key : "", alias ? ")" : "", (long long)min, (long long)max, val);
+        return false;
+      }
+      *(int64_t *)o->target = v;
     }
   }
   return check_outputs(cmd, opts, n_opts, positional, *n_pos);
@@ -136,11 +240,19 @@ bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int 
 void cli_usage(const char *cmd, const char *synopsis, const cli_opt *opts, int n_opts) {
   printf("usage: autopar %s %s\n\noptions:\n", cmd, synopsis);
   for (int k = 0; k < n_opts; k++) {
-    char left[64];
-    snprintf(left, sizeof left, "--%s%s", opts[k].name,
+    /* The first name is the option's; the others (after '|') are aliases, listed after the help. */
+    const char *names = opts[k].name, *bar = strchr(names, '|');
+    char left[96], also[FIELD_NAME_MAX * 2] = "";
+    snprintf(left, sizeof left, "--%.*s%s", (int)(bar ? (size_t)(bar - names) : strlen(names)), names,
              opts[k].kind == OPT_FLAG ? "" : opts[k].kind == OPT_INT ? " N" : " VALUE");
+    for (const char *q = bar; q; q = strchr(q + 1, '|')) {
+      const char *next = strchr(q + 1, '|');
+      size_t len = next ? (size_t)(next - q - 1) : strlen(q + 1), at = strlen(also);
+      snprintf(also + at, sizeof also - at, "%s--%.*s", at ? ", " : " (also ", (int)len, q + 1);
+    }
+    if (*also) snprintf(also + strlen(also), sizeof also - strlen(also), ")");
     /* Two spaces at least between an option and its help, so that tools/mkman.sh can tell them apart. */
-    printf("  %-24s%s%s\n", left, strlen(left) >= 24 ? "  " : " ", opts[k].help);
+    printf("  %-24s%s%s%s\n", left, strlen(left) >= 24 ? "  " : " ", opts[k].help, also);
   }
 }
 

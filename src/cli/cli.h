@@ -14,7 +14,10 @@ enum { EXIT_OK_ = 0, EXIT_INFEASIBLE = 1, EXIT_BAD_INPUT = 2, EXIT_INTERNAL = 3 
 
 typedef enum { OPT_FLAG, OPT_STRING, OPT_INT } cli_opt_kind;
 
-/* One option of a subcommand: "--name VALUE" or "--name" for flags. */
+/* One option of a subcommand: "--name VALUE" or "--name" for flags. name may list aliases after '|'
+ * ("micro-batch-size|mbs"): the first is shown, all are accepted, '-' and '_' alike. An OPT_INT is a
+ * decimal integer with an optional k/M/G suffix, checked against its range: a plan field's from the field
+ * table, the others' from args.c's int_ranges. */
 typedef struct {
   const char *name;
   cli_opt_kind kind;
@@ -28,6 +31,11 @@ bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int 
                int n_pos_max, int *n_pos);
 /* Sends cli_parse's error lines to f instead of stderr (NULL: stderr again); for fuzz/fuzz_cli_opts.c. */
 void cli_set_error_stream(FILE *f);
+/* The option name of the i-th plan field of the field table (ap_plan_key): "micro-batch-size|mbs|…", the
+ * canonical flag first, its aliases after, dashes for underscores; NULL past the last. cli_field_opt: the
+ * same for the field one of whose spellings is key ("global_batch_size", "gbs"); NULL when none. Static. */
+const char *cli_field_opt_name(size_t i);
+const char *cli_field_opt(const char *key);
 void cli_usage(const char *cmd, const char *synopsis, const cli_opt *opts, int n_opts);
 /* Prints the context's error as "autopar: MESSAGE" and maps the status to an exit code. */
 int cli_fail(ap_ctx *ctx, ap_status st);
@@ -37,6 +45,9 @@ void cli_notation(FILE *f);
 /* Parses a duration option ("--time-budget 2.5") into *out; NULL s leaves *out. On a bad value prints one
  * line naming cmd and the option and returns false. */
 bool cli_parse_seconds(const char *cmd, const char *name, const char *s, double *out);
+/* The export format names of the export module's table (ap_export_format), joined by sep, into out
+ * (src/cli/cmd_export.c; also plan's --export help). */
+void cli_export_formats(char *out, size_t n, const char *sep);
 /* Prints s to stdout and frees it. */
 void cli_print_free(char *s);
 

@@ -7,13 +7,36 @@
 
 #include "cli/cli.h"
 
+/* An autopar-plan/2 plan: read against the model's graph, estimated or simulated; the transformer options (plan
+ * flags, --trace, --report, --tokens, --price-per-gpu-hour) do not apply to it. */
+static int run_graph_plan(ap_ctx *ctx, const char *cmd, const ap_model *m, const ap_cluster *c, const ap_plan *p,
+                          bool simulate, bool json, bool other_options, int n_keys, const char *const *values) {
+  bool flags = other_options;
+  for (int i = 0; i < n_keys; i++) flags = flags || values[i];
+  if (flags) {
+    fprintf(stderr, "autopar %s: an autopar-plan/2 plan (a general graph's op-level plan) takes only --model, --cluster, "
+            "--plan, --json and --calibration\n", cmd);
+    return EXIT_BAD_INPUT;
+  }
+  char *out = NULL;
+  ap_status st = simulate ? ap_graph_plan_simulate(ctx, m, c, p, json ? AP_OUT_JSON : AP_OUT_TEXT, &out)
+                          : ap_graph_plan_estimate(ctx, m, c, p, json ? AP_OUT_JSON : AP_OUT_TEXT, &out);
+  if (st) {
+    ap_free(out);
+    return cli_fail(ctx, st);
+  }
+  cli_print_free(out);
+  return 0;
+}
+
 /* Shared by estimate and simulate: trace_path is used by simulate only. */
 static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulate) {
   bool json = false, help = false;
   const char *model = NULL, *cluster = NULL, *plan_path = NULL, *trace = NULL, *calibration = NULL;
   const char *report = NULL, *tokens = NULL, *price = NULL;
   int64_t max_events = 0;
-  /* Plan fields, passed to ap_plan_set by name: the CLI flags of the field table (ap_plan_key). */
+  /* Plan fields, passed to ap_plan_set by their canonical key; each flag is the key with dashes, its aliases
+   * the table's other spellings (ap_plan_key, cli_field_opt_name). */
   enum { N_PLAN_KEYS = 32 };
   const char *plan_keys[N_PLAN_KEYS], *plan_help[N_PLAN_KEYS];
   int n_keys = 0;
@@ -34,7 +57,7 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
     opts[n++] = (cli_opt){"tokens", OPT_STRING, "time and cost to train on this many tokens (1T, 300B, 2.5e11)", &tokens};
     opts[n++] = (cli_opt){"price-per-gpu-hour", OPT_STRING, "with --tokens: price of one device-hour, for the cost", &price};
   }
-  for (int i = 0; i < n_keys; i++) opts[n++] = (cli_opt){plan_keys[i], OPT_STRING, plan_help[i], &values[i]};
+  for (int i = 0; i < n_keys; i++) opts[n++] = (cli_opt){cli_field_opt_name((size_t)i), OPT_STRING, plan_help[i], &values[i]};
   opts[n++] = (cli_opt){"help", OPT_FLAG, "show this help", &help};
   const char *pos[1];
   int n_pos;
@@ -43,7 +66,7 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
     cli_usage(cmd,
               simulate ? "--model M --cluster C [--plan FILE] [plan flags] --trace OUT.json [--json] [--report OUT.html]\n\n"
                          "Simulates the plan's pipeline schedule event by event and writes its timeline."
-                       : "--model M --cluster C [--plan FILE] [--tp N --pp N ... --gbs N --seq N] [--json]\n"
+                       : "--model M --cluster C [--plan FILE] [--tp N --pp N ... --global-batch-size N --seq-length N] [--json]\n"
                          "            [--report OUT.html] [--tokens N [--price-per-gpu-hour X]]\n\n"
                          "Predicts one plan: iteration time and breakdown, tokens/s, MFU, memory per stage.",
               opts, n);
@@ -67,8 +90,21 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   if (!st) st = ap_model_load(ctx, model, &m);
   if (!st) st = ap_cluster_load(ctx, cluster, &c);
   if (!st) st = plan_path ? ap_plan_load(ctx, plan_path, &p) : ap_plan_new(ctx, &p);
-  for (int i = 0; i < n_keys && !st; i++)
-    if (values[i]) st = ap_plan_set(ctx, p, plan_keys[i], values[i]);
+  if (!st && ap_plan_format(p) == 2) { /* an op-level plan of a general graph (docs/graph-plan.md) */
+    int rc = run_graph_plan(ctx, cmd, m, c, p, simulate, json, trace || report || tokens || price, n_keys, values);
+    ap_plan_free(p);
+    ap_cluster_free(c);
+    ap_model_free(m);
+    return rc;
+  }
+  for (int i = 0; i < n_keys && !st; i++) {
+    if (!values[i]) continue;
+    /* By the flag's own spelling (ap_plan_set takes dashes too), so that a message names --micro-batch-size. */
+    char flag[64];
+    const char *names = cli_field_opt_name((size_t)i), *bar = strchr(names, '|');
+    snprintf(flag, sizeof flag, "%.*s", (int)(bar ? (size_t)(bar - names) : strlen(names)), names);
+    st = ap_plan_set(ctx, p, flag, values[i]);
+  }
   bool want_doc = !simulate && (json || report || tokens || price);
   if (!st)
     st = simulate ? ap_simulate(ctx, m, c, p, trace, json ? AP_OUT_JSON : AP_OUT_TEXT, &out)

@@ -2,16 +2,28 @@
  * Python config (current) or TOML job config (v0.2.x), or autopar's own JSON (cli layer; the exporters are the
  * library's, docs/exports.md). */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
+
+void cli_export_formats(char *out, size_t n, const char *sep) {
+  const char *name;
+  if (n) out[0] = '\0';
+  for (size_t i = 0; (name = ap_export_format(i, NULL)); i++) {
+    size_t at = strlen(out);
+    snprintf(out + at, n - at, "%s%s", i ? sep : "", name);
+  }
+}
 
 int cmd_export(ap_ctx *ctx, int argc, char **argv) {
   bool help = false;
   const char *plan_path = NULL, *model = NULL, *format = NULL, *output = NULL;
+  char format_help[256] = "one of: ";
+  cli_export_formats(format_help + strlen(format_help), sizeof format_help - strlen(format_help), ", ");
   cli_opt opts[] = {
       {"plan", OPT_STRING, "autopar JSON plan file (docs/plan-format.md)", &plan_path},
       {"model", OPT_STRING, "preset name or path (default: the plan's \"model\" field)", &model},
-      {"format", OPT_STRING, "megatron, deepspeed, torchtitan, torchtitan-toml or json", &format},
+      {"format", OPT_STRING, format_help, &format},
       {"output", OPT_STRING, "write to this file (atomically) instead of stdout; also -o FILE", &output},
       {"help", OPT_FLAG, "show this help", &help},
   };
@@ -20,13 +32,16 @@ int cmd_export(ap_ctx *ctx, int argc, char **argv) {
   int n_pos;
   if (!cli_parse("export", argc, argv, opts, N_OPTS, pos, 0, &n_pos)) return EXIT_BAD_INPUT;
   if (help) {
-    cli_usage("export",
-              "--plan FILE --format F [--model M] [-o FILE]\n\n"
-              "Writes a plan for a training framework: megatron (a torchrun command for Megatron-LM), deepspeed\n"
-              "(a DeepSpeed JSON config), torchtitan (a Python config for torchtitan's dataclass registry),\n"
-              "torchtitan-toml (a TOML job config for torchtitan v0.2.x) or json (autopar's plan format).\n"
-              "Each export names the framework version it targets (docs/exports.md).",
-              opts, N_OPTS);
+    /* The formats and what each writes: the export module's table (ap_export_format). */
+    char synopsis[1024] = "--plan FILE --format F [--model M] [-o FILE]\n\nWrites a plan for a training framework:\n";
+    const char *name, *summary;
+    for (size_t i = 0; (name = ap_export_format(i, &summary)); i++) {
+      size_t at = strlen(synopsis);
+      snprintf(synopsis + at, sizeof synopsis - at, "  %-16s %s\n", name, summary);
+    }
+    size_t at = strlen(synopsis);
+    snprintf(synopsis + at, sizeof synopsis - at, "Each export names the framework version it targets (docs/exports.md).");
+    cli_usage("export", synopsis, opts, N_OPTS);
     return 0;
   }
   if (!plan_path || !format) {
@@ -37,8 +52,19 @@ int cmd_export(ap_ctx *ctx, int argc, char **argv) {
   ap_model *m = NULL;
   char *text = NULL;
   ap_status st = ap_plan_load(ctx, plan_path, &p);
+  bool graph_plan = !st && ap_plan_format(p) == 2; /* an op-level plan: read against its graph, written as JSON */
+  if (graph_plan && (strcmp(format, "json") != 0 || !model)) {
+    if (strcmp(format, "json") != 0)
+      fprintf(stderr, "autopar export: %s: an autopar-plan/2 plan (a general graph's op-level plan) exports as json "
+              "only, not %s\n", plan_path, format);
+    else
+      fprintf(stderr, "autopar export: %s: an autopar-plan/2 plan is read against its graph: name it with --model\n",
+              plan_path);
+    ap_plan_free(p);
+    return EXIT_BAD_INPUT;
+  }
   if (!st && model) st = ap_model_load(ctx, model, &m);
-  if (!st) st = ap_export(ctx, m, p, format, &text);
+  if (!st) st = graph_plan ? ap_graph_plan_export(ctx, m, p, &text) : ap_export(ctx, m, p, format, &text);
   if (!st && output) st = ap_write_file(ctx, output, text);
   ap_model_free(m);
   ap_plan_free(p);

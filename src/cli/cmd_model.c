@@ -55,11 +55,11 @@ int cmd_describe(ap_ctx *ctx, int argc, char **argv) {
   const char *model = NULL, *cluster = NULL;
   int64_t seq = 0, gbs = 64;
   cli_opt opts[] = {{"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model},
-                    {"seq", OPT_INT, "sequence length in tokens (default: the model's, at most 4096)", &seq},
+                    {cli_field_opt("seq_length"), OPT_INT, "sequence length in tokens (default: the model's, at most 4096)", &seq},
                     {"json", OPT_FLAG, "print JSON (format autopar-describe/1, docs/json.md)", &json},
                     {"sharding", OPT_FLAG, "list each op's legal sharding strategies on --cluster's mesh", &sharding},
                     {"cluster", OPT_STRING, "with --sharding: the cluster whose mesh to use (default h100-sxm:8)", &cluster},
-                    {"gbs", OPT_INT, "with --sharding: the global batch (default 64)", &gbs},
+                    {cli_field_opt("global_batch_size"), OPT_INT, "with --sharding: the global batch (default 64)", &gbs},
                     {"help", OPT_FLAG, "show this help", &help}};
   enum { N_OPTS = sizeof opts / sizeof opts[0] };
   const char *pos[1];

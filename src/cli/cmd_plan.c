@@ -75,11 +75,13 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
   const char *stack = NULL;
   const char *report = NULL, *tokens = NULL, *price = NULL, *annotate = NULL;
   int64_t gbs = 0, seq = 0, top = 3;
+  char export_help[256] = "also write the winner (stdout) in one of: ";
+  cli_export_formats(export_help + strlen(export_help), sizeof export_help - strlen(export_help), ", ");
   cli_opt opts[] = {
       {"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model},
       {"cluster", OPT_STRING, "cluster preset, shorthand (h100:64, dgx-h100:8x8) or file", &cluster},
-      {"gbs", OPT_INT, "global batch, sequences per iteration (required)", &gbs},
-      {"seq", OPT_INT, "sequence length, tokens (default: the model's)", &seq},
+      {cli_field_opt("global_batch_size"), OPT_INT, "global batch, sequences per iteration (required)", &gbs},
+      {cli_field_opt("seq_length"), OPT_INT, "sequence length, tokens (default: the model's)", &seq},
       {"top", OPT_INT, "plans to show, best first (default 3)", &top},
       {"json", OPT_FLAG, "print JSON (format autopar-search/2, docs/json.md)", &json},
       {"fix", OPT_STRING, "hold plan fields fixed: tp=8,pp=4,schedule=1f1b (keys of estimate's flags)", &fix},
@@ -92,7 +94,7 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
       {"annotate", OPT_STRING, "general graphs: output specs to keep, 'op=S0,R;op2=R,S1' (greedy's seeds)", &annotate},
       {"calibration", OPT_STRING, "cost-model constants from `autopar calibrate` (default: built in)", &calibration},
       {"compare", OPT_STRING, "an autopar JSON plan to set beside the winner, breakdowns side by side", &compare},
-      {"export", OPT_STRING, "also write the winner as megatron, deepspeed, torchtitan or json (stdout)", &export_format},
+      {"export", OPT_STRING, export_help, &export_format},
       {"output", OPT_STRING, "with --export: write the export to this file (atomically); also -o FILE", &output},
       {"report", OPT_STRING, "also write an HTML report of the search (docs/report.md)", &report},
       {"tokens", OPT_STRING, "time and cost to train the winner on this many tokens (1T, 300B, 2.5e11)", &tokens},
@@ -105,7 +107,7 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
   if (!cli_parse("plan", argc, argv, opts, N_OPTS, pos, 0, &n_pos)) return EXIT_BAD_INPUT;
   if (help) {
     cli_usage("plan",
-              "--model M --cluster C --gbs N [--seq S] [--top K] [--json] [--fix tp=8,pp=4,…]\n"
+              "--model M --cluster C --global-batch-size N [--seq-length S] [--top K] [--json] [--fix tp=8,pp=4,…]\n"
               "            [--objective throughput|memory] [--max-mem-fraction F] [--time-budget SECONDS]\n"
               "            [--calibration FILE] [--compare PLAN.json] [--export FORMAT [-o FILE]] [--report OUT.html]\n"
               "            [--tokens N [--price-per-gpu-hour X]] [--quiet]\n\n"
@@ -120,15 +122,11 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
     return 0;
   }
   if (!model || !cluster || gbs <= 0) {
-    fprintf(stderr, "autopar plan: --model, --cluster and --gbs are required (see autopar plan --help)\n");
+    fprintf(stderr, "autopar plan: --model, --cluster and --global-batch-size (--gbs) are required (see autopar plan --help)\n");
     return EXIT_BAD_INPUT;
   }
   if (output && !export_format) {
     fprintf(stderr, "autopar plan: -o/--output needs --export FORMAT\n");
-    return EXIT_BAD_INPUT;
-  }
-  if (top > 1000) {
-    fprintf(stderr, "autopar plan: --top: expected at most 1000, got %lld\n", (long long)top);
     return EXIT_BAD_INPUT;
   }
   if (is_graph_plan(model, strategy)) return graph_plan(ctx, model, cluster, gbs, seq, json, strategy, annotate, mem_frac, budget);

@@ -120,6 +120,11 @@ AP_HIDDEN int names_find(const char *const *names, size_t n, const char *name);
  *   bool plan_schedule_from_name(const char *name, plan_schedule *out);   false (out untouched) when unknown
  * whose prototypes the module's header declares. STYLE.md 8: tables, not switch chains, tied by static_assert. */
 #define AP_ENUM_NAME_ENTRY_(id, s) s,
+/* The names of a name map as one string literal, "gpipe, 1f1b, interleaved-1f1b" (a help text or a message's
+ * list of the values expected): generated from the map, so that it cannot drift from the enum. */
+#define AP_ENUM_LIST_ENTRY_(e, s) ", " s
+#define AP_ENUM_LIST(MAP) ((MAP(AP_ENUM_LIST_ENTRY_)) + 2)
+
 #define AP_ENUM_NAMES(fn, type, MAP, count)                                                          \
   static const char *const fn##_names_[] = {MAP(AP_ENUM_NAME_ENTRY_)};                               \
   _Static_assert(AP_COUNT(fn##_names_) == (size_t)(count), #fn ": the name table and the enum disagree"); \

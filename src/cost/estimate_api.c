@@ -13,6 +13,7 @@ ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
   if (out) *out = NULL;
   if (!ctx || !model || !cluster || !ap || !out)
     return ctx_fail(ctx, AP_INVALID, "%s: ctx, model, cluster, plan and out must not be NULL", "ap_estimate");
+  if (plan_refuse_doc2(ctx, ap, "ap_estimate")) return AP_INVALID;
   if (format != AP_OUT_TEXT && format != AP_OUT_JSON)
     return ctx_fail(ctx, AP_INVALID, "%s: format: expected AP_OUT_TEXT or AP_OUT_JSON, got %d", "ap_estimate", format);
   ctx_clear(ctx);

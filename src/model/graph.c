@@ -316,6 +316,11 @@ int graph_op_add(graph_builder *gb, const graph_op *op) {
     gb->oom = true;
     return -1;
   }
+  for (int i = 0; i < o->n_weights && i < OP_MAX_WEIGHTS; i++)
+    if (op->weights[i].name && !(o->weights[i].name = arena_strdup(gb->a, op->weights[i].name))) {
+      gb->oom = true;
+      return -1;
+    }
   return blk->n_ops++;
 }
 

@@ -82,7 +82,19 @@ typedef struct {
   bool seq_parallel; /* true when sequence parallelism may split its S dimension (TP leaves it whole) */
 } graph_tensor;
 
-enum { OP_MAX_IN = 4, OP_MAX_SAVED = 6, OP_MAX_OUT = 8 };
+enum { OP_MAX_IN = 4, OP_MAX_SAVED = 6, OP_MAX_OUT = 8, OP_MAX_WEIGHTS = 5 };
+
+/* One weight of an op as its source file stores it (an ONNX initializer the op reads): its name, its dims in
+ * the stored order, and for each stored dim the dim of the op's logical weight it is (the [k, n] of a matmul,
+ * [C_out, C_in, kh, kw] of a convolution, [rows, H] of an embedding, [n] of a norm's scale or a bias: the
+ * order the sharding layer splits, src/shard/shard_loops.c), or -1 for a dim no split reaches. So a Gemm with
+ * transB = 1, which stores its weight [n, k], has logical {1, 0}. */
+typedef struct {
+  const char *name;
+  int n_dims;
+  int64_t dims[GRAPH_MAX_DIMS];
+  int8_t logical[GRAPH_MAX_DIMS];
+} graph_weight;
 
 typedef struct {
   const char *name;
@@ -127,6 +139,10 @@ typedef struct {
   bool is_view;
   /* The source operator type (an ONNX op_type such as "Conv"), or NULL. */
   const char *op_type;
+  /* The weights as stored (ONNX initializers read directly, in input order; 0 for ops of other sources, whose
+   * weights have only the logical form). The first is the op's main weight. */
+  int n_weights;
+  graph_weight weights[OP_MAX_WEIGHTS];
 } graph_op;
 
 typedef enum { BLOCK_EMBED, BLOCK_LAYER, BLOCK_HEAD, BLOCK_OTHER } block_role;

@@ -284,8 +284,10 @@ static char *describe_text(const json_t *doc) {
     sb_printf(&sb, "shape        %lld layers, hidden %lld, vocabulary %lld\n", (long long)jd_geti(doc, "n_layers"),
               (long long)jd_geti(doc, "hidden_size"), (long long)jd_geti(doc, "vocab_size"));
   sb_printf(&sb, "sequence     %lld tokens\n\n", (long long)jd_geti(doc, "seq"));
+  /* Parameters per repeat (one layer), FLOP and saved bytes for all repeats (what the block costs the model):
+   * each header says which. */
   sb_printf(&sb, "%-22s %6s %14s %14s %16s %16s\n", "block", "repeat", "params/repeat", "active/repeat",
-            "train FLOP/token", "saved B/token");
+            "FLOP/token, all", "saved B/tok, all");
   const json_t *blocks = jd_at(doc, "blocks");
   for (size_t i = 0; i < json_array_size(blocks); i++) {
     const json_t *blk = json_array_get(blocks, i);
@@ -295,6 +297,8 @@ static char *describe_text(const json_t *doc) {
     sb_printf(&sb, "%-22s %6lld %14s %14s %16.4g %16.4g\n", jd_gets(blk, "name"), (long long)r, a, b,
               jd_getn(blk, "train_flop_per_token") * r, jd_getn(blk, "saved_activation_bytes_per_token") * r);
   }
+  sb_puts(&sb, "  (params and active per repeat, one block; training FLOP and saved activation bytes per token for\n"
+              "   all repeats of the block together)\n");
   sb_printf(&sb, "\nFLOP per token: forward %.4g, training %.4g (GEMM only %.4g)\n", jd_getn(doc, "flop_per_token.forward"),
             jd_getn(doc, "flop_per_token.train"), jd_getn(doc, "flop_per_token.train_gemm"));
   sb_puts(&sb, "  (forward + input-gradient + weight-gradient; no causal discount; no recompute)\n");

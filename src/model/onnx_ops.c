@@ -139,10 +139,69 @@ static void set_weight(graph_op *op, int64_t k, int64_t n, int64_t pend_w, bool 
   }
 }
 
+/* Records the trainable weights the op reads (inputs that carry parameters no op has counted yet), as stored,
+ * in input order; where[w] is weight w's input index. Their logical dims are set by set_logical. */
+static void note_weights(ox *x, graph_op *op, int *where) {
+  op->n_weights = 0;
+  for (int i = 0; i < x->n_in && op->n_weights < OP_MAX_WEIGHTS; i++) {
+    ox_val *v = ox_in(x, i);
+    if (!v || v->activation || v->pending_params <= 0 || v->n_dims < 0 || v->n_dims > GRAPH_MAX_DIMS) continue;
+    graph_weight *w = &op->weights[op->n_weights];
+    w->name = v->name;
+    w->n_dims = v->n_dims;
+    for (int d = 0; d < v->n_dims; d++) w->dims[d] = v->dims[d], w->logical[d] = -1;
+    where[op->n_weights++] = i;
+  }
+}
+
+/* The logical dim of each stored dim (graph.h graph_weight), per rule, from the input the weight comes in on:
+ * a matmul's weight [k, n] (Gemm transB: [n, k]) and its bias [n]; a convolution's weight [C_out, C_in/g, k…]
+ * (transposed: [C_in, C_out/g, k…], ONNX's Conv and ConvTranspose) and its bias [C_out]; an embedding table
+ * [rows, H]; a norm's scale and bias, and any other op's single parameter operand (a bias, a scale, a class
+ * token), on the dim that has all its elements. */
+static void set_logical(graph_op *op, int rule, bool trans_b, const int *where) {
+  for (int k = 0; k < op->n_weights; k++) {
+    graph_weight *w = &op->weights[k];
+    int in = where[k], n = w->n_dims;
+    int8_t *l = w->logical;
+    switch (rule) {
+    case OX_RULE_MATMUL:
+    case OX_RULE_GEMM:
+      if (in == 1 && n == 2) l[0] = trans_b ? 1 : 0, l[1] = trans_b ? 0 : 1;
+      else if (in == 2 && n >= 1 && w->dims[n - 1] == op->weight_n) l[n - 1] = 1;
+      break;
+    case OX_RULE_CONV:
+    case OX_RULE_CONVT:
+      if (in == 1) {
+        for (int d = 0; d < n; d++) l[d] = (int8_t)(d < 3 ? d : 3);
+        if (rule == OX_RULE_CONVT && n >= 2) l[0] = 1, l[1] = 0;
+      } else if (in == 2 && n == 1) {
+        l[0] = 0;
+      }
+      break;
+    case OX_RULE_GATHER:
+      if (in == 0 && n == 2) l[0] = 0, l[1] = 1;
+      break;
+    default: {
+      int64_t numel = 1;
+      for (int d = 0; d < n; d++) numel *= w->dims[d];
+      for (int d = n - 1; d >= 0; d--)
+        if (w->dims[d] == numel && numel > 1) {
+          l[d] = 0;
+          break;
+        }
+      break;
+    }
+    }
+  }
+}
+
 ap_status ox_make_op(ox *x, const ox_op_spec *spec, graph_op *op) {
   const onnx_node *nd = x->node;
   ox_val *in0 = ox_in(x, 0), *out0 = ox_out(x, 0);
   ap_status st;
+  int where[OP_MAX_WEIGHTS];
+  note_weights(x, op, where);
   op->flop_per_elem = spec->flop_per_elem;
   switch (spec->rule) {
   case OX_RULE_POINTWISE:
@@ -244,6 +303,7 @@ ap_status ox_make_op(ox *x, const ox_op_spec *spec, graph_op *op) {
   }
   /* Whatever parameters are still pending on the op's other inputs are its own (norm scales, a class token). */
   for (int i = 0; i < x->n_in; i++) op->extra_params += take(x, i);
+  set_logical(op, spec->rule, spec->rule == OX_RULE_GEMM && ox_attr_i(nd, "transB", 0) != 0, where);
   /* Saved tensors: activation inputs or outputs that are graph tensors. */
   for (int i = 0; i < x->n_in && op->n_saved < OP_MAX_SAVED; i++) {
     ox_val *v = ox_in(x, i);

@@ -39,6 +39,27 @@ AP_HIDDEN ap_status torchtitan_toml_can_express(ap_ctx *ctx, const plan *p, cons
 AP_HIDDEN ap_status export_torchtitan_toml(ap_ctx *ctx, const plan *p, const graph *g, const export_launch *l,
                                            strbuf *out);
 
+/* ---- The schedule as an export states it (export_schedule.c, from plan/schedule.h) ---- */
+
+typedef struct {
+  plan_schedule kind;
+  int64_t n_stages;             /* pipeline stages of the order (pp) */
+  int64_t chunks_per_stage;     /* the distinct chunks stage 0 runs: virtual stages per rank */
+  int64_t micro_batches;        /* the micro-batches stage 0's list names */
+  bool split_w;                 /* weight gradients are passes of their own (the zero-bubble kinds) */
+  int64_t in_flight_stage0;     /* most chunk passes forwarded and not yet backwarded on stage 0, along its list */
+  int64_t in_flight_max;        /* the same, the largest over the stages */
+  int64_t in_flight_rule_stage0; /* plan_schedule_in_flight_passes(p, 0), capped by the stage's passes */
+  int64_t warmup_forwards_stage0; /* forwards stage 0 runs before its first backward */
+  bool from_order;              /* counted along the built lists; false: a plan too long to list, from the rules */
+} export_sched;
+
+/* Fills s from the schedule data of plan p (validated): the work lists of plan_schedule_build when they are
+ * not too long (EXPORT_SCHED_MAX_ITEMS), else the rules. AP_NOMEM when the lists cannot be built. */
+AP_HIDDEN ap_status export_schedule_facts(ap_ctx *ctx, const plan *p, export_sched *s);
+/* One "# schedule: …" comment line with those facts; nothing without pipeline parallelism. */
+AP_HIDDEN void export_schedule_note(const export_sched *s, strbuf *sb);
+
 /* ---- Megatron-LM's argument list (export_megatron.c, export_megatron_model.c) ---- */
 
 typedef struct {

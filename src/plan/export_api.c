@@ -101,15 +101,22 @@ static ap_status export_json(ap_ctx *ctx, const plan *p, const graph *g, const e
 /* One row per format (STYLE.md 8: tables, not switch chains). */
 static const struct {
   const char *name;
+  const char *summary; /* what the format writes, for the CLI's help (ap_export_format) */
   export_check_fn check;
   export_write_fn write;
 } formats[] = {
-    {"megatron", megatron_can_express, export_megatron},
-    {"deepspeed", deepspeed_can_express, export_deepspeed},
-    {"torchtitan", torchtitan_can_express, export_torchtitan},
-    {"torchtitan-toml", torchtitan_toml_can_express, export_torchtitan_toml},
-    {"json", json_can_express, export_json},
+    {"megatron", "a torchrun command for Megatron-LM", megatron_can_express, export_megatron},
+    {"deepspeed", "a DeepSpeed JSON config", deepspeed_can_express, export_deepspeed},
+    {"torchtitan", "a Python config for torchtitan's dataclass registry", torchtitan_can_express, export_torchtitan},
+    {"torchtitan-toml", "a TOML job config for torchtitan v0.2.x", torchtitan_toml_can_express,
+     export_torchtitan_toml},
+    {"json", "autopar's plan format, docs/plan-format.md", json_can_express, export_json},
 };
+
+const char *ap_export_format(size_t i, const char **summary) {
+  if (summary) *summary = i < AP_COUNT(formats) ? formats[i].summary : NULL;
+  return i < AP_COUNT(formats) ? formats[i].name : NULL;
+}
 
 static ap_status unknown_format(ap_ctx *ctx, const char *format) {
   const char *names[AP_COUNT(formats)];
@@ -205,6 +212,7 @@ static ap_status prepare(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const 
 ap_status ap_export_check(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const char *format) {
   API_ENTER(ctx);
   if (!ctx || !ap) return ctx_fail(ctx, AP_INVALID, "ap_export_check: ctx and plan must not be NULL");
+  if (plan_refuse_doc2(ctx, ap, "ap_export_check")) return AP_INVALID;
   size_t fmt;
   ap_model *owned;
   const graph *g;
@@ -219,6 +227,7 @@ ap_status ap_export(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const char 
   API_ENTER(ctx);
   if (out) *out = NULL;
   if (!ctx || !ap || !out) return ctx_fail(ctx, AP_INVALID, "ap_export: ctx, plan and out must not be NULL");
+  if (plan_refuse_doc2(ctx, ap, "ap_export")) return AP_INVALID;
   size_t fmt;
   ap_model *owned;
   const graph *g;

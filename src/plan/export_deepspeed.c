@@ -65,11 +65,20 @@ ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, const exp
   ap_status st = deepspeed_can_express(ctx, p, g);
   if (st) return st;
   bool pipe = p->pp > 1;
+  /* The micro-batches (DeepSpeed's accumulation steps, also the pipeline engine's micro-batches) and what the
+   * pipeline keeps in flight, from the schedule data. DeepSpeed runs a GPipe plan as 1F1B. */
+  plan run;
+  if (plan_copy(&run, p)) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  if (run.schedule == PLAN_SCHED_GPIPE) run.schedule = PLAN_SCHED_1F1B;
+  export_sched sc;
+  st = export_schedule_facts(ctx, &run, &sc);
+  plan_free(&run);
+  if (st) return st;
 
   json_t *root = json_object();
   set_int(root, "train_batch_size", p->global_batch_size);
   set_int(root, "train_micro_batch_size_per_gpu", p->micro_batch_size);
-  set_int(root, "gradient_accumulation_steps", p->n_micro_batches);
+  set_int(root, "gradient_accumulation_steps", sc.micro_batches);
 
   /* fp8 GEMMs come from the model code (Transformer Engine) inside bf16 training; the config says bf16. */
   json_t *prec = json_object();
@@ -153,6 +162,10 @@ ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, const exp
       for (int64_t c = 0; c < plan_n_chunks(p); c++) json_array_append_new(split, json_integer(layers[c]));
     json_object_set_new(ap, "stage_layers", split);
     if (p->schedule == PLAN_SCHED_GPIPE) set_str(ap, "schedule", "1f1b (DeepSpeed has no GPipe schedule)");
+    else set_str(ap, "schedule", plan_schedule_name(sc.kind));
+    /* The pipeline engine's schedule (deepspeed/runtime/pipe/schedule.py TrainSchedule) as schedule.c lists it. */
+    set_int(ap, "micro_batches", sc.micro_batches);
+    set_int(ap, "stage0_in_flight_micro_batches", sc.in_flight_stage0);
   }
   set_str(ap, "recompute", plan_recompute_name(p->recompute));
   if (p->recompute == PLAN_RECOMPUTE_FULL) set_int(ap, "recompute_layers", p->recompute_layers);

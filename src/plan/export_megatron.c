@@ -96,14 +96,14 @@ static void layout_text(const int32_t *layers, int64_t n, int64_t mtp, strbuf *s
   }
 }
 
-static void pipeline_flags(margs *m, const plan *p, const graph *g, const int32_t *layers) {
+static void pipeline_flags(margs *m, const plan *p, const graph *g, const int32_t *layers, const export_sched *sc) {
   margs_flag_i(m, "--pipeline-model-parallel-size", p->pp);
   if (p->pp == 1) return;
   int64_t n = plan_n_chunks(p);
   bool uniform = true;
   for (int64_t c = 1; c < n; c++) uniform = uniform && layers[c] == layers[0];
   if (uniform) {
-    if (p->vpp > 1) margs_flag_i(m, "--num-layers-per-virtual-pipeline-stage", layers[0]);
+    if (sc->chunks_per_stage > 1) margs_flag_i(m, "--num-layers-per-virtual-pipeline-stage", layers[0]);
     return;
   }
   strbuf lay = {0};
@@ -126,9 +126,10 @@ static void parallel_flags(margs *m, const plan *p, const mshape *s) {
   if (p->sequence_parallel && p->tp > 1) margs_flag(m, "--sequence-parallel", NULL);
 }
 
-static void training_flags(margs *m, const plan *p) {
+static void training_flags(margs *m, const plan *p, const export_sched *sc) {
   margs_flag_i(m, "--micro-batch-size", p->micro_batch_size);
-  margs_flag_i(m, "--global-batch-size", p->global_batch_size);
+  /* Megatron derives its micro-batches per iteration from this: global / (micro x dp), the schedule's count. */
+  margs_flag_i(m, "--global-batch-size", p->micro_batch_size * sc->micro_batches * p->dp);
   if (p->recompute == PLAN_RECOMPUTE_SELECTIVE) {
     margs_flag(m, "--recompute-granularity", "selective");
   } else if (p->recompute == PLAN_RECOMPUTE_FULL) {
@@ -169,11 +170,24 @@ ap_status export_megatron(ap_ctx *ctx, const plan *p, const graph *g, const expo
   if (p->pp > 1 && !export_chunk_layers(p, g, layers)) return ctx_fail(ctx, AP_INTERNAL, "megatron export: no pipeline split");
   int64_t seq = export_seq_length(p, g);
 
+  /* The schedule's facts (virtual stages, micro-batches, in flight) from the schedule data; a GPipe plan runs
+   * as 1F1B, whose in-flight count the note gives. */
+  export_sched sc, sc_run;
+  if ((st = export_schedule_facts(ctx, p, &sc))) return st;
+  sc_run = sc;
+  if (p->pp > 1 && p->schedule == PLAN_SCHED_GPIPE) {
+    plan q;
+    if (plan_copy(&q, p)) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+    q.schedule = PLAN_SCHED_1F1B;
+    st = export_schedule_facts(ctx, &q, &sc_run);
+    plan_free(&q);
+    if (st) return st;
+  }
   margs a = {{0}, {0}};
   megatron_model_flags(&a, &s, g, seq);
   parallel_flags(&a, p, &s);
-  pipeline_flags(&a, p, g, layers);
-  training_flags(&a, p);
+  pipeline_flags(&a, p, g, layers, &sc);
+  training_flags(&a, p, &sc);
 
   /* The header: what the plan is, what the user still adds, and the environment Megatron checks. */
   strbuf h = {0};
@@ -189,9 +203,11 @@ ap_status export_megatron(ap_ctx *ctx, const plan *p, const graph *g, const expo
     sb_puts(&h, "# env: leave CUDA_DEVICE_MAX_CONNECTIONS unset or > 1 (Megatron-FSDP asserts it)\n");
   else if (p->tp > 1 || p->cp > 1)
     sb_puts(&h, "# env: export CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron asserts it for tp or cp > 1 before Blackwell)\n");
+  export_schedule_note(&sc_run, &h);
   if (p->pp > 1 && p->schedule == PLAN_SCHED_GPIPE)
-    sb_puts(&h, "# note: Megatron-LM has no GPipe schedule; it runs this plan as 1F1B (the same bubble, fewer "
-                "micro-batches in flight)\n");
+    sb_printf(&h, "# note: Megatron-LM has no GPipe schedule; it runs this plan as 1F1B (the same bubble, %lld chunk "
+                  "passes in flight on stage 0 instead of GPipe's %lld)\n",
+              (long long)sc_run.in_flight_stage0, (long long)sc.in_flight_stage0);
   if (g->arch.mtp_layers > 0)
     sb_printf(&h, "# note: --mtp-num-layers %lld trains the model's multi-token-prediction module, which the plan's "
                   "time and memory do not include\n",

@@ -207,6 +207,8 @@ ap_status export_torchtitan(ap_ctx *ctx, const plan *p, const graph *g, const ex
   int64_t seq = export_seq_length(p, g);
   bool pipe = p->pp > 1, fp8 = p->precision == PLAN_PREC_FP8, async_tp = p->tp_comm_overlap && p->tp > 1;
   const char *ac = p->recompute == PLAN_RECOMPUTE_FULL ? "FullAC" : p->recompute == PLAN_RECOMPUTE_OP ? "SelectiveAC" : NULL;
+  export_sched sc; /* the schedule's kind and micro-batches, from the schedule data */
+  if ((st = export_schedule_facts(ctx, p, &sc))) return st;
 
   strbuf sb = {0};
   sb_puts(&sb, "# autopar plan: ");
@@ -230,6 +232,7 @@ ap_status export_torchtitan(ap_ctx *ctx, const plan *p, const graph *g, const ex
     sb_puts(&sb, "# note: enable_sequence_parallel = False: norms and dropout are not split along the sequence\n");
   if (pipe && p->schedule == PLAN_SCHED_ZB_H1)
     sb_puts(&sb, "# note: zb-h1 is InterleavedZeroBubble (ZB1P) run with one stage per rank\n");
+  export_schedule_note(&sc, &sb);
   sb_puts(&sb, "\n");
   if (ac) sb_printf(&sb, "from torchtitan.distributed.activation_checkpoint import %s\n", ac);
   if (fp8) sb_puts(&sb, "from torchtitan.components.quantization import Float8LinearConverter\n");
@@ -250,8 +253,8 @@ ap_status export_torchtitan(ap_ctx *ctx, const plan *p, const graph *g, const ex
   line(&sb, "parallelism.enable_sequence_parallel", "%s", p->sequence_parallel || p->tp == 1 ? "True" : "False");
   line(&sb, "parallelism.pipeline_parallel_degree", "%lld", (long long)p->pp);
   if (pipe) {
-    line(&sb, "parallelism.pipeline_parallel_schedule", "\"%s\"", schedule_names[p->schedule]);
-    line(&sb, "parallelism.num_pp_microbatches", "%lld", (long long)p->n_micro_batches);
+    line(&sb, "parallelism.pipeline_parallel_schedule", "\"%s\"", schedule_names[sc.kind]);
+    line(&sb, "parallelism.num_pp_microbatches", "%lld", (long long)sc.micro_batches);
     sb_puts(&sb, "    config.parallelism.module_fqns_per_model_part = [\n");
     tt_fqns(&sb, "        ", layers, plan_n_chunks(p));
     sb_puts(&sb, "    ]\n");

@@ -51,6 +51,8 @@ ap_status export_torchtitan_toml(ap_ctx *ctx, const plan *p, const graph *g, con
   bool ddp = p->dp > 1 && p->zero_stage == 0 && p->tp == 1 && p->pp == 1 && p->cp == 1 && p->ep == 1;
   int64_t replicate = ddp ? p->dp : 1, shard = ddp ? 1 : p->dp;
   bool async_tp = p->tp_comm_overlap && p->tp > 1;
+  export_sched sc; /* the schedule's kind and micro-batches, from the schedule data */
+  if ((st = export_schedule_facts(ctx, p, &sc))) return st;
 
   strbuf sb = {0};
   sb_puts(&sb, "# autopar plan: ");
@@ -74,13 +76,15 @@ ap_status export_torchtitan_toml(ap_ctx *ctx, const plan *p, const graph *g, con
                  "parallel)\n");
   if (pipe && p->schedule == PLAN_SCHED_ZB_H1)
     sb_puts(&sb, "# note: zb-h1 is InterleavedZeroBubble (ZB1P) run with one stage per rank\n");
+  export_schedule_note(&sc, &sb);
 
   sb_printf(&sb, "\n[model]\nname = \"%s\"\nflavor = \"%s\"\n", t->model, t->flavor);
   if (p->precision == PLAN_PREC_FP8) sb_puts(&sb, "converters = [\"quantize.linear.float8\"]\n");
 
   sb_puts(&sb, "\n[training]\n");
+  /* With pp the local batch is split into the schedule's micro-batches (pipeline_parallel_microbatch_size each). */
   sb_printf(&sb, "local_batch_size = %lld\n",
-            (long long)(pipe ? p->micro_batch_size * p->n_micro_batches : p->micro_batch_size));
+            (long long)(pipe ? p->micro_batch_size * sc.micro_batches : p->micro_batch_size));
   sb_printf(&sb, "global_batch_size = %lld\n", (long long)p->global_batch_size);
   sb_printf(&sb, "seq_len = %lld\n", (long long)export_seq_length(p, g));
   sb_puts(&sb, "mixed_precision_param = \"bfloat16\"\n");
@@ -94,7 +98,7 @@ ap_status export_torchtitan_toml(ap_ctx *ctx, const plan *p, const graph *g, con
   sb_printf(&sb, "enable_async_tensor_parallel = %s\n", async_tp ? "true" : "false");
   sb_printf(&sb, "pipeline_parallel_degree = %lld\n", (long long)p->pp);
   if (pipe) {
-    sb_printf(&sb, "pipeline_parallel_schedule = \"%s\"\n", tt_schedule_name(p->schedule));
+    sb_printf(&sb, "pipeline_parallel_schedule = \"%s\"\n", tt_schedule_name(sc.kind));
     sb_printf(&sb, "pipeline_parallel_microbatch_size = %lld\n", (long long)p->micro_batch_size);
     sb_puts(&sb, "module_fqns_per_model_part = [\n");
     tt_fqns(&sb, "  ", layers, plan_n_chunks(p));

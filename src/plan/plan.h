@@ -124,7 +124,9 @@ typedef enum {
 /* The software stack that runs the plan (plan/stack.h has what each runs and keeps): the names of runs.csv's
  * `stack` column, plain DeepSpeed, autopar (the reference executor: every schedule) and any (the whole space,
  * for what-if studies). DEFAULT = not named: megatron-lm for transformers, autopar for general graphs. */
-#define PLAN_STACK_MAP(X)                     \
+#define PLAN_STACK_MAP(X) PLAN_STACK_NAMED_MAP(X) X(DEFAULT, "default") /* not named: plan_stack_default resolves it; last */
+/* The stacks a user names (the --stack values), without DEFAULT. */
+#define PLAN_STACK_NAMED_MAP(X)               \
   X(MEGATRON_LM, "megatron-lm")               \
   X(MEGATRON_BRIDGE, "megatron-bridge")       \
   X(NEMO, "nemo")                             \
@@ -133,8 +135,7 @@ typedef enum {
   X(LLM_FOUNDRY, "llm-foundry")               \
   X(DEEPSPEED, "deepspeed")                   \
   X(AUTOPAR, "autopar")                       \
-  X(ANY, "any")                               \
-  X(DEFAULT, "default") /* not named: plan_stack_default resolves it; last */
+  X(ANY, "any")
 
 typedef enum {
 #define X(e, s) PLAN_STACK_##e,
@@ -275,9 +276,9 @@ AP_HIDDEN bool plan_dim_spec_from_name(const char *name, plan_dim_spec *out);
 
 /* ---- The plan's fields: one table (plan_fields.c) ----
  * Every fact about a field is written once, in its row: its canonical name (the C member, the JSON key, the
- * runs.csv column and the key of ap_plan_set and --fix; a Python identifier), where the JSON form keeps it,
- * the CLI flag that habit gave it (mbs), the other spellings accepted in the wild (Megatron's
- * micro-batch-size), its runs.csv column, its range and its default. Validation's range checks, plan_defaults,
+ * runs.csv column and the key of ap_plan_set and --fix; a Python identifier; with dashes, the CLI's flag),
+ * where the JSON form keeps it, the other spellings accepted as aliases (the habitual flag mbs, Megatron's
+ * tensor_model_parallel_size), its runs.csv column, its range and its default. Validation's range checks, plan_defaults,
  * plan_equal, the JSON reader and writer, ap_plan_set, --fix, the search's fixed fields, the completion's
  * stated fields and the runs.csv reader all walk this table. A field's id is also its bit in the masks of
  * fixed (search_opts.fixed_mask) and stated (complete_plan) fields: the first COMPLETE_N_FIELDS ids are the
@@ -336,6 +337,7 @@ enum {
   PLAN_FF_SEARCHED = 1u,     /* part of the search space: --fix sets its bit in the fixed mask */
   PLAN_FF_PROBLEM = 2u,      /* part of the problem (the batch): --fix refuses it; required in runs.csv */
   PLAN_FF_OMIT_DEFAULT = 4u, /* the JSON writer leaves it out at its default (older files keep their form) */
+  PLAN_FF_NO_KEY = 8u,       /* not set by name: no CLI flag, no ap_plan_set or --fix key (model, cluster) */
 };
 
 typedef struct {
@@ -343,8 +345,8 @@ typedef struct {
   plan_field_kind kind;
   const char *section;  /* the JSON object that holds it: "" for the top level, else "parallel", "pipeline", … */
   const char *json_key; /* its key there */
-  const char *cli;      /* estimate's flag and the habitual --fix key ("mbs"); NULL when not set by name */
-  const char *aliases;  /* further spellings ap_plan_set and --fix accept, '|'-separated; "" for none */
+  const char *aliases;  /* the other spellings ap_plan_set, --fix and the CLI's flags accept, '|'-separated:
+                         * the habitual one first ("mbs"), then Megatron-LM's; "" for none */
   const char *csv;      /* its runs.csv column; NULL when the format has none */
   size_t offset, size;  /* the member (for lists, the array) */
   size_t count_offset;  /* lists: the int32_t count of entries */
@@ -365,7 +367,10 @@ AP_HIDDEN const plan_field *plan_field_get(plan_field_id id);
 /* The canonical name ("micro_batch_size"); "?" out of range. plan_field_from_name takes canonical names only. */
 AP_HIDDEN const char *plan_field_name(plan_field_id id);
 AP_HIDDEN bool plan_field_from_name(const char *name, plan_field_id *out);
-/* The row whose canonical name, CLI flag or alias is key, '-' and '_' being the same ("micro-batch-size",
+/* The canonical name with dashes for underscores, the CLI's flag without its "--" ("micro-batch-size"),
+ * written into out. */
+AP_HIDDEN void plan_field_flag(plan_field_id id, char *out, size_t n);
+/* The row whose canonical name or alias is key, '-' and '_' being the same ("micro-batch-size",
  * "mbs" and "micro_batch_size" all find micro_batch_size); NULL when none. */
 AP_HIDDEN const plan_field *plan_field_find(const char *key);
 /* An int, bool or enum field's value as an integer (a list's count, 0 for the others). */

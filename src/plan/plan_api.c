@@ -18,6 +18,7 @@ ap_status ap_plan_new(ap_ctx *ctx, ap_plan **out) {
 
 void ap_plan_free(ap_plan *ap) {
   if (!ap) return;
+  if (ap->doc2) json_decref(ap->doc2);
   plan_free(&ap->p);
   free(ap);
 }
@@ -43,6 +44,23 @@ ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out) {
     json_decref(root);
     return ctx_fail(ctx, AP_NOMEM, "out of memory");
   }
+  json_t *format = json_is_object(root) ? json_object_get(root, "format") : NULL;
+  if (json_is_string(format) && strcmp(json_string_value(format), PLAN_FORMAT_2) == 0) {
+    /* An op-level plan: kept whole until its graph is known (ap_graph_plan_estimate and the others). */
+    plan_defaults(&ap->p);
+    ap->doc2 = root;
+    snprintf(ap->origin, sizeof ap->origin, "%s", path);
+    *out = ap;
+    return AP_OK;
+  }
+  if (json_is_string(format) && strcmp(json_string_value(format), "autopar-plan/1") != 0) {
+    /* Named before the /1 reader would stop at the first key it does not know. */
+    st = ctx_fail(ctx, AP_INVALID, "%s: format: expected \"autopar-plan/1\" or \"%s\", got \"%.64s\"", path,
+                  PLAN_FORMAT_2, json_string_value(format));
+    json_decref(root);
+    free(ap);
+    return st;
+  }
   st = plan_from_json(ctx, path, root, &ap->p);
   json_decref(root);
   if (st) {
@@ -56,10 +74,21 @@ ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out) {
   return AP_OK;
 }
 
+int ap_plan_format(const ap_plan *ap) { return ap && ap->doc2 ? 2 : 1; }
+
+ap_status plan_refuse_doc2(ap_ctx *ctx, const ap_plan *ap, const char *what) {
+  if (!ap || !ap->doc2) return AP_OK;
+  return ctx_fail(ctx, AP_INVALID, "%s: an autopar-plan/2 plan (a general graph's op-level plan) is read against its "
+                  "graph: %s does not take it (estimate, simulate and export it with --model naming the graph; "
+                  "ap_graph_plan_estimate in the library)", ap->origin, what);
+}
+
 ap_status ap_plan_json(ap_ctx *ctx, const ap_plan *ap, char **json_out) {
   API_ENTER(ctx);
   if (json_out) *json_out = NULL;
   if (!ctx || !ap || !json_out) return ctx_fail(ctx, AP_INVALID, "ap_plan_json: ctx, plan and json_out must not be NULL");
+  ap_status refused = plan_refuse_doc2(ctx, ap, "ap_plan_json");
+  if (refused) return refused;
   strbuf sb = {0};
   plan_to_json(&ap->p, &sb);
   sb_puts(&sb, "\n");
@@ -69,6 +98,10 @@ ap_status ap_plan_json(ap_ctx *ctx, const ap_plan *ap, char **json_out) {
 
 void plan_resolve(ap_plan *ap, int64_t n_devices) {
   plan *p = &ap->p;
+  /* Sequence parallelism splits along the tensor-parallel group: with tp = 1 it is nothing, and Megatron-LM
+   * turns it off (megatron/training/arguments.py validate_args: sequence_parallel = False when
+   * tensor_model_parallel_size == 1). The plan says so too, so that its JSON and its summary agree. */
+  if (p->tp == 1) p->sequence_parallel = false;
   int64_t inner = p->tp * p->pp * p->cp;
   if (!ap->dp_set && inner > 0 && n_devices % inner == 0) p->dp = n_devices / inner;
   int64_t per = p->micro_batch_size * p->dp;
@@ -80,8 +113,10 @@ void plan_resolve(ap_plan *ap, int64_t n_devices) {
 ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *value) {
   API_ENTER(ctx);
   if (!ctx || !ap || !key || !value) return ctx_fail(ctx, AP_INVALID, "ap_plan_set: ctx, plan, key and value must not be NULL");
+  ap_status refused = plan_refuse_doc2(ctx, ap, "setting a plan field");
+  if (refused) return refused;
   const plan_field *f = plan_field_find(key);
-  if (!f || !f->cli) return ctx_fail(ctx, AP_INVALID, "plan: unknown field \"%s\"", key);
+  if (!f || (f->flags & PLAN_FF_NO_KEY)) return ctx_fail(ctx, AP_INVALID, "plan: unknown field \"%s\"", key);
   ap_status st = plan_field_parse(ctx, f, key, value, &ap->p);
   if (st) return st;
   if (f->id == PLAN_F_DP) ap->dp_set = true;
@@ -90,15 +125,30 @@ ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *val
   return AP_OK;
 }
 
-const char *ap_plan_key(size_t i, const char **help) {
+/* The i-th field set by name (i from 0), in the table's order. */
+static const plan_field *keyed_field(size_t i) {
   size_t n;
   const plan_field *fields = plan_fields(&n);
-  for (size_t k = 0; k < n; k++) {
-    if (!fields[k].cli) continue;
-    if (i-- == 0) {
-      if (help) *help = fields[k].help;
-      return fields[k].cli;
-    }
-  }
+  for (size_t k = 0; k < n; k++)
+    if (!(fields[k].flags & PLAN_FF_NO_KEY) && i-- == 0) return &fields[k];
   return NULL;
+}
+
+const char *ap_plan_key(size_t i, const char **help) {
+  const plan_field *f = keyed_field(i);
+  if (help) *help = f ? f->help : NULL;
+  return f ? plan_field_name(f->id) : NULL;
+}
+
+const char *ap_plan_key_aliases(size_t i) {
+  const plan_field *f = keyed_field(i);
+  return f ? f->aliases : NULL;
+}
+
+int ap_plan_key_range(size_t i, int64_t *min, int64_t *max) {
+  const plan_field *f = keyed_field(i);
+  if (!f || (f->kind != PLAN_FK_INT && f->kind != PLAN_FK_BOOL)) return 0;
+  if (min) *min = f->min;
+  if (max) *max = f->max;
+  return 1;
 }

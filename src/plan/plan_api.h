@@ -8,10 +8,21 @@ struct ap_plan {
   plan p;
   bool dp_set, n_micro_set, gbs_set;
   char origin[256]; /* the file ap_plan_load read, "" otherwise: validation errors name it */
+  /* An autopar-plan/2 document (a general graph's op-level plan, docs/graph-plan.md), kept as parsed: it is
+   * read against its graph once one is at hand (search/graph_plan_read.c); NULL for autopar-plan/1 plans. */
+  json_t *doc2;
 };
 
+/* The format tag of an op-level plan, which plan_from_json (autopar-plan/1) does not read. */
+#define PLAN_FORMAT_2 "autopar-plan/2"
+
+/* AP_INVALID naming the file when ap is an autopar-plan/2 plan, which the transformer paths (estimate,
+ * simulate, export, set) cannot take; AP_OK otherwise. what names the caller ("ap_estimate"). */
+AP_HIDDEN ap_status plan_refuse_doc2(ap_ctx *ctx, const ap_plan *ap, const char *what);
+
 /* Fills the fields the user left to derive: dp = devices / (tp·pp·cp) and the micro-batch count =
- * global batch / (micro-batch · dp), when they divide exactly (plan_validate reports it otherwise). */
+ * global batch / (micro-batch · dp), when they divide exactly (plan_validate reports it otherwise); and turns
+ * sequence_parallel off at tp = 1, where it is nothing (Megatron-LM does the same). */
 AP_HIDDEN void plan_resolve(ap_plan *ap, int64_t n_devices);
 /* Returns st; when it is a failure whose message blames "plan: " and the plan came from a file, the message
  * names the file instead ("p.json: dp·tp·pp·cp = … must equal …"). */

@@ -1,9 +1,10 @@
 /* The plan's fields, one table (plan layer): every fact about a field of struct plan (plan.h) written once.
  * Each row gives the field's canonical name (a Python identifier, the same as the C member, the JSON key and
- * the runs.csv column wherever those exist), where the JSON form keeps it, the CLI flag that habit gave it,
- * the other spellings in use (Megatron-LM's argument names, hyphenated forms), its runs.csv column, its range
- * and its default. plan.c (defaults, equality, range checks), plan_json.c (reader and writer), plan_api.c
- * (ap_plan_set), report/plan_report.c (--fix), search/search.c (fixed fields), search/complete.c (stated
+ * the runs.csv column wherever those exist; the CLI's flag is it with dashes, --micro-batch-size), where the
+ * JSON form keeps it, the other spellings in use (the habitual CLI flag first, mbs, then Megatron-LM's
+ * argument names), its runs.csv column, its range and its default. plan.c (defaults, equality, range checks), plan_json.c (reader and writer), plan_api.c
+ * (ap_plan_set and ap_plan_key, from which the CLI's flags, its help, the man page, the bash completion and
+ * the Python keywords come), report/plan_report.c (--fix), search/search.c (fixed fields), search/complete.c (stated
  * fields) and report/runs_csv.c (the runs.csv reader) all walk it, so a new field is one row here.
  *
  * The enum-name tables of the plan's enums live here too (AP_ENUM_NAMES), since the enum fields read and write
@@ -33,6 +34,11 @@ _Static_assert(sizeof(plan_schedule) == sizeof(int) && sizeof(plan_recompute) ==
  * from looking like a plan. */
 #define PLAN_MAX_LAYERS 1000000
 
+/* The longest sequence a plan may state, tokens. TUNING: six times the longest published context window
+ * (Llama 4 Scout's 10M tokens, Meta's model card, April 2025); only keeps a typo (--seq 99999999999) from
+ * reaching the cost model, where it would read as a plan that does not fit (exit 1) rather than bad input. */
+#define PLAN_MAX_SEQ ((int64_t)1 << 26)
+
 static int64_t etp_resolved(const plan *p) { return plan_etp(p); }
 
 #define M(m) offsetof(plan, m), sizeof(((plan *)0)->m)
@@ -42,74 +48,74 @@ static int64_t etp_resolved(const plan *p) { return plan_etp(p); }
 /* In the JSON document's order (docs/plan-format.md); the writer opens a section where the section changes.
  * Megatron-LM's names (megatron/training/arguments.py) are the aliases a Megatron user types. */
 static const plan_field table[] = {
-    {PLAN_F_MODEL, PLAN_FK_NAME, "", "model", NULL, "", NULL, M(model), 0, 0, 0, 0, NO_ENUM, "", NULL, 0,
+    {PLAN_F_MODEL, PLAN_FK_NAME, "", "model", "", NULL, M(model), 0, 0, 0, 0, NO_ENUM, "", NULL, PLAN_FF_NO_KEY,
      "the model preset or path"},
-    {PLAN_F_CLUSTER, PLAN_FK_NAME, "", "cluster", NULL, "", NULL, M(cluster), 0, 0, 0, 0, NO_ENUM, "", NULL, 0,
+    {PLAN_F_CLUSTER, PLAN_FK_NAME, "", "cluster", "", NULL, M(cluster), 0, 0, 0, 0, NO_ENUM, "", NULL, PLAN_FF_NO_KEY,
      "the cluster spec"},
-    {PLAN_F_GLOBAL_BATCH_SIZE, PLAN_FK_INT, "", "global_batch_size", "gbs", "", "global_batch_size",
+    {PLAN_F_GLOBAL_BATCH_SIZE, PLAN_FK_INT, "", "global_batch_size", "gbs", "global_batch_size",
      M(global_batch_size), 0, 1, PLAN_MAX_COUNT, 1, NO_ENUM, "", NULL, PLAN_FF_PROBLEM, "global batch, sequences"},
-    {PLAN_F_SEQ_LENGTH, PLAN_FK_INT, "", "seq_length", "seq", "", "seq_length", M(seq_length), 0, 0, PLAN_MAX_COUNT, 0,
+    {PLAN_F_SEQ_LENGTH, PLAN_FK_INT, "", "seq_length", "seq", "seq_length", M(seq_length), 0, 0, PLAN_MAX_SEQ, 0,
      NO_ENUM, "", NULL, PLAN_FF_PROBLEM, "sequence length, tokens (0 = the model's default)"},
-    {PLAN_F_DP, PLAN_FK_INT, "parallel", "dp", "dp", "", "dp", M(dp), 0, 1, PLAN_MAX_DEGREE, 1,
+    {PLAN_F_DP, PLAN_FK_INT, "parallel", "dp", "", "dp", M(dp), 0, 1, PLAN_MAX_DEGREE, 1,
      NO_ENUM, "", NULL, PLAN_FF_SEARCHED, "data-parallel degree"},
-    {PLAN_F_TP, PLAN_FK_INT, "parallel", "tp", "tp", "tensor_model_parallel_size", "tp", M(tp), 0, 1, PLAN_MAX_DEGREE, 1,
+    {PLAN_F_TP, PLAN_FK_INT, "parallel", "tp", "tensor_model_parallel_size", "tp", M(tp), 0, 1, PLAN_MAX_DEGREE, 1,
      NO_ENUM, "", NULL, PLAN_FF_SEARCHED, "tensor-parallel degree"},
-    {PLAN_F_PP, PLAN_FK_INT, "parallel", "pp", "pp", "pipeline_model_parallel_size", "pp", M(pp), 0, 1, PLAN_MAX_DEGREE,
+    {PLAN_F_PP, PLAN_FK_INT, "parallel", "pp", "pipeline_model_parallel_size", "pp", M(pp), 0, 1, PLAN_MAX_DEGREE,
      1, NO_ENUM, "", NULL, PLAN_FF_SEARCHED, "pipeline-parallel degree"},
-    {PLAN_F_CP, PLAN_FK_INT, "parallel", "cp", "cp", "context_parallel_size", "cp", M(cp), 0, 1, PLAN_MAX_DEGREE, 1,
+    {PLAN_F_CP, PLAN_FK_INT, "parallel", "cp", "context_parallel_size", "cp", M(cp), 0, 1, PLAN_MAX_DEGREE, 1,
      NO_ENUM, "", NULL, PLAN_FF_SEARCHED, "context-parallel degree"},
-    {PLAN_F_EP, PLAN_FK_INT, "parallel", "ep", "ep", "expert_model_parallel_size", "ep", M(ep), 0, 1, PLAN_MAX_DEGREE, 1,
+    {PLAN_F_EP, PLAN_FK_INT, "parallel", "ep", "expert_model_parallel_size", "ep", M(ep), 0, 1, PLAN_MAX_DEGREE, 1,
      NO_ENUM, "", NULL, PLAN_FF_SEARCHED, "expert-parallel degree"},
-    {PLAN_F_ETP, PLAN_FK_INT, "parallel", "etp", "etp", "expert_tensor_parallel_size", NULL, M(etp), 0, 0,
+    {PLAN_F_ETP, PLAN_FK_INT, "parallel", "etp", "expert_tensor_parallel_size", NULL, M(etp), 0, 0,
      PLAN_MAX_DEGREE, 0, NO_ENUM, "", etp_resolved, PLAN_FF_SEARCHED, "expert tensor-parallel degree (0 = tp)"},
-    {PLAN_F_VPP, PLAN_FK_INT, "parallel", "vpp", "vpp", "num_virtual_stages_per_pipeline_rank|virtual_pipeline_model_parallel_size", "vpp", M(vpp), 0, 1,
+    {PLAN_F_VPP, PLAN_FK_INT, "parallel", "vpp", "num_virtual_stages_per_pipeline_rank|virtual_pipeline_model_parallel_size", "vpp", M(vpp), 0, 1,
      PLAN_MAX_CHUNKS, 1, NO_ENUM, "", NULL, PLAN_FF_SEARCHED, "virtual stages per pipeline rank"},
-    {PLAN_F_ORDER, PLAN_FK_ORDER, "parallel", "order", "order", "", NULL, M(order), 0, 0, 0, 0, NO_ENUM, "", NULL,
+    {PLAN_F_ORDER, PLAN_FK_ORDER, "parallel", "order", "", NULL, M(order), 0, 0, 0, 0, NO_ENUM, "", NULL,
      PLAN_FF_SEARCHED, "mesh order, innermost first, e.g. tp,cp,ep,dp,pp"},
-    {PLAN_F_SCHEDULE, PLAN_FK_ENUM, "pipeline", "schedule", "schedule", "", NULL, M(schedule), 0, 0, 0,
-     PLAN_SCHED_1F1B, ENUM(plan_schedule), "", NULL, PLAN_FF_SEARCHED, "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v"},
-    {PLAN_F_MICRO_BATCH_SIZE, PLAN_FK_INT, "pipeline", "micro_batch_size", "mbs", "", "micro_batch_size",
+    {PLAN_F_SCHEDULE, PLAN_FK_ENUM, "pipeline", "schedule", "", NULL, M(schedule), 0, 0, 0,
+     PLAN_SCHED_1F1B, ENUM(plan_schedule), "", NULL, PLAN_FF_SEARCHED, AP_ENUM_LIST(PLAN_SCHEDULE_MAP)},
+    {PLAN_F_MICRO_BATCH_SIZE, PLAN_FK_INT, "pipeline", "micro_batch_size", "mbs", "micro_batch_size",
      M(micro_batch_size), 0, 1, PLAN_MAX_COUNT, 1, NO_ENUM, "", NULL, PLAN_FF_SEARCHED, "micro-batch size, sequences"},
-    {PLAN_F_N_MICRO_BATCHES, PLAN_FK_INT, "pipeline", "n_micro_batches", "micro-batches", "", NULL, M(n_micro_batches),
+    {PLAN_F_N_MICRO_BATCHES, PLAN_FK_INT, "pipeline", "n_micro_batches", "micro_batches", NULL, M(n_micro_batches),
      0, 1, PLAN_MAX_COUNT, 1, NO_ENUM, "", NULL, PLAN_FF_SEARCHED, "micro-batches per iteration"},
-    {PLAN_F_STAGE_LAYERS, PLAN_FK_LIST, "pipeline", "stage_layers", "stage-layers", "", NULL, M(stage_layers),
+    {PLAN_F_STAGE_LAYERS, PLAN_FK_LIST, "pipeline", "stage_layers", "", NULL, M(stage_layers),
      offsetof(plan, n_stage_layers), 0, PLAN_MAX_LAYERS, 0, NO_ENUM, "", NULL, PLAN_FF_SEARCHED,
      "layers per pipeline chunk, e.g. 20,20,20,20"},
-    {PLAN_F_SEQUENCE_PARALLEL, PLAN_FK_BOOL, "", "sequence_parallel", "sp", "", "sequence_parallel",
+    {PLAN_F_SEQUENCE_PARALLEL, PLAN_FK_BOOL, "", "sequence_parallel", "sp", "sequence_parallel",
      M(sequence_parallel), 0, 0, 1, 0, NO_ENUM, "", NULL, PLAN_FF_SEARCHED, "sequence parallel (0 or 1)"},
-    {PLAN_F_RECOMPUTE, PLAN_FK_ENUM, "recompute", "granularity", "recompute", "recompute_granularity", "recompute",
+    {PLAN_F_RECOMPUTE, PLAN_FK_ENUM, "recompute", "granularity", "recompute_granularity", "recompute",
      M(recompute), 0, 0, 0, PLAN_RECOMPUTE_NONE, ENUM(plan_recompute), "", NULL, PLAN_FF_SEARCHED,
-     "none, selective, op, full"},
-    {PLAN_F_RECOMPUTE_LAYERS, PLAN_FK_INT, "recompute", "num_layers", "recompute-layers", "recompute_num_layers", NULL,
+     AP_ENUM_LIST(PLAN_RECOMPUTE_MAP)},
+    {PLAN_F_RECOMPUTE_LAYERS, PLAN_FK_INT, "recompute", "num_layers", "recompute_num_layers", NULL,
      M(recompute_layers), 0, 0, PLAN_MAX_LAYERS, 0, NO_ENUM, "", NULL, PLAN_FF_SEARCHED,
      "layers per chunk with full recompute (0 = all)"},
-    {PLAN_F_CHUNK_RECOMPUTE_LAYERS, PLAN_FK_LIST, "recompute", "per_chunk", NULL, "", NULL, M(chunk_recompute_layers),
-     offsetof(plan, n_chunk_recompute), 0, PLAN_MAX_LAYERS, 0, NO_ENUM, "", NULL, PLAN_FF_OMIT_DEFAULT,
+    {PLAN_F_CHUNK_RECOMPUTE_LAYERS, PLAN_FK_LIST, "recompute", "per_chunk", "", NULL, M(chunk_recompute_layers),
+     offsetof(plan, n_chunk_recompute), 0, PLAN_MAX_LAYERS, 0, NO_ENUM, "", NULL, PLAN_FF_OMIT_DEFAULT | PLAN_FF_NO_KEY,
      "layers with full recompute, per chunk"},
-    {PLAN_F_ZERO_STAGE, PLAN_FK_INT, "optimizer", "zero_stage", "zero", "", "zero_stage", M(zero_stage), 0, 0, 3, 1,
+    {PLAN_F_ZERO_STAGE, PLAN_FK_INT, "optimizer", "zero_stage", "zero", "zero_stage", M(zero_stage), 0, 0, 3, 1,
      NO_ENUM, "", NULL, PLAN_FF_SEARCHED, "ZeRO stage 0-3"},
     /* Not searched: the planner turns offload on only when nothing fits without it (report/plan_report.c). */
-    {PLAN_F_OFFLOAD_OPTIMIZER, PLAN_FK_ENUM, "optimizer", "offload_optimizer", "offload-optimizer", "", NULL,
+    {PLAN_F_OFFLOAD_OPTIMIZER, PLAN_FK_ENUM, "optimizer", "offload_optimizer", "", NULL,
      M(offload_optimizer), 0, 0, 0, PLAN_OFFLOAD_NONE, ENUM(plan_offload), "", NULL, PLAN_FF_OMIT_DEFAULT,
      "optimizer states to none, cpu or nvme (needs zero >= 1; nvme zero 3)"},
-    {PLAN_F_OFFLOAD_PARAM, PLAN_FK_ENUM, "optimizer", "offload_param", "offload-param", "", NULL, M(offload_param), 0,
+    {PLAN_F_OFFLOAD_PARAM, PLAN_FK_ENUM, "optimizer", "offload_param", "", NULL, M(offload_param), 0,
      0, 0, PLAN_OFFLOAD_NONE, ENUM(plan_offload), "", NULL, PLAN_FF_OMIT_DEFAULT,
      "parameters to none, cpu or nvme (needs zero 3)"},
     /* mxfp8 (Blackwell's block-scaled fp8, as runs.csv states it) runs its GEMMs at the fp8 rate, which is
      * what the plan's fp8 means. */
-    {PLAN_F_PRECISION, PLAN_FK_ENUM, "", "precision", "precision", "", "precision", M(precision), 0, 0, 0,
-     PLAN_PREC_BF16, ENUM(plan_precision), "mxfp8=fp8", NULL, PLAN_FF_SEARCHED, "bf16, fp16, fp8, fp32"},
-    {PLAN_F_FUSED_LOSS, PLAN_FK_BOOL, "", "fused_loss", "fused-loss", "", NULL, M(fused_loss), 0, 0, 1, 0, NO_ENUM, "",
+    {PLAN_F_PRECISION, PLAN_FK_ENUM, "", "precision", "", "precision", M(precision), 0, 0, 0,
+     PLAN_PREC_BF16, ENUM(plan_precision), "mxfp8=fp8", NULL, PLAN_FF_SEARCHED, AP_ENUM_LIST(PLAN_PRECISION_MAP)},
+    {PLAN_F_FUSED_LOSS, PLAN_FK_BOOL, "", "fused_loss", "", NULL, M(fused_loss), 0, 0, 1, 0, NO_ENUM, "",
      NULL, PLAN_FF_OMIT_DEFAULT, "fused in-place cross entropy (0 or 1)"},
     /* The software stack (plan/stack.h); runs.csv's stack column. Not named = the model's default. */
-    {PLAN_F_STACK, PLAN_FK_ENUM, "", "stack", "stack", "", "stack", M(stack), 0, 0, 0, PLAN_STACK_DEFAULT,
+    {PLAN_F_STACK, PLAN_FK_ENUM, "", "stack", "", "stack", M(stack), 0, 0, 0, PLAN_STACK_DEFAULT,
      ENUM(plan_stack), "", NULL, PLAN_FF_OMIT_DEFAULT,
-     "megatron-lm, megatron-bridge, nemo, megatron-deepspeed, torchtitan, llm-foundry, deepspeed, autopar, any"},
-    {PLAN_F_OVERLAP_GRAD_REDUCE, PLAN_FK_BOOL, "overlap", "grad_reduce", "overlap-grad-reduce", "", NULL,
+     AP_ENUM_LIST(PLAN_STACK_NAMED_MAP)},
+    {PLAN_F_OVERLAP_GRAD_REDUCE, PLAN_FK_BOOL, "overlap", "grad_reduce", "", NULL,
      M(overlap_grad_reduce), 0, 0, 1, 1, NO_ENUM, "", NULL, 0, "overlap gradient reduction"},
-    {PLAN_F_OVERLAP_PARAM_GATHER, PLAN_FK_BOOL, "overlap", "param_gather", "overlap-param-gather", "", NULL,
+    {PLAN_F_OVERLAP_PARAM_GATHER, PLAN_FK_BOOL, "overlap", "param_gather", "", NULL,
      M(overlap_param_gather), 0, 0, 1, 1, NO_ENUM, "", NULL, 0, "overlap parameter gather"},
-    {PLAN_F_TP_COMM_OVERLAP, PLAN_FK_BOOL, "overlap", "tp_comm", "tp-comm-overlap", "", NULL, M(tp_comm_overlap), 0, 0,
+    {PLAN_F_TP_COMM_OVERLAP, PLAN_FK_BOOL, "overlap", "tp_comm", "", NULL, M(tp_comm_overlap), 0, 0,
      1, 0, NO_ENUM, "", NULL, 0, "TP communication overlap"},
 };
 _Static_assert(AP_COUNT(table) == PLAN_F_COUNT_, "one row per plan field");
@@ -127,6 +133,13 @@ const plan_field *plan_field_get(plan_field_id id) {
   for (size_t i = 0; i < AP_COUNT(table); i++)
     if (table[i].id == id) return &table[i];
   return NULL;
+}
+
+void plan_field_flag(plan_field_id id, char *out, size_t n) {
+  if (!n) return;
+  snprintf(out, n, "%s", plan_field_name(id));
+  for (char *c = out; *c; c++)
+    if (*c == '_') *c = '-';
 }
 
 /* a and b equal with '-' and '_' the same. */
@@ -155,7 +168,7 @@ const plan_field *plan_field_find(const char *key) {
   if (!key) return NULL;
   for (size_t i = 0; i < AP_COUNT(table); i++) {
     const plan_field *f = &table[i];
-    if (same_key(key, plan_field_name(f->id)) || (f->cli && same_key(key, f->cli)) || in_list(key, f->aliases))
+    if (same_key(key, plan_field_name(f->id)) || in_list(key, f->aliases))
       return f;
   }
   return NULL;
@@ -267,7 +280,12 @@ ap_status plan_field_parse(ap_ctx *ctx, const plan_field *f, const char *shown, 
     return AP_OK;
   case PLAN_FK_ENUM: {
     int v = parse_enum(f, text);
-    if (v < 0) return ctx_fail(ctx, AP_INVALID, "--%s: expected one of %s, got \"%s\"", shown, f->help, text);
+    if (v < 0) {
+      char list[256] = "";
+      for (int i = 0; i < f->n_names; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", f->names[i]);
+      return ctx_fail(ctx, AP_INVALID, "--%s: expected one of %s, got \"%s\"", shown, list, text);
+    }
     plan_field_set_int(p, f, v);
     return AP_OK;
   }

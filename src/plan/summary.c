@@ -45,7 +45,8 @@ void plan_summary(const plan *p, int style, plan_chosen_fn chosen, const void *u
     sb_printf(&sb, " mbs%lld%s vpp%lld%s", (long long)p->micro_batch_size, M("micro_batch_size"), (long long)p->vpp,
               M("vpp"));
   }
-  if (line && p->sequence_parallel && p->tp > 1) sb_puts(&sb, " | sp");
+  /* Shown whenever the plan says it (the JSON's sequence_parallel); plan_resolve turns it off at tp = 1. */
+  if (line && p->sequence_parallel) sb_puts(&sb, " | sp");
   else if (!line) sb_printf(&sb, " sp%d%s", p->sequence_parallel ? 1 : 0, M("sequence_parallel"));
   bool full = p->recompute == PLAN_RECOMPUTE_FULL;
   if (line) {

@@ -11,9 +11,12 @@
  * gives the time. The gap is to the ILP's LP-relaxation bound when the "ilp" part is built. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/jsonx.h"
 #include "model/model.h"
+#include "report/compare_search.h"
 #include "search/graph_plan.h"
 #include "search/graph_sim.h"
 
@@ -211,58 +214,84 @@ ap_status ap_compare_search(ap_ctx *ctx, const ap_model *model, const ap_cluster
     row->lower_bound_s = NAN;
     row->n_evals = 1;
   }
+  /* One document (docs/json.md "autopar-compare-search/1"), full-precision numbers; the text is rendered from it
+   * (compare_search_text), as ap_render does for a document handed back. */
   strbuf sb = {0};
   const shard_mesh *m = gp.env.mesh;
-  if (format == AP_OUT_JSON) {
-    sb_printf(&sb, "{\"format\": \"autopar-compare-search/1\", \"model\": \"%s\", \"cluster\": \"%s\", \"mesh\": [",
-              g->name, c->name);
-    for (int ax = 0; ax < m->n_axes; ax++) sb_printf(&sb, "%s%lld", ax ? ", " : "", (long long)m->shape[ax]);
-    sb_printf(&sb, "], \"groups\": %d, \"lp_bound_s\": ", gp.sp.n_groups);
-    if (isfinite(lb)) sb_printf(&sb, "%.9g", lb);
-    else sb_puts(&sb, "null");
-    sb_puts(&sb, ", \"families\": [");
-    for (int i = 0; i < nr; i++) {
-      const family_row *r = &rows[i];
-      sb_printf(&sb, "%s\n  {\"name\": \"%s\", \"ran\": %s", i ? "," : "", r->name, r->ran ? "true" : "false");
-      if (r->ran) {
-        sb_printf(&sb, ", \"status\": \"%s\", \"best_s\": ", r->status == SOLVE_OPTIMAL ? "optimal"
-                                                              : r->status == SOLVE_FEASIBLE ? "feasible" : "infeasible");
-        if (r->status != SOLVE_INFEASIBLE) sb_printf(&sb, "%.9g", r->best_s);
-        else sb_puts(&sb, "null");
-        sb_printf(&sb, ", \"time_to_best_s\": %.4g, \"total_s\": %.4g, \"evaluations\": %lld, \"gap_to_lp\": ",
-                  r->time_to_best_s, r->total_s, (long long)r->n_evals);
-        if (isfinite(lb) && lb > 0 && r->status != SOLVE_INFEASIBLE) sb_printf(&sb, "%.6g", (r->best_s - lb) / lb);
-        else sb_puts(&sb, "null");
-      } else {
-        sb_puts(&sb, ", \"why\": \"");
-        for (const char *q = r->note ? r->note : ""; *q; q++) sb_printf(&sb, (*q == '"' || *q == '\\') ? "\\%c" : "%c", *q);
-        sb_puts(&sb, "\"");
-      }
-      sb_puts(&sb, "}");
+  sb_puts(&sb, "{\"format\": \"autopar-compare-search/1\", \"model\": ");
+  jx_sb_str(&sb, g->name);
+  sb_puts(&sb, ", \"cluster\": ");
+  jx_sb_str(&sb, c->name);
+  sb_puts(&sb, ", \"mesh\": [");
+  for (int ax = 0; ax < m->n_axes; ax++) sb_printf(&sb, "%s%lld", ax ? ", " : "", (long long)m->shape[ax]);
+  sb_printf(&sb, "], \"ops\": %d, \"groups\": %d, \"lp_bound_s\": ", gp.n_nodes, gp.sp.n_groups);
+  if (isfinite(lb)) jx_sb_num(&sb, lb);
+  else sb_puts(&sb, "null");
+  sb_puts(&sb, ", \"families\": [");
+  for (int i = 0; i < nr; i++) {
+    const family_row *r = &rows[i];
+    sb_printf(&sb, "%s\n  {\"name\": ", i ? "," : "");
+    jx_sb_str(&sb, r->name);
+    sb_printf(&sb, ", \"ran\": %s", r->ran ? "true" : "false");
+    if (r->ran) {
+      sb_printf(&sb, ", \"status\": \"%s\", \"best_s\": ", r->status == SOLVE_OPTIMAL ? "optimal"
+                                                            : r->status == SOLVE_FEASIBLE ? "feasible" : "infeasible");
+      if (r->status != SOLVE_INFEASIBLE) jx_sb_num(&sb, r->best_s);
+      else sb_puts(&sb, "null");
+      sb_puts(&sb, ", \"time_to_best_s\": ");
+      jx_sb_num(&sb, r->time_to_best_s);
+      sb_puts(&sb, ", \"total_s\": ");
+      jx_sb_num(&sb, r->total_s);
+      sb_printf(&sb, ", \"evaluations\": %lld, \"gap_to_lp\": ", (long long)r->n_evals);
+      if (isfinite(lb) && lb > 0 && r->status != SOLVE_INFEASIBLE) jx_sb_num(&sb, (r->best_s - lb) / lb);
+      else sb_puts(&sb, "null");
+    } else {
+      sb_puts(&sb, ", \"why\": ");
+      jx_sb_str(&sb, r->note ? r->note : "");
     }
-    sb_puts(&sb, "]}\n");
-  } else {
-    sb_printf(&sb, "compare-search: %s on %s, mesh ", g->name, c->name);
-    for (int ax = 0; ax < m->n_axes; ax++) sb_printf(&sb, "%s%lld", ax ? " x " : "", (long long)m->shape[ax]);
-    sb_printf(&sb, ", %d ops in %d groups; LP bound ", gp.n_nodes, gp.sp.n_groups);
-    if (isfinite(lb)) sb_printf(&sb, "%.6g s\n\n", lb);
-    else sb_puts(&sb, "n/a\n\n");
-    sb_printf(&sb, "%-24s %-10s %12s %10s %10s %10s\n", "family", "status", "best s/iter", "to best s", "evals",
-              "gap to LP");
-    for (int i = 0; i < nr; i++) {
-      const family_row *r = &rows[i];
-      if (!r->ran) {
-        sb_printf(&sb, "%-24s %-10s %s\n", r->name, "n/a", r->note ? r->note : "");
-        continue;
-      }
-      const char *stn = r->status == SOLVE_OPTIMAL ? "optimal" : r->status == SOLVE_FEASIBLE ? "feasible" : "infeasible";
-      sb_printf(&sb, "%-24s %-10s %12.6g %10.3g %10lld ", r->name, stn, r->status == SOLVE_INFEASIBLE ? NAN : r->best_s,
-                r->time_to_best_s, (long long)r->n_evals);
-      if (isfinite(lb) && lb > 0 && r->status != SOLVE_INFEASIBLE) sb_printf(&sb, "%9.2f%%\n", 100 * (r->best_s - lb) / lb);
-      else sb_puts(&sb, "       n/a\n");
-    }
+    sb_puts(&sb, "}");
   }
-  *out = sb_take(&sb);
+  sb_puts(&sb, "]}\n");
+  if (format != AP_OUT_JSON && !sb.oom) {
+    json_t *doc = json_loads(sb.buf, 0, NULL);
+    char *text = doc ? compare_search_text(doc) : NULL;
+    json_decref(doc);
+    sb_free(&sb);
+    if (text) sb_puts(&sb, text);
+    free(text);
+    if (!text) sb.oom = true;
+  }
+  *out = sb.oom ? NULL : sb_take(&sb);
+  if (!*out) sb_free(&sb);
   arena_free(a);
   return *out ? AP_OK : ctx_fail(ctx, AP_NOMEM, "out of memory");
+}
+
+/* The text of a compare-search document: the problem's line, then one row per family and baseline. */
+char *compare_search_text(const json_t *doc) {
+  strbuf sb = {0};
+  const json_t *mesh = json_object_get(doc, "mesh");
+  sb_printf(&sb, "compare-search: %s on %s, mesh ", jd_gets(doc, "model"), jd_gets(doc, "cluster"));
+  for (size_t ax = 0; ax < json_array_size(mesh); ax++)
+    sb_printf(&sb, "%s%lld", ax ? " x " : "", (long long)json_integer_value(json_array_get(mesh, ax)));
+  double lb = jd_getn(doc, "lp_bound_s");
+  sb_printf(&sb, ", %lld ops in %lld groups; LP bound ", (long long)jd_geti(doc, "ops"), (long long)jd_geti(doc, "groups"));
+  if (isfinite(lb)) sb_printf(&sb, "%.6g s\n\n", lb);
+  else sb_puts(&sb, "n/a\n\n");
+  sb_printf(&sb, "%-24s %-10s %12s %10s %10s %10s\n", "family", "status", "best s/iter", "to best s", "evals",
+            "gap to LP");
+  const json_t *fams = json_object_get(doc, "families");
+  for (size_t i = 0; i < json_array_size(fams); i++) {
+    const json_t *r = json_array_get(fams, i);
+    if (!json_is_true(json_object_get(r, "ran"))) {
+      sb_printf(&sb, "%-24s %-10s %s\n", jd_gets(r, "name"), "n/a", jd_gets(r, "why"));
+      continue;
+    }
+    sb_printf(&sb, "%-24s %-10s %12.6g %10.3g %10lld ", jd_gets(r, "name"), jd_gets(r, "status"), jd_getn(r, "best_s"),
+              jd_getn(r, "time_to_best_s"), (long long)jd_geti(r, "evaluations"));
+    double gap = jd_getn(r, "gap_to_lp");
+    if (isfinite(gap)) sb_printf(&sb, "%9.2f%%\n", 100 * gap);
+    else sb_puts(&sb, "       n/a\n");
+  }
+  return sb_take(&sb);
 }

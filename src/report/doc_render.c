@@ -14,6 +14,7 @@
 
 #include "core/jsonx.h"
 #include "cost/result_doc.h"
+#include "report/compare_search.h"
 #include "report/plan_doc.h"
 #include "report/train_cost.h"
 #include "report/validate.h"
@@ -85,12 +86,12 @@ ap_status ap_render(ap_ctx *ctx, const char *doc_json, const char *tokens, const
   }
   const char *fmt = jd_gets(root, "format");
   bool est = strcmp(fmt, "autopar-estimate/1") == 0, search = strcmp(fmt, "autopar-search/2") == 0;
-  bool val = strcmp(fmt, "autopar-validate/1") == 0;
+  bool val = strcmp(fmt, "autopar-validate/1") == 0, cmp = strcmp(fmt, "autopar-compare-search/1") == 0;
   ap_status st = AP_OK;
-  if (!est && !search && !val)
-    st = ctx_fail(ctx, AP_INVALID, "ap_render: expected an autopar-estimate/1, autopar-search/2 or autopar-validate/1 "
-                                   "document, got format \"%s\"", fmt);
-  else if (tokens && val)
+  if (!est && !search && !val && !cmp)
+    st = ctx_fail(ctx, AP_INVALID, "ap_render: expected an autopar-estimate/1, autopar-search/2, autopar-validate/1 or "
+                                   "autopar-compare-search/1 document, got format \"%s\"", fmt);
+  else if (tokens && (val || cmp))
     st = ctx_fail(ctx, AP_INVALID, "--tokens applies to plan and estimate documents, not %s", fmt);
   jd d = {root, false};
   train_cost tc = {0};
@@ -113,7 +114,11 @@ ap_status ap_render(ap_ctx *ctx, const char *doc_json, const char *tokens, const
     if (format == AP_OUT_JSON) {
       *out = d.failed ? NULL : jd_dump(&d);
     } else {
-      char *text = d.failed ? NULL : est ? cost_estimate_text(root) : search ? plan_doc_text(root) : validate_doc_text(root);
+      char *text = d.failed ? NULL
+                   : est      ? cost_estimate_text(root)
+                   : search   ? plan_doc_text(root)
+                   : cmp      ? compare_search_text(root)
+                              : validate_doc_text(root);
       strbuf sb = {0};
       if (text) sb_puts(&sb, text);
       free(text);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "model/model.h"
-#include "search/graph_plan.h"
+#include "report/graph_plan_io.h"
 
 static const char *coll_kind(comm_coll c) {
   switch (c) {
@@ -168,10 +168,8 @@ static void op_json(strbuf *sb, const graph_problem *gp, const int32_t *ch, int 
     }
     sb_puts(sb, "]");
   }
-  if (s->weight.n_dims > 0 && graph_op_params(op) > 0) {
-    sb_puts(sb, ", \"weight_spec\": ");
-    spec_json(sb, &s->weight);
-  }
+  gpr_weight_json(sb, op, s);
+  gpr_input_json(sb, op, s);
   sb_puts(sb, ", \"partial\": [");
   int np = 0;
   for (int a = 0; a < gp->env.mesh->n_axes; a++)
@@ -208,8 +206,9 @@ static void write_json(strbuf *sb, const graph *g, const hw_cluster *c, const gp
   const shard_mesh *m = &r->mesh;
   sb_puts(sb, "{\"format\": \"autopar-plan/2\", \"model\": ");
   json_str(sb, g->name);
+  char cspec[256];
   sb_puts(sb, ", \"cluster\": ");
-  json_str(sb, c->name);
+  json_str(sb, gpr_cluster_spec(c, cspec, sizeof cspec));
   sb_printf(sb, ", \"global_batch_size\": %lld, \"seq\": %.0f, \"micro_batches\": %.0f, \"micro_batch_size\": %.0f",
             (long long)o->gbs, r->s, r->n_micro, r->b);
   sb_puts(sb, ", \"mesh\": {\"shape\": [");
@@ -401,4 +400,12 @@ ap_status ap_describe_sharding(ap_ctx *ctx, const ap_model *model, const ap_clus
   *out = sb_take(&sb);
   arena_free(a);
   return *out ? AP_OK : ctx_fail(ctx, AP_NOMEM, "out of memory");
+}
+
+/* The document writer, for the /2 reader's export (graph_plan_eval.c). */
+void gpr_plan_json(strbuf *sb, const graph *g, const hw_cluster *c, int64_t gbs, const gplan_result *r) {
+  gplan_opts o;
+  gplan_opts_init(&o);
+  o.gbs = gbs;
+  write_json(sb, g, c, &o, r);
 }

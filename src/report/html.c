@@ -1,7 +1,7 @@
 /* The HTML report (html.h): a page of sections, each rendered from one of the JSON documents the commands
  * build, with inline SVG charts. Every chart is drawn here from numbers of the documents; nothing is
  * fetched, so the file opens offline. Section ids (docs/report.md): plan-table, time-breakdown, timeline,
- * memory, space, runner-ups, validate. */
+ * memory, space, runner-ups, validate; compare-search's compare-table and compare-chart are html_compare.c's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,36 +44,6 @@ static const char *style_color(const part_style *t, size_t n, const char *key) {
   return "#999999";
 }
 
-static void esc(strbuf *sb, const char *s) {
-  for (; s && *s; s++) {
-    switch (*s) {
-    case '<': sb_puts(sb, "&lt;"); break;
-    case '>': sb_puts(sb, "&gt;"); break;
-    case '&': sb_puts(sb, "&amp;"); break;
-    case '"': sb_puts(sb, "&quot;"); break;
-    default: sb_printf(sb, "%c", *s);
-    }
-  }
-}
-
-static double num(json_t *obj, const char *key) {
-  json_t *v = obj ? json_object_get(obj, key) : NULL;
-  return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-static const char *str(json_t *obj, const char *key) {
-  json_t *v = obj ? json_object_get(obj, key) : NULL;
-  return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-/* "1.23 s", "45.6 ms", "789 µs". */
-static void put_time(strbuf *sb, double s) {
-  if (!isfinite(s)) sb_puts(sb, "–");
-  else if (s >= 1) sb_printf(sb, "%.3g s", s);
-  else if (s >= 1e-3) sb_printf(sb, "%.3g ms", s * 1e3);
-  else sb_printf(sb, "%.3g µs", s * 1e6);
-}
-
 static void put_bytes(strbuf *sb, double b) {
   if (!isfinite(b)) sb_puts(sb, "–");
   else sb_printf(sb, "%.1f GiB", b / 1073741824.0);
@@ -100,9 +70,9 @@ static json_t *shown_plan(const html_inputs *in, json_t **result) {
 
 static void row(strbuf *sb, const char *k, const char *v) {
   sb_puts(sb, "<tr><th>");
-  esc(sb, k);
+  html_esc(sb, k);
   sb_puts(sb, "</th><td>");
-  esc(sb, v);
+  html_esc(sb, v);
   sb_puts(sb, "</td></tr>\n");
 }
 
@@ -112,39 +82,39 @@ static void section_plan(strbuf *sb, const html_inputs *in) {
   char v[256];
   sb_puts(sb, "<section id=\"plan-table\"><h2>Plan</h2><table class=\"kv\">\n");
   json_t *par = json_object_get(p, "parallel"), *pipe = json_object_get(p, "pipeline");
-  snprintf(v, sizeof v, "dp %.0f, tp %.0f, pp %.0f, cp %.0f, ep %.0f, vpp %.0f", num(par, "dp"), num(par, "tp"),
-           num(par, "pp"), num(par, "cp"), num(par, "ep"), num(par, "vpp"));
+  snprintf(v, sizeof v, "dp %.0f, tp %.0f, pp %.0f, cp %.0f, ep %.0f, vpp %.0f", html_num(par, "dp"), html_num(par, "tp"),
+           html_num(par, "pp"), html_num(par, "cp"), html_num(par, "ep"), html_num(par, "vpp"));
   row(sb, "parallelism", v);
   snprintf(v, sizeof v, "%s, micro-batch %.0f x %.0f, global batch %.0f, sequence %.0f",
-           str(pipe, "schedule") ? str(pipe, "schedule") : "?", num(pipe, "micro_batch_size"),
-           num(pipe, "n_micro_batches"), num(p, "global_batch_size"), num(p, "seq_length"));
+           html_str(pipe, "schedule") ? html_str(pipe, "schedule") : "?", html_num(pipe, "micro_batch_size"),
+           html_num(pipe, "n_micro_batches"), html_num(p, "global_batch_size"), html_num(p, "seq_length"));
   row(sb, "pipeline", v);
   json_t *rc = json_object_get(p, "recompute"), *opt = json_object_get(p, "optimizer");
-  const char *oo = str(opt, "offload_optimizer"), *op = str(opt, "offload_param");
+  const char *oo = html_str(opt, "offload_optimizer"), *op = html_str(opt, "offload_param");
   char off[64] = "";
   if ((oo && strcmp(oo, "none") != 0) || (op && strcmp(op, "none") != 0))
     snprintf(off, sizeof off, ", offload optimizer %s, params %s", oo ? oo : "none", op ? op : "none");
-  snprintf(v, sizeof v, "recompute %s, ZeRO %.0f, %s%s%s", str(rc, "granularity") ? str(rc, "granularity") : "?",
-           num(opt, "zero_stage"), str(p, "precision") ? str(p, "precision") : "?",
+  snprintf(v, sizeof v, "recompute %s, ZeRO %.0f, %s%s%s", html_str(rc, "granularity") ? html_str(rc, "granularity") : "?",
+           html_num(opt, "zero_stage"), html_str(p, "precision") ? html_str(p, "precision") : "?",
            json_is_true(json_object_get(p, "sequence_parallel")) ? ", sequence parallel" : "", off);
   row(sb, "memory savers", v);
   strbuf t = {0};
-  put_time(&t, num(res, "iteration_time_s"));
+  html_put_time(&t, html_num(res, "iteration_time_s"));
   if (t.buf) row(sb, "iteration time", t.buf);
   sb_free(&t);
-  snprintf(v, sizeof v, "%.6g", num(res, "tokens_per_s_per_device"));
+  snprintf(v, sizeof v, "%.6g", html_num(res, "tokens_per_s_per_device"));
   row(sb, "tokens/s per device", v);
   json_t *mfu = json_object_get(res, "mfu");
-  snprintf(v, sizeof v, "%.1f%% (PaLM's convention)", 100 * num(mfu, "palm"));
+  snprintf(v, sizeof v, "%.1f%% (PaLM's convention)", 100 * html_num(mfu, "palm"));
   row(sb, "MFU", v);
-  if (str(res, "bound")) row(sb, "bound by", str(res, "bound_detail") ? str(res, "bound_detail") : str(res, "bound"));
+  if (html_str(res, "bound")) row(sb, "bound by", html_str(res, "bound_detail") ? html_str(res, "bound_detail") : html_str(res, "bound"));
   sb_puts(sb, "</table></section>\n");
 
   json_t *tb = json_object_get(res, "time_breakdown_s");
   if (!json_is_object(tb)) return;
   double total = 0;
   for (size_t i = 0; i < AP_COUNT(time_parts); i++) {
-    double x = num(tb, time_parts[i].key);
+    double x = html_num(tb, time_parts[i].key);
     if (isfinite(x) && x > 0) total += x;
   }
   if (!(total > 0)) return;
@@ -152,12 +122,12 @@ static void section_plan(strbuf *sb, const html_inputs *in) {
             CHART_W);
   double x0 = 0;
   for (size_t i = 0; i < AP_COUNT(time_parts); i++) {
-    double x = num(tb, time_parts[i].key);
+    double x = html_num(tb, time_parts[i].key);
     if (!(isfinite(x) && x > 0)) continue;
     double w = x / total * CHART_W;
     sb_printf(sb, "<rect class=\"part\" x=\"%.2f\" y=\"4\" width=\"%.2f\" height=\"30\" fill=\"%s\"><title>%s: ", x0, w,
               time_parts[i].color, time_parts[i].label);
-    put_time(sb, x);
+    html_put_time(sb, x);
     sb_puts(sb, "</title></rect>");
     x0 += w;
   }
@@ -176,10 +146,10 @@ static void section_timeline(strbuf *sb, json_t *trace) {
   size_t i;
   json_t *e;
   json_array_foreach(ev, i, e) {
-    if (!str(e, "ph") || strcmp(str(e, "ph"), "X") != 0) continue;
-    double end = num(e, "ts") + num(e, "dur");
+    if (!html_str(e, "ph") || strcmp(html_str(e, "ph"), "X") != 0) continue;
+    double end = html_num(e, "ts") + html_num(e, "dur");
     if (isfinite(end) && end > t_end) t_end = end;
-    double pid = num(e, "pid");
+    double pid = html_num(e, "pid");
     if (isfinite(pid) && pid + 1 > n_pid && pid < 4096) n_pid = (int)pid + 1;
   }
   if (n_pid == 0 || !(t_end > 0)) return;
@@ -194,21 +164,21 @@ static void section_timeline(strbuf *sb, json_t *trace) {
               LABEL_W, y, CHART_W - LABEL_W, LANE_H);
   }
   json_array_foreach(ev, i, e) {
-    if (!str(e, "ph") || strcmp(str(e, "ph"), "X") != 0) continue;
-    double ts = num(e, "ts"), dur = num(e, "dur"), pid = num(e, "pid"), tid = num(e, "tid");
+    if (!html_str(e, "ph") || strcmp(html_str(e, "ph"), "X") != 0) continue;
+    double ts = html_num(e, "ts"), dur = html_num(e, "dur"), pid = html_num(e, "pid"), tid = html_num(e, "tid");
     if (!isfinite(ts) || !isfinite(dur) || !isfinite(pid) || pid < 0 || pid >= n_pid) continue;
     int lane = 2 * (int)pid + (tid > 0 ? 1 : 0);
-    const char *cat = str(e, "cat") ? str(e, "cat") : "";
+    const char *cat = html_str(e, "cat") ? html_str(e, "cat") : "";
     sb_printf(sb, "<rect class=\"work\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>", LABEL_W + ts * sx,
               lane * (LANE_H + LANE_GAP), fmax(dur * sx, 0.5), LANE_H, style_color(trace_parts, AP_COUNT(trace_parts), cat));
-    esc(sb, str(e, "name"));
+    html_esc(sb, html_str(e, "name"));
     sb_puts(sb, ": ");
-    put_time(sb, dur * 1e-6);
+    html_put_time(sb, dur * 1e-6);
     sb_puts(sb, "</title></rect>\n");
   }
   sb_printf(sb, "<text x=\"%d\" y=\"%d\" class=\"lbl\">0</text><text x=\"%d\" y=\"%d\" class=\"lbl\" text-anchor=\"end\">", LABEL_W,
             h - 8, CHART_W, h - 8);
-  put_time(sb, t_end * 1e-6);
+  html_put_time(sb, t_end * 1e-6);
   sb_puts(sb, "</text></svg>\n");
   legend(sb, trace_parts, AP_COUNT(trace_parts));
   sb_puts(sb, "</section>\n");
@@ -217,11 +187,11 @@ static void section_timeline(strbuf *sb, json_t *trace) {
 static void section_memory(strbuf *sb, json_t *est) {
   json_t *mem = est ? json_object_get(est, "memory") : NULL, *stages = mem ? json_object_get(mem, "stages") : NULL;
   if (!json_is_array(stages) || json_array_size(stages) == 0) return;
-  double cap = num(mem, "capacity_bytes"), top = isfinite(cap) ? cap : 0;
+  double cap = html_num(mem, "capacity_bytes"), top = isfinite(cap) ? cap : 0;
   size_t i;
   json_t *s;
   json_array_foreach(stages, i, s) {
-    double t = num(s, "total_bytes");
+    double t = html_num(s, "total_bytes");
     if (isfinite(t) && t > top) top = t;
   }
   if (!(top > 0)) return;
@@ -233,7 +203,7 @@ static void section_memory(strbuf *sb, json_t *est) {
   json_array_foreach(stages, i, s) {
     double y = PLOT_H - 20, x = MARGIN + (double)i * step;
     for (size_t k = 0; k < AP_COUNT(mem_parts); k++) {
-      double b = num(s, mem_parts[k].key);
+      double b = html_num(s, mem_parts[k].key);
       if (!(isfinite(b) && b > 0)) continue;
       sb_printf(sb, "<rect class=\"part\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>stage %zu %s: ", x,
                 y - b * sy, bw, b * sy, mem_parts[k].color, i, mem_parts[k].label);
@@ -265,7 +235,7 @@ typedef struct {
  * the cost result's memory object (docs/json.md, autopar-search/2). */
 static double point_peak(json_t *e) {
   json_t *m = json_object_get(e, "memory");
-  return m ? num(m, "peak_bytes") : num(e, "peak_mem_bytes");
+  return m ? html_num(m, "peak_bytes") : html_num(e, "peak_mem_bytes");
 }
 static bool point_fits(json_t *e) {
   json_t *m = json_object_get(e, "memory");
@@ -286,19 +256,19 @@ static ap_status section_space(strbuf *sb, json_t *search) {
   json_t *e;
   double tmax = 0, mmax = 0, tmin = INFINITY;
   json_array_foreach(sp, i, e) {
-    double t = num(e, "iteration_time_s"), m = point_peak(e);
+    double t = html_num(e, "iteration_time_s"), m = point_peak(e);
     if (!(isfinite(t) && t > 0 && isfinite(m) && m > 0)) continue;
-    pt[np] = (point){t, m, point_fits(e), false, i == 0 && from_plans, str(e, "summary")};
+    pt[np] = (point){t, m, point_fits(e), false, i == 0 && from_plans, html_str(e, "summary")};
     tmax = fmax(tmax, t), mmax = fmax(mmax, m), tmin = fmin(tmin, t);
     np++;
   }
   json_t *best = json_array_get(json_object_get(search, "plans"), 0);
-  double bt = num(best, "iteration_time_s"), bm = point_peak(best);
+  double bt = html_num(best, "iteration_time_s"), bm = point_peak(best);
   bool have_best = from_plans;
   for (size_t a = 0; a < np && !from_plans; a++)
     if (pt[a].t == bt && pt[a].m == bm) pt[a].best = have_best = true;
   if (!have_best && isfinite(bt) && bt > 0 && isfinite(bm) && bm > 0) {
-    pt[np++] = (point){bt, bm, point_fits(best), false, true, str(best, "summary")};
+    pt[np++] = (point){bt, bm, point_fits(best), false, true, html_str(best, "summary")};
     tmax = fmax(tmax, bt), mmax = fmax(mmax, bm), tmin = fmin(tmin, bt);
   }
   for (size_t a = 0; a < np; a++) {
@@ -324,9 +294,9 @@ static ap_status section_space(strbuf *sb, json_t *search) {
   sb_printf(sb, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" class=\"axis\"/><line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" class=\"axis\"/>",
             MARGIN, PLOT_H - MARGIN, CHART_W - MARGIN, PLOT_H - MARGIN, MARGIN, MARGIN / 2, MARGIN, PLOT_H - MARGIN);
   sb_printf(sb, "<text x=\"%d\" y=\"%d\" class=\"lbl\" text-anchor=\"end\">iteration time (", CHART_W - MARGIN, PLOT_H - 12);
-  put_time(sb, t0);
+  html_put_time(sb, t0);
   sb_puts(sb, " … ");
-  put_time(sb, t1);
+  html_put_time(sb, t1);
   sb_printf(sb, ")</text><text x=\"4\" y=\"%d\" class=\"lbl\">peak memory (", MARGIN / 2 - 6);
   put_bytes(sb, m0);
   sb_puts(sb, " … ");
@@ -357,10 +327,10 @@ static ap_status section_space(strbuf *sb, json_t *search) {
               pt[a].pareto ? " front" : "", MARGIN + (pt[a].t - t0) * sx, PLOT_H - MARGIN - (pt[a].m - m0) * sy, pt[a].best ? 8 : 3,
               pt[a].best ? " id=\"winner\"" : "");
     if (pt[a].label) {
-      esc(sb, pt[a].label);
+      html_esc(sb, pt[a].label);
       sb_puts(sb, ": ");
     }
-    put_time(sb, pt[a].t);
+    html_put_time(sb, pt[a].t);
     sb_puts(sb, ", ");
     put_bytes(sb, pt[a].m);
     sb_puts(sb, "</title></circle>\n");
@@ -385,18 +355,18 @@ static void section_runner_ups(strbuf *sb, json_t *search) {
     const char *worst = NULL;
     double wv = 0;
     for (size_t k = 0; k < AP_COUNT(time_parts); k++) {
-      double x = num(d, time_parts[k].key);
+      double x = html_num(d, time_parts[k].key);
       if (isfinite(x) && x > wv) wv = x, worst = time_parts[k].label;
     }
     sb_printf(sb, "<tr class=\"runner-up\"><td>%zu</td><td>", i + 1);
-    esc(sb, str(p, "summary"));
+    html_esc(sb, html_str(p, "summary"));
     sb_puts(sb, "</td><td>");
-    put_time(sb, num(p, "iteration_time_s"));
-    sb_printf(sb, "</td><td>%.1f%%</td><td>", 100 * num(vs, "slowdown"));
+    html_put_time(sb, html_num(p, "iteration_time_s"));
+    sb_printf(sb, "</td><td>%.1f%%</td><td>", 100 * html_num(vs, "slowdown"));
     if (worst) {
-      esc(sb, worst);
+      html_esc(sb, worst);
       sb_puts(sb, " +");
-      put_time(sb, wv);
+      html_put_time(sb, wv);
     } else {
       sb_puts(sb, "–");
     }
@@ -416,24 +386,24 @@ static ap_status section_validate(strbuf *sb, json_t *val) {
   size_t i;
   json_t *r;
   json_array_foreach(rows, i, r) {
-    double p = num(r, "predicted_tokens_per_s_per_gpu"), m = num(r, "measured_tokens_per_s_per_gpu");
+    double p = html_num(r, "predicted_tokens_per_s_per_gpu"), m = html_num(r, "measured_tokens_per_s_per_gpu");
     if (p > 0 && m > 0) lo = fmin(lo, fmin(p, m)), hi = fmax(hi, fmax(p, m));
   }
   if (!(hi > lo)) return AP_OK;
   double llo = log10(lo) - 0.1, lhi = log10(hi) + 0.1, s = (PLOT_H - 2 * MARGIN) / (lhi - llo);
   json_t *sum = json_object_get(val, "summary");
   sb_printf(sb, "<section id=\"validate\"><h2>Predicted against measured</h2>\n<p>throughput MAPE %.1f%%, median %.1f%% over %.0f rows</p>\n",
-            100 * num(sum, "mape"), 100 * num(sum, "median_ape"), num(sum, "n"));
+            100 * html_num(sum, "mape"), 100 * html_num(sum, "median_ape"), html_num(sum, "n"));
   sb_printf(sb, "<svg width=\"%d\" height=\"%d\" role=\"img\">\n", PLOT_H, PLOT_H);
   sb_printf(sb, "<line class=\"diag\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", MARGIN, PLOT_H - MARGIN, PLOT_H - MARGIN, MARGIN);
   sb_printf(sb, "<text x=\"%d\" y=\"%d\" class=\"lbl\">measured tokens/s per GPU (log)</text>", MARGIN, PLOT_H - 12);
   json_array_foreach(rows, i, r) {
-    double p = num(r, "predicted_tokens_per_s_per_gpu"), m = num(r, "measured_tokens_per_s_per_gpu");
+    double p = html_num(r, "predicted_tokens_per_s_per_gpu"), m = html_num(r, "measured_tokens_per_s_per_gpu");
     if (!(p > 0 && m > 0)) continue;
-    double ape = num(r, "ape");
+    double ape = html_num(r, "ape");
     sb_printf(sb, "<circle class=\"row%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\"><title>", ape > 0.25 ? " far" : "", MARGIN + (log10(m) - llo) * s,
               PLOT_H - MARGIN - (log10(p) - llo) * s);
-    esc(sb, str(r, "id"));
+    html_esc(sb, html_str(r, "id"));
     sb_printf(sb, ": predicted %.0f, measured %.0f (%.1f%%)</title></circle>\n", p, m, 100 * ape);
   }
   sb_puts(sb, "</svg>\n<table class=\"grid\" id=\"error-by-group\"><tr><th>device</th><th>stack</th><th>rows</th><th>MAPE</th></tr>\n");
@@ -444,21 +414,21 @@ static ap_status section_validate(strbuf *sb, json_t *val) {
   for (size_t a = 0; a < n; a++) {
     if (done[a]) continue;
     json_t *ra = json_array_get(rows, a);
-    const char *g = str(ra, "gpu") ? str(ra, "gpu") : "?", *st = str(ra, "stack") ? str(ra, "stack") : "–";
+    const char *g = html_str(ra, "gpu") ? html_str(ra, "gpu") : "?", *st = html_str(ra, "stack") ? html_str(ra, "stack") : "–";
     double sum_ape = 0;
     size_t k = 0;
     for (size_t b = a; b < n; b++) {
       json_t *rb = json_array_get(rows, b);
-      const char *gb = str(rb, "gpu") ? str(rb, "gpu") : "?", *sb2 = str(rb, "stack") ? str(rb, "stack") : "–";
+      const char *gb = html_str(rb, "gpu") ? html_str(rb, "gpu") : "?", *sb2 = html_str(rb, "stack") ? html_str(rb, "stack") : "–";
       if (done[b] || strcmp(g, gb) != 0 || strcmp(st, sb2) != 0) continue;
       done[b] = true;
-      double ape = num(rb, "ape");
+      double ape = html_num(rb, "ape");
       if (isfinite(ape)) sum_ape += ape, k++;
     }
     sb_puts(sb, "<tr><td>");
-    esc(sb, g);
+    html_esc(sb, g);
     sb_puts(sb, "</td><td>");
-    esc(sb, st);
+    html_esc(sb, st);
     sb_printf(sb, "</td><td>%zu</td><td>%.1f%%</td></tr>\n", k, k ? 100 * sum_ape / (double)k : 0.0);
   }
   free(done);
@@ -476,6 +446,7 @@ static const char page_css[] =
     ".axis{stroke:#888}.pareto{fill:none;stroke:#2a7;stroke-width:2}.fit{fill:#4e79a7;opacity:.55}"
     ".nofit{fill:#aaa;opacity:.4}.front{fill:#2a7;opacity:.9}#winner{fill:#d62728;opacity:1}"
     ".diag{stroke:#888;stroke-dasharray:4 3}.row{fill:#4e79a7;opacity:.7}.row.far{fill:#e15759}"
+    ".cmp-fam{fill:#4e79a7}.cmp-base{fill:#bab0ac}tr.baseline td{color:#666}"
     "#detail{position:fixed;right:12px;bottom:12px;background:#fff;border:1px solid #ccc;padding:6px 10px;display:none}";
 
 /* The page's only script: clicking a mark shows its tooltip text in a fixed box (for touch screens, where
@@ -489,17 +460,17 @@ static const char page_js[] =
 ap_status html_report(ap_ctx *ctx, const html_inputs *in, char **html_out) {
   if (!in || !html_out) return ctx_fail(ctx, AP_INVALID, "html_report: NULL argument");
   *html_out = NULL;
-  if (!in->estimate && !in->search && !in->trace && !in->validate)
+  if (!in->estimate && !in->search && !in->trace && !in->validate && !in->compare_search)
     return ctx_fail(ctx, AP_INVALID, "report: nothing to show");
   strbuf sb = {0};
   sb_puts(&sb, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
-  esc(&sb, in->title ? in->title : "autopar report");
+  html_esc(&sb, in->title ? in->title : "autopar report");
   sb_printf(&sb, "</title><style>%s</style></head>\n<body>\n<h1>", page_css);
-  esc(&sb, in->title ? in->title : "autopar report");
+  html_esc(&sb, in->title ? in->title : "autopar report");
   sb_puts(&sb, "</h1>\n");
   if (in->command) {
     sb_puts(&sb, "<p><code>");
-    esc(&sb, in->command);
+    html_esc(&sb, in->command);
     sb_puts(&sb, "</code></p>\n");
   }
   section_plan(&sb, in);
@@ -510,6 +481,7 @@ ap_status html_report(ap_ctx *ctx, const html_inputs *in, char **html_out) {
   ap_status st = section_space(&sb, in->search);
   if (!st) section_runner_ups(&sb, in->search);
   if (!st) st = section_validate(&sb, in->validate);
+  if (!st) html_section_compare_search(&sb, in->compare_search);
   sb_printf(&sb, "<div id=\"detail\"></div>\n<script>%s</script>\n</body></html>\n", page_js);
   if (st || sb.oom) {
     sb_free(&sb);

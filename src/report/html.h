@@ -16,10 +16,21 @@ typedef struct {
   json_t *search;       /* a search document (plans[] best first with vs_best, and space[] when present) */
   json_t *trace;        /* the simulator's Chrome trace of the plan shown ({"traceEvents": […]}) */
   json_t *validate;     /* a validate document (rows[], summary) */
+  json_t *compare_search; /* a compare-search document (families[], lp_bound_s) */
 } html_inputs;
 
 /* Renders the report; the caller frees *html_out with free(). AP_NOMEM when out of memory; AP_INVALID when
  * no input is given at all. */
 AP_HIDDEN ap_status html_report(ap_ctx *ctx, const html_inputs *in, char **html_out);
+
+/* The pieces every section uses (html_util.c): s escaped for HTML; obj[key] as a number (NAN when absent) and as
+ * a string (NULL when absent); a duration in s, ms or µs. */
+AP_HIDDEN void html_esc(strbuf *sb, const char *s);
+AP_HIDDEN double html_num(json_t *obj, const char *key);
+AP_HIDDEN const char *html_str(json_t *obj, const char *key);
+AP_HIDDEN void html_put_time(strbuf *sb, double s);
+/* The compare-search section (html_compare.c): a table and a chart of the families and baselines; nothing
+ * when doc is NULL or lists no family. */
+AP_HIDDEN void html_section_compare_search(strbuf *sb, json_t *doc);
 
 #endif

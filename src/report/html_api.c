@@ -27,14 +27,16 @@ ap_status ap_report_html(ap_ctx *ctx, const ap_report_inputs *in, const char *ou
   if (!ctx) return AP_INVALID;
   if (!in || !out_path || !*out_path)
     return ctx_fail(ctx, AP_INVALID, "ap_report_html: %s must not be NULL or empty", in ? "out_path" : "in");
-  json_t *est = NULL, *search = NULL, *trace = NULL, *val = NULL;
+  json_t *est = NULL, *search = NULL, *trace = NULL, *val = NULL, *cmp = NULL;
   ap_status st = parse_doc(ctx, "the estimate document", "autopar-estimate/", in->estimate_json, &est);
   if (!st) st = parse_doc(ctx, "the search document", "autopar-search/", in->search_json, &search);
   if (!st) st = parse_doc(ctx, "the trace", NULL, in->trace_json, &trace);
   if (!st) st = parse_doc(ctx, "the validate document", "autopar-validate/", in->validate_json, &val);
+  if (!st)
+    st = parse_doc(ctx, "the compare-search document", "autopar-compare-search/", in->compare_search_json, &cmp);
   char *html = NULL;
   if (!st) {
-    html_inputs hi = {in->title, in->command, est, search, trace, val};
+    html_inputs hi = {in->title, in->command, est, search, trace, val, cmp};
     st = html_report(ctx, &hi, &html);
   }
   if (!st) st = ap_write_file(ctx, out_path, html);
@@ -43,5 +45,6 @@ ap_status ap_report_html(ap_ctx *ctx, const ap_report_inputs *in, const char *ou
   json_decref(search);
   json_decref(trace);
   json_decref(val);
+  json_decref(cmp);
   return st;
 }

@@ -34,16 +34,19 @@ static ap_status fix_one(ap_ctx *ctx, char *pair, ap_plan *ap, unsigned *mask, u
   trim(value);
   /* The keys are the field table's (plan_fields.c): canonical names, CLI flags and aliases. */
   const plan_field *f = plan_field_find(key);
-  if (f && (f->flags & PLAN_FF_PROBLEM))
-    return ctx_fail(ctx, AP_INVALID, "--fix: %s is part of the problem, not of the plan; give it with --%s", key, f->cli);
-  if (!f || !f->cli) {
+  if (f && (f->flags & PLAN_FF_PROBLEM)) {
+    char flag[64];
+    plan_field_flag(f->id, flag, sizeof flag);
+    return ctx_fail(ctx, AP_INVALID, "--fix: %s is part of the problem, not of the plan; give it with --%s", key, flag);
+  }
+  if (!f || (f->flags & PLAN_FF_NO_KEY)) {
     const char *names[PLAN_F_COUNT_];
     char list[512] = "";
     size_t n = 0, n_fields;
     const plan_field *fields = plan_fields(&n_fields);
     for (size_t i = 0; i < n_fields; i++)
-      if (fields[i].cli && !(fields[i].flags & PLAN_FF_PROBLEM)) {
-        names[n] = fields[i].cli;
+      if (!(fields[i].flags & (PLAN_FF_NO_KEY | PLAN_FF_PROBLEM))) {
+        names[n] = plan_field_name(fields[i].id);
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", n ? ", " : "", names[n]);
         n++;
       }

@@ -72,6 +72,7 @@ ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
   if (out) *out = NULL;
   if (!ctx || !model || !cluster || !ap || !out)
     return ctx_fail(ctx, AP_INVALID, "ap_simulate: ctx, model, cluster, plan and out must not be NULL");
+  if (plan_refuse_doc2(ctx, ap, "ap_simulate")) return AP_INVALID;
   if (format != AP_OUT_TEXT && format != AP_OUT_JSON)
     return ctx_fail(ctx, AP_INVALID, "ap_simulate: format: expected AP_OUT_TEXT or AP_OUT_JSON, got %d", format);
   if (trace_path && !*trace_path) return ctx_fail(ctx, AP_INVALID, "ap_simulate: trace_path: expected a file name or NULL, got \"\"");

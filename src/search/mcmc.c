@@ -13,13 +13,16 @@
  *    problem file does not name).
  * A state that breaks a constraint (a forbidden pair, a hard memory budget) is compared by how much it breaks
  * first: a move that reduces the violation is accepted, one that increases it is rejected, and Metropolis
- * applies between states of equal violation, so the chain walks out of infeasible regions.
+ * applies between states of equal violation, so the chain walks out of infeasible regions (over a hard
+ * memory budget too; a penalty is part of the objective). A tenth of the budget is kept for a local descent
+ * from the best state (descent.h), as MCTS and RL end: on the large strategy sets of a 2-axis mesh (up to 121
+ * per op) the chain's last accepted moves are rarely the single-move optimum around its best state.
  * Each move is scored in full: on a problem file one evaluation is a sum over its terms. The delta simulation
  * the issue asks of MCMC (re-simulating only from the first affected event) concerns the graph path's
  * event simulator, which problem files do not use; it comes with that path. */
 #include <string.h>
 
-#include "search/solve.h"
+#include "search/descent.h"
 
 /* TUNING: half the moves propagate. Single-node moves alone rarely leave a local optimum where resharding
  * ties neighbours together (a change pays the resharding on every edge until the neighbours follow). */
@@ -64,6 +67,8 @@ ap_status solve_mcmc(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_r
   rng_seed(&rg, o->seed);
   solve_budget b;
   solve_budget_start(&b, o);
+  solve_reserve reserve;
+  solve_budget_reserve(&b, &reserve);
   sp_score cur_s = sp_eval(p, cur), best_s = cur_s;
   memcpy(best, cur, (size_t)G * sizeof *best);
   bool out = solve_budget_spend(&b);
@@ -101,6 +106,8 @@ ap_status solve_mcmc(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_r
     else if (prop) memcpy(cur, prev, (size_t)G * sizeof *cur);
     else cur[g] = old;
   }
+  solve_budget_release(&b, &reserve);
+  solve_descend(p, allowed, n_allowed, best, &best_s, &b);
   solve_finish_heuristic(p, best, best_s, &b, r);
   arena_free(a);
   return AP_OK;

@@ -21,20 +21,16 @@ static ap_status bad(ap_ctx *ctx, const char *file, const char *where, const cha
   return ctx_fail(ctx, AP_INVALID, "%s: %s: %s", file, where, msg);
 }
 
-/* Rejects any key of obj not in the NULL-terminated list. */
+/* Rejects any key of obj not in the NULL-terminated list, in core's one wording (jx_unknown_key: "unknown
+ * field (did you mean …?); fields here: …"), the key named by its full path (nodes[3].folow). */
 static ap_status only_keys(ap_ctx *ctx, const char *file, const char *where, json_t *obj, const char *const *keys) {
-  const char *k;
-  json_t *v;
-  json_object_foreach(obj, k, v) {
-    bool ok = false;
-    for (const char *const *q = keys; *q && !ok; q++) ok = strcmp(*q, k) == 0;
-    if (!ok) {
-      char w[256];
-      snprintf(w, sizeof w, "%s%s%s", where, *where ? "." : "", k);
-      return bad(ctx, file, w, "unknown field");
-    }
-  }
-  return AP_OK;
+  size_t n = 0;
+  while (keys[n]) n++;
+  char key[128], msg[512];
+  if (!jx_unknown_key(obj, keys, n, 0, key, sizeof key, msg, sizeof msg)) return AP_OK;
+  char w[256];
+  snprintf(w, sizeof w, "%s%s%s", where, *where ? "." : "", key);
+  return bad(ctx, file, w, msg);
 }
 
 /* The array at obj[key] (where names obj); *n_out its length. Required unless optional, then NULL. */

@@ -10,14 +10,20 @@
  * terms of the objective that do not involve g (the costs of other nodes and of edges not touching g) do not
  * depend on g's sample, since the groups are sampled independently, so subtracting them keeps the estimate
  * unbiased (Williams 1992, §4: any baseline independent of the action) while removing most of its variance.
- * So A_g is the batch-standardised value of −(g's cost + its incident resharding costs + the memory penalty),
+ * So A_g is the batch-standardised value of −(g's cost + its incident resharding costs + its memory term),
  * a forbidden term counting as the batch's largest finite term, doubled. Standardising within the batch makes
- * the step size independent of the problem's cost units. The best sampled choice is the result; the policy's
- * final argmax choice is scored too. Seeded: the same seed and budget give the same result. */
+ * the step size independent of the problem's cost units. With a memory budget, a sample whose peak is over the
+ * budget charges each group its own memory at that peak point times a price: the penalty per byte under a
+ * penalty (the derivative of the penalty in that group's memory), a Lagrangian multiplier under a hard budget,
+ * raised while most samples of a batch break the budget and lowered while most keep it (mem_guide.h). The
+ * best sampled choice and the policy's final argmax choice are scored, and the better one is finished by a
+ * local descent (descent.h) on the tenth of the budget kept for it. Seeded: the same seed and budget give the
+ * same result. */
 #include <math.h>
 #include <string.h>
 
-#include "search/solve.h"
+#include "search/descent.h"
+#include "search/mem_guide.h"
 
 /* TUNING: batch and learning rate picked on random 20- to 50-node trees and DAGs (tests/test_solve*.c) so
  * that 20,000 evaluations converge; the logits are clamped so that a policy never becomes fully deterministic. */
@@ -58,7 +64,8 @@ ap_status solve_rl(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_res
   double *local = a ? arena_alloc(a, (size_t)BATCH * (size_t)G * sizeof *local) : NULL;
   int32_t *bad = a ? arena_alloc(a, (size_t)BATCH * (size_t)G * sizeof *bad) : NULL;
   int32_t *best = a ? arena_alloc(a, (size_t)G * sizeof *best) : NULL;
-  bool ok = allowed && theta && pi && samples && choices && local && bad && best;
+  mem_guide mg;
+  bool ok = allowed && theta && pi && samples && choices && local && bad && best && mg_init(&mg, a, p, allowed, n_allowed);
   for (int32_t g = 0; ok && g < G; g++) {
     int32_t n = n_allowed[g] > 0 ? n_allowed[g] : 1;
     theta[g] = arena_alloc(a, (size_t)n * sizeof **theta);
@@ -73,8 +80,14 @@ ap_status solve_rl(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_res
   rng_seed(&rg, o->seed);
   solve_budget b;
   solve_budget_start(&b, o);
+  solve_reserve reserve;
+  solve_budget_reserve(&b, &reserve);
   sp_score best_s = {INFINITY, INFINITY, 0};
-  double global[BATCH]; /* the memory part of each sample's objective (or its hard excess) */
+  int32_t peak_at[BATCH]; /* each sample's point of largest memory when it is over the budget, else -1 */
+  /* The price per byte of a group's memory at an over-budget peak: the penalty's own under a penalty; under a
+   * hard budget a Lagrangian multiplier, raised while most samples break the budget and lowered while most
+   * keep it (TUNING: from the balancing price, by factors 1.5 and 1/1.2). */
+  double price = p->has_penalty ? p->penalty_per_byte : mg.unit_price;
   bool out = false;
   int64_t n_restarts = 0;
   while (!out) {
@@ -103,27 +116,22 @@ ap_status solve_rl(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_res
         best_s = s;
         memcpy(best, c, (size_t)G * sizeof *best);
       }
-      double terms = 0, n_bad_all = 0;
       for (int32_t g = 0; g < G; g++) {
         int32_t nb = 0;
         local[(size_t)n_b * (size_t)G + (size_t)g] = local_cost(p, c, g, &nb, &max_term);
         bad[(size_t)n_b * (size_t)G + (size_t)g] = nb;
       }
-      for (int32_t g = 0; g < G; g++) {
-        double x = p->unary[g][c[g]];
-        if (x < INFINITY) terms += x;
-        else n_bad_all++;
-      }
-      for (int32_t e = 0; e < p->n_pairs; e++) {
-        const sp_pair *t = &p->pairs[e];
-        double x = t->cost[(size_t)c[t->g] * (size_t)p->n_s[t->h] + (size_t)c[t->h]];
-        if (x < INFINITY) terms += x;
-        else n_bad_all++;
-      }
-      /* What sp_eval adds beyond the node and edge terms: the penalty, or the hard excess as violation. */
-      global[n_b] = s.objective - terms + (s.violation - n_bad_all);
+      double peak;
+      int32_t t_peak = mg_peak_point(&mg, c, &peak);
+      peak_at[n_b] = t_peak >= 0 && peak > p->budget_bytes ? t_peak : -1;
     }
     if (n_b < 2) continue;
+    if (!p->has_penalty && mg.active) {
+      int32_t n_over = 0;
+      for (int32_t i = 0; i < n_b; i++) n_over += peak_at[i] >= 0;
+      if (2 * n_over > n_b) price *= 1.5;
+      else price /= 1.2;
+    }
     /* A policy that has become deterministic in every group samples one choice over and over: start it
      * again from uniform (the best choice is kept), as restarts do for a local search. */
     bool converged = true;
@@ -147,7 +155,10 @@ ap_status solve_rl(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_res
       double rw[BATCH], mean = 0, var = 0;
       for (int32_t i = 0; i < n_b; i++) {
         size_t at = (size_t)i * (size_t)G + (size_t)g;
-        rw[i] = -(local[at] + bad_cost * bad[at] + (global[i] > 0 ? global[i] * bad_cost : 0));
+        /* The group's memory at the peak of a sample over budget is its share of the excess. */
+        int32_t k_g = choices[at];
+        double mem = peak_at[i] >= 0 ? price * mg_mem_at(&mg, g, k_g, peak_at[i]) : 0;
+        rw[i] = -(local[at] + bad_cost * bad[at] + mem);
         mean += rw[i];
       }
       mean /= n_b;
@@ -170,12 +181,16 @@ ap_status solve_rl(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_res
       if (theta[g][k] > theta[g][arg]) arg = k;
     c[g] = n_allowed[g] > 0 ? allowed[g][arg] : 0;
   }
-  sp_score s = sp_eval(p, c);
-  b.n_evals++;
-  if (sp_better(s, best_s)) {
-    best_s = s;
-    memcpy(best, c, (size_t)G * sizeof *best);
+  solve_budget_release(&b, &reserve);
+  if (!b.out) {
+    sp_score s = sp_eval(p, c);
+    solve_budget_spend(&b);
+    if (sp_better(s, best_s)) {
+      best_s = s;
+      memcpy(best, c, (size_t)G * sizeof *best);
+    }
   }
+  solve_descend(p, allowed, n_allowed, best, &best_s, &b);
   solve_finish_heuristic(p, best, best_s, &b, r);
   arena_free(a);
   return AP_OK;

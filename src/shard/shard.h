@@ -87,6 +87,10 @@ typedef struct {
   shard_comm comm[SHARD_MAX_COMM];
 } shard_strategy;
 
+/* The spec of weight w as its file stores it (graph.h graph_weight) under strategy s: each stored dim takes
+ * the split of the logical weight dim it is, R where it is none. */
+AP_HIDDEN void shard_stored_weight_spec(const shard_strategy *s, const graph_weight *w, shard_spec *out);
+
 /* The loop structure of one op at concrete sizes. */
 typedef struct {
   int n_loops;

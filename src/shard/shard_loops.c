@@ -14,7 +14,7 @@
  *  - elementwise, views and the rest: the output dims; operands map by equal shape, broadcasting
  *    (right-aligned, size-1 dims unmapped), element-offset alignment for reshapes (a dim starting at the same
  *    element stride as an output dim), and otherwise by equal sizes (transposes).
- * Also: the names and parsing of specs. */
+ * Also: the names and parsing of specs, and a weight's spec in its stored order. */
 #include <stdio.h>
 #include <string.h>
 
@@ -53,6 +53,15 @@ bool shard_spec_parse(const char *text, int n_dims, shard_spec *out) {
   }
   out->n_dims = n;
   return n == n_dims;
+}
+
+void shard_stored_weight_spec(const shard_strategy *s, const graph_weight *w, shard_spec *out) {
+  memset(out, 0, sizeof *out);
+  out->n_dims = w->n_dims;
+  for (int d = 0; d < w->n_dims && d < GRAPH_MAX_DIMS; d++) {
+    int l = w->logical[d];
+    out->dim[d] = l >= 0 && l < s->weight.n_dims ? s->weight.dim[l] : 0;
+  }
 }
 
 /* Concrete dims of a tensor at (b, s). */

@@ -80,6 +80,28 @@ class SameAsCli(unittest.TestCase):
             self.assertEqual(cli.returncode, 0, cli.stderr)
             self.assertEqual(autopar.export(plan, "megatron"), cli.stdout)
 
+    def test_graph_plan_file(self):
+        # An op-level plan (autopar-plan/2) read back: estimate, simulate and export as the CLI does them.
+        model = "examples/onnx/resnet50.onnx"
+        with tempfile.TemporaryDirectory() as d:
+            plan = os.path.join(d, "p.json")
+            out = subprocess.run([BIN, "plan", "--model", model, "--cluster", "h100:8", "--gbs", "32", "--strategy",
+                                  "greedy", "--json"], cwd=ROOT, capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            with open(plan, "w") as f:
+                f.write(out.stdout)
+            written = json.loads(out.stdout)
+            rc, doc, err = cli_json("estimate", "--model", model, "--cluster", "h100:8", "--plan", plan)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(autopar.estimate(model, "h100:8", plan=plan), doc)
+            self.assertEqual(doc["time"], written["time"])
+            rc, sim, err = cli_json("simulate", "--model", model, "--cluster", "h100:8", "--plan", plan)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(autopar.simulate(model, "h100:8", None, plan=plan), sim)
+            self.assertEqual(autopar.export(plan, "json", model=model), out.stdout)
+            with self.assertRaises(autopar.Error) as e:
+                autopar.estimate(model, "h100:8", plan=plan, tp=2)
+            self.assertEqual(e.exception.status, autopar.INVALID)
 
     def test_compare_clusters(self):
         rc, doc, _ = cli_json("compare-clusters", "--model", "llama-3-8b", "--clusters", "h100:8,a100-80gb:16",
@@ -159,6 +181,89 @@ class Main(unittest.TestCase):
         self.assertEqual(self.run_main("describe", "--model", "llama-3-7b").returncode, 2)
         self.assertEqual(self.run_main("plan", "--model", "llama-3-70b", "--cluster", "h100:1", "--gbs", "8",
                                        "--seq", "4096", "--fix", "offload_optimizer=none").returncode, 1)
+
+# One case per plan field of the field table: the canonical flags a valid plan needs beside it, the value given,
+# and where the plan document keeps it (docs/plan-format.md) with the value expected there. A field added to
+# the table without a case here fails test_every_field_has_a_case.
+FIELD_CASES = {
+    "global_batch_size": ([], "32", ("global_batch_size",), 32),
+    "seq_length": ([], "512", ("seq_length",), 512),
+    "dp": (["--tp", "2"], "4", ("parallel", "dp"), 4),
+    "tp": ([], "2", ("parallel", "tp"), 2),
+    "pp": ([], "2", ("parallel", "pp"), 2),
+    "cp": ([], "2", ("parallel", "cp"), 2),
+    "ep": (["--tp", "2", "--sequence-parallel", "1"], "2", ("parallel", "ep"), 2),
+    "etp": (["--tp", "2", "--sequence-parallel", "1", "--ep", "2"], "1", ("parallel", "etp"), 1),
+    "vpp": (["--pp", "2", "--schedule", "interleaved-1f1b"], "2", ("parallel", "vpp"), 2),
+    "order": ([], "tp,cp,ep,pp,dp", ("parallel", "order"), ["tp", "cp", "ep", "pp", "dp"]),
+    "schedule": (["--pp", "2"], "gpipe", ("pipeline", "schedule"), "gpipe"),
+    "micro_batch_size": ([], "2", ("pipeline", "micro_batch_size"), 2),
+    "n_micro_batches": (["--global-batch-size", "8"], "1", ("pipeline", "n_micro_batches"), 1),
+    "stage_layers": (["--pp", "2"], "5,7", ("pipeline", "stage_layers"), [5, 7]),
+    "sequence_parallel": (["--tp", "2"], "1", ("sequence_parallel",), True),
+    "recompute": ([], "full", ("recompute", "granularity"), "full"),
+    "recompute_layers": (["--recompute", "full"], "2", ("recompute", "num_layers"), 2),
+    "zero_stage": ([], "3", ("optimizer", "zero_stage"), 3),
+    "offload_optimizer": ([], "cpu", ("optimizer", "offload_optimizer"), "cpu"),
+    "offload_param": (["--zero-stage", "3"], "cpu", ("optimizer", "offload_param"), "cpu"),
+    "precision": ([], "fp16", ("precision",), "fp16"),
+    "fused_loss": ([], "1", ("fused_loss",), True),
+    "stack": ([], "torchtitan", ("stack",), "torchtitan"),
+    "overlap_grad_reduce": ([], "0", ("overlap", "grad_reduce"), False),
+    "overlap_param_gather": ([], "0", ("overlap", "param_gather"), False),
+    "tp_comm_overlap": ([], "1", ("overlap", "tp_comm"), True),
+}
+# The MoE fields need a model with experts.
+FIELD_MODEL = {"ep": "mixtral-8x7b", "etp": "mixtral-8x7b"}
+
+
+class FieldSpellings(unittest.TestCase):
+    """Every plan field of the table (autopar.plan_fields, from the library) is a CLI flag under its canonical
+    name with dashes and under each alias, and a Python keyword under its canonical name and each alias; all
+    spellings give the same estimate, whose plan holds the value given."""
+
+    def test_every_field_has_a_case(self):
+        self.assertEqual(sorted(f["name"] for f in autopar.plan_fields()), sorted(FIELD_CASES))
+
+    def test_flags_and_keywords(self):
+        for f in autopar.plan_fields():
+            name = f["name"]
+            extras, value, path, expected = FIELD_CASES[name]
+            model = FIELD_MODEL.get(name, "gpt2")
+            base = ["estimate", "--model", model, "--cluster", "h100:8"]
+            batch = [] if name in ("global_batch_size", "seq_length") else ["--gbs", "16", "--seq", "1024"]
+            if "--global-batch-size" in extras:
+                batch = ["--seq", "1024"]
+            docs = {}
+            for flag in [f["flag"]] + ["--" + a.replace("_", "-") for a in f["aliases"]]:
+                rc, doc, err = cli_json(*base, *batch, *extras, flag, value)
+                self.assertEqual(rc, 0, "%s %s: %s" % (flag, value, err))
+                docs[flag] = doc
+            first = docs[f["flag"]]
+            for flag, doc in docs.items():
+                self.assertEqual(doc, first, "%s and %s differ" % (flag, f["flag"]))
+            got = first["plan"]
+            for k in path:
+                got = got[k]
+            self.assertEqual(got, expected, name)
+            # The same through Python keywords: the extras by their canonical names, the field by each spelling.
+            kw = {}
+            args = extras + batch
+            for i in range(0, len(args), 2):
+                kw[args[i][2:].replace("-", "_")] = args[i + 1]
+            kw = {{"gbs": "global_batch_size", "seq": "seq_length"}.get(k, k): v for k, v in kw.items()}
+            for key in [name] + f["aliases"]:
+                doc = autopar.estimate(model, "h100:8", **dict(kw, **{key: value}))
+                self.assertEqual(doc, first, "keyword %s" % key)
+
+    def test_range_message(self):
+        rc, _, err = cli_json("estimate", "--model", "gpt2", "--cluster", "h100:8", "--seq", "99999999999")
+        self.assertEqual(rc, 2)
+        self.assertIn("--seq-length: expected an integer in [0, 67108864]", err)
+        r = subprocess.run([BIN, "plan", "--model", "gpt2", "--cluster", "h100:8", "--gbs", "8", "--seq",
+                            "99999999999"], cwd=ROOT, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("option --seq (seq_length): expected an integer in [0, 67108864]", r.stderr)
 
 
 class Tap(unittest.TextTestResult):

@@ -118,6 +118,44 @@ def cli_reports(d, common):
                                                text=True, timeout=120).stdout and "autopar plan --model" in html)
 
 
+def compare_search_report(d, common):
+    """compare-search --report: the page holds the table (one row per family and baseline of the document)
+    and the chart (one bar each, the baselines in their own colour, the LP bound line), the screenshot shows
+    the bars, and the command prints the same table as without --report (timing columns aside)."""
+    bin_ = sys.argv[1] if len(sys.argv) > 1 else "bin/autopar"
+    model = os.path.join(ROOT, "examples", "onnx", "resnet50.onnx")
+    a = ["compare-search", "--model", model, "--cluster", "h100-sxm:8", "--time-budget", "0.3", "--evals", "1000"]
+    if subprocess.run([bin_, "describe", "--model", model], capture_output=True).returncode != 0:
+        check("compare-search --report # SKIP built without the onnx part", True)
+        return
+    page = os.path.join(d, "cli-compare-search.html")
+    p = subprocess.run([bin_] + a + ["--report", page], capture_output=True, text=True, timeout=300)
+    plain = subprocess.run([bin_] + a, capture_output=True, text=True, timeout=300)
+    check("compare-search --report exits 0 and writes the page", p.returncode == 0 and os.path.exists(page), p.stderr)
+    # name and status of each row (times and evaluation counts under a time budget differ run to run)
+    cols = lambda t: [ln[:36].split() for ln in t.splitlines()[2:]]
+    check("compare-search --report prints what compare-search prints without it", cols(p.stdout) == cols(plain.stdout),
+          "%r\n  %r" % (p.stdout, plain.stdout))
+    js = subprocess.run([bin_] + a + ["--json"], capture_output=True, text=True, timeout=300)
+    fams = json.loads(js.stdout)["families"] if js.returncode == 0 else []
+    if not os.path.exists(page):
+        return
+    dom = subprocess.run(common + ["--dump-dom", "file://" + page], capture_output=True, text=True, timeout=120).stdout
+    for sid in ("compare-search", "compare-table", "compare-chart", "lp-bound"):
+        check("compare-search --report: the DOM holds #%s" % sid, 'id="%s"' % sid in dom)
+    table = dom[dom.find('id="compare-table"'):dom.find("</table>", dom.find('id="compare-table"'))]
+    check("the table has a row per family and baseline (%d)" % len(fams), len(fams) > 2 and table.count("<tr") == len(fams) + 1)
+    n_base = sum(f["name"].startswith("baseline") for f in fams)
+    check("the chart has a bar per family, the baselines apart",
+          dom.count('class="cmp-fam"') == len(fams) - n_base and dom.count('class="cmp-base"') == n_base == 2)
+    shot = os.path.join(d, "shot-cmp.png")
+    subprocess.run(common + ["--screenshot=" + shot, "--window-size=1100,1000", "file://" + page], capture_output=True,
+                   timeout=120)
+    seen = colours(shot) if os.path.exists(shot) else set()
+    check("the compare-search screenshot is not blank and shows both bar colours",
+          len(seen) > 20 and bytes.fromhex("4e79a7") in seen and bytes.fromhex("bab0ac") in seen, "%d colours" % len(seen))
+
+
 def main():
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
@@ -169,6 +207,7 @@ def main():
                   'id="validate"' in dom and dom.count('<circle class="row') == len(val["rows"]))
             check("error per device and stack", 'id="error-by-group"' in dom)
         cli_reports(d, common)
+        compare_search_report(d, common)
         try:
             autopar.report_html(os.path.join(d, "bad.html"), estimate={"format": "nope"})
             check("a document of the wrong format is refused", False)

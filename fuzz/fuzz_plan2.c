@@ -1,0 +1,74 @@
+/* libFuzzer target for the reader of op-level plans, autopar-plan/2 (src/search/graph_plan_read.c): bytes go
+ * through jx_parse and gplan_read against a built-in op graph without layer blocks (mlp-3) on a one-axis and a
+ * two-axis cluster (loaded once), so that the strict checks, the spec matching against every strategy of
+ * every op and the group agreement meet whatever the parser accepts. A plan that reads is written again by the
+ * planner's document writer (report/graph_plan_report.c), which must read back and write the same bytes: the
+ * round trip that `autopar export --format json` promises. Seeds: fuzz/seeds/plan2/ (plans autopar wrote, and
+ * one edited onto a 2-axis mesh). */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/jsonx.h"
+#include "hw/hw.h"
+#include "model/model.h"
+#include "report/graph_plan_io.h"
+#include "search/graph_plan_read.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char *const cluster_names[] = {"h100-sxm:8", "dgx-h100:2x8"};
+enum { N_CLUSTERS = sizeof cluster_names / sizeof *cluster_names };
+static ap_model *model;
+static ap_cluster *clusters[N_CLUSTERS];
+
+static void load_once(void) {
+  static int loaded;
+  if (loaded) return;
+  loaded = 1;
+  ap_ctx *ctx = ap_ctx_new();
+  /* Inputs that do not load would leave the target fuzzing less than it claims: stop at once. */
+  if (!ctx || ap_model_load(ctx, "mlp-3", &model) != AP_OK) __builtin_trap();
+  for (int i = 0; i < N_CLUSTERS; i++)
+    if (ap_cluster_load(ctx, cluster_names[i], &clusters[i]) != AP_OK) __builtin_trap();
+  ap_ctx_free(ctx);
+}
+
+/* Reads text against cluster c; on success writes the document again into *out (heap, or NULL). */
+static ap_status read_write(ap_ctx *ctx, const char *text, size_t n, const hw_cluster *c, char **out) {
+  *out = NULL;
+  json_t *root = NULL;
+  ap_status st = jx_parse(ctx, "plan2.json", text, n, &root);
+  if (st) return st;
+  gplan_read_info info;
+  gplan_result r;
+  st = gplan_read(ctx, "plan2.json", root, model_graph(model), c, &info, &r);
+  if (!st) {
+    strbuf sb = {0};
+    gpr_plan_json(&sb, model_graph(model), c, info.gbs, &r);
+    *out = sb_take(&sb);
+  }
+  gplan_result_free(&r);
+  json_decref(root);
+  return st;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  load_once();
+  ap_ctx *ctx = ap_ctx_new();
+  if (!ctx) return 0;
+  for (int i = 0; i < N_CLUSTERS; i++) {
+    const hw_cluster *c = hw_cluster_of(clusters[i]);
+    char *first = NULL, *second = NULL;
+    if (read_write(ctx, (const char *)data, size, c, &first) == AP_OK && first) {
+      /* What the writer wrote must read back and be written the same again. */
+      if (read_write(ctx, first, strlen(first), c, &second) != AP_OK) __builtin_trap();
+      if (second && strcmp(first, second) != 0) __builtin_trap();
+    }
+    free(first);
+    free(second);
+  }
+  ap_ctx_free(ctx);
+  return 0;
+}

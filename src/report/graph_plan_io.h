@@ -1,0 +1,23 @@
+/* The parts of the autopar-plan/2 writer and reader that the report layer shares (report layer; internal): the
+ * per-op spec fields (graph_plan_specs.c) that ap_graph_plan writes and the reader (search/graph_plan_read.c)
+ * checks, and the whole document writer of graph_plan_report.c, which ap_graph_plan and the /2 export share. */
+#ifndef AP_REPORT_GRAPH_PLAN_IO_H
+#define AP_REPORT_GRAPH_PLAN_IO_H
+
+#include "search/graph_plan.h"
+
+/* Appends `, "weight_spec": […]` for an op with a weight: one entry per dim of its main weight as stored (an
+ * ONNX initializer's dims) when the op records its weights (graph.h graph_weight), else of its logical weight;
+ * and `, "weight_specs": {"name": […], …}` keyed by initializer name when it has several. Nothing for an op
+ * without parameters. */
+AP_HIDDEN void gpr_weight_json(strbuf *sb, const graph_op *op, const shard_strategy *s);
+/* Appends `, "input_specs": [[…], …]`: what the strategy needs of each activation input (the one part of a
+ * strategy that its output, weight and pending sums may leave open, e.g. which logit dim a loss splits). */
+AP_HIDDEN void gpr_input_json(strbuf *sb, const graph_op *op, const shard_strategy *s);
+/* The spec that loads cluster c again (ap_cluster_load): the preset or shorthand it was loaded from
+ * ("dgx-h100:4x8"), else its file's path, else its name; written to buf. */
+AP_HIDDEN const char *gpr_cluster_spec(const hw_cluster *c, char *buf, size_t n);
+/* The whole autopar-plan/2 document of a planner (or reader) result. */
+AP_HIDDEN void gpr_plan_json(strbuf *sb, const graph *g, const hw_cluster *c, int64_t gbs, const gplan_result *r);
+
+#endif

@@ -1,0 +1,35 @@
+/* The pieces every section of the HTML report uses (html.h, report layer): HTML escaping, reading a number or
+ * a string out of a document, and a duration in readable units. Shared by html.c and html_compare.c. */
+#include <math.h>
+
+#include "report/html.h"
+
+void html_esc(strbuf *sb, const char *s) {
+  for (; s && *s; s++) {
+    switch (*s) {
+    case '<': sb_puts(sb, "&lt;"); break;
+    case '>': sb_puts(sb, "&gt;"); break;
+    case '&': sb_puts(sb, "&amp;"); break;
+    case '"': sb_puts(sb, "&quot;"); break;
+    default: sb_printf(sb, "%c", *s);
+    }
+  }
+}
+
+double html_num(json_t *obj, const char *key) {
+  json_t *v = obj ? json_object_get(obj, key) : NULL;
+  return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+const char *html_str(json_t *obj, const char *key) {
+  json_t *v = obj ? json_object_get(obj, key) : NULL;
+  return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* "1.23 s", "45.6 ms", "789 µs". */
+void html_put_time(strbuf *sb, double s) {
+  if (!isfinite(s)) sb_puts(sb, "–");
+  else if (s >= 1) sb_printf(sb, "%.3g s", s);
+  else if (s >= 1e-3) sb_printf(sb, "%.3g ms", s * 1e3);
+  else sb_printf(sb, "%.3g µs", s * 1e6);
+}
