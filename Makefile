@@ -64,7 +64,7 @@ LIB_FULL_SO := $(BUILD)/lib/libautopar-full.so
 BIN      ?= bin/autopar
 DEPS     := $(BUILD)/.deps
 
-.PHONY: all deps test asan fuzz example bench clean install calibrate man
+.PHONY: all deps test asan fuzz example bench clean install calibrate validate-loso man
 all: $(LIB_A) $(LIB_SO) $(PART_LIBS_A) $(LIB_FULL_SO) $(BIN) $(PART_BINS)
 
 deps: $(DEPS)
@@ -237,3 +237,9 @@ clean:
 REFERENCE ?= ../shared/reference
 calibrate: $(BIN)
 	$(BIN) calibrate $(REFERENCE)/runs.csv -o data/calibration/default.json
+
+# The figures README reports: the same fit written to a scratch file (the shipped one is left alone), printing
+# the in-sample and leave-one-source-out MAPE, then validate with the shipped calibration.
+validate-loso: $(BIN)
+	$(BIN) calibrate $(REFERENCE)/runs.csv -o $(BUILD)/loso-calibration.json
+	$(BIN) validate $(REFERENCE)/runs.csv | tail -n 12 | head -n 6

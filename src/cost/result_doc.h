@@ -41,6 +41,14 @@ AP_HIDDEN void cost_result_put(jd *d, json_t *o, const cost_result *r);
 /* Puts plan p under key as its plan-format object (docs/plan-format.md). */
 AP_HIDDEN void cost_doc_plan(jd *d, json_t *o, const char *key, const plan *p);
 
+/* Puts "calibration" into o (docs/json.md): where the device's compute constants come from (its chip's fitted
+ * entry, the nearest sibling's, the defaults) and the error band of the prediction r of plan p with the
+ * throughput and iteration time it spans (null when the calibration holds none). */
+AP_HIDDEN void cost_calibration_put(jd *d, json_t *o, const cost_env *env, const plan *p, const cost_result *r);
+/* Its two text lines ("constants ...", "band ..."), rendered from such an object after indent, the labels
+ * padded to width; nothing when c is NULL. */
+AP_HIDDEN void cost_calibration_text(strbuf *sb, const json_t *c, const char *indent, int width);
+
 /* Builds the document of `estimate` (autopar-estimate/1) into d (jd_init is done here); the caller frees it
  * with jd_free. */
 AP_HIDDEN void cost_estimate_doc(jd *d, const cost_env *env, const plan *p, const cost_result *r);

@@ -21,7 +21,9 @@
  *      grad_reduce_in_fp32=True (commit not pinned).
  *  [DS-pipe] deepspeedai/DeepSpeed deepspeed/runtime/pipe/engine.py @e787c163: PipelineEngine asserts ZeRO
  *      stage < 2 ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"); deepspeed/runtime/pipe/
- *      schedule.py TrainSchedule is 1F1B, the only training schedule.
+ *      schedule.py TrainSchedule is 1F1B, the only training schedule; it appends ReduceTiedGrads, ReduceGrads
+ *      and OptimizerStep after the last micro-batch's backward (step_id == total_steps - 1), so with pipeline
+ *      parallelism the gradient reduction and ZeRO's parameter gather overlap no compute.
  *  [DS-bf16] deepspeedai/DeepSpeed deepspeed/runtime/bf16_optimizer.py @0acdb021: BF16_Optimizer keeps the
  *      bf16 gradients and an fp32 gradient buffer the size of the whole flat bf16 group (fp32_groups_
  *      gradients_flat, torch.zeros_like(bf16_groups_flat, dtype=grad_acc_dtype), fp32 by default), sharding
@@ -33,6 +35,17 @@
  *      1F1B, Interleaved1F1B, ZBVZeroBubble); no optimizer-only sharding (no ZeRO-1); activation checkpointing
  *      none / selective op / full; with pipeline parallelism the gradients of all micro-batches accumulate
  *      unsharded in fp32 before the reduce-scatter (issue 10's reading; commit not pinned).
+ *  [MDS-attn] bigscience-workshop/Megatron-DeepSpeed megatron/model/transformer.py @06dc2d7f, ParallelAttention.
+ *      forward: raw scores [b·np, sq, sk] by torch.baddbmm into a preallocated tensor, FusedScaleMaskSoftmax,
+ *      attention dropout, torch.bmm with V: the scores and probabilities go through device memory, and the
+ *      full sq×sk product is computed (no causal skipping). That fork has no flash path; microsoft/Megatron-
+ *      DeepSpeed added flash attention later as an opt-in flag (--use-flash-attn, store_true; commit not
+ *      pinned), so the unfused kernel is the stack's default.
+ *  [FA2] llm-foundry's attn_impl flash calls flash-attn 2.x (flash_attn_varlen_func; commit not pinned) and
+ *      PyTorch's SDPA flash backend is FlashAttention-2 (PyTorch 2.2 release notes), which torchtitan uses;
+ *      FlashAttention-2 runs on Ampere's mma.sync instructions and reaches about 35% of H100's peak where
+ *      FlashAttention-3 and cuDNN's fused attention (Transformer Engine, Megatron's stacks) use Hopper's wgmma
+ *      and TMA and reach 75% (Shah et al. 2024, FlashAttention-3, arXiv 2407.08608, §1 and §4.1).
  *  [LF] mosaicml/llm-foundry: Composer's FSDP (FULL_SHARD = 3, SHARD_GRAD_OP = 2), no tensor or pipeline
  *      parallelism, attn_impl flash, loss_fn fused_crossentropy (commit not pinned); gradient width not
  *      verified: the cost model's former 4 bytes kept.
@@ -98,18 +111,22 @@ static const plan_stack_info stacks[PLAN_STACK_DEFAULT] = {
                          "Transformer Engine fused attention", GRADS(G(4), G(2), G(4)), "[MLM-sched] [NeMo-mp]", MEM_DEFAULT},
     [PLAN_STACK_MEGATRON_DEEPSPEED] = {"megatron-deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                                        RC(NONE) | RC(SELECTIVE) | RC(FULL), true, true, false, false, false, 0,
-                                       "Megatron fused softmax or flash attention",
+                                       "unfused: baddbmm, fused scale-mask-softmax, bmm",
                                        GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)),
-                                       "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [BS-ctx]",
-                                       MEM_BIGSCIENCE},
+                                       "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [BS-ctx] [MDS-attn]",
+                                       MEM_BIGSCIENCE, true, false, true},
     [PLAN_STACK_TORCHTITAN] = {"torchtitan", SCH(GPIPE) | SCH(1F1B) | SCH(INTERLEAVED_1F1B) | SCH(ZB_V),
                                Z(0) | Z(2) | Z(3), Z(0) | Z(2) | Z(3), RC(NONE) | RC(OP) | RC(FULL), true, true, true,
-                               true, false, 0, "PyTorch SDPA (flash)", GRADS(GB(4, 0, 4), GB(4, 0, 4), GB(4, 0, 4)), "[TT] [TT-loss]", MEM_TORCHTITAN},
+                               true, false, 0, "PyTorch SDPA (flash: FlashAttention-2)",
+                               GRADS(GB(4, 0, 4), GB(4, 0, 4), GB(4, 0, 4)), "[TT] [TT-loss] [FA2]", MEM_TORCHTITAN,
+                               false, true, false},
     [PLAN_STACK_LLM_FOUNDRY] = {"llm-foundry", 0, Z(2) | Z(3), 0, RC(NONE) | RC(FULL), false, false, false, false, true,
-                                0, "flash-attn", GRADS(G(4), G(4), G(4)), "[LF]", MEM_LLM_FOUNDRY},
+                                0, "flash-attn (FlashAttention-2)", GRADS(G(4), G(4), G(4)), "[LF] [FA2]",
+                                MEM_LLM_FOUNDRY, false, true, false},
     [PLAN_STACK_DEEPSPEED] = {"deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1), RC(NONE) | RC(FULL), true,
                               false, false, false, false, 0, "the model's own", GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)),
-                              "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket]", MEM_DEEPSPEED},
+                              "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket]", MEM_DEEPSPEED,
+                              false, false, true},
     [PLAN_STACK_AUTOPAR] = {"autopar", ALL_SCHED, Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1) | Z(2) | Z(3), ALL_RC, true, true,
                             true, true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)),
                             "the reference executor: every schedule of plan/schedule.h", MEM_DEFAULT},

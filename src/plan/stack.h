@@ -47,6 +47,12 @@ typedef struct {
   plan_stack_grad_bytes grad[PLAN_PREC_COUNT_];
   const char *source;    /* where the row's facts come from (files at commits) */
   plan_stack_mem mem;    /* memory mechanisms (above) */
+  bool attn_scores;      /* attention writes the [b, heads, s, s] scores and probabilities to device memory
+                          * (unfused softmax attention) instead of a flash kernel that keeps them on chip */
+  bool attn_sm80;        /* its flash attention is FlashAttention-2, built on Ampere's mma.sync: on Hopper and
+                          * Blackwell it reaches a fraction of the native kernels' rate (cost/compute.c) */
+  bool pp_sync_after;    /* with pp > 1 the gradient reduction and the parameter gather run after the last
+                          * backward of the step, overlapped with nothing (DeepSpeed's pipeline engine) */
 } plan_stack_info;
 
 /* The row of stack s (NULL for PLAN_STACK_DEFAULT or out of range). */

@@ -200,6 +200,7 @@ void plan_doc(jd *d, const plan_doc_in *in) {
     jd_int(d, o, "rank", i + 1);
     jd_str(d, o, "found_by", r->found_by ? r->found_by : "");
     put_figures(d, o, &r->p, &r->r);
+    cost_calibration_put(d, o, in->env, &r->p, &r->r);
     if (i > 0) put_vs(d, o, "vs_best", &in->res[0].r, &r->r);
   }
   if (in->st == AP_INFEASIBLE) put_closest(d, in, limit);

@@ -93,6 +93,7 @@ static void plan_block(strbuf *sb, const json_t *pl, const json_t *best, double 
             jd_getn(pl, "iteration_time_s"), jd_getn(pl, "tokens_per_s"), jd_getn(pl, "tokens_per_s_per_device"),
             100 * jd_getn(pl, "mfu.palm"), jd_getn(pl, "tflops_per_device.palm"));
   sb_printf(sb, "    bound     %s\n", jd_gets(pl, "bound_detail"));
+  if (jd_geti(pl, "rank") == 1) cost_calibration_text(sb, jd_at(pl, "calibration"), "    ", 10);
   breakdown(sb, pl);
   memory(sb, pl, limit);
   const json_t *vs = jd_at(pl, "vs_best");
