@@ -110,10 +110,8 @@ double cost_boundary_bytes(const cost_env *env, const plan *p, double b, double 
   compute_shard sh = cost_shard_of(p);
   if (!seq_split) sh.sequence_parallel = false;
   double best = 0;
-  for (int64_t u = 0; u + 1 < env->n_layers; u++) {
-    if (u > 0 && env->unit_block[u] == env->unit_block[u - 1]) continue; /* a run of one block: seen */
-    const graph_block *blk = &env->g->blocks[env->unit_block[u]];
-    if (blk->output < 0) continue;
+  for (int k = 0; k < env->n_boundary_blocks; k++) { /* once per run of units of one block (env.c) */
+    const graph_block *blk = &env->g->blocks[env->boundary_blocks[k]];
     const graph_tensor *t = &blk->tensors[blk->output];
     best = fmax(best, graph_tensor_bytes(t, b, s) / cost_tensor_divisor(t, &sh));
   }

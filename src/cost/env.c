@@ -72,6 +72,18 @@ ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, cons
     if (env->facts.has_layers && blk->role != BLOCK_LAYER) continue;
     for (int64_t r = 0; r < blk->repeat && u < env->n_layers; r++) env->unit_block[u++] = i;
   }
+  /* The blocks that can end a chunk, once per run of units of one block (cost_boundary_bytes reads them on
+   * every rank's cost, so the scan over all units is done here once). */
+  env->boundary_blocks = arena_alloc(env->a, sizeof(int) * (size_t)(env->n_layers > 0 ? env->n_layers : 1));
+  if (!env->boundary_blocks) {
+    cost_env_free(env);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  for (int64_t k = 0; k + 1 < env->n_layers; k++) {
+    if (k > 0 && env->unit_block[k] == env->unit_block[k - 1]) continue;
+    if (env->g->blocks[env->unit_block[k]].output < 0) continue;
+    env->boundary_blocks[env->n_boundary_blocks++] = env->unit_block[k];
+  }
   *out = env;
   return AP_OK;
 }

@@ -37,6 +37,8 @@ struct cost_env {
   plan_model_facts facts;
   int64_t n_layers;    /* pipeline units */
   int *unit_block;     /* for each pipeline unit (layer), the index of its block */
+  int *boundary_blocks; /* the blocks whose output can end a pipeline chunk (units but the last, one per run) */
+  int n_boundary_blocks;
   group_memo *memo;    /* mutable through a const env: a cache, invisible in results */
   calib_origin origin; /* where the first node group's compute constants come from */
   calib_band *bands;   /* the calibration's error bands (n_bands, in the arena) */
