@@ -43,7 +43,7 @@ static ap_status read_write(ap_ctx *ctx, const char *text, size_t n, const hw_cl
   if (st) return st;
   gplan_read_info info;
   gplan_result r;
-  st = gplan_read(ctx, "plan2.json", root, model_graph(model), c, &info, &r);
+  st = gplan_read(ctx, "plan2.json", root, model_graph(model), c, NULL, &info, &r);
   if (!st) {
     strbuf sb = {0};
     gpr_plan_json(&sb, model_graph(model), c, info.gbs, &r);

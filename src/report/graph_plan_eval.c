@@ -23,7 +23,8 @@ static ap_status read_plan(ap_ctx *ctx, const ap_model *model, const hw_cluster 
                     ap->origin[0] ? ap->origin : "plan");
   if (!model) return ctx_fail(ctx, AP_INVALID, "%s: an autopar-plan/2 plan is read against its graph: name the model "
                               "(--model net.onnx)", ap->origin);
-  return gplan_read(ctx, ap->origin, ap->doc2, model_graph(model), c, info, r);
+  char cspec[256];
+  return gplan_read(ctx, ap->origin, ap->doc2, model_graph(model), c, gpr_cluster_spec(c, cspec, sizeof cspec), info, r);
 }
 
 static void mesh_json(strbuf *sb, const shard_mesh *m) {

@@ -334,13 +334,17 @@ ap_status gplan_inter_op(ap_ctx *ctx, const graph *g, const hw_cluster *c, const
   return AP_OK;
 }
 
+int gplan_slowest_stage(const gplan_result *r) {
+  int slow = 0;
+  for (int q = 1; q < r->n_stages; q++)
+    if (r->stages[q].time_s > r->stages[slow].time_s) slow = q;
+  return slow;
+}
+
 void gplan_take_stages(gplan_result *r, const gstage *st, int n, double n_micro, int64_t gbs, double latency_s) {
   r->n_stages = n;
-  int slow = 0;
-  for (int q = 0; q < n; q++) {
-    r->stages[q] = st[q];
-    if (st[q].time_s > st[slow].time_s) slow = q;
-  }
+  memcpy(r->stages, st, (size_t)n * sizeof *st);
+  int slow = gplan_slowest_stage(r);
   r->gp = *st[slow].gp;
   r->mesh = st[slow].mesh;
   r->gp.env.mesh = &r->mesh;

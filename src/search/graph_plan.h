@@ -87,6 +87,9 @@ AP_HIDDEN ap_status gplan_inter_op(ap_ctx *ctx, const graph *g, const hw_cluster
 AP_HIDDEN void gplan_take_stages(gplan_result *r, const gstage *st, int n, double n_micro, int64_t gbs,
                                  double latency_s);
 
+/* The index of r's slowest stage (the first of equal ones): the one whose mesh, problem and choice r holds. */
+AP_HIDDEN int gplan_slowest_stage(const gplan_result *r);
+
 /* Parses an annotation string against a problem: fix[node] = strategy index, -1 elsewhere. */
 AP_HIDDEN ap_status gplan_parse_annotate(ap_ctx *ctx, const graph_problem *gp, const char *text, int32_t *fix);
 
