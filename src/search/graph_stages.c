@@ -29,7 +29,12 @@
  * Pruning (exact for beating a latency U in hand, the single stage's): Σ t + (B − 1) max t ≥ B · max t, so a
  * candidate with B · t ≥ U is in no better pipeline; t is bounded below by the sum over its nodes of their
  * cheapest strategy (resharding costs are never negative) over B plus its send/recv, and such candidates are
- * marked impossible without a solve. An exact strategy's optimum ends the strategy list of a candidate. */
+ * marked impossible without a solve. An exact strategy's optimum ends the strategy list of a candidate.
+ *
+ * The pieces that turn a stage into its price (the submeshes, the problem on a mesh, the range problem, the
+ * description of a chosen stage, the pipeline latency) are exported (graph_stages.h): the reader of plan files
+ * (graph_plan_read_stages.c) rebuilds a plan's stages with them, so that reading a plan gives its figures to the
+ * bit. The stage times are the solvers' sp_eval scores, and the latency is summed in the DP's order. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
