@@ -64,7 +64,7 @@ LIB_FULL_SO := $(BUILD)/lib/libautopar-full.so
 BIN      ?= bin/autopar
 DEPS     := $(BUILD)/.deps
 
-.PHONY: all deps test asan fuzz example bench clean install calibrate man
+.PHONY: all deps test asan fuzz example bench clean install calibrate validate-loso man
 all: $(LIB_A) $(LIB_SO) $(PART_LIBS_A) $(LIB_FULL_SO) $(BIN) $(PART_BINS)
 
 deps: $(DEPS)
@@ -207,6 +207,7 @@ bench: $(LIB_A) $(PART_LIBS_A)
 	@set -e; for b in $(BENCHES); do n=$$(basename $$b .c); \
 	  $(CC) $(CPPFLAGS) $(PART_DEFS) $(CFLAGS) -O2 -o $(BUILD)/bench/$$n $$b $(PART_LIBS_A) $(LIB_A) $(PART_LDLIBS) $(LDLIBS); \
 	  $(BUILD)/bench/$$n; done
+	@sh bench/plan_instr.sh $(BUILD)/bench/bench_plan
 
 # The manual page, generated from the binary's own help texts (tools/mkman.sh).
 man: $(BUILD)/autopar.1
@@ -236,3 +237,9 @@ clean:
 REFERENCE ?= ../shared/reference
 calibrate: $(BIN)
 	$(BIN) calibrate $(REFERENCE)/runs.csv -o data/calibration/default.json
+
+# The figures README reports: the same fit written to a scratch file (the shipped one is left alone), printing
+# the in-sample and leave-one-source-out MAPE, then validate with the shipped calibration.
+validate-loso: $(BIN)
+	$(BIN) calibrate $(REFERENCE)/runs.csv -o $(BUILD)/loso-calibration.json
+	$(BIN) validate $(REFERENCE)/runs.csv | tail -n 12 | head -n 6

@@ -3,7 +3,12 @@
  * 16,384 H100 and DeepSeek-V3 on 2,048 H800. Target: each search under one second. Prints per case the wall
  * time, the plans costed, plans costed per second and the best plan's predicted tokens/s per device. The
  * figures come from the JSON report (docs/planner.md), read here with a few string scans so that the benchmark
- * needs nothing but the public header. */
+ * needs nothing but the public header.
+ *
+ * Wall time depends on the machine's load; the instructions a search executes do not. `bench_plan N` runs case N
+ * (0-based) alone, so that bench/plan_instr.sh can count each search's instructions under callgrind (only those
+ * inside ap_plan_search) and print them per plan costed: the figure to compare across commits on a shared
+ * machine. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,8 +73,18 @@ done:
   return rc;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  size_t n = sizeof cases / sizeof cases[0];
+  if (argc > 1) {
+    char *end = NULL;
+    long i = strtol(argv[1], &end, 10);
+    if (argc > 2 || !end || *end || end == argv[1] || i < 0 || (size_t)i >= n) {
+      fprintf(stderr, "bench_plan: expected no argument or a case number 0..%zu, got '%s'\n", n - 1, argv[1]);
+      return 2;
+    }
+    return run(&cases[i]);
+  }
   int rc = 0;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) rc |= run(&cases[i]);
+  for (size_t i = 0; i < n; i++) rc |= run(&cases[i]);
   return rc;
 }

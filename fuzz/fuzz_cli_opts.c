@@ -2,7 +2,7 @@
  * the input is argv, one argument per line, parsed against an option table like `autopar plan`'s (strings,
  * counts, flags, an output; plan fields under their table's spellings). cli_parse never exits; its one-line
  * errors go to a sink, not the terminal. A parse that succeeds must leave every count in its range. Seeds: fuzz/seeds/cli_opts/.
- * FUZZ_LINK: src/cli/args.c */
+ * FUZZ_LINK: src/cli/args.c src/cli/progress.c */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,7 +1,9 @@
 /* libFuzzer target for ap_plan_set's values (src/plan/plan_api.c): the input is lines "key=value", each handed
  * to ap_plan_set on a default plan as the CLI's plan flags are (any key, known or not; any value). The plan
  * that results is resolved for 8 devices and judged by plan_validate against a built-in model, and written
- * with ap_plan_json, which must read back (plan_from_json) to the same plan. Seeds: fuzz/seeds/plan_set/. */
+ * with ap_plan_json, which must read back (plan_from_json) to the same plan. Seeds: fuzz/seeds/plan_set/.
+ * FUZZ_MAX_LEN: 1024 (fuzz-long: each line costs a key lookup and often a message; 1024 bytes hold some 50
+ * lines, more than a plan has keys, and run at twice the rate of 4096) */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>

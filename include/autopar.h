@@ -265,6 +265,12 @@ AP_API ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char 
  * cluster's devices or the row carries an error. `autopar run --record` writes such rows and `autopar profile`
  * such a cluster. */
 AP_API ap_status ap_validate_on(ap_ctx *ctx, const char *csv_path, const char *cluster, int flags, char **out);
+/* The same with a software stack for the rows whose stack column is empty (a row's own stack wins): a name of
+ * the stack table (megatron-lm, megatron-bridge, nemo, megatron-deepspeed, torchtitan, llm-foundry, deepspeed,
+ * autopar, any); NULL or "" for none, each such row then running on its model's default stack. An unknown
+ * name fails with AP_INVALID. */
+AP_API ap_status ap_validate_stack(ap_ctx *ctx, const char *csv_path, const char *cluster, const char *stack, int flags,
+                                   char **out);
 
 /* ---- Exports ---------------------------------------------------------------------------------- */
 

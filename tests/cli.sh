@@ -125,6 +125,10 @@ done <<CASES
 2|validate /nonexistent/runs.csv|/nonexistent/runs.csv: cannot open
 2|validate $tmp/badquote.csv|badquote.csv:2:4: expected ','
 2|validate ../shared/reference/runs.csv --bogus|unknown option --bogus
+2|validate ../shared/reference/runs.csv --stack megatron|--stack must be one of megatron-lm
+0|validate $tmp/small_runs.csv --stack torchtitan|oom agreement
+1|plan --model llama-3-8b --cluster dgx-a100-80gb --gbs 64 --seq 1024 --fix zero_stage=0,recompute=none,offload_optimizer=none,tp=1,pp=1,micro_batch_size=2 --top 1|with ZeRO 1 (shard the optimizer states) it would fit
+0|estimate --model llama-3-70b --cluster dgx-h100:8x8 --gbs 1024 --seq 8192 --tp 4 --pp 2 --schedule 1f1b --zero 2 --sp 1|allocator reserve
 0|export --plan data/plans/llama-3-70b-64xh100.json --format megatron|--tensor-model-parallel-size 8
 0|export --plan data/plans/llama-3-70b-64xh100.json --model llama-3-70b --format megatron|--pipeline-model-parallel-size 4
 0|export --plan data/plans/llama-3-70b-64xh100.json --format deepspeed|"train_micro_batch_size_per_gpu": 1
@@ -158,6 +162,13 @@ done <<CASES
 0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --export json -o $tmp/best.json >/dev/null && $bin estimate --plan $tmp/best.json --model llama-3-8b --cluster h100:8|tokens/s
 0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --time-budget 0.5 --calibration data/calibration/default.json|predicted
 0|plan --help|--fix tp=8,pp=4
+0|estimate --model llama-3-8b --cluster gb300:8 --gbs 64 --seq 4096|constants  B300 not fitted: those of B200, the nearest fitted chip of family Blackwell
+0|estimate --model llama-3-8b --cluster mi300x:8 --gbs 64 --seq 4096 --json|"constants":"defaults"
+0|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --calibration tests/data/calibration-bands.json|were within -20.0% to +11.1% of the prediction
+0|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --calibration tests/data/calibration-bands.json --tokens 1T --price-per-gpu-hour 2|band: 
+0|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --calibration tests/data/calibration-bands.json --tokens 1T --json|"time_s_high"
+0|estimate --model llama-3-8b --cluster a100-80gb:8 --gbs 64 --seq 2048 --calibration tests/data/calibration-bands.json|constants  GA100 not fitted, nor any chip of family Ampere: the documented defaults
+0|plan --model llama-3-8b --cluster a100-40gb:8 --gbs 64 --seq 2048 --top 1|constants GA100 fitted
 1|plan --model llama-3-70b --cluster h100:8 --gbs 64 --seq 4096 --fix offload_optimizer=none,offload_param=none|closest plans
 1|plan --model llama-3-70b --cluster h100:8 --gbs 64 --seq 4096 --json --fix offload_optimizer=none,offload_param=none|"feasible":false
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --fix tpp=2|unknown plan field "tpp"

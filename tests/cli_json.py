@@ -82,11 +82,15 @@ def check_estimate(doc, text):
         raise Mismatch("the plan line is not the document's summary")
     forward = find(r"^  forward +(\S+) s", text, "forward").group(1)
     same("forward", forward, doc["time_breakdown_s"]["forward"], "%.4f")
-    stages = re.findall(r"^  (\d+) +((?:\S+ +){7}\S+)", text, re.M)
+    stages = re.findall(r"^  (\d+) +([\d. ]+?)(?:  <- peak)?$", text, re.M)
     if len(stages) != len(doc["memory"]["stages"]):
         raise Mismatch("%d stage rows, %d stages in the document" % (len(stages), len(doc["memory"]["stages"])))
     for i, cols in stages:
-        same("stage %s total" % i, cols.split()[-1], doc["memory"]["stages"][int(i)]["total_bytes"] / GIB, "%.2f")
+        st = doc["memory"]["stages"][int(i)]
+        same("stage %s total" % i, cols.split()[-1], st["total_bytes"] / GIB, "%.2f")
+        parts = sum(v for k, v in st.items() if k != "total_bytes")
+        if abs(parts - st["total_bytes"]) > 1e-6 * st["total_bytes"]:
+            raise Mismatch("stage %s: the parts add up to %r, the total is %r" % (i, parts, st["total_bytes"]))
 
 
 def check_simulate(doc, text):

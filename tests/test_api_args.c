@@ -124,6 +124,10 @@ static void test_null_and_bad_arguments(void **state) {
   PROBE(x, ap_validate_on(x, "x.csv", "h100:8", 0, NULL));
   PROBE(x, ap_validate_on(x, "x.csv", "", 0, &s));
   PROBE(NULL, ap_validate_on(NULL, "x.csv", NULL, 0, &s));
+  PROBE(x, ap_validate_stack(x, NULL, NULL, "torchtitan", 0, &s));
+  PROBE(x, ap_validate_stack(x, "x.csv", NULL, "torchtitan", 0, NULL));
+  PROBE(x, ap_validate_stack(x, "x.csv", NULL, "no-such-stack", 0, &s));
+  PROBE(NULL, ap_validate_stack(NULL, "x.csv", NULL, NULL, 0, &s));
 
   PROBE(x, ap_export(x, f->m, NULL, "json", &s));
   PROBE(x, ap_export(x, f->m, f->p, NULL, &s));

@@ -5,6 +5,7 @@
  * 2·W where the closed form subtracts 3·W). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "testutil.h"
 
@@ -149,11 +150,107 @@ static void test_zb_v_bound_exact(void **state) {
   assert_true(fabs(closed - b - w / 4) < 1e-12);
 }
 
+/* Random ranks and chunks for the interleaved bound: rank r's chunks get random forward, backward and
+ * weight-gradient times, its tf/tb their sums plus extras (sends, and the edge blocks on the first and last
+ * rank, which schedule_pipeline_s adds to the first and last chunk). */
+typedef struct {
+  plan p;
+  double tf[PLAN_MAX_CHUNKS], tb[PLAN_MAX_CHUNKS], tw[PLAN_MAX_CHUNKS];
+  double extra_tf[COST_MAX_RANKS], extra_tb[COST_MAX_RANKS], edge[2][3];
+} il_case;
+
+static double rnd_unit(void) { return (double)rnd(1000001) / 1e6; }
+
+static void il_random(il_case *c) {
+  plan_defaults(&c->p);
+  c->p.schedule = PLAN_SCHED_INTERLEAVED_1F1B;
+  c->p.pp = 2 + rnd(7);
+  c->p.vpp = 2 + rnd(6);
+  c->p.n_micro_batches = c->p.pp * (1 + rnd(8));
+  for (int64_t k = 0; k < c->p.pp * c->p.vpp; k++) {
+    c->tf[k] = rnd(8) ? 1 + rnd_unit() : 0; /* an empty chunk now and then */
+    c->tw[k] = c->tf[k] * rnd_unit();
+    c->tb[k] = 2 * c->tf[k] + c->tw[k] * rnd_unit();
+  }
+  for (int r = 0; r < c->p.pp; r++) c->extra_tf[r] = 0.1 * rnd_unit(), c->extra_tb[r] = 0.1 * rnd_unit();
+  for (int e = 0; e < 2; e++)
+    for (int k = 0; k < 3; k++) c->edge[e][k] = 0.5 * rnd_unit();
+}
+
+/* The closed form (schedule_pipeline_s) of case c, and in *lb the interleaved bound on the same pieces for one
+ * rank's growth between gmin and gmax. */
+static double il_eval(const il_case *c, double gmin, double gmax, double *lb) {
+  rank_cost rc[COST_MAX_RANKS];
+  double tf[PLAN_MAX_CHUNKS], tb[PLAN_MAX_CHUNKS], tw[PLAN_MAX_CHUNKS];
+  int n = (int)c->p.pp;
+  int64_t nc = plan_n_chunks(&c->p);
+  memset(rc, 0, sizeof rc);
+  for (int64_t k = 0; k < nc; k++) {
+    int r = (int)plan_chunk_rank(&c->p, k);
+    rc[r].tf += c->tf[k];
+    rc[r].tb += c->tb[k];
+    rc[r].tw += c->tw[k];
+    rc[r].chunk_t_max_s = fmax(rc[r].chunk_t_max_s, c->tf[k] + c->tb[k]);
+    tf[k] = c->tf[k], tb[k] = c->tb[k], tw[k] = c->tw[k];
+  }
+  for (int r = 0; r < n; r++) rc[r].tf += c->extra_tf[r], rc[r].tb += c->extra_tb[r];
+  for (int e = 0; e < 2; e++) {
+    rank_cost *R = &rc[plan_chunk_rank(&c->p, e ? nc - 1 : 0)];
+    R->tf += c->edge[e][0], R->tb += c->edge[e][1], R->tw += c->edge[e][2];
+    R->edge_tf_s[e] = c->edge[e][0], R->edge_tb_s[e] = c->edge[e][1], R->edge_tw_s[e] = c->edge[e][2];
+  }
+  cost_time tmp;
+  double t = schedule_pipeline_s(&c->p, rc, n, tf, tb, tw, &tmp);
+  *lb = cost_bound_interleaved_s(&c->p, rc, n, tf, tb, gmin, gmax);
+  return t;
+}
+
+/* cost_bound_interleaved_s never exceeds the closed form, with any growth allowed (0, INFINITY) never falls
+ * when one chunk grows, and with a growth range stays below the closed form of every split of which one chunk
+ * grew by an amount in the range (what lets stage DP's climb skip every move out of a chunk at once): on random ranks, including where
+ * the slowest rank changes, which the closed form's own terms are not monotone across. */
+static void test_interleaved_bound(void **state) {
+  (void)state;
+  rng_state = 7;
+  int n_below = 0, n_tighter = 0;
+  for (int it = 0; it < 20000; it++) {
+    il_case c;
+    il_random(&c);
+    int64_t k = rnd(plan_n_chunks(&c.p));
+    double grow = rnd_unit();
+    double lb, t = il_eval(&c, 0, INFINITY, &lb), lb_g;
+    il_eval(&c, 3 * grow, 3 * grow, &lb_g);
+    if (lb > t * (1 + 1e-12)) fail_msg("case %d: bound %.12g above the closed form %.12g", it, lb, t);
+    if (lb_g < lb * (1 - 1e-13)) fail_msg("case %d: a bounded growth gave a looser bound", it);
+    n_below += lb < t * (1 - 1e-9);
+    n_tighter += lb_g > lb * (1 + 1e-9);
+    c.tf[k] += grow;
+    c.tb[k] += 2 * grow; /* rank growth 3·grow */
+    double lb2, t2 = il_eval(&c, 0, INFINITY, &lb2);
+    if (lb2 < lb * (1 - 1e-13))
+      fail_msg("case %d: chunk %lld grew and the bound fell from %.15g to %.15g", it, (long long)k, lb, lb2);
+    if (t2 < lb_g * (1 - 1e-13))
+      fail_msg("case %d: chunk %lld grew by %.6g and the closed form %.15g fell below the bound %.15g", it,
+               (long long)k, 3 * grow, t2, lb_g);
+  }
+  /* Neither bound is the closed form itself (which is not monotone), and the growth makes it tighter. */
+  assert_true(n_below > 0);
+  assert_true(n_tighter > 0);
+  /* 0 for the other schedules. */
+  il_case c;
+  il_random(&c);
+  c.p.schedule = PLAN_SCHED_1F1B;
+  double lb;
+  il_eval(&c, 0, INFINITY, &lb);
+  assert_true(lb == 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bounds_dense),
       cmocka_unit_test(test_bounds_moe),
       cmocka_unit_test(test_zb_v_bound_exact),
+      cmocka_unit_test(test_interleaved_bound),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

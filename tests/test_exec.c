@@ -288,6 +288,55 @@ static void test_safetensors_dtypes(void **s) {
   assert_error_contains(ctx, "header length");
 }
 
+/* Found by fuzz_safetensors: a size larger than the data is fine when another size is 0 (shape [0, 8] holds no
+ * bytes), so the file st_write makes of it reads back; a size near 2^62 beside a 0 neither overflows nor is
+ * refused. And st_write never follows the temporary name it used to take (PATH.tmp.PID, planted as a symlink). */
+static void test_safetensors_empty_shape(void **s) {
+  ap_ctx *ctx = *s;
+  const char hdr[] = "{\"s\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]},"
+                     "\"z\":{\"dtype\":\"F32\",\"shape\":[0,8],\"data_offsets\":[4,4]},"
+                     "\"h\":{\"dtype\":\"F16\",\"shape\":[4611686018427387904,4,0],\"data_offsets\":[4,4]}}";
+  uint8_t buf[512];
+  size_t n = strlen(hdr);
+  for (int i = 0; i < 8; i++) buf[i] = (uint8_t)(n >> (8 * i));
+  memcpy(buf + 8, hdr, n);
+  const float one = 1.0f;
+  memcpy(buf + 8 + n, &one, 4);
+  st_file f;
+  if (st_parse(ctx, "e.safetensors", buf, 8 + n + 4, &f)) fail_msg("%s", ap_ctx_error(ctx));
+  const st_tensor *z = st_find(&f, "z"), *h = st_find(&f, "h");
+  assert_true(z && z->n_elems == 0 && z->n_dims == 2 && z->shape[1] == 8);
+  assert_true(h && h->n_elems == 0 && h->shape[0] == 4611686018427387904LL);
+  char path[64], planted[96], victim[96];
+  snprintf(path, sizeof path, "/tmp/ap_test_st_empty_%d.safetensors", (int)getpid());
+  snprintf(planted, sizeof planted, "%s.tmp.%d", path, (int)getpid());
+  snprintf(victim, sizeof victim, "%s.victim", path);
+  write_bytes(victim, (const uint8_t *)"keep", 4);
+  assert_int_equal(symlink(victim, planted), 0);
+  st_out o[3];
+  for (int i = 0; i < 3; i++) {
+    o[i].name = f.t[i].name;
+    o[i].n_dims = f.t[i].n_dims;
+    memcpy(o[i].shape, f.t[i].shape, sizeof o[i].shape);
+    o[i].data = f.t[i].data;
+  }
+  if (st_write(ctx, path, o, 3)) fail_msg("%s", ap_ctx_error(ctx));
+  st_file back;
+  if (st_read(ctx, path, &back)) fail_msg("%s", ap_ctx_error(ctx));
+  assert_int_equal(back.n, 3);
+  assert_true(st_find(&back, "s")->data[0] == 1.0f);
+  assert_int_equal(st_find(&back, "z")->shape[1], 8);
+  char *kept = NULL;
+  assert_int_equal(util_read_file(ctx, victim, &kept, NULL), AP_OK);
+  assert_string_equal(kept, "keep");
+  free(kept);
+  st_free(&back);
+  st_free(&f);
+  remove(path);
+  remove(planted);
+  remove(victim);
+}
+
 /* save then load gives the same buffer, for both families (GPT-2's Conv1D transposes both ways). */
 static void test_safetensors_round_trip(void **s) {
   ap_ctx *ctx = *s;
@@ -489,6 +538,7 @@ int main(void) {
       cmocka_unit_test(test_adamw),
       cmocka_unit_test_setup_teardown(test_safetensors_dtypes, setup_ctx, teardown_ctx),
       cmocka_unit_test_setup_teardown(test_safetensors_round_trip, setup_ctx, teardown_ctx),
+      cmocka_unit_test_setup_teardown(test_safetensors_empty_shape, setup_ctx, teardown_ctx),
       cmocka_unit_test_setup_teardown(test_data_stream, setup_ctx, teardown_ctx),
       cmocka_unit_test_setup_teardown(test_cfg_load, setup_ctx, teardown_ctx),
   };

@@ -789,7 +789,29 @@ static void test_public_api(void **state) {
   json_t *cmp = json_object_get(root, "compare");
   assert_true(json_is_true(json_object_get(cmp, "valid")));
   assert_rel_close(json_real_value(json_object_get(json_object_get(cmp, "best_vs_given"), "slowdown")), 0, 1e-9);
+  assert_non_null(strstr(json_string_value(json_object_get(cmp, "not_chosen_because")), "it is the winner"));
   json_decref(root);
+  /* The real reason a plan no slower than #1 was not chosen (issue 10), never a time budget or a fixed field
+   * that was not set: a memory limit it exceeds, a fixed field it breaks. */
+  so.max_mem_fraction = 0.5;
+  root = search_json(f.ctx, f.model, f.cluster, &so);
+  cmp = json_object_get(root, "compare");
+  const char *why = json_string_value(json_object_get(cmp, "not_chosen_because"));
+  if (json_real_value(json_object_get(json_object_get(cmp, "memory"), "peak_bytes")) >
+      0.5 * json_real_value(json_object_get(root, "device_memory_bytes")))
+    assert_non_null(why && strstr(why, "exceeds the limit") ? why : NULL);
+  assert_true(!why || (!strstr(why, "time budget") && !strstr(why, "fixed")));
+  json_decref(root);
+  so.max_mem_fraction = 1;
+  char fix[32];
+  snprintf(fix, sizeof fix, "tp=%lld", (long long)(best->p.tp == 8 ? 4 : 8));
+  so.fix = fix;
+  root = search_json(f.ctx, f.model, f.cluster, &so);
+  why = json_string_value(json_object_get(json_object_get(root, "compare"), "not_chosen_because"));
+  assert_non_null(why);
+  assert_non_null(strstr(why, "is fixed"));
+  json_decref(root);
+  so.fix = NULL;
   so.compare = NULL;
   ap_plan_free(best);
 

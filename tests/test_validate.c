@@ -3,6 +3,7 @@
  * stated fields kept, the choice checked against brute force over the same candidates) and a tiny runs
  * table validated end to end through ap_validate's JSON. */
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -197,6 +198,98 @@ static void case_partial(size_t i, plan *p, unsigned *stated) {
   if (complete_cases[i].rc >= 0) p->recompute = (plan_recompute)complete_cases[i].rc, *stated |= PLAN_F(RECOMPUTE);
 }
 
+/* Expert tensor parallelism (issue 10): Megatron defaults etp to tp, Megatron-Bridge's MoE recipes use 1, and
+ * where etp = tp leaves no room (tp 8 with ep 8 on 16 devices: etp·ep must divide 16) only etp 1 runs. The completion
+ * tries both when etp is not stated: it completes that case with etp 1, and wherever both run its choice is at
+ * least as fast as the better of the two completions with etp stated. */
+static void test_complete_tries_etp_1(void **state) {
+  (void)state;
+  static const struct {
+    const char *cluster;
+    int64_t tp, ep;
+  } cases[] = {{"h100:16", 8, 8}, {"h100:32", 4, 8}, {"h100:16", 2, 8}};
+  ap_ctx *ctx = ap_ctx_new();
+  cost_result *cr = malloc(sizeof *cr), *c1 = malloc(sizeof *c1);
+  assert_non_null(cr);
+  assert_non_null(c1);
+  for (size_t i = 0; i < AP_COUNT(cases); i++) {
+    fixture f = {0};
+    fixture_load(&f, "mixtral-8x7b", cases[i].cluster);
+    plan partial, best, fixed;
+    plan_defaults(&partial);
+    partial.global_batch_size = 64;
+    partial.seq_length = 4096;
+    partial.tp = cases[i].tp;
+    partial.ep = cases[i].ep;
+    unsigned stated = PLAN_F(TP) | PLAN_F(EP);
+    if (complete_plan(ctx, f.env, &partial, stated, NULL, &best, cr, NULL))
+      fail_msg("%s tp %lld ep %lld: %s", cases[i].cluster, (long long)cases[i].tp, (long long)cases[i].ep, ap_ctx_error(ctx));
+    double best_other = 0;
+    for (int64_t etp = 0; etp <= 1; etp++) { /* etp 0 = tp */
+      plan q = partial;
+      q.etp = etp;
+      ap_ctx scratch = {0};
+      ap_status qs = complete_plan(&scratch, f.env, &q, stated | PLAN_F(ETP), NULL, &fixed, c1, NULL);
+      if (qs == AP_OK && c1->fits) {
+        assert_int_equal(fixed.etp, etp); /* stated: kept */
+        best_other = c1->tokens_per_s_per_device > best_other ? c1->tokens_per_s_per_device : best_other;
+      }
+    }
+    assert_true(best_other > 0);
+    if (cr->tokens_per_s_per_device < best_other * (1 - 1e-9))
+      fail_msg("%s: completion %.6g tokens/s, with etp stated %.6g", cases[i].cluster, cr->tokens_per_s_per_device,
+               best_other);
+    if (i == 0) assert_int_equal(plan_etp(&best), 1);
+    fixture_free(&f);
+  }
+  free(cr);
+  free(c1);
+  ap_ctx_free(ctx);
+}
+
+/* The completion reports progress and honours cancellation through the driver's ticker (search/space.h): a
+ * callback that asks to stop ends it with AP_CANCELLED, and one that lets it run hears fractions in [0, 1]. */
+typedef struct {
+  int calls;
+  bool stop, in_range;
+} progress_probe;
+
+static int probe_progress(void *user, double fraction, const char *what) {
+  progress_probe *pr = user;
+  pr->calls++;
+  pr->in_range &= fraction >= 0 && fraction <= 1 && what && strstr(what, "completion");
+  return pr->stop;
+}
+
+static void test_complete_progress_and_cancel(void **state) {
+  (void)state;
+  fixture f = {0};
+  fixture_load(&f, "mixtral-8x7b", "h100:32");
+  cost_result *cr = malloc(sizeof *cr);
+  assert_non_null(cr);
+  plan partial, best;
+  plan_defaults(&partial);
+  partial.global_batch_size = 128;
+  partial.seq_length = 4096;
+  for (int stop = 0; stop <= 1; stop++) {
+    ap_ctx *ctx = ap_ctx_new();
+    progress_probe pr = {0, stop == 1, true};
+    ap_ctx_set_progress(ctx, probe_progress, &pr);
+    ap_status st = complete_plan(ctx, f.env, &partial, 0, NULL, &best, cr, NULL);
+    assert_true(pr.calls >= 1);
+    assert_true(pr.in_range);
+    if (stop) {
+      assert_int_equal(st, AP_CANCELLED);
+      assert_int_equal(pr.calls, 1); /* the first report is due at once, and it stops */
+    } else {
+      assert_int_equal(st, AP_OK);
+    }
+    ap_ctx_free(ctx);
+  }
+  free(cr);
+  fixture_free(&f);
+}
+
 static void test_complete_valid_and_honours_stated(void **state) {
   (void)state;
   ap_ctx *ctx = ap_ctx_new();
@@ -343,7 +436,7 @@ static int e2e_setup(void **state) {
 static int e2e_teardown(void **state) {
   (void)state;
   char path[256];
-  static const char *const files[] = {"models/tiny.json", "runs.csv", "bad.csv", "models"};
+  static const char *const files[] = {"models/tiny.json", "runs.csv", "bad.csv", "stack.csv", "models"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", tmp_dir, files[i]);
     remove(path);
@@ -429,6 +522,58 @@ static void test_validate_end_to_end(void **state) {
   ap_ctx_free(ctx);
 }
 
+
+/* --stack: a row's stack column wins, the run's stack applies to rows that name none (ap_validate_stack). Three
+ * rows of one configuration: the one on the run's stack predicts the memory of the row that names that stack. */
+static const char stack_csv[] =
+    "id,stack,model,arch,num_layers,hidden_size,num_attention_heads,vocab_size,seq_length,mlp,gpu,num_gpus,"
+    "gpus_per_node,global_batch_size,micro_batch_size,tp,pp,dp,recompute,zero_stage,precision,outcome,"
+    "measured_tokens_per_s_per_gpu\n"
+    "tt,torchtitan,g,dense,24,2048,16,51200,2048,gelu,a100-80gb,8,8,512,4,1,1,8,none,2,bf16,ok,10000\n"
+    "none,,g,dense,24,2048,16,51200,2048,gelu,a100-80gb,8,8,512,4,1,1,8,none,2,bf16,ok,10000\n"
+    "ds,megatron-deepspeed,g,dense,24,2048,16,51200,2048,gelu,a100-80gb,8,8,512,4,1,1,8,none,2,bf16,ok,10000\n";
+
+static void test_validate_stack(void **state) {
+  (void)state;
+  write_file("stack.csv", stack_csv);
+  char path[256];
+  snprintf(path, sizeof path, "%s/stack.csv", tmp_dir);
+  ap_ctx *ctx = ap_ctx_new();
+  static const plan_stack runs[] = {PLAN_STACK_DEFAULT, PLAN_STACK_MEGATRON_DEEPSPEED, PLAN_STACK_TORCHTITAN};
+  double mem[3][3];
+  for (size_t k = 0; k < 3; k++) {
+    validate_report *rep = NULL;
+    if (validate_file_stack(ctx, path, NULL, runs[k], 0, &rep)) fail_msg("%s", ap_ctx_error(ctx));
+    assert_int_equal(validate_report_n_rows(rep), 3);
+    const validate_row *tt = validate_report_row(rep, 0), *none = validate_report_row(rep, 1),
+                       *ds = validate_report_row(rep, 2);
+    assert_int_equal(tt->plan.stack, PLAN_STACK_TORCHTITAN);
+    assert_int_equal(ds->plan.stack, PLAN_STACK_MEGATRON_DEEPSPEED);
+    assert_int_equal(none->plan.stack, runs[k]);
+    for (int i = 0; i < 3; i++) {
+      const validate_row *v = validate_report_row(rep, i);
+      if (v->error) fail_msg("row %s: %s", v->id, v->error);
+      mem[k][i] = v->predicted_peak_mem_bytes;
+    }
+    validate_report_free(rep);
+  }
+  /* The stacks allocate differently (DeepSpeed's step copies and bucket, torchtitan's loss), and the row that
+   * names none follows the run's stack. */
+  assert_true(mem[0][0] != mem[0][2]);
+  assert_true(mem[1][1] == mem[1][2]);
+  assert_true(mem[2][1] == mem[2][0]);
+  assert_true(mem[0][1] != mem[1][1]);
+  /* The public entry point takes the name; an unknown one is refused. */
+  char *out = NULL;
+  assert_int_equal(ap_validate_stack(ctx, path, NULL, "torchtitan", AP_VALIDATE_JSON, &out), AP_OK);
+  ap_free(out);
+  out = NULL;
+  assert_int_equal(ap_validate_stack(ctx, path, NULL, "megatron", 0, &out), AP_INVALID);
+  assert_error_contains(ctx, "--stack must be one of");
+  assert_null(out);
+  ap_ctx_free(ctx);
+}
+
 /* Bad input fails the whole run with file:line:col; a missing file is an I/O error. */
 static void test_validate_bad_input(void **state) {
   (void)state;
@@ -502,9 +647,12 @@ int main(void) {
       cmocka_unit_test(test_csv_bad),
       cmocka_unit_test(test_csv_getters),
       cmocka_unit_test(test_complete_valid_and_honours_stated),
+      cmocka_unit_test(test_complete_tries_etp_1),
+      cmocka_unit_test(test_complete_progress_and_cancel),
       cmocka_unit_test(test_complete_matches_brute_force),
       cmocka_unit_test(test_complete_no_valid_plan),
       cmocka_unit_test(test_validate_end_to_end),
+      cmocka_unit_test(test_validate_stack),
       cmocka_unit_test(test_validate_bad_input),
       cmocka_unit_test(test_validate_reference),
   };

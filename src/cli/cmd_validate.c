@@ -6,10 +6,13 @@
 
 int cmd_validate(ap_ctx *ctx, int argc, char **argv) {
   bool json = false, help = false, search = false;
-  const char *file = NULL, *calibration = NULL, *cluster = NULL, *report = NULL;
+  const char *file = NULL, *calibration = NULL, *cluster = NULL, *report = NULL, *stack = NULL;
   cli_opt opts[] = {{"json", OPT_FLAG, "print JSON (format autopar-validate/1: rows and summary, docs/json.md)", &json},
                     {"calibration", OPT_STRING, "cost-model constants from `autopar calibrate` (default: built in)", &calibration},
                     {"cluster", OPT_STRING, "one cluster for every row (e.g. from `autopar profile`); gpu is then a label", &cluster},
+                    {"stack", OPT_STRING, "software stack of the rows whose stack column is empty (a row's own wins): "
+                              "megatron-lm, megatron-bridge, nemo, megatron-deepspeed, torchtitan, llm-foundry, deepspeed, "
+                              "autopar, any", &stack},
                     {"search", OPT_FLAG, "also plan every row: the planner's best plan and how it compares", &search},
                     {"report", OPT_STRING, "also write an HTML report: predicted against measured (docs/report.md)", &report},
                     {"help", OPT_FLAG, "show this help", &help}};
@@ -18,7 +21,7 @@ int cmd_validate(ap_ctx *ctx, int argc, char **argv) {
   int n_pos;
   if (!cli_parse("validate", argc, argv, opts, N_OPTS, pos, 1, &n_pos)) return EXIT_BAD_INPUT;
   if (help) {
-    cli_usage("validate", "FILE.csv [--json] [--search] [--cluster C] [--report OUT.html]\n\nPredicts every row of a table of measured training runs (the format of "
+    cli_usage("validate", "FILE.csv [--json] [--search] [--cluster C] [--stack S] [--report OUT.html]\n\nPredicts every row of a table of measured training runs (the format of "
                           "shared/reference/runs.csv, see its README.md;\nmodel configs are read from the models/ "
                           "folder beside the file) and prints, per row, the predicted and measured\ntokens/s per GPU and "
                           "their error, then MAPE, median, worst row, rank correlation within model+gpu groups,\nOOM "
@@ -39,7 +42,7 @@ int cmd_validate(ap_ctx *ctx, int argc, char **argv) {
   ap_status st = calibration ? ap_ctx_set_calibration(ctx, calibration) : AP_OK;
   /* With --report the document is made once and the text rendered from it (ap_render). */
   bool want_doc = json || report;
-  if (!st) st = ap_validate_on(ctx, file, cluster, (want_doc ? AP_VALIDATE_JSON : 0) | (search ? AP_VALIDATE_SEARCH : 0), &out);
+  if (!st) st = ap_validate_stack(ctx, file, cluster, stack, (want_doc ? AP_VALIDATE_JSON : 0) | (search ? AP_VALIDATE_SEARCH : 0), &out);
   if (!st && report) {
     ap_report_inputs in = {0};
     in.validate_json = out;

@@ -145,6 +145,14 @@ AP_HIDDEN ap_status util_read_file(ap_ctx *ctx, const char *path, char **text_ou
 /* Writes text to path atomically: a temporary file in the same folder, then rename, so that a failure
  * never leaves a partial file. */
 AP_HIDDEN ap_status util_write_file_atomic(ap_ctx *ctx, const char *path, const char *text);
+/* The same for a file written piece by piece (binary files): util_write_open makes the temporary (or opens a
+ * non-regular target), util_write_put appends bytes (a failure is kept and reported at the close), and
+ * util_write_close renames the temporary over the target when commit is true and every put succeeded, else
+ * removes it; it always frees w. */
+typedef struct util_writer util_writer;
+AP_HIDDEN ap_status util_write_open(ap_ctx *ctx, const char *path, util_writer **out);
+AP_HIDDEN void util_write_put(util_writer *w, const void *bytes, size_t n);
+AP_HIDDEN ap_status util_write_close(ap_ctx *ctx, const char *path, util_writer *w, bool commit);
 /* Fails (AP_IO, one line) unless util_write_file_atomic(path) could succeed now: checked before long work. */
 AP_HIDDEN ap_status util_check_writable(ap_ctx *ctx, const char *path);
 /* True when both paths exist and name the same file (an output that is one of the command's inputs). */

@@ -39,10 +39,16 @@ size_t util_edit_distance(const char *a, const char *b) {
 void util_suggest(const char *name, const char *const *candidates, size_t n, char *out, size_t out_n) {
   size_t best[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
   size_t idx[3] = {0, 0, 0};
+  size_t n_name = strlen(name), limit = n_name / 2 + 2;
   for (size_t i = 0; i < n; i++) {
-    size_t d = util_edit_distance(name, candidates[i]);
     /* A candidate that contains the name (or the reverse) is close whatever the edit distance. */
-    if (strstr(candidates[i], name) || strstr(name, candidates[i])) d = d < 2 ? d : 2;
+    bool contains = strstr(candidates[i], name) || strstr(name, candidates[i]);
+    /* The distance is at least the difference in length: past the limit, the candidate is never shown, so
+     * the quadratic distance is not computed (a long unknown key against every name made bad input slow). */
+    size_t n_cand = strlen(candidates[i]), gap = n_cand > n_name ? n_cand - n_name : n_name - n_cand;
+    if (!contains && gap > limit) continue;
+    size_t d = util_edit_distance(name, candidates[i]);
+    if (contains) d = d < 2 ? d : 2;
     for (size_t k = 0; k < 3; k++) {
       if (d < best[k]) {
         for (size_t m = 2; m > k; m--) {
@@ -56,7 +62,6 @@ void util_suggest(const char *name, const char *const *candidates, size_t n, cha
     }
   }
   out[0] = '\0';
-  size_t limit = strlen(name) / 2 + 2;
   for (size_t k = 0; k < 3; k++) {
     if (best[k] == (size_t)-1 || best[k] > limit) break;
     size_t len = strlen(out);
@@ -209,7 +214,8 @@ static ap_status temp_create(ap_ctx *ctx, const char *path, const char *real, ch
   return AP_OK;
 }
 
-static bool write_all(int fd, const char *text, size_t len) {
+static bool write_all(int fd, const void *bytes, size_t len) {
+  const char *text = bytes;
   while (len > 0) {
     ssize_t w = write(fd, text, len);
     if (w < 0 && errno == EINTR) continue;
@@ -241,34 +247,64 @@ ap_status util_check_writable(ap_ctx *ctx, const char *path) {
   return st;
 }
 
+/* A write in progress (util_write_open): the target, and the temporary when it is replaced. */
+struct util_writer {
+  write_target t;
+  char *tmp; /* the temporary beside t.real, NULL for a direct write */
+  int fd;    /* where the bytes go: the temporary or the direct target */
+  bool ok;   /* every put so far succeeded */
+  int err;   /* errno of the first put that failed */
+};
+
+ap_status util_write_open(ap_ctx *ctx, const char *path, util_writer **out) {
+  *out = NULL;
+  util_writer *w = calloc(1, sizeof *w);
+  if (!w) return ctx_fail(ctx, AP_NOMEM, "%s: out of memory", path && *path ? path : "output");
+  ap_status st = target_open(ctx, path, &w->t);
+  if (!st && w->t.real) st = temp_create(ctx, path, w->t.real, &w->tmp, &w->fd);
+  if (st) {
+    if (w->t.close_fd) close(w->t.direct_fd);
+    free(w->t.real);
+    free(w);
+    return st;
+  }
+  if (!w->t.real) w->fd = w->t.direct_fd;
+  w->ok = true;
+  *out = w;
+  return AP_OK;
+}
+
+void util_write_put(util_writer *w, const void *bytes, size_t n) {
+  if (w->ok && !write_all(w->fd, bytes, n)) {
+    w->ok = false;
+    w->err = errno;
+  }
+}
+
+ap_status util_write_close(ap_ctx *ctx, const char *path, util_writer *w, bool commit) {
+  bool ok = w->ok;
+  int e = w->err;
+  if (w->tmp) {
+    if (ok && fchmod(w->fd, w->t.mode) != 0) ok = false, e = errno;
+    if (close(w->fd) != 0 && ok) ok = false, e = errno;
+    if (ok && commit && rename(w->tmp, w->t.real) != 0) ok = false, e = errno;
+    if (!ok || !commit) unlink(w->tmp);
+  } else if (w->t.close_fd && close(w->t.direct_fd) != 0 && ok) {
+    ok = false, e = errno;
+  }
+  free(w->tmp);
+  free(w->t.real);
+  free(w);
+  return ok ? AP_OK : ctx_fail(ctx, AP_IO, "%s: cannot write: %s", path, strerror(e));
+}
+
 ap_status util_write_file_atomic(ap_ctx *ctx, const char *path, const char *text) {
   if (!text) return ctx_fail(ctx, AP_INVALID, "%s: nothing to write", path ? path : "output");
-  write_target t;
-  ap_status st = target_open(ctx, path, &t);
+  util_writer *w;
+  ap_status st = util_write_open(ctx, path, &w);
   if (st) return st;
-  size_t len = strlen(text);
-  if (!t.real) {
-    bool ok = write_all(t.direct_fd, text, len);
-    int e = errno;
-    if (t.close_fd && close(t.direct_fd) != 0) ok = false;
-    return ok ? AP_OK : ctx_fail(ctx, AP_IO, "%s: cannot write: %s", path, strerror(e));
-  }
-  char *tmp = NULL;
-  int fd = -1;
-  st = temp_create(ctx, path, t.real, &tmp, &fd);
-  if (!st) {
-    bool ok = write_all(fd, text, len) && fchmod(fd, t.mode) == 0;
-    int e = errno;
-    if (close(fd) != 0 && ok) ok = false, e = errno;
-    if (!ok || rename(tmp, t.real) != 0) {
-      if (ok) e = errno;
-      st = ctx_fail(ctx, AP_IO, "%s: cannot write: %s", path, strerror(e));
-      unlink(tmp);
-    }
-  }
-  free(tmp);
-  free(t.real);
-  return st;
+  util_write_put(w, text, strlen(text));
+  return util_write_close(ctx, path, w, true);
 }
 
 bool util_same_file(const char *a, const char *b) {

@@ -83,3 +83,49 @@ double cost_bound_compute_s(const cost_env *env, plan_precision precision, int64
   const graph *g = cost_env_graph(env);
   return 0.5 * (double)gbs * graph_train_flop_per_seq(g, (double)seq, false) / ((double)hc->n_devices * peak);
 }
+
+/* The two terms of schedule.c's interleaved closed forms (schedule_time_s and schedule_lockstep_s), each
+ * m·(the slowest rank's t, or the pace) plus a sum over every rank but the slowest, crit. Every piece (t_r, the
+ * slowest chunk per rank, each round's slowest chunk, the extras spread over the chunks) is a sum or a maximum
+ * of nonnegative times, so it never falls when a time grows; what can fall is the sum, when another rank
+ * becomes crit. After one rank grows by g in [grow_min_s, grow_max_s], crit is a rank r with t'_r >= max t: one
+ * already at the maximum (then the time is at least m·max + the sum of the present terms less r's), or one
+ * below it that grew (t_r + grow_max >= max; then the maximum is at least t_r + grow_min). The bound is the
+ * least of these over r. */
+double cost_bound_interleaved_s(const plan *p, const rank_cost *rc, int n, const double *chunk_tf_s,
+                                const double *chunk_tb_s, double grow_min_s, double grow_max_s) {
+  if (p->schedule != PLAN_SCHED_INTERLEAVED_1F1B || n < 1 || n != p->pp || n > COST_MAX_RANKS) return 0;
+  int64_t v = p->vpp, n_chunks = plan_n_chunks(p);
+  double m = (double)p->n_micro_batches, max = 0, g[COST_MAX_RANKS], g_sum = 0;
+  for (int r = 0; r < n; r++) {
+    double t = rc[r].tf + rc[r].tb;
+    double edges = rc[r].edge_tf_s[0] + rc[r].edge_tb_s[0] + rc[r].edge_tf_s[1] + rc[r].edge_tb_s[1];
+    g[r] = fmax(rc[r].chunk_t_max_s + edges, t / (double)v);
+    max = fmax(max, t);
+    g_sum += g[r];
+  }
+  double own[COST_MAX_RANKS] = {0}, cmax[COST_MAX_RANKS] = {0}, round[PLAN_MAX_CHUNKS] = {0};
+  int64_t seen[COST_MAX_RANKS] = {0};
+  for (int64_t c = 0; c < n_chunks; c++) own[plan_chunk_rank(p, c)] += chunk_tf_s[c] + chunk_tb_s[c];
+  for (int64_t c = 0; c < n_chunks; c++) {
+    int64_t r = plan_chunk_rank(p, c), j = seen[r]++;
+    double t = chunk_tf_s[c] + chunk_tb_s[c] + fmax(0, rc[r].tf + rc[r].tb - own[r]) / (double)v;
+    round[j] = fmax(round[j], t);
+    cmax[r] = fmax(cmax[r], t);
+  }
+  double pace = 0, c_sum = 0;
+  for (int64_t j = 0; j < v; j++) pace += round[j];
+  for (int r = 0; r < n; r++) c_sum += cmax[r];
+  /* Margins for the rounding of the sums of t: a rank within 10^-12 of the maximum counts as at it. */
+  double eps = 1e-12 * max, lb = INFINITY;
+  for (int r = 0; r < n; r++) {
+    double t = rc[r].tf + rc[r].tb, top = max;
+    if (t < max - eps) {
+      if (t + grow_max_s < max - eps) continue; /* cannot become crit */
+      top = fmax(max, t + grow_min_s * (1 - 1e-9) - eps);
+    }
+    double a = m * top + (g_sum - g[r]), b = m * fmax(pace, top) + (c_sum - cmax[r]);
+    lb = fmin(lb, fmax(a, b));
+  }
+  return isfinite(lb) ? lb : 0;
+}

@@ -3,6 +3,10 @@
  * defaults are such a file, data/calibration/default.json, produced by `make calibrate` from the reference
  * runs; without it the documented defaults of tuning.c apply.
  *
+ * Compute constants are kept per chip, not per device type (calib_chip); a device whose chip has no entry
+ * takes those of the nearest chip of its family, and says so (calib_origin). Each prediction carries the error
+ * band of its device family and stack (calib_band).
+ *
  * The constants and their physical ranges are those of the cost model's one table (cost_tuning_params,
  * tuning.c), with their scope (a device type, or global for link classes, overlap and memory) and the reason
  * for each default, so a fit can never leave the range in which the constant means what it says (an
@@ -12,39 +16,90 @@
 
 #include "cost/cost.h"
 
-enum { CALIB_MAX_DEVICES = 32 };
+enum { CALIB_MAX_CHIPS = 32, CALIB_MAX_BANDS = 64 };
 
+/* The compute constants of one chip: every device type on that chip (hw_device.chip; an A100 40 GB and 80 GB,
+ * an H100 SXM, H200 and H800) runs the same silicon and kernels, so they share them; memory capacity and
+ * bandwidth stay the device type's own (hw_device). */
 typedef struct {
-  char name[HW_NAME_MAX]; /* device type, as in data/devices/ */
-  char chip[HW_NAME_MAX]; /* its chip (hw_device.chip), "" when unknown: looked up once, when the entry is made */
+  char name[HW_NAME_MAX];   /* the chip ("GA100"), or the name of a device type that states no chip */
+  char family[HW_NAME_MAX]; /* its architecture, from a device preset on the chip (hw_chip_info); "" unknown */
+  double bf16_peak;         /* that preset's dense bf16 peak, FLOP/s, for the nearest sibling; 0 unknown */
   compute_tuning compute;
-} calib_device;
+} calib_chip;
 
-/* A calibration: per device type compute constants; global communication, overlap and memory constants. */
+/* The error band of predictions for one device family and stack: the spread of validate's residuals
+ * (predicted / measured tokens/s - 1) over the reference rows of that family and stack, as written by
+ * `autopar calibrate`. "any" stands for every family or stack. */
 typedef struct {
-  int n_devices;
-  calib_device devices[CALIB_MAX_DEVICES];
+  char family[HW_NAME_MAX], stack[HW_NAME_MAX];
+  int rows;
+  double error_low, error_high; /* the 10th and 90th percentiles of the residuals */
+  double mape;                  /* their mean absolute value */
+} calib_band;
+
+/* A calibration: compute constants per chip; global communication, overlap and memory constants; error bands. */
+typedef struct {
+  int n_chips;
+  calib_chip chips[CALIB_MAX_CHIPS];
   comm_tuning comm;
   overlap_tuning overlap;
   memory_tuning memory;
+  int n_bands;
+  calib_band bands[CALIB_MAX_BANDS];
   char source[256]; /* how it was made */
 } cost_calib;
 
-/* The documented defaults, with no device entries. */
+/* Where the compute constants a device runs with come from. */
+typedef enum {
+  CALIB_FITTED,   /* its chip's entry */
+  CALIB_SIBLING,  /* its chip has none: the entry of the nearest chip of its family (calib_nearest) */
+  CALIB_DEFAULTS, /* no entry of its chip or family: the documented defaults (tuning.c) */
+  CALIB_GIVEN,    /* the caller gave the tuning (cost_env_new with t) */
+} calib_how;
+
+typedef struct {
+  calib_how how;
+  char chip[HW_NAME_MAX];   /* the device's chip (calib_chip_of) */
+  char family[HW_NAME_MAX]; /* its family ("" when not stated) */
+  char from[HW_NAME_MAX];   /* CALIB_SIBLING: the chip whose constants it takes */
+} calib_origin;
+
+/* The documented defaults, with no chip entries and no bands. */
 AP_HIDDEN void calib_defaults(cost_calib *c);
 /* The shipped calibration (data/calibration/default.json) when the build embedded one, else the defaults.
  * Parsed once per call; cheap enough for per-run use. */
 AP_HIDDEN ap_status calib_builtin(ap_ctx *ctx, cost_calib *out);
-/* The tuning that applies to one device type: its entry, else the entry of a listed device type on the same
- * chip (calib_sibling), else the documented compute defaults. */
+/* The chip a device's constants are kept under: its chip, else its own name. */
+AP_HIDDEN void calib_chip_of(const hw_device *d, char *out, size_t n);
+/* The tuning a device runs with: its chip's entry, else the nearest sibling's (calib_nearest), else the
+ * documented compute defaults; origin (may be NULL) says which. */
+AP_HIDDEN cost_tuning calib_tuning_for_device(const cost_calib *c, const hw_device *dev, calib_origin *origin);
+/* The same for a device type named by its preset name (the defaults' rule when it is not a preset). */
 AP_HIDDEN cost_tuning calib_tuning_for(const cost_calib *c, const char *device);
-/* The same for a device already read (its chip is known, so nothing is looked up). */
-AP_HIDDEN cost_tuning calib_tuning_for_device(const cost_calib *c, const hw_device *dev);
-/* The index of the first device of c (among those with usable[i], or all when usable is NULL) that is another
- * device type on the same chip as `device` (hw_device.chip); -1 when none. */
-AP_HIDDEN int calib_sibling(const cost_calib *c, const char *device, const bool *usable);
-/* The device's entry, added (from the defaults) when missing; NULL when the table is full. */
-AP_HIDDEN calib_device *calib_device_entry(cost_calib *c, const char *device);
+/* The same for chip entry `e` (of this or another calibration), by its name, family and peak. */
+AP_HIDDEN cost_tuning calib_tuning_for_chip(const cost_calib *c, const calib_chip *e, calib_origin *origin);
+/* The index of the chip entry of c (among those with usable[i], or all when usable is NULL) nearest to a chip
+ * of family `family` with dense bf16 peak `bf16_peak`: another chip (not `chip`) of the same family, the
+ * nearest in peak on a log scale (the first listed on a tie); -1 when none or the family is unknown. */
+AP_HIDDEN int calib_nearest(const cost_calib *c, const char *chip, const char *family, double bf16_peak,
+                            const bool *usable);
+/* The index of chip's entry; -1 when c lists none. */
+AP_HIDDEN int calib_chip_index(const cost_calib *c, const char *chip);
+/* The chip's entry, added (from the defaults, with its family and peak looked up) when missing; NULL when the
+ * table is full. */
+AP_HIDDEN calib_chip *calib_chip_entry(cost_calib *c, const char *chip);
+/* The band for a prediction on family / stack: the first of (family, stack), (family, any), (any, stack),
+ * (any, any) among bands[0..n_bands-1]; NULL when none. */
+AP_HIDDEN const calib_band *calib_band_for(const calib_band *bands, int n_bands, const char *family, const char *stack);
+/* One line on origin: "GA100 fitted", "B300 not fitted: those of B200, the nearest fitted chip of family
+ * Blackwell", ... */
+AP_HIDDEN void calib_origin_text(const calib_origin *o, char *out, size_t n);
+
+/* Where an environment's compute constants come from (env.c), and the error band of plan p on it (its
+ * device's family and the plan's stack); NULL when the calibration holds none. */
+AP_HIDDEN const calib_origin *cost_env_origin(const cost_env *env);
+AP_HIDDEN const calib_band *cost_env_band(const cost_env *env, const plan *p);
 
 /* Makes a child context (ctx_child) evaluate with calibration c, which the caller keeps alive and frees. */
 AP_HIDDEN void calib_lend(ap_ctx *child, const cost_calib *c);

@@ -60,6 +60,8 @@ typedef struct {
   int64_t ep, etp;      /* expert-parallel degree and expert tensor-parallel degree (0 = tp) */
   bool sequence_parallel;
   hw_dtype gemm_dtype;  /* bf16, fp16 or fp8 matmuls */
+  bool attn_scores;     /* unfused attention: the s×s scores go through device memory (plan/stack.h) */
+  bool attn_sm80;       /* FlashAttention-2 (Ampere instructions) rather than the chip's native kernel */
 } compute_shard;
 
 /* The per-device work and time of one op for one micro-batch of b sequences of s tokens. */

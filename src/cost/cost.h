@@ -15,17 +15,21 @@
 #include "cost/compute.h"
 #include "plan/plan.h"
 
-/* Constants of the memory model, per software stack; see memory.c for sources. */
+/* Constants of the memory model; see memory.c for sources. What each stack allocates besides them is data of
+ * the stack table (plan/stack.h, plan_stack_mem). */
 typedef struct {
-  double overhead_bytes;     /* library workspaces inside the framework's allocator: fixed per device */
+  double overhead_bytes;     /* library workspaces inside the framework's allocator (cuBLAS, fused kernels) */
   double context_bytes;      /* CUDA context and NCCL buffers, outside the framework's allocator */
-  double fragmentation;      /* allocator reserve over live bytes (PyTorch caching allocator) */
   double grad_bytes_per_param; /* 4: Megatron keeps fp32 main grads; 2: bf16 grads */
   double loss_bytes_per_logit; /* peak bytes per logit element while the loss runs, the 16-bit logits included */
-  /* What the caching allocator holds beyond the live peak: it keeps freed blocks reserved, so its pool (PyTorch's
-   * reserved bytes, and nvidia-smi less the context) exceeds the peak need by this fraction. A property of the
-   * measurement, not of the plan: it never enters the fits-in-memory decision. */
-  double pool_fraction;
+  /* The caching allocator's reserve: bytes it holds beyond the live tensors (freed blocks kept cached, split
+   * blocks that cannot be reused for a larger request), as a fraction of the transient bytes (activations,
+   * logits, buffers, the optimizer step's copies), whose allocation pattern makes it: fitted by calibration to
+   * the measured peaks. Part of the predicted total, so of the fit test and the OOM verdict. */
+  double reserve_fraction;
+  /* The same reserve relative to reserve_fraction when the stack runs the allocator with expandable segments
+   * (plan_stack_mem.expandable_segments), which maps blocks into one growing segment and so caches less. */
+  double expandable_factor;
 } memory_tuning;
 
 AP_HIDDEN memory_tuning memory_tuning_defaults(void);
@@ -119,7 +123,12 @@ typedef struct {
 
 /* Memory of one pipeline rank, bytes per device. */
 typedef struct {
-  double params, grads, optimizer, activations, logits, buffers, overhead, total;
+  double params, grads, optimizer, activations, logits, buffers;
+  double step;      /* the optimizer step's transient copies of the gradients (plan_stack_mem) */
+  double workspace; /* library workspaces (memory.overhead_bytes) */
+  double reserve;   /* the caching allocator's reserve (memory.reserve_fraction) */
+  double context;   /* CUDA context and NCCL buffers, outside the allocator (memory.context_bytes) */
+  double total;     /* the sum of all the parts above: what nvidia-smi shows at the rank's peak */
 } cost_mem;
 
 enum { COST_MAX_RANKS = PLAN_MAX_CHUNKS };
@@ -132,6 +141,7 @@ typedef struct {
   double peak_mem_bytes;
   int peak_rank;
   double capacity_bytes; /* device memory */
+  double reserve_fraction; /* the allocator reserve the peak rank's total holds, of its transient bytes (memory.c) */
   double host_mem_bytes;      /* host memory per node that offload takes; 0 without offload */
   double host_capacity_bytes; /* the node's host memory; 0 without offload */
   bool fits;                  /* device memory, and host memory when offloading */
@@ -266,6 +276,9 @@ AP_HIDDEN double schedule_pipeline_s(const plan *p, rank_cost *rc, int n_ranks, 
                                      double *chunk_tw_s, cost_time *out);
 /* Memory of pipeline rank r. */
 AP_HIDDEN cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s);
+/* The allocator reserve plan p's stack holds, as a fraction of its transient bytes (memory.c): memory.
+ * reserve_fraction, times memory.expandable_factor where the stack runs expandable segments. */
+AP_HIDDEN double cost_reserve_fraction(const cost_env *env, const plan *p);
 
 /* The piecewise costs (rank.c): the pieces cost_estimate builds every rank from, so that a dynamic programme
  * over splits predicts the finished plan's pipeline time (schedule_time_s on the ranks' tf + tb) and memory
@@ -288,9 +301,5 @@ AP_HIDDEN void cost_rank_add_extras(const cost_env *env, const plan *p, const pl
 AP_HIDDEN void cost_rank_extras(const cost_env *env, const plan *p, const plan_groups *pg, int r, rank_cost *out);
 /* into += from: sums of the times, bytes and parameters, maxima of the peaks, union of the flags. */
 AP_HIDDEN void cost_rank_merge(rank_cost *into, const rank_cost *from);
-
-/* The bytes outside the framework's allocator that a device adds to a process's resident set: the CUDA context
- * and NCCL buffers (memory.context_bytes), none for the reference executor on a CPU device (exec_cpu.c). */
-AP_HIDDEN double cost_context_bytes(const cost_env *env, const plan *p);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include "cost/calib.h"
 #include "cost/internal.h"
+#include "plan/stack.h"
 
 ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, const cost_tuning *t, cost_env **out) {
   *out = NULL;
@@ -24,10 +25,17 @@ ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, cons
   cost_calib *cal = NULL;
   if (t) {
     env->tuning = *t;
+    env->origin.how = CALIB_GIVEN;
   } else {
     cal = malloc(sizeof *cal);
     ap_status cst = cal ? calib_of_ctx(ctx, cal) : ctx_fail(ctx, AP_NOMEM, "out of memory");
-    if (!cst) env->tuning = calib_tuning_for_device(cal, &env->hc->groups[0].device);
+    if (!cst) env->tuning = calib_tuning_for_device(cal, &env->hc->groups[0].device, &env->origin);
+    if (!cst && cal->n_bands) {
+      env->bands = arena_alloc(env->a, sizeof *env->bands * (size_t)cal->n_bands);
+      if (!env->bands) cst = ctx_fail(ctx, AP_NOMEM, "out of memory");
+      else memcpy(env->bands, cal->bands, sizeof *env->bands * (size_t)cal->n_bands);
+      env->n_bands = env->bands ? cal->n_bands : 0;
+    }
     if (cst) {
       free(cal);
       cost_env_free(env);
@@ -41,7 +49,7 @@ ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, cons
   if (!st && !env->group_cm) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   for (int gi = 0; !st && gi < env->hc->n_groups; gi++) {
     const hw_device *dev = &env->hc->groups[gi].device;
-    compute_tuning ct = cal ? calib_tuning_for_device(cal, dev).compute : env->tuning.compute;
+    compute_tuning ct = cal ? calib_tuning_for_device(cal, dev, NULL).compute : env->tuning.compute;
     if (gi == 0) env->group_cm[0] = env->cm;
     else st = compute_model_init(ctx, env->a, dev, &ct, &env->group_cm[gi]);
   }
@@ -175,4 +183,14 @@ int cost_rank_group(const cost_env *env, const plan *p, int64_t r, double *capac
   }
   if (capacity_bytes) *capacity_bytes = cap;
   return best;
+}
+
+const calib_origin *cost_env_origin(const cost_env *env) { return &env->origin; }
+
+const calib_band *cost_env_band(const cost_env *env, const plan *p) {
+  /* Residuals of fitted constants say nothing of the documented defaults. */
+  if (env->origin.how == CALIB_DEFAULTS) return NULL;
+  const plan_stack_info *s =
+      plan_stack_get(p->stack == PLAN_STACK_DEFAULT ? plan_stack_default(env->facts.has_layers) : p->stack);
+  return calib_band_for(env->bands, env->n_bands, env->hc->groups[0].device.family, s ? s->name : "any");
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cost/internal.h"
+#include "plan/stack.h"
 
 /* Data-parallel synchronisation of rank R, exposed seconds per iteration: gradients reduce-scattered
  * (all-reduced without a sharded optimizer) over dp·cp for dense and edp for expert parameters, parameters
@@ -53,8 +54,12 @@ static double dp_sync_s(const cost_env *env, const plan *p, const plan_groups *p
     dp_exposed = cost_exposed_s(t_grad * m, R->tb * m, ov->dp_overlap);
     dp_exposed += p->overlap_param_gather ? cost_exposed_s(t_param, R->tf, ov->dp_overlap) : t_param;
   } else {
-    dp_exposed = p->overlap_grad_reduce ? cost_exposed_s(t_grad, R->tb, ov->dp_overlap) : t_grad;
-    dp_exposed += p->overlap_param_gather ? cost_exposed_s(t_param, R->tf, ov->dp_overlap) : t_param;
+    /* A stack whose pipeline engine reduces after the last backward (plan/stack.h pp_sync_after: DeepSpeed's
+     * TrainSchedule) hides none of it behind compute. */
+    const plan_stack_info *st = plan_stack_get(p->stack);
+    bool after = p->pp > 1 && st && st->pp_sync_after;
+    dp_exposed = p->overlap_grad_reduce && !after ? cost_exposed_s(t_grad, R->tb, ov->dp_overlap) : t_grad;
+    dp_exposed += p->overlap_param_gather && !after ? cost_exposed_s(t_param, R->tf, ov->dp_overlap) : t_param;
   }
   bool shard = p->zero_stage >= 1;
   *opt_params = R->params_dense / (shard && n_dp > 0 ? n_dp : 1) + R->params_expert / (shard && n_edp > 0 ? n_edp : 1);
@@ -164,6 +169,7 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
    * device type, the one with the most bytes. capacity_bytes is that rank's device memory. */
   out->n_ranks = n_ranks;
   out->capacity_bytes = rank_cap[0];
+  out->reserve_fraction = cost_reserve_fraction(env, p);
   out->peak_mem_bytes = 0;
   for (int r = 0; r < n_ranks; r++) {
     out->mem[r] = memory_rank(env, p, rc, r, b, s);

@@ -434,11 +434,10 @@ cost_mem cost_exec_cpu_memory(const cost_env *env, const plan *p, const rank_cos
    * was. */
   double coll_temp = red > 1 || p->tp > 1 ? 4 * R->params_dense : 0, act = mem.activations + mem.logits + mem.buffers;
   if (coll_temp > act) mem.buffers += coll_temp - act;
-  mem.overhead = x->base_rss_bytes;
-  mem.total = mem.params + mem.grads + mem.optimizer + mem.activations + mem.logits + mem.buffers + mem.overhead;
+  /* The process's base resident set (MPI, OpenBLAS and the C library, measured by profile) is the executor's
+   * library workspace; it has no caching allocator (reserve 0) and no device context (context 0). */
+  mem.workspace = x->base_rss_bytes;
+  mem.total = mem.params + mem.grads + mem.optimizer + mem.activations + mem.logits + mem.buffers + mem.step +
+              mem.workspace + mem.reserve + mem.context;
   return mem;
-}
-
-double cost_context_bytes(const cost_env *env, const plan *p) {
-  return cost_exec_cpu_on(env, 0, p) ? 0 : env->tuning.memory.context_bytes;
 }

@@ -5,6 +5,7 @@
 #ifndef AP_COST_INTERNAL_H
 #define AP_COST_INTERNAL_H
 
+#include "cost/calib.h"
 #include "cost/cost.h"
 #include "model/model.h"
 
@@ -37,6 +38,9 @@ struct cost_env {
   int64_t n_layers;    /* pipeline units */
   int *unit_block;     /* for each pipeline unit (layer), the index of its block */
   group_memo *memo;    /* mutable through a const env: a cache, invisible in results */
+  calib_origin origin; /* where the first node group's compute constants come from */
+  calib_band *bands;   /* the calibration's error bands (n_bands, in the arena) */
+  int n_bands;
 };
 
 /* The sequence length of a plan (its own, else the graph's default). */

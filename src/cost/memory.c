@@ -1,7 +1,10 @@
 /* Memory per pipeline rank (cost layer): model states by sharding choice, activations saved for backward
- * times the micro-batches in flight for the schedule and the rank's position, the loss's logits, buffers and
- * fixed overhead. Activation bytes come from the graph's saved tensors (estimate.c), not from a formula; the
- * published closed forms are tests (tests/test_cost.c). */
+ * times the micro-batches in flight for the schedule and the rank's position, the loss's logits, buffers, the
+ * optimizer step's transient copies, library workspaces, the caching allocator's reserve and the CUDA context.
+ * The parts add up to the total (what nvidia-smi shows at the rank's peak), which the fit test and the OOM
+ * verdict use. Activation bytes come from the graph's saved tensors (estimate.c), not from a formula; the
+ * published closed forms are tests (tests/test_cost.c). What a stack allocates beyond the states is the stack
+ * table's (plan/stack.h, plan_stack_mem), each fact with its source. */
 #include <math.h>
 
 #include "cost/internal.h"
@@ -38,6 +41,18 @@ double cost_optimizer_step_s(const cost_env *env, int group, double opt_params) 
          (cost_group_model(env, group)->device.mem_bw_Bps * env->tuning.compute.mem_eff);
 }
 
+/* The stack's memory mechanisms for plan p (none for a plan on autopar or any). */
+static plan_stack_mem stack_mem(const plan *p, bool transformer) {
+  plan_stack st = p->stack == PLAN_STACK_DEFAULT ? plan_stack_default(transformer) : p->stack;
+  const plan_stack_info *info = plan_stack_get(st);
+  return info ? info->mem : (plan_stack_mem){0};
+}
+
+double cost_reserve_fraction(const cost_env *env, const plan *p) {
+  const memory_tuning *mt = &env->tuning.memory;
+  return mt->reserve_fraction * (stack_mem(p, env->facts.has_layers).expandable_segments ? mt->expandable_factor : 1.0);
+}
+
 cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s) {
   if (cost_exec_cpu_on(env, cost_rank_group(env, p, r, NULL), p)) return cost_exec_cpu_memory(env, p, rc, r, b, s);
   const rank_cost *R = &rc[r];
@@ -49,30 +64,44 @@ cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, in
   /* Model states (ZeRO, Rajbhandari et al. 2020 §5.1, with Megatron's fp32 gradient buffer: 2 + 4 + 12 bytes per
    * parameter unsharded; COSTMODEL.md §2.3). */
   cost_state_bytes sb = cost_state_bytes_plan(mt, p, env->facts.has_layers);
+  plan_stack_mem sm = stack_mem(p, env->facts.has_layers);
   bool w_shard = p->zero_stage >= 3, g_shard = p->zero_stage >= 2, o_shard = p->zero_stage >= 1;
   double dense_w = w_shard ? dense / n_dp : dense, exp_w = w_shard ? expert / n_edp : expert;
+  double local_shard = o_shard ? dense / n_dp + expert / n_edp : dense + expert; /* parameters of the optimizer shard */
   mem.params = sb.weights * (dense_w + exp_w);
   mem.grads = sb.grads * (g_shard ? dense / n_dp + expert / n_edp : dense + expert) + sb.unsharded * (dense + expert);
-  mem.optimizer = sb.optimizer * (o_shard ? dense / n_dp + expert / n_edp : dense + expert);
+  mem.optimizer = sb.optimizer * local_shard;
+  /* The optimizer step's copies of the gradients it updates (stack.c [DS-step]): per parameter of the local
+   * ZeRO-1/2 partition, or of the whole rank without ZeRO; ZeRO-3 steps on its shard in place. */
+  if (p->zero_stage == 1 || p->zero_stage == 2) mem.step = sm.step_bytes_zero * local_shard;
+  else if (p->zero_stage == 0) mem.step = sm.step_bytes_nozero * (dense + expert);
   /* Offload (offload.c): ZeRO-Offload keeps the optimizer states and the fp32 gradients on the host (Ren et al.
    * 2021 §4.1), ZeRO-Infinity the parameter shard (Rajbhandari et al. 2021 §5); the gathered layers stay in
    * the buffers below. */
-  if (p->offload_optimizer != PLAN_OFFLOAD_NONE) mem.optimizer = 0, mem.grads = 0;
+  if (p->offload_optimizer != PLAN_OFFLOAD_NONE) mem.optimizer = 0, mem.grads = 0, mem.step = 0;
   if (p->offload_param != PLAN_OFFLOAD_NONE) mem.params = 0;
   /* The micro-batches in flight at the rank's peak: the schedule's rule (plan/schedule.h; COSTMODEL.md §2.2). */
   mem.activations = R->act_bytes * plan_schedule_in_flight_mb(p, r) + R->working_bytes;
   if (R->has_head) {
     /* The loss's working set over the vocabulary-parallel logits; the 16-bit logits themselves (2 bytes) are
-     * among the head's saved activations. A fused in-place loss keeps only an fp32 log-sum-exp per token. */
+     * among the head's saved activations. A fused in-place loss keeps only an fp32 log-sum-exp per token. The
+     * stack's default loss says its peak bytes per logit (stack.c [MLM-ce] [TT-loss]). */
     double tokens = b * s / (double)p->cp;
-    mem.logits = p->fused_loss ? tokens * 4.0 : cost_logit_elems(env, p, b, s) * (mt->loss_bytes_per_logit - 2.0);
+    double loss_bytes = sm.loss_bytes_per_logit > 0 ? sm.loss_bytes_per_logit : mt->loss_bytes_per_logit;
+    mem.logits = p->fused_loss ? tokens * 4.0 : cost_logit_elems(env, p, b, s) * (loss_bytes - 2.0);
   }
   /* Buffers: the gathered (tensor-parallel) copy of one layer input and output; with ZeRO-3, the gathered
-   * parameters of the layer in use and the one prefetched. */
+   * parameters of the layer in use and the one prefetched; a ZeRO-1/2 optimizer's reduction bucket of 16-bit
+   * gradients (stack.c [DS-bucket]). */
   mem.buffers = (p->tp > 1 ? 2.0 * cost_boundary_bytes(env, p, b, s, false) : 0);
   if (p->zero_stage >= 3 && R->n_layers > 0) mem.buffers += 2.0 * sb.weights * (dense + expert) / (double)R->n_layers;
-  mem.overhead = mt->overhead_bytes + mt->context_bytes;
-  mem.total = mem.params + mem.grads + mem.optimizer + (mem.activations + mem.logits + mem.buffers) * mt->fragmentation +
-              mem.overhead;
+  if ((p->zero_stage == 1 || p->zero_stage == 2) && p->offload_optimizer == PLAN_OFFLOAD_NONE)
+    mem.buffers += sm.bucket_elems * 2.0;
+  mem.workspace = mt->overhead_bytes;
+  /* The allocator's reserve grows with the bytes allocated and freed through the iteration (cost.h). */
+  mem.reserve = cost_reserve_fraction(env, p) * (mem.activations + mem.logits + mem.buffers + mem.step);
+  mem.context = mt->context_bytes + sm.eager_context_bytes;
+  mem.total = mem.params + mem.grads + mem.optimizer + mem.activations + mem.logits + mem.buffers + mem.step +
+              mem.workspace + mem.reserve + mem.context;
   return mem;
 }

@@ -21,6 +21,15 @@ enum { COST_N_TIME_PARTS = 11 };
 AP_HIDDEN const cost_time_part *cost_time_parts(void);
 AP_HIDDEN double cost_time_part_s(const cost_time *t, size_t i);
 
+/* One part of a stage's memory: its JSON key under memory.stages[], its column in estimate's table, its label
+ * (the report's stacked bars) and its offset in cost_mem. */
+typedef struct {
+  const char *key, *column, *label;
+  size_t offset;
+} cost_mem_part;
+/* The parts in cost_mem's order, without the total (*n of them); they add up to total_bytes. */
+AP_HIDDEN const cost_mem_part *cost_mem_parts(size_t *n);
+
 /* What bounds the plan, in words, with the share that earns it: "compute: forward, backward and recompute
  * take 95.5% of the iteration", "memory (90.1 GiB needed of 80.0)". */
 AP_HIDDEN void cost_result_bound_text(const cost_result *r, char *out, size_t n);
@@ -31,6 +40,14 @@ AP_HIDDEN void cost_result_bound_text(const cost_result *r, char *out, size_t n)
 AP_HIDDEN void cost_result_put(jd *d, json_t *o, const cost_result *r);
 /* Puts plan p under key as its plan-format object (docs/plan-format.md). */
 AP_HIDDEN void cost_doc_plan(jd *d, json_t *o, const char *key, const plan *p);
+
+/* Puts "calibration" into o (docs/json.md): where the device's compute constants come from (its chip's fitted
+ * entry, the nearest sibling's, the defaults) and the error band of the prediction r of plan p with the
+ * throughput and iteration time it spans (null when the calibration holds none). */
+AP_HIDDEN void cost_calibration_put(jd *d, json_t *o, const cost_env *env, const plan *p, const cost_result *r);
+/* Its two text lines ("constants ...", "band ..."), rendered from such an object after indent, the labels
+ * padded to width; nothing when c is NULL. */
+AP_HIDDEN void cost_calibration_text(strbuf *sb, const json_t *c, const char *indent, int width);
 
 /* Builds the document of `estimate` (autopar-estimate/1) into d (jd_init is done here); the caller frees it
  * with jd_free. */

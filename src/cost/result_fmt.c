@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/jsonx.h"
+#include "cost/calib.h"
 #include "cost/result_doc.h"
 #include "plan/summary.h"
 
@@ -65,21 +66,26 @@ void cost_result_bound_text(const cost_result *r, char *out, size_t n) {
              100 * (t->forward + t->backward + t->recompute) / it);
 }
 
-/* The parts of one stage's memory, in the order of the text table. */
-static const struct {
-  const char *key, *column;
-  size_t offset;
-} mem_parts[] = {
-    {"params_bytes", "params", offsetof(cost_mem, params)},
-    {"grads_bytes", "grads", offsetof(cost_mem, grads)},
-    {"optimizer_bytes", "optim", offsetof(cost_mem, optimizer)},
-    {"activations_bytes", "activ", offsetof(cost_mem, activations)},
-    {"logits_bytes", "logits", offsetof(cost_mem, logits)},
-    {"buffers_bytes", "buffers", offsetof(cost_mem, buffers)},
-    {"overhead_bytes", "overhd", offsetof(cost_mem, overhead)},
-    {"total_bytes", "total", offsetof(cost_mem, total)},
+/* The parts of one stage's memory, in the order of the text table; they add up to total_bytes. */
+static const cost_mem_part mem_parts[] = {
+    {"params_bytes", "params", "parameters", offsetof(cost_mem, params)},
+    {"grads_bytes", "grads", "gradients", offsetof(cost_mem, grads)},
+    {"optimizer_bytes", "optim", "optimizer states", offsetof(cost_mem, optimizer)},
+    {"activations_bytes", "activ", "activations", offsetof(cost_mem, activations)},
+    {"logits_bytes", "logits", "logits / loss", offsetof(cost_mem, logits)},
+    {"buffers_bytes", "buffers", "buffers", offsetof(cost_mem, buffers)},
+    {"step_bytes", "step", "optimizer step copies", offsetof(cost_mem, step)},
+    {"workspace_bytes", "wkspace", "library workspaces", offsetof(cost_mem, workspace)},
+    {"reserve_bytes", "reserve", "allocator reserve", offsetof(cost_mem, reserve)},
+    {"context_bytes", "context", "CUDA context, NCCL", offsetof(cost_mem, context)},
+    {"total_bytes", "total", "total", offsetof(cost_mem, total)},
 };
 _Static_assert(sizeof(cost_mem) == AP_COUNT(mem_parts) * sizeof(double), "every part of cost_mem is in mem_parts[]");
+
+const cost_mem_part *cost_mem_parts(size_t *n) {
+  *n = AP_COUNT(mem_parts) - 1; /* the last row is the total */
+  return mem_parts;
+}
 
 void cost_result_put(jd *d, json_t *o, const cost_result *r) {
   jd_num(d, o, "iteration_time_s", r->iter_s);
@@ -108,6 +114,7 @@ void cost_result_put(jd *d, json_t *o, const cost_result *r) {
   jd_num(d, m, "peak_bytes", r->peak_mem_bytes);
   jd_int(d, m, "peak_stage", r->peak_rank);
   jd_bool(d, m, "fits", r->fits);
+  jd_num(d, m, "reserve_fraction", r->reserve_fraction);
   if (r->host_mem_bytes > 0) { /* offload (cost/offload.c): the host memory per node it takes, and the node's */
     jd_num(d, m, "host_bytes", r->host_mem_bytes);
     jd_num(d, m, "host_capacity_bytes", r->host_capacity_bytes);
@@ -151,10 +158,63 @@ static void plan_header(jd *d, const cost_env *env, const plan *p) {
   cost_doc_plan(d, d->root, "plan", p);
 }
 
+static const char *const how_names[] = {
+    [CALIB_FITTED] = "fitted", [CALIB_SIBLING] = "sibling", [CALIB_DEFAULTS] = "defaults", [CALIB_GIVEN] = "given"};
+
+void cost_calibration_put(jd *d, json_t *o, const cost_env *env, const plan *p, const cost_result *r) {
+  const calib_origin *org = cost_env_origin(env);
+  json_t *c = jd_obj(d, o, "calibration");
+  jd_str(d, c, "chip", org->chip);
+  jd_str(d, c, "family", org->family);
+  jd_str(d, c, "constants", how_names[org->how]);
+  jd_str(d, c, "from_chip", org->how == CALIB_SIBLING ? org->from : NULL);
+  char note[256];
+  calib_origin_text(org, note, sizeof note);
+  jd_str(d, c, "note", note);
+  const calib_band *b = cost_env_band(env, p);
+  if (!b) {
+    jd_null(d, c, "band");
+    return;
+  }
+  /* A residual e = predicted / measured - 1 puts the measured throughput at predicted / (1 + e) and the measured
+   * time at predicted · (1 + e). */
+  json_t *bo = jd_obj(d, c, "band");
+  jd_str(d, bo, "family", b->family);
+  jd_str(d, bo, "stack", b->stack);
+  jd_int(d, bo, "rows", b->rows);
+  jd_num(d, bo, "error_low", b->error_low);
+  jd_num(d, bo, "error_high", b->error_high);
+  jd_num(d, bo, "mape", b->mape);
+  double up = 1 + b->error_low > 0 ? 1 / (1 + b->error_low) : INFINITY, down = 1 / (1 + b->error_high);
+  jd_num(d, bo, "tokens_per_s_low", r->tokens_per_s * down);
+  jd_num(d, bo, "tokens_per_s_high", r->tokens_per_s * up);
+  jd_num(d, bo, "tokens_per_s_per_device_low", r->tokens_per_s_per_device * down);
+  jd_num(d, bo, "tokens_per_s_per_device_high", r->tokens_per_s_per_device * up);
+  jd_num(d, bo, "iteration_time_s_low", r->iter_s * (1 + b->error_low));
+  jd_num(d, bo, "iteration_time_s_high", r->iter_s * (1 + b->error_high));
+}
+
+void cost_calibration_text(strbuf *sb, const json_t *c, const char *indent, int width) {
+  if (!c) return;
+  sb_printf(sb, "%s%-*s%s\n", indent, width, "constants", jd_gets(c, "note"));
+  const json_t *b = jd_at(c, "band");
+  if (!b || json_is_null(b)) {
+    sb_printf(sb, "%s%-*snone: no validate residuals for these constants in the calibration\n", indent, width, "band");
+    return;
+  }
+  sb_printf(sb, "%s%-*s%.1f to %.1f tokens/s/device: 80%% of %lld validate rows on %s/%s were within %+.1f%% to "
+                "%+.1f%% of the prediction\n",
+            indent, width, "band", jd_getn(b, "tokens_per_s_per_device_low"), jd_getn(b, "tokens_per_s_per_device_high"),
+            (long long)jd_geti(b, "rows"), jd_gets(b, "family"), jd_gets(b, "stack"),
+            -100 * jd_getn(b, "error_high") / (1 + jd_getn(b, "error_high")),
+            -100 * jd_getn(b, "error_low") / (1 + jd_getn(b, "error_low")));
+}
+
 void cost_estimate_doc(jd *d, const cost_env *env, const plan *p, const cost_result *r) {
   jd_init(d, "autopar-estimate/1");
   plan_header(d, env, p);
   cost_result_put(d, d->root, r);
+  cost_calibration_put(d, d->root, env, p, r);
 }
 
 char *cost_result_json(const cost_env *env, const plan *p, const cost_result *r) {
@@ -175,6 +235,7 @@ static void estimate_text(strbuf *sb, const json_t *doc) {
   double it = jd_getn(doc, "iteration_time_s");
   sb_printf(sb, "\niteration  %.4f s   %.0f tokens/s   %.1f tokens/s/device   bound: %s\n", it,
             jd_getn(doc, "tokens_per_s"), jd_getn(doc, "tokens_per_s_per_device"), jd_gets(doc, "bound"));
+  cost_calibration_text(sb, jd_at(doc, "calibration"), "", 11);
   const char *headline = jd_gets(doc, "mfu.headline");
   if (headline && strcmp(headline, "graph") == 0)
     sb_printf(sb, "MFU        %.1f%% (graph FLOPs: every op's forward and backward)   HFU %.1f%%   of dense bf16 peak   "
@@ -197,6 +258,9 @@ static void estimate_text(strbuf *sb, const json_t *doc) {
   bool host_short = host > host_cap;
   sb_printf(sb, "\nmemory per device (GiB), capacity %.1f: %s\n", gib(jd_getn(m, "capacity_bytes")),
             jd_getn(m, "peak_bytes") <= jd_getn(m, "capacity_bytes") ? "fits" : "DOES NOT FIT");
+  sb_printf(sb, "allocator reserve %.0f%% of the transient bytes (activations, logits, buffers, step copies; "
+                "memory.reserve_fraction, fitted by calibration)\n",
+            100 * jd_getn(m, "reserve_fraction"));
   if (host > 0)
     sb_printf(sb, "host memory per node for offload: %.1f GiB of %.1f: %s\n", gib(host), gib(host_cap),
               host_short ? "DOES NOT FIT" : "fits");

@@ -1,6 +1,7 @@
 /* How a plan shards the model (cost layer): the GEMM dtype of its precision, the compute_shard that compute.c
  * prices ops under, and the divisor of a tensor's bytes per device. layer.c and activations.c both read it. */
 #include "cost/internal.h"
+#include "plan/stack.h"
 
 hw_dtype cost_gemm_dtype(plan_precision precision) {
   /* The matmuls run in the plan's precision; bf16 for anything else (plan.h: fp8 is fp8 GEMMs with bf16
@@ -12,8 +13,10 @@ hw_dtype cost_gemm_dtype(plan_precision precision) {
 }
 
 compute_shard cost_shard_of(const plan *p) {
+  const plan_stack_info *st = plan_stack_get(p->stack); /* NULL when not resolved: fused attention */
   return (compute_shard){.tp = p->tp, .cp = p->cp, .ep = p->ep, .etp = plan_etp(p),
-                         .sequence_parallel = p->sequence_parallel && p->tp > 1, .gemm_dtype = cost_gemm_dtype(p->precision)};
+                         .sequence_parallel = p->sequence_parallel && p->tp > 1, .gemm_dtype = cost_gemm_dtype(p->precision),
+                         .attn_scores = st && st->attn_scores, .attn_sm80 = st && st->attn_sm80};
 }
 
 /* Sharding divisor of a saved tensor: cp for the sequence, tp when TP splits it or SP splits its sequence. */

@@ -73,15 +73,21 @@ static const cost_tuning_param params[] = {
      "TUNING: cuBLAS/cuDNN workspaces and framework buffers inside the allocator: cuBLAS takes up to 32 MiB of "
      "workspace per stream (CUDA toolkit docs, cublasSetWorkspace) and fused kernels keep a few more buffers; "
      "0.5 GiB."},
-    {"memory.context_bytes", COST_SCOPE_GLOBAL, MEM(context_bytes), "bytes", 0.0, 4.0 * GiB, 0.75 * GiB, true, 0, 2,
+    {"memory.context_bytes", COST_SCOPE_GLOBAL, MEM(context_bytes), "bytes", 0.0, 4.0 * GiB, 0.75 * GiB, true, 0, 1,
      "TUNING: the CUDA context takes about 0.5 GiB on Hopper and NCCL's channel buffers a few hundred MiB "
      "(NCCL_BUFFSIZE 4 MiB per channel and peer); PyTorch's reserved-memory figure leaves both out."},
-    {"memory.fragmentation", COST_SCOPE_GLOBAL, MEM(fragmentation), "1", 1.0, 1.6, 1.05, true, 0, 0,
-     "TUNING: the PyTorch caching allocator needs some slack above live bytes to place a new block; with "
-     "expandable segments it stays near 5% (PyTorch docs, \"CUDA memory management\")."},
-    {"memory.pool_fraction", COST_SCOPE_GLOBAL, MEM(pool_fraction), "1", 0.0, 0.6, 0.1, true, 0, 1,
-     "TUNING: PyTorch's caching allocator rounds and caches blocks; reserved exceeds allocated by 5-20% in "
-     "published training runs (PyTorch docs, \"CUDA memory management\")."},
+    {"memory.reserve_fraction", COST_SCOPE_GLOBAL, MEM(reserve_fraction), "1", 0.0, 1.0, 0.15, true, 0, 2,
+     "TUNING: the PyTorch caching allocator keeps freed blocks cached and splits large ones, so what it reserves "
+     "exceeds the live tensors; the excess comes from the blocks allocated and freed through the iteration "
+     "(activations, logits, buffers, the step's copies), not from the states allocated once (c10/cuda/"
+     "CUDACachingAllocator.cpp: blocks over 1 MiB rounded to 2 MiB, segments released only when an allocation "
+     "fails); reserved exceeds allocated by 5-20% of the total in published runs (PyTorch docs, \"CUDA memory "
+     "management\"), 0.15 of the transient bytes. Fitted to the measured peaks of runs.csv (`autopar calibrate`, "
+     "memory fit)."},
+    {"memory.expandable_factor", COST_SCOPE_GLOBAL, MEM(expandable_factor), "1", 0.0, 1.0, 0.5, true, 0, 3,
+     "TUNING: with expandable_segments:True the allocator maps a block's pages into one growing segment instead "
+     "of caching whole segments (PyTorch docs, \"CUDA memory management\", expandable_segments), so its reserve "
+     "is a fraction of the classic allocator's; fitted to the rows of stacks that launch with it (torchtitan)."},
     {"memory.loss_bytes_per_logit", COST_SCOPE_GLOBAL, MEM(loss_bytes_per_logit), "bytes", 2.0, 16.0, 6.0, true, 0, 0,
      "TUNING: Megatron's fused vocab-parallel cross entropy (tensor_parallel/cross_entropy.py) works in place on "
      "one fp32 copy of the 16-bit logits: 2 + 4 = 6 bytes per element. Other losses differ: flash-attn's in-place "

@@ -39,6 +39,10 @@ static void put_device(strbuf *sb, const hw_device *d) {
     put_key(sb, &first, "chip");
     jx_sb_str(sb, d->chip);
   }
+  if (d->family[0]) {
+    put_key(sb, &first, "family");
+    jx_sb_str(sb, d->family);
+  }
   put_key(sb, &first, "peak_flop_per_s");
   sb_puts(sb, "{");
   bool first_dtype = true;

@@ -23,7 +23,7 @@ _Static_assert(AP_COUNT(topology_names) == HW_TOPO_COUNT, "topology name table a
 
 /* The fields a device object may hold. */
 static const char *const device_keys[] = {
-    "name", "aliases", "vendor", "description", "node", "chip", "peak_flop_per_s", "mem_bytes", "mem_bw_Bps",
+    "name", "aliases", "vendor", "description", "node", "chip", "family", "peak_flop_per_s", "mem_bytes", "mem_bw_Bps",
     "tdp_w", "host_link", "host_link_bw_Bps", "sources", "profile",
 };
 
@@ -116,6 +116,7 @@ ap_status hw_device_from_json(const jx_src *s, json_t *obj, hw_device *out) {
   if (!st) st = hwj_text(s, obj, "description", false, out->description, sizeof out->description);
   if (!st) st = hwj_text(s, obj, "node", false, out->default_node, sizeof out->default_node);
   if (!st) st = hwj_text(s, obj, "chip", false, out->chip, sizeof out->chip);
+  if (!st) st = hwj_text(s, obj, "family", false, out->family, sizeof out->family);
   if (!st) st = read_peaks(s, obj, out);
   if (!st) st = jx_i64(s, obj, "mem_bytes", true, 1, INT64_MAX, &out->mem_bytes, NULL);
   if (!st) st = hwj_positive(s, obj, "mem_bw_Bps", true, &out->mem_bw_Bps, NULL);

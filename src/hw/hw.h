@@ -55,7 +55,9 @@ typedef struct {
   char description[HW_TEXT_MAX];  /* "NVIDIA H100 SXM5 80 GB"; "" when not stated */
   char default_node[HW_NAME_MAX]; /* cluster preset that "NAME:COUNT" builds on; "" when none */
   char chip[HW_NAME_MAX];         /* the GPU silicon ("GH100"); devices of one chip share fitted compute
-                                   * constants where only one of them was calibrated; "" when not stated */
+                                   * fitted compute constants (cost/calib.c); "" when not stated */
+  char family[HW_NAME_MAX];       /* the architecture ("Hopper"): a chip with no fitted constants takes those of
+                                   * the nearest fitted chip of its family; "" when not stated */
   double peak_flop_per_s[HW_DTYPE_COUNT]; /* dense (not sparse) peak; 0 = unsupported */
   int64_t mem_bytes;                      /* device memory capacity */
   double mem_bw_Bps;                      /* peak device memory bandwidth */
@@ -144,6 +146,9 @@ AP_HIDDEN bool hw_topology_from_name(const char *name, hw_topology *out);
 /* Looks a device up among the presets by name or alias, case-insensitively, and copies it to *out. On an
  * unknown name returns AP_NOTFOUND with the closest names in the context's error. */
 AP_HIDDEN ap_status hw_device_find(ap_ctx *ctx, const char *name, hw_device *out);
+/* The family and dense bf16 peak of chip `chip`, read from the first device preset on it (presets.c); false
+ * (family "", peak 0) when no preset is on that chip. */
+AP_HIDDEN bool hw_chip_info(const char *chip, char *family, size_t family_n, double *bf16_peak_flop_per_s);
 /* Parses a device file held in memory; file names the text in error messages. */
 AP_HIDDEN ap_status hw_device_parse(ap_ctx *ctx, const char *file, const char *text, size_t n_bytes,
                                     hw_device *out);

@@ -130,3 +130,25 @@ void hw_preset_suggest(const char *name, bool devices, bool clusters, char *out,
   for (size_t i = 0; i < n_names; i++) ptrs[i] = names[i];
   util_suggest(name, ptrs, n_names, out, cap);
 }
+
+bool hw_chip_info(const char *chip, char *family, size_t family_n, double *bf16_peak) {
+  if (family_n) family[0] = '\0';
+  *bf16_peak = 0;
+  if (!chip || !*chip) return false;
+  size_t n;
+  const embedded_file *files = embedded_files(&n);
+  for (size_t i = 0; i < n; i++) {
+    if (!hw_preset_is(&files[i], HW_PRESET_DEVICE) || !strstr(files[i].text, chip)) continue;
+    json_t *root = load_quiet(&files[i]);
+    const char *own = json_string_value(json_object_get(root, "chip"));
+    bool hit = own && strcmp(own, chip) == 0;
+    if (hit) {
+      const char *fam = json_string_value(json_object_get(root, "family"));
+      snprintf(family, family_n, "%s", fam ? fam : "");
+      *bf16_peak = json_number_value(json_object_get(json_object_get(root, "peak_flop_per_s"), "bf16"));
+    }
+    json_decref(root);
+    if (hit) return true;
+  }
+  return false;
+}

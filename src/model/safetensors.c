@@ -6,12 +6,10 @@
 
 #include "core/jsonx.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* The header is JSON of at most 100 MB (the reference implementation's limit, safetensors/src/tensor.rs
  * MAX_HEADER_SIZE). */
@@ -64,6 +62,19 @@ const st_tensor *st_find(const st_file *f, const char *name) {
   return NULL;
 }
 
+/* The element count of a shape of sizes >= 0, or limit + 1 when it exceeds limit (limit < UINT64_MAX). A size 0
+ * makes the count 0 whatever the others are, so the product is taken only over sizes >= 1 and never overflows. */
+static uint64_t shape_elems(int n_dims, const int64_t *shape, uint64_t limit) {
+  for (int d = 0; d < n_dims; d++)
+    if (shape[d] == 0) return 0;
+  uint64_t n = 1;
+  for (int d = 0; d < n_dims; d++) {
+    if (shape[d] < 0 || (uint64_t)shape[d] > limit / n) return limit + 1;
+    n *= (uint64_t)shape[d];
+  }
+  return n;
+}
+
 typedef struct {
   uint64_t begin, end;
 } st_range;
@@ -88,15 +99,15 @@ static ap_status parse_entry(ap_ctx *ctx, const char *file, const char *name, js
     return ctx_fail(ctx, AP_INVALID, "%s: tensor \"%s\": shape: expected an array of at most %d sizes", file, name,
                     ST_MAX_DIMS);
   t->n_dims = (int)json_array_size(js);
-  uint64_t n_elems = 1;
   for (int d = 0; d < t->n_dims; d++) {
     json_t *x = json_array_get(js, (size_t)d);
-    if (!json_is_integer(x) || json_integer_value(x) < 0 || (uint64_t)json_integer_value(x) > n_data)
-      return ctx_fail(ctx, AP_INVALID, "%s: tensor \"%s\": shape[%d]: expected a size the file can hold", file, name, d);
+    if (!json_is_integer(x) || json_integer_value(x) < 0)
+      return ctx_fail(ctx, AP_INVALID, "%s: tensor \"%s\": shape[%d]: expected a size (an integer >= 0)", file, name, d);
     t->shape[d] = (int64_t)json_integer_value(x);
-    n_elems *= (uint64_t)t->shape[d];
-    if (n_elems > n_data) return ctx_fail(ctx, AP_INVALID, "%s: tensor \"%s\": shape: larger than the file", file, name);
   }
+  /* A size may exceed the file when another is 0 (shape [0, 8] holds no bytes). */
+  uint64_t n_elems = shape_elems(t->n_dims, t->shape, n_data);
+  if (n_elems > n_data) return ctx_fail(ctx, AP_INVALID, "%s: tensor \"%s\": shape: larger than the file", file, name);
   if (!json_is_array(jo) || json_array_size(jo) != 2 || !json_is_integer(json_array_get(jo, 0)) ||
       !json_is_integer(json_array_get(jo, 1)))
     return ctx_fail(ctx, AP_INVALID, "%s: tensor \"%s\": data_offsets: expected [begin, end]", file, name);
@@ -187,21 +198,28 @@ static void put_u64(uint8_t *p, uint64_t v) {
   for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* The most values one tensor may have in a written file: its bytes (4 each) must fit the header's offsets. */
+#define ST_MAX_WRITE_ELEMS (UINT64_MAX / 16)
+
 ap_status st_write(ap_ctx *ctx, const char *path, const st_out *tensors, int64_t n) {
   strbuf hdr = {0};
   uint64_t off = 0;
   sb_puts(&hdr, "{");
   for (int64_t i = 0; i < n; i++) {
-    int64_t ne = 1;
-    if (i) sb_puts(&hdr, ",");
-    jx_sb_str(&hdr, tensors[i].name);
-    sb_puts(&hdr, ":{\"dtype\":\"F32\",\"shape\":[");
-    for (int d = 0; d < tensors[i].n_dims; d++) {
-      sb_printf(&hdr, "%s%lld", d ? "," : "", (long long)tensors[i].shape[d]);
-      ne *= tensors[i].shape[d];
+    const st_out *o = &tensors[i];
+    uint64_t ne = o->n_dims >= 0 && o->n_dims <= ST_MAX_DIMS ? shape_elems(o->n_dims, o->shape, ST_MAX_WRITE_ELEMS)
+                                                             : ST_MAX_WRITE_ELEMS + 1;
+    if (ne > ST_MAX_WRITE_ELEMS || 4 * ne > UINT64_MAX / 2 - off) {
+      sb_free(&hdr);
+      return ctx_fail(ctx, AP_INVALID, "%s: tensor \"%s\": shape: expected at most %d sizes >= 0 of a writable size",
+                      path, o->name, ST_MAX_DIMS);
     }
-    sb_printf(&hdr, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + 4 * (uint64_t)ne));
-    off += 4 * (uint64_t)ne;
+    if (i) sb_puts(&hdr, ",");
+    jx_sb_str(&hdr, o->name);
+    sb_puts(&hdr, ":{\"dtype\":\"F32\",\"shape\":[");
+    for (int d = 0; d < o->n_dims; d++) sb_printf(&hdr, "%s%lld", d ? "," : "", (long long)o->shape[d]);
+    sb_printf(&hdr, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + 4 * ne));
+    off += 4 * ne;
   }
   sb_puts(&hdr, "}");
   /* The reference writer pads the header with spaces to a multiple of 8 bytes (safetensors/src/tensor.rs). */
@@ -210,41 +228,30 @@ ap_status st_write(ap_ctx *ctx, const char *path, const st_out *tensors, int64_t
     sb_free(&hdr);
     return ctx_fail(ctx, AP_NOMEM, "%s: out of memory", path);
   }
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 32);
-  FILE *f = NULL;
-  if (tmp) {
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-    f = fopen(tmp, "wb");
-  }
-  if (!f) {
-    ap_status st = ctx_fail(ctx, AP_IO, "%s: cannot write: %s", path, tmp ? strerror(errno) : "out of memory");
-    free(tmp);
+  /* Through the library's writer: an exclusive temporary beside the target, renamed at the end. */
+  util_writer *w;
+  ap_status st = util_write_open(ctx, path, &w);
+  if (st) {
     sb_free(&hdr);
     return st;
   }
-  uint8_t len8[8];
-  put_u64(len8, hdr.len);
-  bool ok = fwrite(len8, 1, 8, f) == 8 && fwrite(hdr.buf, 1, hdr.len, f) == hdr.len;
-  for (int64_t i = 0; i < n && ok; i++) {
-    int64_t ne = 1;
-    for (int d = 0; d < tensors[i].n_dims; d++) ne *= tensors[i].shape[d];
-    for (int64_t k = 0; k < ne && ok; k++) {
+  uint8_t buf[4096];
+  put_u64(buf, hdr.len);
+  util_write_put(w, buf, 8);
+  util_write_put(w, hdr.buf, hdr.len);
+  sb_free(&hdr);
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t ne = shape_elems(tensors[i].n_dims, tensors[i].shape, ST_MAX_WRITE_ELEMS);
+    size_t fill = 0;
+    for (uint64_t k = 0; k < ne; k++) {
       uint32_t u;
-      uint8_t b[4];
       memcpy(&u, &tensors[i].data[k], sizeof u);
-      for (int j = 0; j < 4; j++) b[j] = (uint8_t)(u >> (8 * j));
-      ok = fwrite(b, 1, 4, f) == 4;
+      for (int j = 0; j < 4; j++) buf[fill++] = (uint8_t)(u >> (8 * j));
+      if (fill == sizeof buf || k + 1 == ne) {
+        util_write_put(w, buf, fill);
+        fill = 0;
+      }
     }
   }
-  ok = (fclose(f) == 0) && ok;
-  sb_free(&hdr);
-  if (!ok || rename(tmp, path) != 0) {
-    ap_status st = ctx_fail(ctx, AP_IO, "%s: cannot write: %s", path, strerror(errno));
-    remove(tmp);
-    free(tmp);
-    return st;
-  }
-  free(tmp);
-  return AP_OK;
+  return util_write_close(ctx, path, w, true);
 }

@@ -37,7 +37,8 @@ AP_HIDDEN void st_free(st_file *f);
 /* The tensor called name, or NULL. */
 AP_HIDDEN const st_tensor *st_find(const st_file *f, const char *name);
 
-/* Writes n tensors as F32 to path through a temporary file renamed at the end, so a failure leaves none.
+/* Writes n tensors as F32 to path through util_write_open (an exclusive temporary beside path, renamed at the
+ * end), so a failure leaves no partial file and a planted name is never followed.
  * names[i] is a tensor of n_dims[i] dimensions shape[i][..] whose values are data[i]. */
 typedef struct {
   const char *name;

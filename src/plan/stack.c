@@ -21,7 +21,9 @@
  *      grad_reduce_in_fp32=True (commit not pinned).
  *  [DS-pipe] deepspeedai/DeepSpeed deepspeed/runtime/pipe/engine.py @e787c163: PipelineEngine asserts ZeRO
  *      stage < 2 ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"); deepspeed/runtime/pipe/
- *      schedule.py TrainSchedule is 1F1B, the only training schedule.
+ *      schedule.py TrainSchedule is 1F1B, the only training schedule; it appends ReduceTiedGrads, ReduceGrads
+ *      and OptimizerStep after the last micro-batch's backward (step_id == total_steps - 1), so with pipeline
+ *      parallelism the gradient reduction and ZeRO's parameter gather overlap no compute.
  *  [DS-bf16] deepspeedai/DeepSpeed deepspeed/runtime/bf16_optimizer.py @0acdb021: BF16_Optimizer keeps the
  *      bf16 gradients and an fp32 gradient buffer the size of the whole flat bf16 group (fp32_groups_
  *      gradients_flat, torch.zeros_like(bf16_groups_flat, dtype=grad_acc_dtype), fp32 by default), sharding
@@ -33,9 +35,44 @@
  *      1F1B, Interleaved1F1B, ZBVZeroBubble); no optimizer-only sharding (no ZeRO-1); activation checkpointing
  *      none / selective op / full; with pipeline parallelism the gradients of all micro-batches accumulate
  *      unsharded in fp32 before the reduce-scatter (issue 10's reading; commit not pinned).
+ *  [MDS-attn] bigscience-workshop/Megatron-DeepSpeed megatron/model/transformer.py @06dc2d7f, ParallelAttention.
+ *      forward: raw scores [b·np, sq, sk] by torch.baddbmm into a preallocated tensor, FusedScaleMaskSoftmax,
+ *      attention dropout, torch.bmm with V: the scores and probabilities go through device memory, and the
+ *      full sq×sk product is computed (no causal skipping). That fork has no flash path; microsoft/Megatron-
+ *      DeepSpeed added flash attention later as an opt-in flag (--use-flash-attn, store_true; commit not
+ *      pinned), so the unfused kernel is the stack's default.
+ *  [FA2] llm-foundry's attn_impl flash calls flash-attn 2.x (flash_attn_varlen_func; commit not pinned) and
+ *      PyTorch's SDPA flash backend is FlashAttention-2 (PyTorch 2.2 release notes), which torchtitan uses;
+ *      FlashAttention-2 runs on Ampere's mma.sync instructions and reaches about 35% of H100's peak where
+ *      FlashAttention-3 and cuDNN's fused attention (Transformer Engine, Megatron's stacks) use Hopper's wgmma
+ *      and TMA and reach 75% (Shah et al. 2024, FlashAttention-3, arXiv 2407.08608, §1 and §4.1).
  *  [LF] mosaicml/llm-foundry: Composer's FSDP (FULL_SHARD = 3, SHARD_GRAD_OP = 2), no tensor or pipeline
  *      parallelism, attn_impl flash, loss_fn fused_crossentropy (commit not pinned); gradient width not
- *      verified: the cost model's former 4 bytes kept. */
+ *      verified: the cost model's former 4 bytes kept.
+ *  [DS-engine] deepspeedai/DeepSpeed deepspeed/runtime/engine.py @edaa7221, _do_optimizer_sanity_check and
+ *      get_data_types: with ZeRO enabled the ZeRO optimizer (zero/stage_1_and_2.py) runs bf16 as it runs fp16,
+ *      with gradients in the model dtype (grad_accum_dtype defaults to it); BF16_Optimizer is chosen only with
+ *      ZeRO-1 and an fp32 grad_accum_dtype, or without ZeRO under pipeline parallelism: its fp32 accumulators
+ *      ([DS-bf16]) are the ZeRO-0 case here.
+ *  [DS-step] deepspeedai/DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py @edaa7221, DeepSpeedZeroOptimizer.step:
+ *      the local gradient partition is flattened into one 16-bit tensor and cast to an fp32 copy
+ *      (single_grad_partition) before the Adam step: 2 + 4 bytes per parameter of the partition; without ZeRO,
+ *      deepspeed/runtime/fp16/fused_optimizer.py FP16_Optimizer.step casts every gradient to fp32 (p.grad.to)
+ *      and flattens the list (_flatten_dense_tensors): 4 + 4 bytes per parameter, all alive at the cat.
+ *  [DS-bucket] the same stage_1_and_2.py: reduce_bucket_size defaults to 500,000,000 elements, and with
+ *      contiguous_gradients (default true) a bucket of that many elements of the 16-bit dtype is allocated
+ *      for the reduction (backward(); reduce_gradients() under pipeline parallelism).
+ *  [MLM-ce] NVIDIA/Megatron-LM megatron/core/tensor_parallel/cross_entropy.py @d98e8a64: the vocab-parallel
+ *      cross entropy works in place on one fp32 copy of the 16-bit logits (memory.loss_bytes_per_logit's 6).
+ *  [TT-loss] pytorch/torchtitan torchtitan/components/loss.py @b5bcd76c, cross_entropy_loss: cross_entropy over
+ *      pred.float(); the trainer drops the 16-bit logits before the backward, whose peak holds the saved fp32
+ *      log-softmax output, its incoming gradient and the input gradient (aten log_softmax_backward): 12 bytes
+ *      per logit element. run_train.sh @b5bcd76c launches with PYTORCH_ALLOC_CONF="expandable_segments:True".
+ *  [BS-ctx] bigscience-workshop/bigscience train/tr11-176B-ml/chronicles-prequel.md @053adafe: "40GB A100 takes
+ *      1573MiB for cuda kernels (probably about the same for 80GB ...)", measured with torch.ones(1).cuda() and
+ *      nvidia-smi on the 2022 software the megatron-deepspeed rows ran (CUDA 11, every module loaded at start);
+ *      CUDA 11.7 and later load modules lazily (CUDA_MODULE_LOADING=LAZY, PyTorch's default since 2.0), which
+ *      memory.context_bytes counts. */
 #include <stdio.h>
 #include <string.h>
 
@@ -50,37 +87,51 @@
 #define GRADS(b, f, e) {[PLAN_PREC_BF16] = b, [PLAN_PREC_FP16] = f, [PLAN_PREC_FP8] = e}
 #define G(g) {g, 0, 0}
 #define GB(g, u, upp) {g, u, upp}
+/* Memory mechanisms (plan_stack_mem): DeepSpeed's optimizers [DS-step] [DS-bucket] and BigScience's context
+ * [BS-ctx]; torchtitan's loss [TT-loss]; llm-foundry's fused_crossentropy [LF], flash-attn's in-place cross
+ * entropy, which keeps about the 16-bit logits (2 bytes per element). */
+#define MEM_DEFAULT {0, 0, 0, 0, false, 0}
+#define MEM_DEEPSPEED {6.0, 8.0, 5e8, 0, false, 0}
+#define MEM_BIGSCIENCE {6.0, 8.0, 5e8, 0, false, 1573.0 * 1048576.0}
+#define MEM_TORCHTITAN {0, 0, 0, 12.0, true, 0}
+#define MEM_LLM_FOUNDRY {0, 0, 0, 2.0, false, 0}
 
 static const plan_stack_info stacks[PLAN_STACK_DEFAULT] = {
     [PLAN_STACK_MEGATRON_LM] = {"megatron-lm", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                                 RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true, true, 0,
                                 "Transformer Engine fused attention", GRADS(G(4), G(2), G(4)),
-                                "[MLM-sched] [MLM-args] [MLM-rc] [MLM-ddp]"},
+                                "[MLM-sched] [MLM-args] [MLM-rc] [MLM-ddp]", MEM_DEFAULT},
     [PLAN_STACK_MEGATRON_BRIDGE] = {"megatron-bridge", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3),
                                     Z(0) | Z(1), RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true,
                                     true, 1,
                                     "Transformer Engine fused attention", GRADS(G(2), G(2), G(2)),
-                                    "[MLM-sched] [MLM-ddp] [MB-mp]"},
+                                    "[MLM-sched] [MLM-ddp] [MB-mp]", MEM_DEFAULT},
     [PLAN_STACK_NEMO] = {"nemo", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                          RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true, true, 0,
-                         "Transformer Engine fused attention", GRADS(G(4), G(2), G(4)), "[MLM-sched] [NeMo-mp]"},
+                         "Transformer Engine fused attention", GRADS(G(4), G(2), G(4)), "[MLM-sched] [NeMo-mp]", MEM_DEFAULT},
     [PLAN_STACK_MEGATRON_DEEPSPEED] = {"megatron-deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                                        RC(NONE) | RC(SELECTIVE) | RC(FULL), true, true, false, false, false, 0,
-                                       "Megatron fused softmax or flash attention",
-                                       GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)), "[DS-pipe] [DS-bf16] [DS-fp16]"},
+                                       "unfused: baddbmm, fused scale-mask-softmax, bmm",
+                                       GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)),
+                                       "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [BS-ctx] [MDS-attn]",
+                                       MEM_BIGSCIENCE, true, false, true},
     [PLAN_STACK_TORCHTITAN] = {"torchtitan", SCH(GPIPE) | SCH(1F1B) | SCH(INTERLEAVED_1F1B) | SCH(ZB_V),
                                Z(0) | Z(2) | Z(3), Z(0) | Z(2) | Z(3), RC(NONE) | RC(OP) | RC(FULL), true, true, true,
-                               true, false, 0, "PyTorch SDPA (flash)", GRADS(GB(4, 0, 4), GB(4, 0, 4), GB(4, 0, 4)), "[TT]"},
+                               true, false, 0, "PyTorch SDPA (flash: FlashAttention-2)",
+                               GRADS(GB(4, 0, 4), GB(4, 0, 4), GB(4, 0, 4)), "[TT] [TT-loss] [FA2]", MEM_TORCHTITAN,
+                               false, true, false},
     [PLAN_STACK_LLM_FOUNDRY] = {"llm-foundry", 0, Z(2) | Z(3), 0, RC(NONE) | RC(FULL), false, false, false, false, true,
-                                0, "flash-attn", GRADS(G(4), G(4), G(4)), "[LF]"},
+                                0, "flash-attn (FlashAttention-2)", GRADS(G(4), G(4), G(4)), "[LF] [FA2]",
+                                MEM_LLM_FOUNDRY, false, true, false},
     [PLAN_STACK_DEEPSPEED] = {"deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1), RC(NONE) | RC(FULL), true,
                               false, false, false, false, 0, "the model's own", GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)),
-                              "[DS-pipe] [DS-bf16] [DS-fp16]"},
+                              "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket]", MEM_DEEPSPEED,
+                              false, false, true},
     [PLAN_STACK_AUTOPAR] = {"autopar", ALL_SCHED, Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1) | Z(2) | Z(3), ALL_RC, true, true,
                             true, true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)),
-                            "the reference executor: every schedule of plan/schedule.h"},
+                            "the reference executor: every schedule of plan/schedule.h", MEM_DEFAULT},
     [PLAN_STACK_ANY] = {"any", ALL_SCHED, Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1) | Z(2) | Z(3), ALL_RC, true, true, true,
-                        true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)), "the whole space, for what-if studies"},
+                        true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)), "the whole space, for what-if studies", MEM_DEFAULT},
 };
 
 const plan_stack_info *plan_stack_get(plan_stack s) { return (unsigned)s < PLAN_STACK_DEFAULT ? &stacks[s] : NULL; }
@@ -125,5 +176,6 @@ plan_stack_grad_bytes plan_stack_grads(const plan *p) {
   if (!st) st = &stacks[PLAN_STACK_ANY];
   plan_stack_grad_bytes g = st->grad[(unsigned)p->precision < PLAN_PREC_COUNT_ ? p->precision : PLAN_PREC_BF16];
   if (p->pp <= 1) g.unsharded_pp = 0;
+  if (p->zero_stage > 0) g.unsharded = 0; /* the ZeRO optimizer keeps gradients in the model dtype [DS-engine] */
   return g;
 }

@@ -13,11 +13,27 @@
 #include "plan/plan.h"
 
 /* Bytes per parameter a stack keeps for gradients under one precision: `grads` is the buffer that is reduced
- * over the data-parallel ranks (sharded from ZeRO-2 on), `unsharded` an extra copy that no ZeRO stage shards
- * (DeepSpeed's BF16 optimizer's fp32 accumulators), and `unsharded_pp` one kept only when pp > 1. */
+ * over the data-parallel ranks (sharded from ZeRO-2 on), `unsharded` an extra copy kept only by the stack's
+ * optimizer without ZeRO (DeepSpeed's BF16 optimizer's fp32 accumulators, the ZeRO-0 wrapper), and
+ * `unsharded_pp` one kept only when pp > 1. */
 typedef struct {
   double grads, unsharded, unsharded_pp;
 } plan_stack_grad_bytes;
+
+/* What a stack allocates besides the model states and the saved activations (cost/memory.c turns them into
+ * bytes): the transient copies its optimizer step makes of the gradients, per parameter of the local ZeRO-1/2
+ * partition (`step_bytes_zero`) or per local parameter without ZeRO (`step_bytes_nozero`); the gradient-
+ * reduction bucket its ZeRO-1/2 optimizer keeps from the backward on, in elements of the 16-bit gradient type;
+ * the peak bytes per logit element of its default loss, the 16-bit logits included (0: the cost model's
+ * memory.loss_bytes_per_logit); and whether its launch scripts turn on the caching allocator's expandable
+ * segments, which keep fragmentation low (memory.reserve_fraction then applies with memory.expandable_factor);
+ * and the CUDA context its software takes where it loads every kernel module at start (CUDA before 11.7, or
+ * CUDA_MODULE_LOADING=EAGER): bytes beyond the lazily loaded context memory.context_bytes counts. */
+typedef struct {
+  double step_bytes_zero, step_bytes_nozero, bucket_elems, loss_bytes_per_logit;
+  bool expandable_segments;
+  double eager_context_bytes; /* the CUDA context its software measured with eager module loading; 0: lazy */
+} plan_stack_mem;
 
 typedef struct {
   const char *name;
@@ -30,6 +46,13 @@ typedef struct {
   const char *attention; /* the attention kernel it runs */
   plan_stack_grad_bytes grad[PLAN_PREC_COUNT_];
   const char *source;    /* where the row's facts come from (files at commits) */
+  plan_stack_mem mem;    /* memory mechanisms (above) */
+  bool attn_scores;      /* attention writes the [b, heads, s, s] scores and probabilities to device memory
+                          * (unfused softmax attention) instead of a flash kernel that keeps them on chip */
+  bool attn_sm80;        /* its flash attention is FlashAttention-2, built on Ampere's mma.sync: on Hopper and
+                          * Blackwell it reaches a fraction of the native kernels' rate (cost/compute.c) */
+  bool pp_sync_after;    /* with pp > 1 the gradient reduction and the parameter gather run after the last
+                          * backward of the step, overlapped with nothing (DeepSpeed's pipeline engine) */
 } plan_stack_info;
 
 /* The row of stack s (NULL for PLAN_STACK_DEFAULT or out of range). */
@@ -42,7 +65,7 @@ AP_HIDDEN plan_stack plan_stack_default(bool transformer);
 AP_HIDDEN plan_stack plan_stack_of_export(const char *format);
 /* Whether stack s runs plan p; false with the reason in why (n bytes; may be NULL). */
 AP_HIDDEN bool plan_stack_runs(plan_stack s, const plan *p, char *why, size_t n);
-/* The gradient bytes per parameter of plan p (its stack, precision and pp). */
+/* The gradient bytes per parameter of plan p (its stack, precision, ZeRO stage and pp). */
 AP_HIDDEN plan_stack_grad_bytes plan_stack_grads(const plan *p);
 
 #endif

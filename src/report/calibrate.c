@@ -1,21 +1,23 @@
-/* Calibration (report layer): `autopar calibrate FILE.csv` fits the cost model's constants per device type and
- * per link class to measured runs, and reports the error before and after, in-sample and out of sample.
+/* Calibration (report layer): `autopar calibrate FILE.csv` fits the cost model's constants per chip (every
+ * device type on one chip shares them: an A100 40 GB and 80 GB) and per link class to measured runs, stores
+ * the error bands of validate's residuals per device family and stack (calibrate_bands.c), and reports the
+ * error before and after, in-sample and out of sample.
  *
  * Method. A validate pass models every row (choosing its unstated plan fields under the calibration in force)
  * and keeps each row's cost environment and plan. The fit then minimises the mean absolute percentage error of
  * the predicted tokens/s per device, |predicted / measured - 1|, the figure validate reports (a mean absolute
  * log error, tried first, weighs over- and under-prediction alike and left the MAPE 0.2 points higher on
  * runs.csv), by coordinate descent: each constant in turn is set by a golden-section search inside its
- * physical range (calib.h), re-evaluating only the rows it affects (a device's rows for device constants, all
+ * physical range (calib.h), re-evaluating only the rows it affects (a chip's rows for chip constants, all
  * rows for global ones), for a few sweeps. Plans are then chosen again under the fitted constants and the fit
  * repeated, twice, since a different calibration can change what a tuned team would pick (a third round
  * changes the MAPE on runs.csv by less than 0.1 point).
  *
  * Out of sample: leave-one-source-out. Rows are grouped by their source (the text of the source column up to
  * its first space, e.g. "mosaicml/llm-foundry"); for each group the constants are fitted on the other groups
- * only and the group is predicted with them. A device type seen only in the left-out group takes the fitted
- * constants of a device type on the same chip (an H100 96 GB those of the H100 SXM), or keeps the constants
- * it had before the fit when there is none, which is what a user with no runs of that device would get. */
+ * only and the group is predicted with them. A chip seen only in the left-out group takes the fitted
+ * constants of the nearest chip of its family (calib_nearest), or keeps the constants it had before the fit
+ * when there is none, which is what a user with no runs of that chip would get. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +49,7 @@ typedef struct {
   cost_calib *cal;
   cal_row *rows;
   int n_rows;
-  cost_result *scratch;
+  cost_result *scratch; /* two */
   int exclude_fold; /* -1 = fit on every row */
   int sweeps, steps;
   bool memory; /* fit the memory constants to measured peaks instead of throughput */
@@ -76,7 +78,7 @@ static double row_predict(fit_state *f, const cal_row *r) {
 /* The row's error under the current constants: the APE of its throughput, or for the memory fit the absolute
  * log error of its compared memory. */
 static double row_error(fit_state *f, const cal_row *r) {
-  cost_tuning t = calib_tuning_for(f->cal, f->cal->devices[r->dev].name);
+  cost_tuning t = {f->cal->chips[r->dev].compute, f->cal->comm, f->cal->memory, f->cal->overlap};
   /* attn_bwd_eff keeps its default ratio to attn_fwd_eff. */
   t.compute.attn_bwd_eff = derived_attn_bwd(t.compute.attn_fwd_eff);
   cost_env_set_tuning(r->v->kept_env, &t);
@@ -86,17 +88,28 @@ static double row_error(fit_state *f, const cal_row *r) {
   return fabs(f->scratch->tokens_per_s_per_device / r->v->measured_tokens - 1.0);
 }
 
-/* Mean row error over the rows a constant affects (dev < 0: every row). */
+/* Mean row error over the rows a constant affects (dev < 0: every row). The memory fit also counts every
+ * training row measured to run whose plan the constants would no longer fit (validate_fit_disagrees), at
+ * OOM_PENALTY each: the memory constants decide the fit test, so they must keep every measured run fitting. */
+/* TUNING: 1.0 per row, a hundred times a typical memory error: every ok row predicted to fit is a target, not
+ * a trade-off. */
+static const double OOM_PENALTY = 1.0;
+
 static double objective(fit_state *f, int dev) {
-  double sum = 0;
+  double sum = 0, penalty = 0;
   int n = 0;
   for (int i = 0; i < f->n_rows; i++) {
     const cal_row *r = &f->rows[i];
-    if (r->fold == f->exclude_fold || (dev >= 0 && r->dev != dev) || !(f->memory ? r->mem : r->tput)) continue;
+    if (r->fold == f->exclude_fold || (dev >= 0 && r->dev != dev)) continue;
+    if (f->memory && r->tput) {
+      (void)row_error(f, r);
+      penalty += validate_fit_disagrees(r->v, f->scratch, f->scratch + 1) ? OOM_PENALTY : 0;
+    }
+    if (!(f->memory ? r->mem : r->tput)) continue;
     sum += row_error(f, r);
     n++;
   }
-  return n ? sum / n : 0;
+  return (n ? sum / n : 0) + penalty;
 }
 
 /* Whether any training row uses what parameter k of device dev models. */
@@ -155,9 +168,10 @@ static void fit_one(fit_state *f, const calib_param *k, int dev) {
   *x = cand_obj < best_obj ? cand : best;
 }
 
-/* The memory fit adjusts only constants of the measurement conventions (fit_memory in the table): the ones
- * that decide whether a plan fits (overhead, fragmentation) keep their documented values, since the reported
- * peaks mix allocator pools of several stacks and a fit to them would make feasible plans look infeasible. */
+/* The memory fit adjusts the constants marked fit_memory in the table (memory.reserve_fraction, context_bytes,
+ * expandable_factor: the allocator reserve and the CUDA context, which the measured peaks show) against the
+ * rows that report a peak, under the constraint that every row measured to run still fits (objective); the
+ * library workspaces keep their documented value. */
 static void fit(fit_state *f) {
   size_t n_params;
   const calib_param *ps = calib_params(&n_params);
@@ -173,7 +187,7 @@ static void fit(fit_state *f) {
         if (ps[k].scope == COST_SCOPE_GLOBAL) {
           if (param_applies(f, &ps[k], -1)) fit_one(f, &ps[k], -1);
         } else {
-          for (int d = 0; d < f->cal->n_devices; d++)
+          for (int d = 0; d < f->cal->n_chips; d++)
             if (param_applies(f, &ps[k], d)) fit_one(f, &ps[k], d);
         }
       }
@@ -181,8 +195,8 @@ static void fit(fit_state *f) {
    * the forward one), so that the written file predicts what the fit saw; devices without rows keep theirs. */
   for (size_t k = 0; k < n_params && !f->memory; k++) {
     if (strcmp(ps[k].name, "attn_fwd_eff") != 0) continue;
-    for (int d = 0; d < f->cal->n_devices; d++) {
-      compute_tuning *c = &f->cal->devices[d].compute;
+    for (int d = 0; d < f->cal->n_chips; d++) {
+      compute_tuning *c = &f->cal->chips[d].compute;
       if (param_applies(f, &ps[k], d)) c->attn_bwd_eff = derived_attn_bwd(c->attn_fwd_eff);
     }
   }
@@ -194,12 +208,12 @@ static void warn_at_edges(ap_ctx *ctx, cost_calib *cal) {
   size_t n_params;
   const calib_param *ps = calib_params(&n_params);
   for (size_t k = 0; k < n_params; k++) {
-    int n_dev = ps[k].scope == COST_SCOPE_DEVICE ? cal->n_devices : 1;
+    int n_dev = ps[k].scope == COST_SCOPE_DEVICE ? cal->n_chips : 1;
     for (int d = 0; d < n_dev; d++) {
       double x = *calib_param_ref(cal, &ps[k], d), span = ps[k].max - ps[k].min;
       if (x - ps[k].min < 0.01 * span || ps[k].max - x < 0.01 * span)
         ctx_log(ctx, AP_LOG_WARN, "calibrate: %s%s%s = %g is at the end of its range [%g, %g]",
-                ps[k].scope == COST_SCOPE_DEVICE ? cal->devices[d].name : "",
+                ps[k].scope == COST_SCOPE_DEVICE ? cal->chips[d].name : "",
                 ps[k].scope == COST_SCOPE_DEVICE ? "." : "", ps[k].name, x, ps[k].min, ps[k].max);
     }
   }
@@ -224,7 +238,8 @@ static int fold_of(const char *source, const char **names, int *n_names, int cap
 
 enum { MAX_FOLDS = 64 };
 
-/* Builds the fit rows from a kept report; devices missing from the calibration are added with defaults. */
+/* Builds the fit rows from a kept report; each row fits the constants of its device's chip, and chips missing
+ * from the calibration are added with defaults. */
 static int collect_rows(const validate_report *rep, cost_calib *cal, const char *device, cal_row *rows,
                         const char **fold_names, int *n_folds) {
   int n = 0;
@@ -232,30 +247,33 @@ static int collect_rows(const validate_report *rep, cost_calib *cal, const char 
     const validate_row *v = validate_report_row(rep, i);
     bool tput = v->has_measured && !v->measured_oom, mem = v->has_mem;
     if (!v->kept_env || !(tput || mem)) continue;
-    const char *dev_name = cost_env_cluster(v->kept_env)->groups[0].device.name;
-    if (device && strcmp(device, dev_name) != 0) continue;
-    calib_device *d = calib_device_entry(cal, dev_name);
+    const hw_device *hd = &cost_env_cluster(v->kept_env)->groups[0].device;
+    if (device && strcmp(device, hd->name) != 0) continue;
+    char chip[HW_NAME_MAX];
+    calib_chip_of(hd, chip, sizeof chip);
+    calib_chip *d = calib_chip_entry(cal, chip);
     if (!d) continue;
     const graph *g = cost_env_graph(v->kept_env);
     bool moe = false;
     for (int b = 0; b < g->n_blocks; b++) moe |= g->blocks[b].is_moe;
-    rows[n++] = (cal_row){v, (int)(d - cal->devices), fold_of(v->source, fold_names, n_folds, MAX_FOLDS),
+    rows[n++] = (cal_row){v, (int)(d - cal->chips), fold_of(v->source, fold_names, n_folds, MAX_FOLDS),
                           v->plan.precision == PLAN_PREC_FP8, moe, tput, mem};
   }
   return n;
 }
 
-/* After a fit that left out some rows: a device type with no training row takes the fitted compute constants
- * of a device type on the same chip that had some (calib_tuning_for's rule for an unlisted device), as a user
- * without runs of that device would get them. */
+/* After a fit that left out some rows: a chip with no training row takes the fitted compute constants of the
+ * nearest chip of its family that had some (calib_tuning_for_device's rule for an unlisted chip), as a user
+ * without runs of that chip would get them. */
 static void borrow_for_unfitted(fit_state *f) {
-  bool trained[CALIB_MAX_DEVICES] = {false};
+  bool trained[CALIB_MAX_CHIPS] = {false};
   for (int i = 0; i < f->n_rows; i++)
     if (f->rows[i].fold != f->exclude_fold && f->rows[i].tput) trained[f->rows[i].dev] = true;
-  for (int d = 0; d < f->cal->n_devices; d++) {
+  for (int d = 0; d < f->cal->n_chips; d++) {
     if (trained[d]) continue;
-    int s = calib_sibling(f->cal, f->cal->devices[d].name, trained);
-    if (s >= 0) f->cal->devices[d].compute = f->cal->devices[s].compute;
+    const calib_chip *e = &f->cal->chips[d];
+    int s = calib_nearest(f->cal, e->name, e->family, e->bf16_peak, trained);
+    if (s >= 0) f->cal->chips[d].compute = f->cal->chips[s].compute;
   }
 }
 
@@ -298,7 +316,7 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
   /* effort 0 is the full fit; 1 a quick one (one sweep of 8 steps) for tests. */
   int sweeps = effort ? 1 : FIT_SWEEPS, steps = effort ? 8 : GOLDEN_STEPS;
   cost_calib *start = malloc(sizeof *start), *cal = malloc(sizeof *cal), *loo = malloc(sizeof *loo);
-  cost_result *scratch = malloc(sizeof *scratch);
+  cost_result *scratch = malloc(2 * sizeof *scratch); /* [1]: validate_fit_disagrees' completion */
   validate_report *rep = NULL;
   cal_row *rows = NULL;
   const char *fold_names[MAX_FOLDS] = {0};
@@ -378,10 +396,7 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
       loo->comm = start->comm;
       loo->overlap = start->overlap;
       loo->memory = start->memory;
-      for (int d = 0; d < loo->n_devices; d++) {
-        cost_tuning t0 = calib_tuning_for(start, loo->devices[d].name);
-        loo->devices[d].compute = t0.compute;
-      }
+      for (int d = 0; d < loo->n_chips; d++) loo->chips[d].compute = calib_tuning_for_chip(start, &loo->chips[d], NULL).compute;
       fit_state f = {loo, rows, n_rows, scratch, fo, sweeps, steps, false};
       int n = 0;
       (void)mape_of(&f, fo, &n);
@@ -415,6 +430,18 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
   char *fit_summary = st ? NULL : sb_take(&fitj);
   if (!st && !fit_summary) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   if (!st) {
+    /* The error after the fit, in sample, from a full validate run with the fitted constants. */
+    ap_ctx vctx = ctx_child(ctx);
+    vctx.progress_fn = NULL;
+    calib_lend(&vctx, cal);
+    validate_report *final = NULL;
+    if ((st = validate_file(&vctx, csv_path, &final))) ctx_fail(ctx, st, "%s", vctx.error);
+    else after = validate_report_summary(final)->mape;
+    /* The error bands from the same run's residuals, per device family and stack. */
+    if (!st) st = calibrate_bands(ctx, final, cal);
+    validate_report_free(final);
+  }
+  if (!st) {
     snprintf(cal->source, sizeof cal->source, "autopar calibrate %s%s%s (%d rows)", util_basename(csv_path),
              device ? " --device " : "", device ? device : "", n_rows);
     strbuf cj = {0};
@@ -429,16 +456,6 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
     free(check);
     if (!st) st = util_write_file_atomic(ctx, out_path, text);
     free(text);
-  }
-  if (!st) {
-    /* The error after the fit, in sample, from a full validate run with the fitted constants. */
-    ap_ctx vctx = ctx_child(ctx);
-    vctx.progress_fn = NULL;
-    calib_lend(&vctx, cal);
-    validate_report *final = NULL;
-    if ((st = validate_file(&vctx, csv_path, &final))) ctx_fail(ctx, st, "%s", vctx.error);
-    else after = validate_report_summary(final)->mape;
-    validate_report_free(final);
   }
   if (!st) {
     double loo_mape = loo_n ? loo_sum / loo_n : NAN;

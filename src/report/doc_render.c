@@ -4,9 +4,9 @@
  * the document once and renders from it, so that --json, the text, --tokens and --report (html_api.c) all
  * come from the same figures.
  *
- * Error band: the time to train carries no band yet. HOOK(issue 10): once calibration files carry an error
- * band per prediction, train_band_of reads it from the document and the band goes into the train object
- * ("time_s_low", "time_s_high") and the text; until then it returns false and nothing is added. */
+ * Error band: the prediction's band (its "calibration.band", cost/result_fmt.c: the spread of validate's
+ * residuals for the device family and stack) carries over to the time, the device-hours and the cost: a
+ * residual e = predicted / measured tokens/s - 1 makes the measured time predicted · (1 + e). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,12 +19,15 @@
 #include "report/train_cost.h"
 #include "report/validate.h"
 
-/* HOOK(issue 10): the relative error band of the document's throughput prediction, [lo, hi] as fractions
- * (tokens/s between (1-lo)·x and (1+hi)·x). No document carries one yet. */
-static bool train_band_of(const json_t *doc, double *lo, double *hi) {
-  (void)doc;
+/* The residual band [lo, hi] of the document's throughput prediction (the estimate's, or the winner's). */
+static bool train_band_of(const json_t *doc, const char *fmt, double *lo, double *hi) {
+  const json_t *src = strcmp(fmt, "autopar-estimate/1") == 0 ? doc : json_array_get(jd_at(doc, "plans"), 0);
+  const json_t *b = src ? jd_at(src, "calibration.band") : NULL;
   *lo = *hi = NAN;
-  return false;
+  if (!b || !json_is_object(b)) return false;
+  *lo = jd_getn(b, "error_low");
+  *hi = jd_getn(b, "error_high");
+  return isfinite(*lo) && isfinite(*hi) && *lo > -1 && *hi >= *lo;
 }
 
 /* The document's predicted throughput of the whole job: the estimate's, or the search winner's (none when
@@ -36,13 +39,22 @@ static bool doc_tokens_per_s(const json_t *doc, const char *fmt, double *tps) {
   return isfinite(*tps) && *tps > 0;
 }
 
-static void train_text(strbuf *sb, const train_cost *tc, double n_devices) {
+static void train_text(strbuf *sb, const train_cost *tc, double n_devices, double lo, double hi) {
   char dur[64];
   train_format_duration(tc->time_s, dur, sizeof dur);
   sb_printf(sb, "\ntime to train on %.4g tokens: %s (%.4g s) on %.0f devices, %.4g device-hours", tc->tokens, dur,
             tc->time_s, n_devices, tc->gpu_hours);
   if (isfinite(tc->cost)) sb_printf(sb, ", cost %.2f at %.4g per device-hour", tc->cost, tc->price_per_gpu_hour);
-  sb_puts(sb, "\n  (from the predicted throughput; the cost model's error band is not applied yet)\n");
+  if (!isfinite(lo)) {
+    sb_puts(sb, "\n  (from the predicted throughput, without an error band: see the prediction's band line)\n");
+    return;
+  }
+  char dlo[64], dhi[64];
+  train_format_duration(tc->time_s * (1 + lo), dlo, sizeof dlo);
+  train_format_duration(tc->time_s * (1 + hi), dhi, sizeof dhi);
+  sb_printf(sb, "\n  band: %s to %s, %.4g to %.4g device-hours", dlo, dhi, tc->gpu_hours * (1 + lo), tc->gpu_hours * (1 + hi));
+  if (isfinite(tc->cost)) sb_printf(sb, ", cost %.2f to %.2f", tc->cost * (1 + lo), tc->cost * (1 + hi));
+  sb_puts(sb, "\n  (from the predicted throughput and its error band, the prediction's \"band\" line)\n");
 }
 
 ap_status ap_render(ap_ctx *ctx, const char *doc_json, const char *tokens, const char *price_per_gpu_hour,
@@ -83,16 +95,19 @@ ap_status ap_render(ap_ctx *ctx, const char *doc_json, const char *tokens, const
     st = ctx_fail(ctx, AP_INVALID, "--tokens applies to plan and estimate documents, not %s", fmt);
   jd d = {root, false};
   train_cost tc = {0};
-  double n_dev = jd_getn(root, "n_devices"), tps = 0;
+  double n_dev = jd_getn(root, "n_devices"), tps = 0, band_lo = NAN, band_hi = NAN;
   bool has_train = !st && tokens && doc_tokens_per_s(root, fmt, &tps);
   if (has_train) {
     train_cost_compute(n_tokens, tps, n_dev, price, &tc);
     train_cost_put(&d, root, "train", &tc);
-    double lo, hi;
-    if (train_band_of(root, &lo, &hi)) {
+    if (train_band_of(root, fmt, &band_lo, &band_hi)) {
       json_t *t = jd_at(root, "train");
-      jd_num(&d, t, "time_s_low", tc.time_s / (1 + hi));
-      jd_num(&d, t, "time_s_high", tc.time_s / (1 - lo));
+      jd_num(&d, t, "time_s_low", tc.time_s * (1 + band_lo));
+      jd_num(&d, t, "time_s_high", tc.time_s * (1 + band_hi));
+      jd_num(&d, t, "gpu_hours_low", tc.gpu_hours * (1 + band_lo));
+      jd_num(&d, t, "gpu_hours_high", tc.gpu_hours * (1 + band_hi));
+      jd_num(&d, t, "cost_low", tc.cost * (1 + band_lo));
+      jd_num(&d, t, "cost_high", tc.cost * (1 + band_hi));
     }
   }
   if (!st) {
@@ -107,7 +122,7 @@ ap_status ap_render(ap_ctx *ctx, const char *doc_json, const char *tokens, const
       strbuf sb = {0};
       if (text) sb_puts(&sb, text);
       free(text);
-      if (has_train) train_text(&sb, &tc, n_dev);
+      if (has_train) train_text(&sb, &tc, n_dev, band_lo, band_hi);
       else if (text && tokens) sb_puts(&sb, "\ntime to train: none (no plan fits)\n");
       *out = text ? sb_take(&sb) : NULL;
       if (!text) sb_free(&sb);

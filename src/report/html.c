@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost/result_doc.h"
 #include "report/html.h"
 
 /* Chart geometry, in CSS pixels. */
@@ -26,12 +27,10 @@ static const part_style time_parts[] = {
     {"dp_comm_exposed", "DP comm", "#ff9da7"},   {"optimizer", "optimizer", "#bab0ac"},
     {"offload", "offload (host)", "#d37295"},
 };
-static const part_style mem_parts[] = {
-    {"params_bytes", "parameters", "#4e79a7"},   {"grads_bytes", "gradients", "#f28e2b"},
-    {"optimizer_bytes", "optimizer", "#59a14f"}, {"activations_bytes", "activations", "#e15759"},
-    {"logits_bytes", "logits / loss", "#b07aa1"}, {"buffers_bytes", "buffers", "#76b7b2"},
-    {"overhead_bytes", "reserve (context, allocator)", "#bab0ac"},
-};
+/* Colours of the memory parts, in the order of cost_mem_parts (cost/result_doc.h), whose keys and labels the
+ * bars and the legend take, so that the stacked bars add up to the stage's total. */
+static const char *const mem_colors[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2",
+                                         "#edc948", "#9c755f", "#bab0ac", "#79706e"};
 /* Trace categories of the simulator (report/trace.c): compute kinds and transfers. */
 static const part_style trace_parts[] = {
     {"F", "forward", "#4e79a7"}, {"B", "backward", "#f28e2b"}, {"W", "weight gradient", "#edc948"},
@@ -200,13 +199,18 @@ static void section_memory(strbuf *sb, json_t *est) {
   double sy = (PLOT_H - 40) / (top * 1.05);
   sb_printf(sb, "<section id=\"memory\"><h2>Memory per device, by pipeline stage</h2>\n<svg width=\"%d\" height=\"%d\" role=\"img\">\n",
             CHART_W, PLOT_H);
+  size_t n_parts;
+  const cost_mem_part *mp = cost_mem_parts(&n_parts);
+  part_style legend_parts[AP_COUNT(mem_colors)];
+  if (n_parts > AP_COUNT(mem_colors)) n_parts = AP_COUNT(mem_colors);
+  for (size_t k = 0; k < n_parts; k++) legend_parts[k] = (part_style){mp[k].key, mp[k].label, mem_colors[k]};
   json_array_foreach(stages, i, s) {
     double y = PLOT_H - 20, x = MARGIN + (double)i * step;
-    for (size_t k = 0; k < AP_COUNT(mem_parts); k++) {
-      double b = html_num(s, mem_parts[k].key);
+    for (size_t k = 0; k < n_parts; k++) {
+      double b = html_num(s, mp[k].key);
       if (!(isfinite(b) && b > 0)) continue;
       sb_printf(sb, "<rect class=\"part\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>stage %zu %s: ", x,
-                y - b * sy, bw, b * sy, mem_parts[k].color, i, mem_parts[k].label);
+                y - b * sy, bw, b * sy, mem_colors[k], i, mp[k].label);
       put_bytes(sb, b);
       sb_puts(sb, "</title></rect>");
       y -= b * sy;
@@ -221,7 +225,7 @@ static void section_memory(strbuf *sb, json_t *est) {
     sb_puts(sb, "</text>");
   }
   sb_puts(sb, "</svg>\n");
-  legend(sb, mem_parts, AP_COUNT(mem_parts));
+  legend(sb, legend_parts, n_parts);
   sb_puts(sb, "</section>\n");
 }
 

@@ -9,68 +9,10 @@
 
 #include "cost/result_doc.h"
 #include "plan/summary.h"
+#include "report/advice.h"
 #include "report/plan_doc.h"
 
-/* ---- When nothing fits: what would make a plan fit ----------------------------------------------------------- */
-
-typedef struct {
-  char change[96];
-  double peak_bytes;
-  bool fits, valid;
-} fix_try;
-
-/* Costs variants of p with more memory savers; up to 4 into out. */
-static int try_fixes(const cost_env *env, const plan *p, double limit, fix_try *out) {
-  int n = 0;
-  plan v[4];
-  const char *what[4];
-  bool can_mbs = p->micro_batch_size > 1;
-  bool can_rc = !(p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers == 0 && p->n_chunk_recompute == 0);
-  bool can_z = p->zero_stage < 3 && (p->dp * p->cp > 1 || plan_edp(p) > 1);
-  if (can_mbs) {
-    v[n] = *p;
-    v[n].micro_batch_size = 1;
-    v[n].n_micro_batches = p->n_micro_batches * p->micro_batch_size;
-    what[n++] = "micro-batch size 1";
-  }
-  if (can_rc) {
-    v[n] = *p;
-    v[n].recompute = PLAN_RECOMPUTE_FULL;
-    v[n].recompute_layers = 0;
-    v[n].n_chunk_recompute = 0;
-    what[n++] = "full recompute of every layer";
-  }
-  if (can_z) {
-    v[n] = *p;
-    v[n].zero_stage = 3;
-    what[n++] = "ZeRO 3 (shard parameters, gradients and optimizer states)";
-  }
-  if (n >= 2) {
-    v[n] = *p;
-    if (can_mbs) {
-      v[n].micro_batch_size = 1;
-      v[n].n_micro_batches = p->n_micro_batches * p->micro_batch_size;
-    }
-    if (can_rc) {
-      v[n].recompute = PLAN_RECOMPUTE_FULL;
-      v[n].recompute_layers = 0;
-      v[n].n_chunk_recompute = 0;
-    }
-    if (can_z) v[n].zero_stage = 3;
-    what[n++] = "all of these together";
-  }
-  cost_result *cr = malloc(sizeof *cr);
-  if (!cr) return 0;
-  for (int i = 0; i < n; i++) {
-    ap_ctx scratch = {0};
-    snprintf(out[i].change, sizeof out[i].change, "%s", what[i]);
-    out[i].valid = cost_estimate(&scratch, env, &v[i], cr) == AP_OK;
-    out[i].peak_bytes = out[i].valid ? cr->peak_mem_bytes : NAN;
-    out[i].fits = out[i].valid && cr->fits && cr->peak_mem_bytes <= limit;
-  }
-  free(cr);
-  return n;
-}
+/* ---- When nothing fits: what would make a plan fit (advice.c) ------------------------------------------------- */
 
 /* About how many devices the plan's mesh would need for its model states, sharded ZeRO-3 over more data-parallel
  * ranks, to leave room for what does not shrink (activations, logits, buffers, overhead); 0 when those alone
@@ -125,15 +67,20 @@ static void put_closest(jd *d, const plan_doc_in *in, double limit) {
     put_figures(d, o, &c->p, &c->r);
     jd_num(d, o, "over_bytes", c->r.peak_mem_bytes - limit);
     json_t *fixes = jd_arr(d, o, "fixes");
-    fix_try f[4];
-    int nf = try_fixes(in->env, &c->p, limit, f);
+    advice_fix *f = malloc(sizeof *f * ADVICE_MAX);
+    int nf = f ? advice_fixes(in->env, &c->p, limit, f) : 0;
     for (int j = 0; j < nf; j++) {
-      if (!f[j].valid) continue;
       json_t *fx = jd_obj(d, fixes, NULL);
+      char b[512];
+      plan_summary(&f[j].p, PLAN_SUMMARY_LINE, NULL, NULL, b, sizeof b);
       jd_str(d, fx, "change", f[j].change);
+      jd_str(d, fx, "summary", b);
       jd_num(d, fx, "peak_mem_bytes", f[j].peak_bytes);
+      jd_num(d, fx, "iteration_time_s", f[j].iter_s);
       jd_bool(d, fx, "fits", f[j].fits);
+      jd_bool(d, fx, "host_short", f[j].host_short);
     }
+    free(f);
     int64_t need = devices_needed(in->env, &c->p, &c->r, limit);
     if (need > 0) jd_int(d, o, "devices_needed_estimate", need);
     else jd_null(d, o, "devices_needed_estimate");
@@ -154,6 +101,7 @@ static void put_compare(jd *d, const plan_compare *c, const search_result *best)
   }
   put_figures(d, o, &c->p, c->r);
   if (best) put_vs(d, o, "best_vs_given", c->r, &best->r);
+  if (c->reason[0]) jd_str(d, o, "not_chosen_because", c->reason);
 }
 
 /* ---- The explored space ------------------------------------------------------------------------------------------ */
@@ -252,6 +200,7 @@ void plan_doc(jd *d, const plan_doc_in *in) {
     jd_int(d, o, "rank", i + 1);
     jd_str(d, o, "found_by", r->found_by ? r->found_by : "");
     put_figures(d, o, &r->p, &r->r);
+    cost_calibration_put(d, o, in->env, &r->p, &r->r);
     if (i > 0) put_vs(d, o, "vs_best", &in->res[0].r, &r->r);
   }
   if (in->st == AP_INFEASIBLE) put_closest(d, in, limit);

@@ -16,6 +16,9 @@ typedef struct {
   plan p;
   cost_result *r;
   bool batch_differs;
+  /* Why the search did not return the given plan although it is no slower than #1 ("" when it is slower, or
+   * when nothing fits): plan_report.c's compare_reason. */
+  char reason[1200];
 } plan_compare;
 
 /* A sample of the explored space: every plan the search costs passes through plan_space_observe (the search's

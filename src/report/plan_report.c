@@ -177,6 +177,45 @@ static void compare_cost(const cost_env *env, const ap_plan *given, const search
   if (!c->valid) snprintf(c->error, sizeof c->error, "%s", scratch.error);
 }
 
+/* Why the search did not return the --compare plan c although it is no slower than the winner best: the first
+ * of these that holds, each a fact of this search (never a time budget or a fixed field that was not set):
+ * its batch differs; it exceeds the memory limit (--max-mem-fraction); it breaks a fixed field; the stack
+ * does not run it; the export cannot write it; the time budget ran out; it ties with #1 (ties keep the plan
+ * found first); else the strategies did not generate it. */
+static void compare_reason(const cost_env *env, const search_opts *so, const search_stats *stats,
+                           const search_result *best, plan_compare *c) {
+  c->reason[0] = '\0';
+  if (!c->valid || !best || c->r->iter_s > best->r.iter_s * (1 + 1e-9)) return;
+  char why[1024];
+  plan q = c->p;
+  q.stack = so->fixed.stack; /* as search_offer: the search's stack is every plan's */
+  double limit = so->max_mem_fraction * c->r->capacity_bytes;
+  if (c->batch_differs) {
+    snprintf(c->reason, sizeof c->reason, "its global batch or sequence length differs from the search's");
+  } else if (!c->r->fits || c->r->peak_mem_bytes > limit) {
+    snprintf(c->reason, sizeof c->reason, "its peak memory %.2f GiB exceeds the limit of %.2f GiB (%g of device memory)",
+             c->r->peak_mem_bytes / 1073741824.0, limit / 1073741824.0, so->max_mem_fraction);
+  } else if (search_breaks_fixed(so, cost_env_graph(env)->default_seq, &q, why, sizeof why)) {
+    snprintf(c->reason, sizeof c->reason, "%s", why);
+  } else if (!plan_stack_runs(q.stack, &q, why, sizeof why)) {
+    snprintf(c->reason, sizeof c->reason, "the stack does not run it: %s", why);
+  } else if (so->admit && !so->admit(so->admit_user, &q)) {
+    snprintf(c->reason, sizeof c->reason, "the requested export cannot write it");
+  } else if (stats->truncated || stats->strategies_truncated) {
+    snprintf(c->reason, sizeof c->reason, "the search's time budget (%g s, or a strategy's own) ran out first",
+             so->time_budget_s);
+  } else if (plan_equal(&q, &best->p)) {
+    snprintf(c->reason, sizeof c->reason, "it is the winner, #1");
+  } else if (c->r->iter_s >= best->r.iter_s * (1 - 1e-9)) {
+    snprintf(c->reason, sizeof c->reason,
+             "it ties with #1 (within a part in 10^9 of its iteration time); ties keep the plan found first");
+  } else {
+    snprintf(c->reason, sizeof c->reason,
+             "no strategy generated it: it lies outside the candidates they try (docs/planner.md lists them) or "
+             "their pruning missed it");
+  }
+}
+
 /* ---- Public API --------------------------------------------------------------------------------------------------- */
 
 static ap_status build_opts(ap_ctx *ctx, const ap_model *model, const hw_cluster *hc, const ap_search_opts *o,
@@ -281,6 +320,7 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
   const hw_node_group *g0 = &hc->groups[0];
   bool may_offload = !search_opts_fixes(&so, PLAN_F_OFFLOAD_OPTIMIZER) && !search_opts_fixes(&so, PLAN_F_OFFLOAD_PARAM) &&
                      g0->device.host_link_bw_Bps > 0 && g0->host.mem_bytes > 0 && g0->host.mem_bw_Bps > 0;
+  bool zero_fixed = (so.fixed_mask & PLAN_F(ZERO_STAGE)) != 0;
   for (size_t lv = 0; st == AP_INFEASIBLE && may_offload && lv < AP_COUNT(levels); lv++) {
     if (levels[lv][0] == PLAN_OFFLOAD_NVME && !(g0->host.nvme_bw_Bps > 0)) break;
     search_results_free(res, n);
@@ -291,6 +331,11 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
     ctx_clear(ctx);
     so.fixed.offload_optimizer = levels[lv][0];
     so.fixed.offload_param = levels[lv][1];
+    /* Parameter offload runs on ZeRO-3 only (plan_validate): the level fixes it, unless the caller fixed a stage. */
+    if (levels[lv][1] != PLAN_OFFLOAD_NONE && !(so.fixed_mask & PLAN_F(ZERO_STAGE)) && !zero_fixed) {
+      so.fixed.zero_stage = 3;
+      so.fixed_mask |= PLAN_F(ZERO_STAGE);
+    }
     st = search_run_all(ctx, env, &so, &res, &n, &stats);
     if (st == AP_INFEASIBLE && lv + 1 == AP_COUNT(levels)) break;
   }
@@ -300,6 +345,7 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
                   o->export_format, o->export_format);
   char message[1024];
   snprintf(message, sizeof message, "%s", ap_ctx_error(ctx));
+  if (o->compare && st == AP_OK && n > 0) compare_reason(env, &so, &stats, &res[0], &cmp);
   if (st == AP_OK || st == AP_INFEASIBLE || (st == AP_CANCELLED && n > 0)) {
     plan_doc_in in = {env, &so, &stats, res, n, st, message, o->compare ? &cmp : NULL, spec, &space};
     jd doc;

@@ -51,12 +51,17 @@ static void breakdown(strbuf *sb, const json_t *pl) {
   sb_puts(sb, "\n");
 }
 
-/* The peak stage's parts, "params 16.4, grads 4.1, …" (GiB). */
+/* The peak stage's parts, "parameters 16.4, gradients 4.1, …" (GiB), every part of cost_mem_parts that is not
+ * zero, so that they add up to the stage's total. */
 static void peak_parts(strbuf *sb, const json_t *stage, const char *sep_last) {
-  sb_printf(sb, "params %.1f, grads %.1f, optimizer %.1f, activations %.1f, logits %.1f, buffers %.1f, overhead %.1f%s",
-            gib(jd_getn(stage, "params_bytes")), gib(jd_getn(stage, "grads_bytes")), gib(jd_getn(stage, "optimizer_bytes")),
-            gib(jd_getn(stage, "activations_bytes")), gib(jd_getn(stage, "logits_bytes")),
-            gib(jd_getn(stage, "buffers_bytes")), gib(jd_getn(stage, "overhead_bytes")), sep_last);
+  size_t n;
+  const cost_mem_part *mp = cost_mem_parts(&n);
+  int k = 0;
+  for (size_t i = 0; i < n; i++) {
+    double v = jd_getn(stage, mp[i].key);
+    if (v > 0) sb_printf(sb, "%s%s %.1f", k++ ? ", " : "", mp[i].label, gib(v));
+  }
+  sb_puts(sb, sep_last);
 }
 
 static void memory(strbuf *sb, const json_t *pl, double limit) {
@@ -88,6 +93,7 @@ static void plan_block(strbuf *sb, const json_t *pl, const json_t *best, double 
             jd_getn(pl, "iteration_time_s"), jd_getn(pl, "tokens_per_s"), jd_getn(pl, "tokens_per_s_per_device"),
             100 * jd_getn(pl, "mfu.palm"), jd_getn(pl, "tflops_per_device.palm"));
   sb_printf(sb, "    bound     %s\n", jd_gets(pl, "bound_detail"));
+  if (jd_geti(pl, "rank") == 1) cost_calibration_text(sb, jd_at(pl, "calibration"), "    ", 10);
   breakdown(sb, pl);
   memory(sb, pl, limit);
   const json_t *vs = jd_at(pl, "vs_best");
@@ -117,7 +123,11 @@ static void closest(strbuf *sb, const json_t *arr, double limit) {
     for (size_t k = 0; k < json_array_size(fixes); k++) {
       const json_t *f = json_array_get(fixes, k);
       double b = jd_getn(f, "peak_mem_bytes");
-      if (jd_getb(f, "fits")) sb_printf(sb, "    with %s it would fit: %.1f GiB\n", jd_gets(f, "change"), gib(b));
+      if (jd_getb(f, "fits"))
+        sb_printf(sb, "    with %s it would fit: %.1f GiB, %.4g s per iteration\n", jd_gets(f, "change"), gib(b),
+                  jd_getn(f, "iteration_time_s"));
+      else if (b <= limit && jd_getb(f, "host_short"))
+        sb_printf(sb, "    with %s: %.1f GiB, but the offloaded states exceed the host memory\n", jd_gets(f, "change"), gib(b));
       else sb_printf(sb, "    with %s: %.1f GiB, still %.1f over\n", jd_gets(f, "change"), gib(b), gib(b - limit));
     }
     int64_t need = jd_geti(c, "devices_needed_estimate");
@@ -169,7 +179,9 @@ static void compare(strbuf *sb, const json_t *c, const json_t *w) {
     sb_puts(sb, "\n");
   } else {
     sb_puts(sb, "  the given plan is at least as fast as #1 under the cost model");
-    sb_puts(sb, fits ? " (the search may have been cut by its time budget or a fixed field)\n" : ", but does not fit\n");
+    const char *why = jd_gets(c, "not_chosen_because");
+    if (why && *why) sb_printf(sb, "; not chosen: %s\n", why);
+    else sb_puts(sb, fits ? "\n" : ", but does not fit\n");
   }
 }
 

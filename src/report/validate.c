@@ -158,31 +158,35 @@ static ap_status row_read(ap_ctx *ctx, const runs_table *t, const runs_row *r, v
 
 /* ---- Prediction ----------------------------------------------------------------------------------------- */
 
-/* What a device shows of a predicted peak: the caching allocator holds the live peak plus its pool of freed
- * blocks (PyTorch's reserved bytes); nvidia-smi adds the CUDA context and NCCL's buffers outside it. */
-static double shown_mem(const cost_env *env, double peak_bytes, bool with_context) {
-  const memory_tuning *mt = &cost_env_tuning(env)->memory;
-  double reserved = (peak_bytes - mt->context_bytes) * (1.0 + mt->pool_fraction);
-  return with_context ? reserved + mt->context_bytes : reserved;
+bool validate_fit_disagrees(const validate_row *v, const cost_result *cr, cost_result *scratch) {
+  if (cr->fits || !v->kept_env) return v->measured_oom ? cr->fits : !cr->fits;
+  if (v->measured_oom) return false;
+  /* The kept plan no longer fits: validate would choose the unstated fields again under these constants. */
+  if ((v->kept_stated & COMPLETE_FIELDS) == COMPLETE_FIELDS) return true;
+  ap_ctx cctx = {0};
+  plan best;
+  return complete_plan(&cctx, v->kept_env, &v->kept_partial, v->kept_stated, NULL, &best, scratch, NULL) != AP_OK ||
+         !scratch->fits;
 }
 
-/* The memory to compare with the row's measurement (validate.h): the peak over all ranks, or for nvidia-smi
- * on the first node the most loaded pipeline rank among that node's devices. */
+/* The memory to compare with the row's measurement (validate.h). A rank's predicted total is what nvidia-smi
+ * shows (cost/memory.c: live bytes, the allocator's reserve, the CUDA context); PyTorch's reserved bytes leave
+ * out the context, a process's resident set also the allocator's reserve. For nvidia-smi on the first node it
+ * is the most loaded pipeline rank among that node's devices, otherwise the peak over all ranks. */
 double validate_compared_mem(const validate_row *v, const cost_env *env, const cost_result *cr) {
   const hw_cluster *hc = cost_env_cluster(env);
-  if (v->mem_convention == VALIDATE_MEM_MAX_RESERVED) return shown_mem(env, cr->peak_mem_bytes, false);
-  /* A process's resident set holds its tensors as malloc gives them: no CUDA context, no caching pool. */
-  if (v->mem_convention == VALIDATE_MEM_RSS)
-    return cr->peak_mem_bytes - cost_context_bytes(env, &v->plan);
+  const cost_mem *peak = cr->peak_rank >= 0 && cr->peak_rank < cr->n_ranks ? &cr->mem[cr->peak_rank] : NULL;
+  if (v->mem_convention == VALIDATE_MEM_MAX_RESERVED) return cr->peak_mem_bytes - (peak ? peak->context : 0);
+  if (v->mem_convention == VALIDATE_MEM_RSS) return cr->peak_mem_bytes - (peak ? peak->context + peak->reserve : 0);
   if (v->mem_convention != VALIDATE_MEM_NVIDIA_SMI) return cr->peak_mem_bytes;
   int64_t node = hc->groups[0].devices_per_node, stride = plan_axis_stride(&v->plan, PLAN_AXIS_PP);
-  if (stride < 1) return shown_mem(env, cr->peak_mem_bytes, true);
+  if (stride < 1) return cr->peak_mem_bytes;
   double most = 0;
   for (int64_t rank = 0; rank < node && rank < hc->n_devices; rank++) {
     int64_t pr = (rank / stride) % v->plan.pp;
     if (pr < cr->n_ranks && cr->mem[pr].total > most) most = cr->mem[pr].total;
   }
-  return shown_mem(env, most > 0 ? most : cr->peak_mem_bytes, true);
+  return most > 0 ? most : cr->peak_mem_bytes;
 }
 
 /* The planner's best plan for the row's model, devices, global batch, sequence length and precision (the
@@ -247,6 +251,9 @@ static bool attention_keeps_scores(const graph *g) {
 static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_dir, validate_row *v,
                              const row_spec *rs, cost_result *cr) {
   ap_ctx rctx = ctx_child(ctx);
+  /* validate reports progress (and takes a cancellation) per row; the row's completion would report its own
+   * share of one row as the whole run's fraction, so it runs without the callback. */
+  rctx.progress_fn = NULL;
   ap_model *m = NULL;
   ap_cluster *cl = NULL;
   cost_env *env = NULL;
@@ -293,6 +300,8 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
     if (rep->search && row_search(rep, v, env)) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   }
   if (rep->keep && !v->error && !st) {
+    v->kept_partial = partial;
+    v->kept_stated = stated;
     v->kept_model = m;
     v->kept_cluster = cl;
     v->kept_env = env;
@@ -306,8 +315,8 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
 
 /* ---- The run --------------------------------------------------------------------------------------------- */
 
-static ap_status validate_run(ap_ctx *ctx, const char *csv_path, const char *cluster, bool keep, bool search,
-                              double budget_s, validate_report **out) {
+static ap_status validate_run(ap_ctx *ctx, const char *csv_path, const char *cluster, plan_stack stack, bool keep,
+                              bool search, double budget_s, validate_report **out) {
   *out = NULL;
   validate_report *rep = calloc(1, sizeof *rep);
   if (!rep || !(rep->a = arena_new())) {
@@ -318,6 +327,7 @@ static ap_status validate_run(ap_ctx *ctx, const char *csv_path, const char *clu
   rep->search = search;
   rep->search_budget_s = budget_s;
   rep->cluster = cluster;
+  rep->stack = stack;
   ap_status st = runs_load(ctx, csv_path, &rep->t);
   if (!st) st = runs_check_columns(ctx, rep->t);
   /* The folder of the CSV file, where models/ lives. */
@@ -340,6 +350,8 @@ static ap_status validate_run(ap_ctx *ctx, const char *csv_path, const char *clu
     row_spec rs;
     validate_row *v = &rep->rows[i];
     if ((st = row_read(ctx, rep->t, &rep->t->rows[i], v, &rs))) break;
+    /* A row's stack column wins; the run's stack (--stack) applies to rows that name none. */
+    if (rep->stack != PLAN_STACK_DEFAULT && v->plan.stack == PLAN_STACK_DEFAULT) rs.partial.stack = v->plan.stack = rep->stack;
     if (!(v->input_key = input_key(rep->a, rep->t, &rep->t->rows[i]))) {
       st = ctx_fail(ctx, AP_NOMEM, "out of memory");
       break;
@@ -380,20 +392,25 @@ ap_status validate_read_rows(ap_ctx *ctx, const char *file, const char *text, si
 }
 
 ap_status validate_file(ap_ctx *ctx, const char *csv_path, validate_report **out) {
-  return validate_run(ctx, csv_path, NULL, false, false, 0, out);
+  return validate_run(ctx, csv_path, NULL, PLAN_STACK_DEFAULT, false, false, 0, out);
 }
 
 ap_status validate_file_keep(ap_ctx *ctx, const char *csv_path, validate_report **out) {
-  return validate_run(ctx, csv_path, NULL, true, false, 0, out);
+  return validate_run(ctx, csv_path, NULL, PLAN_STACK_DEFAULT, true, false, 0, out);
 }
 
 ap_status validate_file_search(ap_ctx *ctx, const char *csv_path, double budget_per_row_s, validate_report **out) {
-  return validate_run(ctx, csv_path, NULL, false, true, budget_per_row_s, out);
+  return validate_run(ctx, csv_path, NULL, PLAN_STACK_DEFAULT, false, true, budget_per_row_s, out);
 }
 
 ap_status validate_file_on(ap_ctx *ctx, const char *csv_path, const char *cluster, double budget_per_row_s,
                            validate_report **out) {
-  return validate_run(ctx, csv_path, cluster, false, budget_per_row_s > 0, budget_per_row_s, out);
+  return validate_file_stack(ctx, csv_path, cluster, PLAN_STACK_DEFAULT, budget_per_row_s, out);
+}
+
+ap_status validate_file_stack(ap_ctx *ctx, const char *csv_path, const char *cluster, plan_stack stack,
+                              double budget_per_row_s, validate_report **out) {
+  return validate_run(ctx, csv_path, cluster, stack, false, budget_per_row_s > 0, budget_per_row_s, out);
 }
 
 void validate_report_free(validate_report *r) {

@@ -87,6 +87,8 @@ typedef struct {
   ap_model *kept_model;
   ap_cluster *kept_cluster;
   struct cost_env *kept_env;
+  plan kept_partial;     /* what the completion started from: the stated fields */
+  unsigned kept_stated;  /* and which they are */
 } validate_row;
 
 /* A group of rows on the same model and gpu, for the rank correlation. */
@@ -141,6 +143,10 @@ AP_HIDDEN ap_status validate_file_search(ap_ctx *ctx, const char *csv_path, doub
  * row's; ap_validate_on). */
 AP_HIDDEN ap_status validate_file_on(ap_ctx *ctx, const char *csv_path, const char *cluster, double budget_per_row_s,
                                      validate_report **out);
+/* The same, with stack for the rows whose stack column is empty (a row's own stack wins; PLAN_STACK_DEFAULT:
+ * none, each such row runs on its model's default stack). */
+AP_HIDDEN ap_status validate_file_stack(ap_ctx *ctx, const char *csv_path, const char *cluster, plan_stack stack,
+                                        double budget_per_row_s, validate_report **out);
 AP_HIDDEN void validate_report_free(validate_report *r);
 AP_HIDDEN int64_t validate_report_n_rows(const validate_report *r);
 AP_HIDDEN const validate_row *validate_report_row(const validate_report *r, int64_t i);
@@ -161,6 +167,11 @@ AP_HIDDEN double validate_miss_ape(void);
 /* The memory to compare with a row's measured peak under its mem_convention: for PyTorch's reserved bytes the
  * peak over all ranks less the CUDA context and NCCL buffers, with the allocator's pool on top; for nvidia-smi
  * on the first node, the most loaded pipeline rank among that node's devices, pool and context included. */
+/* Whether the verdict on a kept row v (validate_file_keep), under its environment's current constants,
+ * contradicts its outcome, as validate would report it: a run measured ok whose plan does not fit, after the
+ * unstated fields are chosen again (only when the kept plan does not fit), or one measured oom that fits. cr is
+ * the cost result of the kept plan under these constants; *scratch is overwritten. */
+AP_HIDDEN bool validate_fit_disagrees(const validate_row *v, const cost_result *cr, cost_result *scratch);
 AP_HIDDEN double validate_compared_mem(const validate_row *v, const struct cost_env *env, const cost_result *cr);
 /* The plan in one short line, "tp8 pp4 dp2 mbs1 vpp1 sp1 rc=selective z1", with '*' after each field that
  * the tool chose (not in `stated`): plan_summary's compact style (plan/summary.h) with the row's marks. */

@@ -15,6 +15,11 @@ ap_status ap_validate(ap_ctx *ctx, const char *csv_path, int flags, char **out) 
 }
 
 ap_status ap_validate_on(ap_ctx *ctx, const char *csv_path, const char *cluster, int flags, char **out) {
+  return ap_validate_stack(ctx, csv_path, cluster, NULL, flags, out);
+}
+
+ap_status ap_validate_stack(ap_ctx *ctx, const char *csv_path, const char *cluster, const char *stack, int flags,
+                            char **out) {
   API_ENTER(ctx);
   if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_validate: ctx and out must not be NULL");
   *out = NULL;
@@ -23,6 +28,12 @@ ap_status ap_validate_on(ap_ctx *ctx, const char *csv_path, const char *cluster,
   if (flags & ~(AP_VALIDATE_JSON | AP_VALIDATE_SEARCH))
     return ctx_fail(ctx, AP_INVALID, "ap_validate: unknown flags 0x%x", (unsigned)flags);
   if (cluster && !*cluster) return ctx_fail(ctx, AP_INVALID, "validate: the cluster must not be empty");
+  plan_stack stk = PLAN_STACK_DEFAULT;
+  if (stack && *stack && (!plan_stack_from_name(stack, &stk) || stk == PLAN_STACK_DEFAULT))
+    return ctx_fail(ctx, AP_INVALID,
+                    "validate: --stack must be one of megatron-lm, megatron-bridge, nemo, megatron-deepspeed, torchtitan, "
+                    "llm-foundry, deepspeed, autopar, any; got \"%.64s\"",
+                    stack);
   if (cluster) { /* a bad cluster is bad input, not a row's error */
     ap_cluster *cl = NULL;
     ap_status cst = ap_cluster_load(ctx, cluster, &cl);
@@ -30,7 +41,8 @@ ap_status ap_validate_on(ap_ctx *ctx, const char *csv_path, const char *cluster,
     if (cst) return cst;
   }
   validate_report *rep = NULL;
-  ap_status st = validate_file_on(ctx, csv_path, cluster, (flags & AP_VALIDATE_SEARCH) ? VALIDATE_SEARCH_BUDGET_S : 0, &rep);
+  ap_status st =
+      validate_file_stack(ctx, csv_path, cluster, stk, (flags & AP_VALIDATE_SEARCH) ? VALIDATE_SEARCH_BUDGET_S : 0, &rep);
   if (st) return st;
   *out = (flags & AP_VALIDATE_JSON) ? validate_report_json(rep) : validate_report_text(rep);
   validate_report_free(rep);

@@ -18,6 +18,7 @@ struct validate_report {
   bool search;            /* validate_file_search: the planner's best plan for every row */
   double search_budget_s; /* per row */
   const char *cluster;    /* ap_validate_on: one cluster for every row; NULL: each row's */
+  plan_stack stack;       /* ap_validate_stack: the stack of rows whose stack column is empty; DEFAULT: none */
   runs_table *t;
   int64_t n_rows;
   validate_row *rows;

@@ -15,7 +15,7 @@
 #include "plan/stack.h"
 #include "search/complete.h"
 
-complete_options complete_options_defaults(void) { return (complete_options){.max_evaluations = 8192}; }
+complete_options complete_options_defaults(void) { return (complete_options){.max_evaluations = 16384}; }
 
 enum {
   /* TUNING: candidates looked at (valid or not) per evaluation allowed, so that a space made mostly of invalid
@@ -40,6 +40,11 @@ typedef struct {
   ap_ctx scratch;     /* receives the messages of rejected candidates */
   char first_error[sizeof ((ap_ctx *)0)->error];
   bool split_given; /* the partial plan lists its own stage_layers */
+  bool etp_stated;  /* stated & PLAN_F(ETP): expert tensor parallelism is not chosen (etp_candidates) */
+  /* Progress and cancellation through the driver's ticker (space.h): the share of the tp·pp meshes done, and
+   * whether the callback asked to stop (then the completion ends with AP_CANCELLED). */
+  search_ticker ticker;
+  double fraction;
   bool have_best;
   plan *best;
   cost_result *best_cost;
@@ -64,6 +69,14 @@ static bool better(const cost_result *a, const cost_result *b) {
  * when the search must stop. */
 static int evaluate(search *s, const plan *p) {
   if (s->stop) return -1;
+  if (s->ticker.ctx && s->ticker.ctx->progress_fn && search_now_s() >= s->ticker.next_s) {
+    char what[96];
+    snprintf(what, sizeof what, "completion: %lld plans evaluated", (long long)s->stats.n_evaluated);
+    if (search_ticker_tick(&s->ticker, search_now_s(), s->fraction, what)) {
+      s->stop = true;
+      return -1;
+    }
+  }
   if (++s->n_considered > s->opt.max_evaluations * CONSIDER_PER_EVAL) {
     s->stats.truncated = true;
     s->stop = true;
@@ -215,25 +228,55 @@ static void enum_batch(search *s, plan *p) {
   }
 }
 
-/* tp, pp, cp and dp are set: expert parallelism, sequence parallelism, then the rest. */
+/* The expert-tensor-parallel degrees to try with ep experts' groups (plan.h: etp 0 means tp): the partial
+ * plan's when stated or when there is no choice (a dense model, tp = 1); else the stack's default first, so
+ * that a tie keeps it, then, with ep > 1, the other of {tp, 1}. Megatron-Core defaults
+ * expert_tensor_parallel_size to tensor_model_parallel_size (transformer_config.py), Megatron-Bridge's MoE
+ * recipes set it to 1 with expert parallelism (issue 10's reading; commit not pinned), and Megatron asserts 1 for
+ * MoE with linear biases; plan/stack.h's etp_default holds each stack's. */
+static int etp_candidates(const search *s, const plan *p, int64_t ep, int64_t *out) {
+  if (s->etp_stated || s->facts.n_experts <= 0 || p->tp <= 1) {
+    out[0] = p->etp;
+    return 1;
+  }
+  plan_stack st = p->stack != PLAN_STACK_DEFAULT ? p->stack : plan_stack_default(s->facts.has_layers);
+  const plan_stack_info *si = plan_stack_get(st);
+  bool one_first = si && si->etp_default == 1;
+  out[0] = one_first ? 1 : 0;
+  out[1] = one_first ? 0 : 1;
+  return ep > 1 ? 2 : 1;
+}
+
+/* tp, pp, cp and dp are set: expert parallelism (ep, then etp), sequence parallelism, then the rest. */
 static void enum_experts(search *s, plan *p) {
   if (!is_stated(s, PLAN_F_SEQUENCE_PARALLEL)) p->sequence_parallel = p->tp > 1;
   /* TP communication overlap (Megatron --tp-comm-overlap) needs sequence parallelism and never makes an
    * iteration slower; a tuned team turns it on wherever it applies (Megatron-Bridge's performance recipes do). */
   p->tp_comm_overlap = p->sequence_parallel && p->tp > 1;
+  const int64_t etp0 = p->etp, room = p->tp * p->cp * p->dp;
   cands ep = {.n = 0};
   if (is_stated(s, PLAN_F_EP) || s->facts.n_experts <= 0) {
     cands_add(&ep, is_stated(s, PLAN_F_EP) ? p->ep : 1);
   } else {
-    /* Expert parallelism borrows its ranks from tp·cp·dp (plan.h): etp·ep must divide it. */
-    int64_t room = p->tp * p->cp * p->dp;
+    /* Expert parallelism borrows its ranks from tp·cp·dp (plan.h): etp·ep must divide it (checked below). */
     for (int64_t e = 1; e <= s->facts.n_experts && ep.n < CANDS_MAX; e++)
-      if (s->facts.n_experts % e == 0 && room % (plan_etp(p) * e) == 0) cands_add(&ep, e);
+      if (s->facts.n_experts % e == 0 && room % e == 0) cands_add(&ep, e);
   }
   for (int ei = 0; ei < ep.n && !s->stop; ei++) {
     p->ep = ep.v[ei];
-    enum_batch(s, p);
+    p->etp = etp0;
+    int64_t etps[2];
+    int n_etp = etp_candidates(s, p, p->ep, etps);
+    for (int xi = 0; xi < n_etp && !s->stop; xi++) {
+      p->etp = etps[xi];
+      /* A degree with no room is skipped unless it is the only one (validation then names the reason). */
+      if (n_etp > 1 && room % (plan_etp(p) * p->ep) != 0) continue;
+      if (n_etp == 1 && !is_stated(s, PLAN_F_EP) && s->facts.n_experts > 0 && room % (plan_etp(p) * p->ep) != 0)
+        continue;
+      enum_batch(s, p);
+    }
   }
+  p->etp = etp0;
 }
 
 static void enum_mesh(search *s, plan *p) {
@@ -279,6 +322,7 @@ static void enum_mesh(search *s, plan *p) {
       cands_add(&pp, 1);
     }
     for (int pi = 0; pi < pp.n && !s->stop; pi++) {
+      s->fraction = ((double)ti + (double)pi / (double)pp.n) / (double)tp.n;
       p->pp = pp.v[pi];
       int64_t tpc = tc * p->pp;
       if (!st_dp) p->dp = tpc > 0 && n % tpc == 0 ? n / tpc : 1;
@@ -305,6 +349,8 @@ ap_status complete_plan(ap_ctx *ctx, const cost_env *env, const plan *partial, u
 
   plan p = *partial;
   s->split_given = partial->n_stage_layers != 0;
+  s->etp_stated = (stated & PLAN_F(ETP)) != 0;
+  search_ticker_init(&s->ticker, ctx);
   if (!is_stated(s, PLAN_F_PRECISION)) p.precision = PLAN_PREC_BF16;
   enum_mesh(s, &p);
   /* The last memory saver: a fused in-place loss (plan.h fused_loss) is not what frameworks run by default, so
@@ -317,7 +363,9 @@ ap_status complete_plan(ap_ctx *ctx, const cost_env *env, const plan *partial, u
   }
 
   ap_status st = AP_OK;
-  if (s->hard) {
+  if (s->ticker.cancelled) {
+    st = ctx_fail(ctx, AP_CANCELLED, "completion: cancelled after %lld plans evaluated", (long long)s->stats.n_evaluated);
+  } else if (s->hard) {
     st = ctx_fail(ctx, s->hard, "%s", s->first_error);
   } else if (!s->have_best) {
     /* With every field stated there was one candidate, and its violated constraint is the whole answer. */

@@ -15,6 +15,8 @@
  *  - pp: every divisor of devices/(tp·cp) up to the layer count, or devices/(tp·cp·dp) when dp is stated;
  *    dp is then devices/(tp·pp·cp) (and must equal a stated dp);
  *  - ep: 1 for a dense model; for MoE every divisor of the expert count that divides dp·cp;
+ *  - etp (MoE with tp > 1, unless PLAN_F(ETP) is in stated, a bit beyond COMPLETE_FIELDS): the stack's default
+ *    (plan/stack.h etp_default: tp for Megatron-LM, 1 for Megatron-Bridge's recipes) first, then the other;
  *  - micro_batch_size: 1, 2, 4, 8 dividing global_batch_size/dp;
  *  - vpp: 1, and 2..8 when pp > 1, the layers (or the layers plus the embedding and the loss, below) divide
  *    into pp·vpp equal chunks and the micro-batch count is a multiple of pp (Megatron's interleaving
@@ -50,8 +52,10 @@
 /* Limits of one completion. */
 typedef struct {
   /* The most candidates evaluated with cost_estimate; the enumeration stops there (stats.truncated).
-   * TUNING: a cost evaluation takes tens of microseconds, so 8192 keeps one completion within a fraction of a
-   * second; the fields a measured run leaves open rarely make more than a few hundred. */
+   * TUNING: a cost evaluation takes tens of microseconds, so 16384 keeps one completion within about half a
+   * second; the fields a measured run leaves open rarely make more than a few hundred. (8192 until the
+   * completion also tried expert tensor parallelism 1, which doubles an MoE model's candidates with ep > 1: a
+   * Mixtral-8x7B on 32 H100 with nothing stated needs more than 8192.) */
   int64_t max_evaluations;
 } complete_options;
 

@@ -35,8 +35,8 @@
  *    adds communication, ZeRO 2 takes ZeRO 1's time), so the ladder stops at the first rung that fits, full
  *    recompute's k is the least that fits (bisection: memory falls and time grows with k), and a rung whose
  *    time reaches the cutoff ends the ladder. 1F1B holds the memory of zb-h1 and is never faster, so it is
- *    costed only at the rungs where zb-h1 fits; with every layer alike and an even split, a shallower
- *    interleaving is no faster than a deeper one at its least saver;
+ *    costed only at the rungs where zb-h1 fits. (No rule orders the interleaving depths: a deeper one has the
+ *    smaller bubble but sends once more per chunk, so either can be faster; tests/test_grid_vpp.c);
  *  - micro-batch size: activations grow with it under every schedule, so once every option's most frugal plan
  *    fails to fit, no larger size is tried.
  * Order: every mesh is first probed once (smallest micro-batch, first schedule, least saver) and the meshes
@@ -79,16 +79,12 @@ static void explore(grid *gr, grid_mesh *m) {
     bool any_fit = false, all_unfit = true, have_sums = false;
     double S = 0, W = 0, m_d = (double)p.n_micro_batches, pp_d = (double)m->pp;
     ladder_out zb = {0};
-    double even_floor_s = -1; /* the least saver's time at the last evenly split interleaving, deeper first */
     for (int oi = 0; oi < n_opts && !gr->stop; oi++) {
       grid_set_pipe(gr, &p, &opts[oi]);
-      /* Layers all alike and split evenly: every rank runs the same work at any depth v, so the iteration
-       * takes m·max + (sum - max)/v plus the same synchronisation, less at every saver for a deeper v. A
-       * shallower even depth is thus no faster than a deeper one at its least saver. */
-      bool even = gr->uniform_layers && p.schedule == PLAN_SCHED_INTERLEAVED_1F1B && p.n_stage_layers == 0 &&
-                  gr->L % plan_n_chunks(&p) == 0;
-      if ((even && even_floor_s >= search_cutoff_s(gr->sr)) ||
-          (have_sums && pipe_bound_s(&opts[oi], m_d, pp_d, S, W) >= search_cutoff_s(gr->sr))) {
+      /* No rule ranks the interleaving depths against each other: a deeper one shrinks the bubble but sends
+       * once more per chunk (plan_schedule_p2p_crossings), so where the sends are exposed a shallower depth can
+       * be faster (tests/test_grid_vpp.c). Only the bound from the chunk sums prunes a depth. */
+      if (have_sums && pipe_bound_s(&opts[oi], m_d, pp_d, S, W) >= search_cutoff_s(gr->sr)) {
         all_unfit = false;
         continue;
       }
@@ -104,7 +100,6 @@ static void explore(grid *gr, grid_mesh *m) {
       ladder_out lo;
       grid_ladder(gr, m, &p, &lo);
       if (opts[oi].schedule == PLAN_SCHED_ZB_H1) zb = lo;
-      if (even && lo.first_valid) even_floor_s = lo.first_s;
       any_fit |= lo.any_fit;
       all_unfit &= lo.frugal_unfit || !lo.first_valid;
       if (!have_sums && lo.first_valid && gr->chunk_bound_ok) {
@@ -207,9 +202,6 @@ static ap_status grid_run(search_run *sr) {
   /* With node groups of different devices a chunk's time depends on the rank that runs it. */
   gr->chunk_bound_ok = same_device;
   cost_param_counts_of(gr->g, &gr->params);
-  int n_layer_blocks = 0;
-  for (int bi = 0; bi < gr->g->n_blocks; bi++) n_layer_blocks += gr->g->blocks[bi].role == BLOCK_LAYER;
-  gr->uniform_layers = n_layer_blocks == 1 && same_device;
   make_base(gr);
   if (fixes(gr, PLAN_F_ZERO_STAGE)) {
     gr->zeros[gr->n_zeros++] = gr->o->fixed.zero_stage;

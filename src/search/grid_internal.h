@@ -78,7 +78,6 @@ typedef struct {
   double mem_bound_limit; /* the memory limit the model-state bound is held to: largest device × fraction */
   cost_param_counts params; /* parameters: split by tp, replicated, routed experts */
   bool memory_objective, chunk_bound_ok;
-  bool uniform_layers; /* one layer block: every layer costs the same */
   int32_t zeros[4];
   int n_zeros;
   plan base;

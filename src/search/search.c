@@ -34,9 +34,6 @@ enum {
   MIN_CLOSEST = 3,   /* closest plans kept for the infeasible report, at least */
 };
 _Static_assert((int)SEARCH_REFINE_K <= (int)MAX_TOP_K, "the ranked pool holds the refined plans");
-/* TUNING: how often the progress callback hears from a search, seconds; a tenth of a second is smooth on a
- * terminal and costs nothing next to thousands of evaluations. */
-static const double PROGRESS_EVERY_S = 0.1;
 /* Relative differences below this are ties, which keep the plan offered first. */
 static const double TIE_EPS = 1e-9;
 
@@ -48,7 +45,8 @@ struct search_run {
   search_opts opts;
   search_space space;
   arena *arena;
-  double t0_s, deadline_s, next_progress_s;
+  double t0_s, deadline_s;
+  search_ticker ticker; /* progress and cancellation (space.h) */
   double limit_bytes, limit_fraction;
   int64_t default_seq;
   search_result *top; /* best first */
@@ -68,11 +66,7 @@ struct search_run {
   char what[160];
 };
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double now_s(void) { return search_now_s(); }
 
 const cost_env *search_env(const search_run *sr) { return sr->env; }
 const search_opts *search_options(const search_run *sr) { return &sr->opts; }
@@ -84,8 +78,8 @@ void search_progress(search_run *sr, double fraction) {
   sr->fraction = fraction < 0 ? 0 : fraction > 1 ? 1 : fraction;
 }
 
-/* Checks the clock and, every PROGRESS_EVERY_S, tells the progress callback; sets stop when the budget is
- * spent or the callback asks to stop. */
+/* Checks the clock and, every SEARCH_PROGRESS_EVERY_S, tells the progress callback (the ticker of space.h);
+ * sets stop when the budget is spent or the callback asks to stop. */
 static void tick(search_run *sr) {
   double t = now_s();
   if (t >= sr->deadline_s && !sr->stop) {
@@ -96,8 +90,7 @@ static void tick(search_run *sr) {
     sr->strategy_stop = true;
     sr->st.strategies_truncated |= sr->strategy_bit;
   }
-  if (t < sr->next_progress_s) return;
-  sr->next_progress_s = t + PROGRESS_EVERY_S;
+  if (t < sr->ticker.next_s) return;
   double f = sr->n_to_run > 0 ? ((double)sr->ordinal + sr->fraction) / (double)sr->n_to_run : 0;
   if (sr->n_top > 0)
     snprintf(sr->what, sizeof sr->what, "%s: %lld plans evaluated, best %.4g s per iteration", sr->strategy,
@@ -105,7 +98,7 @@ static void tick(search_run *sr) {
   else
     snprintf(sr->what, sizeof sr->what, "%s: %lld plans evaluated, none fits yet", sr->strategy,
              (long long)sr->st.n_evaluated);
-  if (ctx_progress(sr->ctx, f, sr->what)) {
+  if (search_ticker_tick(&sr->ticker, t, f, sr->what)) {
     sr->st.cancelled = true;
     sr->stop = true;
   }
@@ -275,17 +268,15 @@ static void keep_closest(search_run *sr, const plan *p, const cost_result *r) {
 
 /* ---- Offers ---------------------------------------------------------------------------------------------- */
 
-/* Writes why p breaks a fixed field or the batch into why and returns true; false when it keeps them. */
-static bool breaks_fixed(const search_run *sr, const plan *p, char *why, size_t n) {
-  const search_opts *o = &sr->opts;
+bool search_breaks_fixed(const search_opts *o, int64_t default_seq, const plan *p, char *why, size_t n) {
   const plan *f = &o->fixed;
   if (p->global_batch_size != o->global_batch_size) {
     snprintf(why, n, "plan: global_batch_size = %lld, but the search is for %lld", (long long)p->global_batch_size,
              (long long)o->global_batch_size);
     return true;
   }
-  int64_t want_seq = o->seq_length > 0 ? o->seq_length : sr->default_seq;
-  int64_t seq = p->seq_length > 0 ? p->seq_length : sr->default_seq;
+  int64_t want_seq = o->seq_length > 0 ? o->seq_length : default_seq;
+  int64_t seq = p->seq_length > 0 ? p->seq_length : default_seq;
   if (seq != want_seq) {
     snprintf(why, n, "plan: seq_length = %lld, but the search is for %lld", (long long)seq, (long long)want_seq);
     return true;
@@ -325,7 +316,7 @@ ap_status search_offer(search_run *sr, const plan *offered, cost_result *cost) {
   const plan *p = &stacked;
   if (sr->st.cancelled) return AP_CANCELLED;
   char why[1024];
-  if (breaks_fixed(sr, p, why, sizeof why)) {
+  if (search_breaks_fixed(&sr->opts, sr->default_seq, p, why, sizeof why)) {
     reject(sr, why);
     return AP_INVALID;
   }
@@ -449,8 +440,9 @@ ap_status search_run_all(ap_ctx *ctx, const cost_env *env, const search_opts *op
   sr->t0_s = now_s();
   sr->deadline_s = opts->time_budget_s > 0 ? sr->t0_s + opts->time_budget_s : INFINITY;
   /* The first check reports at once (fraction 0), so that a caller can stop even a short search; then every
-   * PROGRESS_EVERY_S. The CLI prints only once a search has run past one second. */
-  sr->next_progress_s = sr->t0_s;
+   * SEARCH_PROGRESS_EVERY_S. The CLI prints only once a search has run past one second. */
+  search_ticker_init(&sr->ticker, sr->ctx);
+  sr->ticker.next_s = sr->t0_s;
 
   size_t n_reg;
   const search_strategy *const *reg = search_strategies(&n_reg);

@@ -119,6 +119,10 @@ typedef struct {
   ap_status (*run)(search_run *sr);
 } search_strategy;
 
+/* Whether plan p breaks the batch (global_batch_size, seq_length; default_seq when 0) or a fixed field of o: then
+ * writes why into why (n bytes) and returns true. The driver rejects such offers; --compare names the reason. */
+AP_HIDDEN bool search_breaks_fixed(const search_opts *o, int64_t default_seq, const plan *p, char *why, size_t n);
+
 /* The strategies, one file each, each defining one `const search_strategy`. To add one: write its file and
  * add one row to the registry table of registry.c; no other strategy file changes. */
 /* The registry (registry.c), in the order the driver runs them; *n_out receives its length. */

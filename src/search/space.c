@@ -1,5 +1,6 @@
 /* The search space (search layer); see space.h. */
 #include <string.h>
+#include <time.h>
 
 #include "search/space.h"
 
@@ -24,4 +25,24 @@ int search_space_values(const search_space *sp, plan_field_id f, const int64_t *
   }
   memcpy(out, list, sizeof(int64_t) * (size_t)n);
   return n;
+}
+
+double search_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void search_ticker_init(search_ticker *t, ap_ctx *ctx) {
+  t->ctx = ctx;
+  t->next_s = search_now_s();
+  t->cancelled = false;
+}
+
+bool search_ticker_tick(search_ticker *t, double now_s, double fraction, const char *what) {
+  if (t->cancelled || now_s < t->next_s) return t->cancelled;
+  t->next_s = now_s + SEARCH_PROGRESS_EVERY_S;
+  double f = fraction < 0 ? 0 : fraction > 1 ? 1 : fraction;
+  if (ctx_progress(t->ctx, f, what)) t->cancelled = true;
+  return t->cancelled;
 }

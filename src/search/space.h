@@ -31,4 +31,25 @@ static inline bool search_space_fixes(const search_space *sp, plan_field_id f) {
  * (copied to out, which holds n entries). Returns the count. */
 AP_HIDDEN int search_space_values(const search_space *sp, plan_field_id f, const int64_t *list, int n, int64_t *out);
 
+/* Progress and cancellation, a service of the driver (search.c) that the completion (complete.c) shares: the
+ * clock, and at most every SEARCH_PROGRESS_EVERY_S a report to the context's progress callback, which may ask
+ * to stop; once it has, cancelled stays true. */
+typedef struct {
+  ap_ctx *ctx;
+  double next_s;  /* the clock (search_now_s) at which the next report is due */
+  bool cancelled; /* the callback asked to stop */
+} search_ticker;
+
+/* TUNING: how often the progress callback hears from a search, seconds; a tenth of a second is smooth on a
+ * terminal and costs nothing next to thousands of evaluations. */
+#define SEARCH_PROGRESS_EVERY_S 0.1
+
+/* A monotonic clock, seconds. */
+AP_HIDDEN double search_now_s(void);
+/* A ticker for ctx whose first report is due at once. */
+AP_HIDDEN void search_ticker_init(search_ticker *t, ap_ctx *ctx);
+/* When a report is due at time now_s: tells the callback fraction (clamped to [0, 1]) and what, and schedules
+ * the next; returns t->cancelled. */
+AP_HIDDEN bool search_ticker_tick(search_ticker *t, double now_s, double fraction, const char *what);
+
 #endif

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost/bound.h"
 #include "search/search.h"
 
 /* Rounds of single-layer moves that refine an interleaved or ZB-V split (search_stage_dp_split). */
@@ -70,6 +71,13 @@ typedef struct {
   unsigned char *arg_x;
   int32_t chunk_of[PLAN_MAX_CHUNKS]; /* [r·v + j]: the j-th chunk of rank r, in forward order */
   layer_cost *lc[HW_MAX_GROUPS];     /* per node group: the cost of one layer of each block, computed on demand */
+  /* vpp > 1 (one block, no per-chunk recompute counts): per node group, what a chunk of n layers adds to its rank
+   * (cost_rank_add_layer n times, then cost_rank_end_chunk), n = 0..L, computed on demand; and each rank's
+   * group and non-layer extras. A split's pipeline time is then a merge per chunk (predict_sizes). */
+  rank_cost *chunk_cost[HW_MAX_GROUPS];
+  double grow_min_s, grow_max_s; /* the least and most one more layer adds to a chunk's tf + tb (chunk costs) */
+  int grp_of[COST_MAX_RANKS];
+  rank_cost extras[COST_MAX_RANKS];
   rank_cost rc[COST_MAX_RANKS];      /* scratch for memory_rank, which reads rc[r] */
 } stage_dp;
 
@@ -118,16 +126,17 @@ static bool spread(const stage_dp *d, int r, int64_t n, int64_t *size) {
   return true;
 }
 
-/* Adds n layers of block blk to R as the chunks of rank r (spread); false when they cannot be spread. (vpp > 1
- * needs one block.) */
-static bool add_spread(stage_dp *d, const layer_cost *lc, int blk, int r, int64_t n, rank_cost *R) {
+static const rank_cost *chunk_costs(stage_dp *d, arena *a, int grp);
+
+/* Adds n layers to R as the chunks of rank r (spread), each from the chunk costs of the rank's node group;
+ * false when they cannot be spread or out of memory. (vpp > 1 needs one block.) */
+static bool add_spread(stage_dp *d, arena *a, int r, int64_t n, rank_cost *R) {
   int64_t size[PLAN_MAX_CHUNKS];
-  if (!spread(d, r, n, size)) return false;
+  const rank_cost *cc = chunk_costs(d, a, d->grp_of[r]);
+  if (!cc || !spread(d, r, n, size)) return false;
   for (int j = 0; j < d->v; j++) {
-    int64_t c = d->chunk_of[r * d->v + j];
-    double act = 0;
-    for (int64_t i = 0; i < size[j]; i++) cost_rank_add_layer(d->env, &d->p, &lc[blk], plan_layer_recomputes(&d->p, c, i), R, &act);
-    cost_rank_end_chunk(R, act);
+    cost_rank_merge(R, &cc[size[j]]);
+    R->n_layers += cc[size[j]].n_layers;
   }
   return true;
 }
@@ -144,12 +153,14 @@ static ap_status build_table(stage_dp *d, arena *a, double mem_fraction) {
     if (!lc) return AP_NOMEM;
     rank_cost extras;
     cost_rank_extras(env, &d->p, &d->pg, r, &extras);
+    d->grp_of[r] = grp;
+    d->extras[r] = extras;
     double *t = &d->t[(size_t)r * d->row], *z = &d->z[(size_t)r * d->row];
     for (size_t q = 0; q < d->row; q++) t[q] = z[q] = INFINITY;
     if (d->v > 1) {
       for (int64_t n = 0; n <= d->L; n++) {
         rank_cost R = {0};
-        if (add_spread(d, lc, cost_env_unit_block(env)[0], r, n, &R)) stage_eval(d, r, R, &extras, limit, &t[n], &z[n]);
+        if (add_spread(d, a, r, n, &R)) stage_eval(d, r, R, &extras, limit, &t[n], &z[n]);
       }
       continue;
     }
@@ -287,6 +298,55 @@ static double predict(stage_dp *d, arena *a, const plan *q) {
   return schedule_pipeline_s(q, rc, d->pp, ctf, ctb, ctw, &tmp);
 }
 
+/* The chunk costs of node group grp (see stage_dp.chunk_cost), filled on first use. */
+static const rank_cost *chunk_costs(stage_dp *d, arena *a, int grp) {
+  if (d->chunk_cost[grp]) return d->chunk_cost[grp];
+  layer_cost *lc = layer_costs(d, a, grp);
+  rank_cost *cc = arena_alloc(a, sizeof *cc * d->w);
+  if (!lc || !cc) return NULL;
+  const layer_cost *L = &lc[cost_env_unit_block(d->env)[0]];
+  rank_cost acc = {0};
+  double act = 0;
+  for (int64_t n = 0; n <= d->L; n++) {
+    if (n > 0) cost_rank_add_layer(d->env, &d->p, L, plan_layer_recomputes(&d->p, 0, n - 1), &acc, &act);
+    cc[n] = acc;
+    cost_rank_end_chunk(&cc[n], act);
+    if (n > 0) {
+      double inc = (cc[n].tf + cc[n].tb) - (cc[n - 1].tf + cc[n - 1].tb);
+      d->grow_min_s = fmin(d->grow_min_s, inc);
+      d->grow_max_s = fmax(d->grow_max_s, inc);
+    }
+  }
+  return d->chunk_cost[grp] = cc;
+}
+
+/* With vpp > 1: predict's figure for the chunk sizes size[0..pp·v-1] (which need not sum to L), from the chunk
+ * costs, in pp·v merges rather than a pass over every layer; with lb, also cost_bound_interleaved_s of the same
+ * split for one layer's growth on one rank. (Merged per chunk, the sums round differently from predict's
+ * layer by layer, within a part in 10^15.) */
+static double predict_sizes(stage_dp *d, arena *a, const int32_t *size, double *lb) {
+  rank_cost rc[COST_MAX_RANKS];
+  double ctf[PLAN_MAX_CHUNKS], ctb[PLAN_MAX_CHUNKS], ctw[PLAN_MAX_CHUNKS];
+  memset(rc, 0, sizeof(rank_cost) * (size_t)d->pp);
+  int64_t nc = (int64_t)d->pp * d->v;
+  for (int64_t c = 0; c < nc; c++) {
+    int r = (int)plan_chunk_rank(&d->p, c);
+    const rank_cost *cc = chunk_costs(d, a, d->grp_of[r]);
+    if (!cc || size[c] < 0 || size[c] > d->L) return INFINITY;
+    const rank_cost *C = &cc[size[c]];
+    cost_rank_merge(&rc[r], C);
+    rc[r].n_layers += C->n_layers;
+    ctf[c] = C->tf;
+    ctb[c] = C->tb;
+    ctw[c] = C->tw;
+  }
+  for (int r = 0; r < d->pp; r++) cost_rank_merge(&rc[r], &d->extras[r]);
+  cost_time tmp;
+  double t = schedule_pipeline_s(&d->p, rc, d->pp, ctf, ctb, ctw, &tmp);
+  if (lb) *lb = cost_bound_interleaved_s(&d->p, rc, d->pp, ctf, ctb, d->grow_min_s, d->grow_max_s);
+  return t;
+}
+
 ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, const plan *base, double mem_fraction,
                                 plan *out, double *pipeline_s) {
   ap_status st = plan_validate(ctx, base, cost_env_graph(env), cost_env_cluster(env)->n_devices, "stage DP");
@@ -295,6 +355,8 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
   if (!d) return ctx_fail(ctx, AP_NOMEM, "out of memory");
   d->env = env;
   d->p = *base;
+  d->grow_min_s = INFINITY;
+  d->grow_max_s = 0;
   if (d->p.n_chunk_recompute > 0) d->p.n_chunk_recompute = 0; /* counts per chunk belong to the old split */
   d->pp = (int)base->pp;
   d->v = (int)base->vpp;
@@ -381,7 +443,7 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
     if (d->v > 1) { /* interleaved and ZB-V also pay for uneven chunks (cost/schedule.c): the exact figure */
       plan q = d->p;
       set_split(d, n, &q);
-      obj = predict(d, a, &q);
+      obj = predict_sizes(d, a, q.stage_layers, NULL);
     }
     if (obj < best * (1 - 1e-12)) {
       best = obj;
@@ -390,34 +452,57 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
   }
   *out = d->p;
   set_split(d, best_n, out);
-  double got = predict(d, a, out);
+  double got = d->v > 1 ? predict_sizes(d, a, out->stage_layers, NULL) : predict(d, a, out);
   if (d->v > 1) {
     /* Interleaved and ZB-V also pay for chunks that differ within a round (cost/schedule.c), which the
      * per-rank DP does not see: move single layers between chunks while that is faster and fits (at most
-     * STAGE_DP_CLIMB rounds). */
+     * STAGE_DP_CLIMB rounds, the best move of each). With interleaving, a move out of chunk `from` is never
+     * faster than cost_bound_interleaved_s of the split with that chunk one layer shorter and nothing added,
+     * with one layer's growth on one rank (grow_min_s..grow_max_s; every group's chunk costs are filled before
+     * the climb), so when
+     * that is no better than the best so far, no move out of `from` is tried; the margin of 10^-13 covers the rounding of the bound's sums (a few parts in 10^16 each). */
     plan cur = *out;
     double t = got;
     int64_t nc = (int64_t)d->pp * d->v;
     cost_result *r = arena_alloc(a, sizeof *r);
     if (!r) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+    bool interleaved = d->p.schedule == PLAN_SCHED_INTERLEAVED_1F1B;
+    for (int q = 0; q < d->pp; q++)
+      if (!chunk_costs(d, a, d->grp_of[q])) return ctx_fail(ctx, AP_NOMEM, "out of memory");
     for (int it = 0; it < STAGE_DP_CLIMB; it++) {
-      plan best_q = cur;
+      int64_t best_from = -1, best_to = -1;
       double best_t = t;
-      for (int64_t from = 0; from < nc; from++)
-        for (int64_t to = 0; to < nc; to++) {
-          if (from == to || cur.stage_layers[from] == 0) continue;
-          plan q = cur;
-          q.stage_layers[from]--;
-          q.stage_layers[to]++;
-          double tq = predict(d, a, &q);
-          if (tq < best_t * (1 - 1e-12) && cost_estimate(ctx, env, &q, r) == AP_OK &&
-              r->peak_mem_bytes <= mem_fraction * r->capacity_bytes) {
-            best_t = tq;
-            best_q = q;
-          }
+      int32_t size[PLAN_MAX_CHUNKS];
+      memcpy(size, cur.stage_layers, sizeof(int32_t) * (size_t)nc);
+      for (int64_t from = 0; from < nc; from++) {
+        if (size[from] == 0) continue;
+        size[from]--;
+        double lb = 0;
+        if (interleaved) predict_sizes(d, a, size, &lb);
+        if (lb * (1 - 1e-13) >= best_t * (1 - 1e-12)) {
+          size[from]++;
+          continue;
         }
+        for (int64_t to = 0; to < nc; to++) {
+          if (from == to) continue;
+          size[to]++;
+          double tq = predict_sizes(d, a, size, NULL);
+          if (tq < best_t * (1 - 1e-12)) {
+            plan q = cur;
+            memcpy(q.stage_layers, size, sizeof(int32_t) * (size_t)nc);
+            if (cost_estimate(ctx, env, &q, r) == AP_OK && r->peak_mem_bytes <= mem_fraction * r->capacity_bytes) {
+              best_t = tq;
+              best_from = from;
+              best_to = to;
+            }
+          }
+          size[to]--;
+        }
+        size[from]++;
+      }
       if (!(best_t < t)) break;
-      cur = best_q;
+      cur.stage_layers[best_from]--;
+      cur.stage_layers[best_to]++;
       t = best_t;
     }
     *out = cur;
