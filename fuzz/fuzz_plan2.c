@@ -3,8 +3,11 @@
  * two-axis cluster (loaded once), so that the strict checks, the spec matching against every strategy of
  * every op and the group agreement meet whatever the parser accepts. A plan that reads is written again by the
  * planner's document writer (report/graph_plan_report.c), which must read back and write the same bytes: the
- * round trip that `autopar export --format json` promises. Seeds: fuzz/seeds/plan2/ (plans autopar wrote, and
- * one edited onto a 2-axis mesh). */
+ * round trip that `autopar export --format json` promises. Seeds: fuzz/seeds/plan2/ (plans autopar wrote, one
+ * edited onto a 2-axis mesh, and pipelines of 2 and 3 stages on submeshes of each cluster, edited from them and
+ * written again by the writer: mlp3-*-2stages.json, mlp3-2x8-3stages.json), so that the stage checks
+ * (graph_plan_read_stages.c: submeshes, meshes, devices, the ops covered in order, the stage problems' groups)
+ * are fuzzed too. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -43,7 +46,7 @@ static ap_status read_write(ap_ctx *ctx, const char *text, size_t n, const hw_cl
   if (st) return st;
   gplan_read_info info;
   gplan_result r;
-  st = gplan_read(ctx, "plan2.json", root, model_graph(model), c, &info, &r);
+  st = gplan_read(ctx, "plan2.json", root, model_graph(model), c, NULL, &info, &r);
   if (!st) {
     strbuf sb = {0};
     gpr_plan_json(&sb, model_graph(model), c, info.gbs, &r);

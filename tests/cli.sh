@@ -28,6 +28,8 @@ has_onnx=0
 "$bin" describe --model examples/onnx/resnet50.onnx >/dev/null 2>&1 && has_onnx=1
 # An op-level plan file (autopar-plan/2) for the read-back cases.
 [ "$has_onnx" -eq 1 ] && "$bin" plan --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --gbs 64 --strategy greedy --json >"$tmp/gp.json"
+# And a pipeline of several stages on submeshes: the default strategies on 4 nodes (issue 12's example).
+[ "$has_onnx" -eq 1 ] && "$bin" plan --model examples/onnx/resnet50.onnx --cluster dgx-h100:4x8 --gbs 256 --json >"$tmp/gp3.json"
 python3 -c "import json,sys; d=json.load(open('examples/problems/mlp2-4dev.json')); d['nodes'][1]['compute'][3]=1e26; json.dump(d,open(sys.argv[1],'w'))" "$tmp/hugecost.json"
 n=0
 run_case() {
@@ -262,7 +264,12 @@ done <<CASES
 2+onnx|export --plan $tmp/gp.json --model examples/onnx/resnet50.onnx --format megatron|exports as json only, not megatron
 2+onnx|estimate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --tp 2|takes only --model, --cluster, --plan, --json and --calibration
 2+onnx|estimate --model examples/onnx/gpt2_small.onnx --cluster h100-sxm:8 --plan $tmp/gp.json|gp.json: stages[0].first_op: "/conv1/Conv": the one stage must start at the graph's first op, /wte/Gather
-2+onnx|estimate --model examples/onnx/resnet50.onnx --cluster dgx-h100:2x8 --plan $tmp/gp.json|gp.json: mesh.shape: covers 8 devices; the cluster dgx-h100 has 16
+2+onnx|estimate --model examples/onnx/resnet50.onnx --cluster dgx-h100:2x8 --plan $tmp/gp.json|gp.json: mesh.shape: covers 8 devices; the cluster dgx-h100:2x8 has 16
+0+onnx|estimate --model examples/onnx/resnet50.onnx --cluster dgx-h100:4x8 --plan $tmp/gp3.json|s per iteration (pipeline latency)
+0+onnx|estimate --model examples/onnx/resnet50.onnx --cluster dgx-h100:4x8 --plan $tmp/gp3.json --json|"stages": [{"first_op": "/conv1/Conv"
+0+onnx|export --plan $tmp/gp3.json --model examples/onnx/resnet50.onnx --format json -o $tmp/gp3b.json && cmp $tmp/gp3.json $tmp/gp3b.json && echo same-bytes|same-bytes
+0+onnx|simulate --model examples/onnx/resnet50.onnx --cluster dgx-h100:4x8 --plan $tmp/gp3.json|stage 1: simulated
+2+onnx|estimate --model examples/onnx/resnet50.onnx --cluster dgx-h100:2x8 --plan $tmp/gp3.json|gp3.json: stages
 2+onnx|estimate --model llama-3-8b --cluster h100-sxm:8 --plan $tmp/gp.json|gp.json: stages[0].first_op
 2|compare-search --model llama-3-8b|--model and --cluster are required
 2|compare-search --model llama-3-8b --cluster h100:8 --time-budget never|--time-budget: expected a number of seconds > 0

@@ -465,6 +465,14 @@ static void test_inter_op_brute_force(void **state) {
   double sum = 0, mx = 0;
   for (int q = 0; q < r.n_stages; q++) sum += r.stages[q].time_s, mx = fmax(mx, r.stages[q].time_s);
   assert_true(fabs(sum + 7 * mx - r.objective_s) <= 1e-12 * r.objective_s);
+  /* the latency from the stages (what a reader of the plan computes) is the DP's objective to the bit */
+  stp_stage dp_st[GST_MAX_LAYERS];
+  stp_result dp = {.stages = dp_st};
+  solve_opts so;
+  solve_opts_init(&so);
+  assert_int_equal(solve_inter_op(ctx, &r.problem, &so, &dp), AP_OK);
+  assert_true(dp.objective == r.objective_s);
+  assert_true(gstage_latency_s(r.stages, r.n_stages, 8) == dp.objective);
   ap_cluster_free(cl);
   ap_ctx_free(ctx);
   arena_free(a);

@@ -33,18 +33,23 @@ static const graph_op *find(const graph *g, const char *name) {
   return NULL;
 }
 
-/* The plan of model on cluster (greedy, one solve per mesh shape) as JSON text; the caller frees it. */
-static char *plan_json(ap_ctx *ctx, const ap_model *m, const char *cluster, int64_t gbs) {
+/* The plan of model on cluster with the strategies as JSON text; the caller frees it. */
+static char *plan_json_with(ap_ctx *ctx, const ap_model *m, const char *cluster, int64_t gbs, const char *strategies) {
   ap_cluster *c = NULL;
   assert_int_equal(ap_cluster_load(ctx, cluster, &c), AP_OK);
   ap_graph_plan_opts o;
   ap_graph_plan_opts_init(&o);
   o.global_batch_size = gbs;
-  o.strategies = "greedy";
+  o.strategies = strategies;
   char *out = NULL;
   if (ap_graph_plan(ctx, m, c, &o, AP_OUT_JSON, &out)) fail_msg("%s", ap_ctx_error(ctx));
   ap_cluster_free(c);
   return out;
+}
+
+/* The same with greedy alone (one solve per mesh shape, one stage). */
+static char *plan_json(ap_ctx *ctx, const ap_model *m, const char *cluster, int64_t gbs) {
+  return plan_json_with(ctx, m, cluster, gbs, "greedy");
 }
 
 static json_t *op_entry(json_t *doc, const char *name) {
@@ -309,7 +314,7 @@ static void test_reader_messages(void **state) {
       {"axis1", "p2.json: ops[0] (/conv1/Conv).output_spec: [0]: \"S1\" names mesh axis 1 of a 1-axis mesh"},
       {"illegal", "p2.json: ops[0] (/conv1/Conv): no legal strategy of op /conv1/Conv"},
       {"type", "p2.json: ops[0].op_type: op /conv1/Conv is a Conv in the graph, not a Gemm"},
-      {"mesh", "p2.json: mesh.shape: covers 4 devices; the cluster"},
+      {"mesh", "p2.json: mesh.shape: covers 4 devices; the cluster h100-sxm:8 has 8"},
       {"format", ""},
   };
   for (size_t k = 0; k < AP_COUNT(cases); k++) {
@@ -362,6 +367,174 @@ static void test_reader_messages(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* Writes text to path and loads it as a plan. */
+static ap_plan *load_text(ap_ctx *ctx, const char *path, const char *text) {
+  ap_plan *p = NULL;
+  assert_int_equal(ap_write_file(ctx, path, text), AP_OK);
+  if (ap_plan_load(ctx, path, &p)) fail_msg("%s", ap_ctx_error(ctx));
+  return p;
+}
+
+/* Plans of several pipeline stages (the inter-op pass's) read back on the five shipped models on a multi-node and
+ * a one-node cluster: estimate gives the plan's time, memory, mesh and stages (per-micro-batch times, send/recv,
+ * in-flight micro-batches), export writes the same file, and the simulator plays each stage on its own nodes (no
+ * stage slower than its closed form, which counts no overlap). */
+static void test_round_trip_stages(void **state) {
+  (void)state;
+  static const char *const models[] = {"resnet50", "vit_b_16", "unet", "gpt2_small", "t5_small"};
+  static const char *const clusters[] = {"dgx-h100:4x8", "h100-sxm:8"};
+  ap_ctx *ctx = io_ctx();
+  int n_multi = 0;
+  for (size_t i = 0; i < AP_COUNT(models); i++) {
+    char mpath[96];
+    snprintf(mpath, sizeof mpath, "examples/onnx/%s.onnx", models[i]);
+    ap_model *m = NULL;
+    assert_int_equal(ap_model_load(ctx, mpath, &m), AP_OK);
+    for (size_t k = 0; k < AP_COUNT(clusters); k++) {
+      ap_cluster *c = NULL;
+      assert_int_equal(ap_cluster_load(ctx, clusters[k], &c), AP_OK);
+      char *text = plan_json_with(ctx, m, clusters[k], 256, "greedy,inter-op");
+      ap_plan *p = load_text(ctx, "build/tests/graph_plan_stages.json", text);
+      json_error_t err;
+      json_t *a = json_loads(text, 0, &err);
+      size_t n_st = json_array_size(json_object_get(a, "stages"));
+      n_multi += n_st > 1;
+      char *est = NULL, *again = NULL, *sim = NULL;
+      if (ap_graph_plan_estimate(ctx, m, c, p, AP_OUT_JSON, &est)) fail_msg("%s on %s: %s", models[i], clusters[k], ap_ctx_error(ctx));
+      json_t *b = json_loads(est, 0, &err);
+      static const char *const same[] = {"time", "mesh", "stages", "micro_batches"};
+      for (size_t q = 0; q < AP_COUNT(same); q++)
+        if (!json_equal(json_object_get(a, same[q]), json_object_get(b, same[q])))
+          fail_msg("%s on %s: estimate's %s differs from the plan's", models[i], clusters[k], same[q]);
+      json_t *am = json_object_get(a, "memory"), *bm = json_object_get(b, "memory");
+      assert_true(json_equal(json_object_get(am, "peak_bytes"), json_object_get(bm, "peak_bytes")));
+      assert_true(json_is_true(json_object_get(bm, "fits")));
+      if (ap_graph_plan_export(ctx, m, p, &again)) fail_msg("%s", ap_ctx_error(ctx));
+      if (strcmp(again, text) != 0) fail_msg("%s on %s (%zu stages): export is not the plan's file", models[i], clusters[k], n_st);
+      if (ap_graph_plan_simulate(ctx, m, c, p, AP_OUT_JSON, &sim)) fail_msg("%s", ap_ctx_error(ctx));
+      json_t *sd = json_loads(sim, 0, &err), *ss = json_object_get(sd, "stages");
+      assert_true(json_number_value(json_object_get(sd, "simulated_iteration_s")) > 0);
+      assert_true(json_equal(json_object_get(sd, "closed_form_iteration_s"),
+                             json_object_get(json_object_get(a, "time"), "iteration_s")));
+      assert_int_equal(json_array_size(ss), n_st > 1 ? n_st : 0);
+      for (size_t q = 0; q < json_array_size(ss); q++) {
+        json_t *e = json_array_get(ss, q);
+        double simulated = json_number_value(json_object_get(e, "simulated_time_per_micro_batch_s"));
+        double closed = json_number_value(json_object_get(e, "time_per_micro_batch_s"));
+        if (!(simulated > 0 && simulated <= closed * (1 + 1e-5)))
+          fail_msg("%s on %s: stage %zu simulated %g s, closed form %g s", models[i], clusters[k], q, simulated, closed);
+      }
+      json_decref(a);
+      json_decref(b);
+      json_decref(sd);
+      ap_free(text);
+      ap_free(est);
+      ap_free(again);
+      ap_free(sim);
+      ap_plan_free(p);
+      ap_cluster_free(c);
+    }
+    ap_model_free(m);
+  }
+  /* ResNet-50, ViT-B/16, GPT-2 and T5 pipeline across the 4 nodes, ViT-B/16 also inside one (at this commit) */
+  if (n_multi < 4) fail_msg("only %d of the 10 plans have several stages", n_multi);
+  ap_ctx_free(ctx);
+}
+
+/* A stage of a pipeline whose submesh, mesh, ops or figures are wrong: one line naming the file and the field. */
+static void test_stage_reader_messages(void **state) {
+  (void)state;
+  ap_ctx *ctx = io_ctx();
+  ap_model *m = NULL;
+  ap_cluster *c = NULL, *small = NULL;
+  assert_int_equal(ap_model_load(ctx, "examples/onnx/resnet50.onnx", &m), AP_OK);
+  assert_int_equal(ap_cluster_load(ctx, "dgx-h100:4x8", &c), AP_OK);
+  assert_int_equal(ap_cluster_load(ctx, "dgx-h100:2x8", &small), AP_OK);
+  char *text = plan_json_with(ctx, m, "dgx-h100:4x8", 256, "greedy,inter-op");
+  json_error_t err;
+  json_t *plan = json_loads(text, 0, &err);
+  json_t *stages = json_object_get(plan, "stages");
+  size_t n = json_array_size(stages);
+  if (n < 3) fail_msg("the plan has %zu stage(s); the cases below want 3 or more", n);
+  /* a stage on a 1-axis mesh, and its first op's index in ops */
+  size_t one = 0, op_one = 0;
+  while (one < n && json_array_size(json_object_get(json_array_get(stages, one), "mesh")) != 1) one++;
+  assert_true(one < n);
+  const char *first_one = json_string_value(json_object_get(json_array_get(stages, one), "first_op"));
+  json_t *ops = json_object_get(plan, "ops");
+  while (strcmp(json_string_value(json_object_get(json_array_get(ops, op_one), "name")), first_one) != 0) op_one++;
+  bool s0_tiny = json_integer_value(json_array_get(json_object_get(json_array_get(stages, 0), "submesh"), 1)) == 1;
+  char want_axis[160], want_flight[160], want_illegal[160];
+  snprintf(want_axis, sizeof want_axis, "p3.json: ops[%zu] (%s).output_spec: [0]: \"S1\" names mesh axis 1 of a 1-axis mesh",
+           op_one, first_one);
+  snprintf(want_flight, sizeof want_flight, "p3.json: stages[0].in_flight: 1, but under 1F1B stage 0 of %zu holds %zu", n, n);
+  snprintf(want_illegal, sizeof want_illegal, "p3.json: ops[0] (/conv1/Conv): no legal strategy of op /conv1/Conv on mesh [%lld",
+           (long long)json_integer_value(json_array_get(json_object_get(json_array_get(stages, 0), "mesh"), 0)));
+  const struct {
+    const char *edit, *want;
+  } cases[] = {
+      {"submesh", "p3.json: stages[1].submesh: [3, 4] is not a submesh of dgx-h100:4x8 (the inter-op pass's are [1, 1], "
+                  "[1, 2], [1, 4], [1, 8], [2, 8], [3, 8], [4, 8])"},
+      {"mesh", "p3.json: stages[1].mesh: [5] is not a logical mesh of the submesh"},
+      {"devices", "p3.json: stages: the submeshes use"},
+      {"first", "p3.json: stages[1].first_op: \"/conv1/Conv\": expected the op after stages[0].last_op"},
+      {"last", "p3.json: stages[" /* n - 1 */},
+      {"nolast", "p3.json: stages[0].last_op: \"/nope\": no op of that name from first_op on"},
+      {"flight", want_flight},
+      {"nine", "p3.json: stages: 9 stages; a plan has at most 8"},
+      {"axis1", want_axis},
+      {"illegal", want_illegal},
+      {"top", "p3.json: mesh.shape: expected the mesh of the slowest stage"},
+      {"cluster", "the cluster dgx-h100:2x8"},
+      {"key", "p3.json: stages[1].colour: unknown field"},
+  };
+  for (size_t k = 0; k < AP_COUNT(cases); k++) {
+    json_t *doc = json_deep_copy(plan);
+    json_t *st = json_object_get(doc, "stages"), *s0 = json_array_get(st, 0), *s1 = json_array_get(st, 1);
+    const char *e = cases[k].edit;
+    const ap_cluster *on = c;
+    if (strcmp(e, "submesh") == 0) json_object_set_new(s1, "submesh", json_pack("[i,i]", 3, 4));
+    else if (strcmp(e, "mesh") == 0) json_object_set_new(s1, "mesh", json_pack("[i]", 5));
+    else if (strcmp(e, "devices") == 0) { /* a legal submesh of another size */
+      json_object_set_new(s0, "submesh", json_pack("[i,i]", 1, s0_tiny ? 2 : 1));
+      json_object_set_new(s0, "mesh", json_pack("[i]", s0_tiny ? 2 : 1));
+      json_object_set_new(s0, "levels", json_pack("[s]", "nvlink"));
+    } else if (strcmp(e, "first") == 0) json_object_set(s1, "first_op", json_object_get(s0, "first_op"));
+    else if (strcmp(e, "last") == 0) json_object_set_new(json_array_get(st, n - 1), "last_op", json_string("/conv1/Conv"));
+    else if (strcmp(e, "nolast") == 0) json_object_set_new(s0, "last_op", json_string("/nope"));
+    else if (strcmp(e, "flight") == 0) json_object_set_new(s0, "in_flight", json_integer(1));
+    else if (strcmp(e, "nine") == 0)
+      while (json_array_size(st) < 9) json_array_append(st, s1);
+    else if (strcmp(e, "axis1") == 0) {
+      json_t *spec = json_object_get(json_array_get(json_object_get(doc, "ops"), op_one), "output_spec");
+      json_array_set_new(spec, 0, json_string("S1"));
+    } else if (strcmp(e, "illegal") == 0) /* a split of the spatial dims, which no conv strategy makes */
+      json_object_set_new(json_array_get(json_object_get(doc, "ops"), 0), "output_spec", json_pack("[s,s,s,s]", "R", "R", "S0", "R"));
+    else if (strcmp(e, "top") == 0) json_object_set_new(json_object_get(doc, "mesh"), "shape", json_pack("[i]", 32));
+    else if (strcmp(e, "cluster") == 0) on = small;
+    else if (strcmp(e, "key") == 0) json_object_set_new(s1, "colour", json_string("red"));
+    char *edited = json_dumps(doc, 0);
+    ap_plan *p = load_text(ctx, "build/tests/p3.json", edited);
+    char *out = NULL;
+    ap_status got = ap_graph_plan_estimate(ctx, m, on, p, AP_OUT_JSON, &out);
+    if (got != AP_INVALID) fail_msg("%s: status %d (%s)", e, (int)got, ap_ctx_error(ctx));
+    if (!strstr(ap_ctx_error(ctx), cases[k].want)) fail_msg("%s: got \"%s\"", e, ap_ctx_error(ctx));
+    if (strcmp(e, "last") == 0 && !strstr(ap_ctx_error(ctx), "the last stage must end at the graph's last op, /fc/Gemm"))
+      fail_msg("last: got \"%s\"", ap_ctx_error(ctx));
+    assert_null(strchr(ap_ctx_error(ctx), '\n'));
+    assert_null(out);
+    ap_plan_free(p);
+    free(edited);
+    json_decref(doc);
+  }
+  json_decref(plan);
+  ap_free(text);
+  ap_cluster_free(small);
+  ap_cluster_free(c);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_weight_spec_stored_order),
@@ -369,6 +542,8 @@ int main(void) {
       cmocka_unit_test(test_unnamed_nodes),
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_reader_messages),
+      cmocka_unit_test(test_round_trip_stages),
+      cmocka_unit_test(test_stage_reader_messages),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,11 @@
 /* Op-level plan files read back (report layer; include/autopar.h ap_graph_plan_estimate, _simulate, _export):
  * an autopar-plan/2 document that ap_plan_load kept whole is read against the model's graph
  * (search/graph_plan_read.c) and then estimated with the planner's own objective (the figures of the plan's
- * "time" and "memory" sections), simulated with the op-level event simulator (search/graph_sim.c), or written
- * again by the planner's document writer (graph_plan_report.c), so that a plan read and exported is the same
- * file. The formats are in docs/json.md ("autopar-graph-estimate/1", "autopar-graph-simulate/1"). */
+ * "time", "memory" and "stages" sections; for a pipeline, Σ t + (B − 1) max t over the stages' times per
+ * micro-batch, as the inter-op pass prices it), simulated with the op-level event simulator (search/graph_sim.c;
+ * a pipeline's stages each on its own nodes, then the same 1F1B formula over the simulated stage times), or
+ * written again by the planner's document writer (graph_plan_report.c), so that a plan read and exported is the
+ * same file. The formats are in docs/json.md ("autopar-graph-estimate/1", "autopar-graph-simulate/1"). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,7 +25,8 @@ static ap_status read_plan(ap_ctx *ctx, const ap_model *model, const hw_cluster 
                     ap->origin[0] ? ap->origin : "plan");
   if (!model) return ctx_fail(ctx, AP_INVALID, "%s: an autopar-plan/2 plan is read against its graph: name the model "
                               "(--model net.onnx)", ap->origin);
-  return gplan_read(ctx, ap->origin, ap->doc2, model_graph(model), c, info, r);
+  char cspec[256];
+  return gplan_read(ctx, ap->origin, ap->doc2, model_graph(model), c, gpr_cluster_spec(c, cspec, sizeof cspec), info, r);
 }
 
 static void mesh_json(strbuf *sb, const shard_mesh *m) {
@@ -88,12 +91,20 @@ ap_status ap_graph_plan_estimate(ap_ctx *ctx, const ap_model *model, const ap_cl
     head_json(&sb, "autopar-graph-estimate/1", ap, g, c, &r);
     sb_printf(&sb, ", \"time\": {\"iteration_s\": %.6g, \"compute_s\": %.6g, \"op_comm_s\": %.6g, \"reshard_s\": %.6g}",
               r.br.total_s, r.br.compute_s, r.br.op_comm_s, r.br.reshard_s);
-    sb_printf(&sb, ", \"memory\": {\"peak_bytes\": %.6g, \"limit_bytes\": %.6g, \"fits\": %s}}\n", r.br.mem_bytes,
+    sb_printf(&sb, ", \"memory\": {\"peak_bytes\": %.6g, \"limit_bytes\": %.6g, \"fits\": %s}", r.br.mem_bytes,
               r.mem_limit_bytes, fits ? "true" : "false");
+    sb_puts(&sb, ", \"stages\": ");
+    gpr_stages_json(&sb, c, &r);
+    sb_puts(&sb, "}\n");
   } else {
     head_text(&sb, "estimate", ap, g, c, &r);
-    sb_printf(&sb, "predicted %.4g s per iteration: compute %.4g s, op collectives %.4g s, resharding %.4g s\n",
-              r.br.total_s, r.br.compute_s, r.br.op_comm_s, r.br.reshard_s);
+    if (r.n_stages > 1)
+      sb_printf(&sb, "predicted %.4g s per iteration (pipeline latency); summed over the stages: compute %.4g s, op "
+                "collectives %.4g s, resharding %.4g s\n", r.br.total_s, r.br.compute_s, r.br.op_comm_s, r.br.reshard_s);
+    else
+      sb_printf(&sb, "predicted %.4g s per iteration: compute %.4g s, op collectives %.4g s, resharding %.4g s\n",
+                r.br.total_s, r.br.compute_s, r.br.op_comm_s, r.br.reshard_s);
+    gpr_stages_text(&sb, &r);
     sb_printf(&sb, "memory    peak %.2f GiB per device, limit %.2f GiB%s\n", r.br.mem_bytes / 1073741824.0,
               r.mem_limit_bytes / 1073741824.0, fits ? "" : " (does not fit)");
   }
@@ -110,23 +121,48 @@ ap_status ap_graph_plan_simulate(ap_ctx *ctx, const ap_model *model, const ap_cl
   gplan_read_info info;
   gplan_result r;
   ap_status st = read_plan(ctx, model, c, ap, &info, &r);
-  gsim sim;
-  if (!st) st = gsim_init(ctx, r.a, &r.gp, &sim);
+  double sim_s = 0;
+  int64_t events = 0;
+  gstage sim_st[GST_MAX_LAYERS]; /* a pipeline's stages with their simulated times per micro-batch */
+  for (int q = 0; !st && q < (r.n_stages > 1 ? r.n_stages : 1); q++) {
+    gsim sim;
+    if (r.n_stages > 1) {
+      const gstage *y = &r.stages[q];
+      if ((st = gsim_init_range(ctx, r.a, y->gp, y->first_node, y->last_node, &sim))) break;
+      sim_st[q] = *y;
+      sim_st[q].time_s = gsim_full(&sim, y->choice) / r.n_micro + y->send_s;
+    } else {
+      if ((st = gsim_init(ctx, r.a, &r.gp, &sim))) break;
+      sim_s = gsim_full(&sim, r.choice);
+    }
+    events += sim.n_events;
+  }
   if (st) {
     gplan_result_free(&r);
     return st;
   }
-  double sim_s = gsim_full(&sim, r.choice);
+  if (r.n_stages > 1) sim_s = gstage_latency_s(sim_st, r.n_stages, r.n_micro);
   const graph *g = model_graph(model);
   strbuf sb = {0};
   if (format == AP_OUT_JSON) {
     head_json(&sb, "autopar-graph-simulate/1", ap, g, c, &r);
     sb_printf(&sb, ", \"simulated_iteration_s\": %.6g, \"closed_form_iteration_s\": %.6g, \"events\": %lld, "
-                   "\"peak_bytes\": %.6g}\n", sim_s, r.br.total_s, (long long)sim.n_events, r.br.mem_bytes);
+                   "\"peak_bytes\": %.6g", sim_s, r.br.total_s, (long long)events, r.br.mem_bytes);
+    sb_puts(&sb, ", \"stages\": [");
+    for (int q = 0; q < r.n_stages && r.n_stages > 1; q++)
+      sb_printf(&sb, "%s{\"simulated_time_per_micro_batch_s\": %.6g, \"time_per_micro_batch_s\": %.6g, "
+                "\"send_recv_s\": %.6g}", q ? ", " : "", sim_st[q].time_s, r.stages[q].time_s, r.stages[q].send_s);
+    sb_puts(&sb, "]}\n");
   } else {
     head_text(&sb, "simulate", ap, g, c, &r);
     sb_printf(&sb, "simulated %.4g s per iteration (%lld events; the planner's closed form, without overlap: %.4g s)\n",
-              sim_s, (long long)sim.n_events, r.br.total_s);
+              sim_s, (long long)events, r.br.total_s);
+    for (int q = 0; q < r.n_stages && r.n_stages > 1; q++)
+      sb_printf(&sb, "  stage %d: simulated %.4g s per micro-batch (closed form %.4g s, send/recv %.3g s)\n", q,
+                sim_st[q].time_s, r.stages[q].time_s, r.stages[q].send_s);
+    if (r.n_stages > 1)
+      sb_printf(&sb, "(a pipeline of %d stages, 1F1B over %.0f micro-batches: sum + (micro-batches - 1) x the slowest)\n",
+                r.n_stages, r.n_micro);
   }
   return finish(ctx, &sb, &r, out);
 }

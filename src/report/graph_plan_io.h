@@ -17,6 +17,11 @@ AP_HIDDEN void gpr_input_json(strbuf *sb, const graph_op *op, const shard_strate
 /* The spec that loads cluster c again (ap_cluster_load): the preset or shorthand it was loaded from
  * ("dgx-h100:4x8"), else its file's path, else its name; written to buf. */
 AP_HIDDEN const char *gpr_cluster_spec(const hw_cluster *c, char *buf, size_t n);
+/* The plan's "stages" array (docs/graph-plan.md "Output"): r's stages, or its one stage on the whole mesh. */
+AP_HIDDEN void gpr_stages_json(strbuf *sb, const hw_cluster *c, const gplan_result *r);
+/* The text lines of a plan of several stages (nothing for one): each stage's ops, submesh, mesh, time per
+ * micro-batch, send/recv and memory with its in-flight micro-batches. */
+AP_HIDDEN void gpr_stages_text(strbuf *sb, const gplan_result *r);
 /* The whole autopar-plan/2 document of a planner (or reader) result. */
 AP_HIDDEN void gpr_plan_json(strbuf *sb, const graph *g, const hw_cluster *c, int64_t gbs, const gplan_result *r);
 

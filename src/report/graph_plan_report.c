@@ -279,8 +279,13 @@ static double graph_mfu(const graph *g, const hw_cluster *c, const gplan_result 
   return r->br.total_s > 0 && peak > 0 ? flop / (r->br.total_s * (double)c->n_devices * peak) : 0;
 }
 
+void gpr_stages_json(strbuf *sb, const hw_cluster *c, const gplan_result *r) {
+  gstage st[GST_MAX_LAYERS];
+  stages_json(sb, st, plan_stages(r, c, st));
+}
+
 /* The text lines of a plan with several stages. */
-static void stages_text(strbuf *sb, const gplan_result *r) {
+void gpr_stages_text(strbuf *sb, const gplan_result *r) {
   if (r->n_stages < 2) return;
   sb_printf(sb, "stages    %d (pipeline, 1F1B, %.0f micro-batches; inter-op over %d layers, %d stage solves, %d "
             "memoised)\n", r->n_stages, r->n_micro, r->n_layers, r->stage_solves, r->memo_hits);
@@ -312,9 +317,9 @@ static void write_json(strbuf *sb, const graph *g, const hw_cluster *c, const gp
     json_str(sb, m->level_name[a]);
   }
   sb_puts(sb, "]}, \"stages\": ");
+  gpr_stages_json(sb, c, r);
   gstage st[GST_MAX_LAYERS];
   int n_st = plan_stages(r, c, st);
-  stages_json(sb, st, n_st);
   sb_puts(sb, ", \"search\": {\"strategy\": ");
   json_str(sb, r->strategy);
   sb_printf(sb, ", \"status\": \"%s\", \"lower_bound_s\": ", status_name(r->status));
@@ -374,7 +379,7 @@ static void write_text(strbuf *sb, const graph *g, const hw_cluster *c, const gp
   double flop, mfu = graph_mfu(g, c, r, &flop);
   sb_printf(sb, "MFU       %.1f%% (graph FLOPs: %.4g per iteration, every op's forward and backward, of dense bf16 "
             "peak)\n", 100 * mfu, flop);
-  stages_text(sb, r);
+  gpr_stages_text(sb, r);
   double t = r->n_stages > 1 ? r->br.compute_s + r->br.op_comm_s + r->br.reshard_s : r->br.total_s;
   t = t > 0 ? t : 1;
   if (r->n_stages > 1) sb_puts(sb, "(summed over the stages, per iteration)\n");

@@ -324,36 +324,44 @@ ap_status gplan_inter_op(ap_ctx *ctx, const graph *g, const hw_cluster *c, const
     arena_free(a);
     return AP_OK;
   }
-  /* several stages win: the result describes them; gp/choice/mesh become the slowest stage's */
+  /* several stages win: the result describes them */
   arena_free(r->stage_arena);
   r->stage_arena = a;
-  r->n_stages = sr->n_stages;
-  int slow = 0;
-  for (int q = 0; q < sr->n_stages; q++) {
-    r->stages[q] = sr->stages[q];
-    if (sr->stages[q].time_s > sr->stages[slow].time_s) slow = q;
-  }
-  r->gp = *sr->stages[slow].gp;
-  r->mesh = sr->stages[slow].mesh;
-  r->gp.env.mesh = &r->mesh;
-  r->choice = sr->stages[slow].choice;
-  r->n_micro = (double)so.n_micro;
-  r->b = (double)o->gbs / r->n_micro;
+  gplan_take_stages(r, sr->stages, sr->n_stages, (double)so.n_micro, o->gbs, sr->objective_s);
   r->strategy = "inter-op";
   r->status = sr->status;
   r->lower_bound_s = NAN;
+  return AP_OK;
+}
+
+int gplan_slowest_stage(const gplan_result *r) {
+  int slow = 0;
+  for (int q = 1; q < r->n_stages; q++)
+    if (r->stages[q].time_s > r->stages[slow].time_s) slow = q;
+  return slow;
+}
+
+void gplan_take_stages(gplan_result *r, const gstage *st, int n, double n_micro, int64_t gbs, double latency_s) {
+  r->n_stages = n;
+  memcpy(r->stages, st, (size_t)n * sizeof *st);
+  int slow = gplan_slowest_stage(r);
+  r->gp = *st[slow].gp;
+  r->mesh = st[slow].mesh;
+  r->gp.env.mesh = &r->mesh;
+  r->choice = st[slow].choice;
+  r->n_micro = n_micro;
+  r->b = (double)gbs / n_micro;
   r->found = true;
   gp_breakdown sum = {0};
-  for (int q = 0; q < sr->n_stages; q++) {
-    const gstage *y = &sr->stages[q];
+  for (int q = 0; q < n; q++) {
+    const gstage *y = &st[q];
     gp_breakdown b = gp_evaluate_range(y->gp, y->choice, y->first_node, y->last_node);
     sum.compute_s += b.compute_s, sum.op_comm_s += b.op_comm_s, sum.reshard_s += b.reshard_s;
     double m = y->weight_mem_bytes + y->in_flight * y->act_mem_bytes;
     sum.mem_bytes = fmax(sum.mem_bytes, m);
   }
-  sum.total_s = sr->objective_s;
+  sum.total_s = latency_s;
   r->br = sum;
-  return AP_OK;
 }
 
 void gplan_result_free(gplan_result *r) {

@@ -79,6 +79,17 @@ AP_HIDDEN ap_status gplan_problem(ap_ctx *ctx, arena *a, const graph *g, const h
 AP_HIDDEN ap_status gplan_inter_op(ap_ctx *ctx, const graph *g, const hw_cluster *c, const gplan_opts *o,
                                    const char *const *names, int n_names, gplan_result *r);
 
+/* Makes r describe the pipeline of stages st[0..n) (n >= 2) at n_micro micro-batches of the global batch gbs:
+ * gp, choice and mesh become the slowest stage's (the first of equal ones), br sums the stages' compute,
+ * collectives and resharding, br.total_s is latency_s (gstage_latency_s) and br.mem_bytes the largest stage's
+ * training state plus its in-flight micro-batches' activations. The inter-op pass and the plan reader share it;
+ * the stages' problems stay where they are (st[q].gp). */
+AP_HIDDEN void gplan_take_stages(gplan_result *r, const gstage *st, int n, double n_micro, int64_t gbs,
+                                 double latency_s);
+
+/* The index of r's slowest stage (the first of equal ones): the one whose mesh, problem and choice r holds. */
+AP_HIDDEN int gplan_slowest_stage(const gplan_result *r);
+
 /* Parses an annotation string against a problem: fix[node] = strategy index, -1 elsewhere. */
 AP_HIDDEN ap_status gplan_parse_annotate(ap_ctx *ctx, const graph_problem *gp, const char *text, int32_t *fix);
 

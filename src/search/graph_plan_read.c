@@ -1,18 +1,19 @@
 /* Reading an op-level plan back (search layer; graph_plan_read.h). The document is checked in the order it is
  * written: header, mesh, stages, the time and memory figures (types only: they are recomputed), then the ops
- * and last the search record (whose counts a plan of another graph would break before its op names say so). The problem is rebuilt as the planner built it for the plan's mesh and micro-batch count
- * (graph_plan.c gplan_problem, with the count the file states instead of the fewest that fit), and each op's
- * specs are matched against its strategies: an op's output spec(s), its weight's spec in stored order
+ * and last the search record (whose counts a plan of another graph would break before its op names say so).
+ * A plan of one stage: the problem is rebuilt as the planner built it for the plan's mesh and micro-batch count
+ * (graph_plan.c gplan_problem, with the count the file states instead of the fewest that fit). A plan of
+ * several: each stage's problems as the inter-op pass built them (graph_plan_read_stages.c). Each op's specs are
+ * matched against its strategies on its stage's mesh: an op's output spec(s), its weight's spec in stored order
  * (report/graph_plan_specs.c writes the same), its pending-sum axes and, when given, its inputs' specs. Ops
- * that the problem ties into one group (followers and repeated layers) must match a common strategy. */
+ * that the (stage's) problem ties into one group (followers and repeated layers) must match a common strategy. */
 #include <math.h>
 #include <string.h>
 
 #include "search/graph_plan_read.h"
 
-/* The keys of the document (report/graph_plan_report.c writes them). The stages' per-stage figures, "mfu" and
- * "search.inter_op" are those the inter-op pass for graphs adds (helper v-graph's branch): accepted and
- * type-checked, not used, since the reader takes plans of one stage. */
+/* The keys of the document (report/graph_plan_report.c writes them). The stages' per-stage figures and "mfu"
+ * are recomputed (type-checked only); "search.inter_op" is the record of the pass that made the plan, kept. */
 static const char *const TOP_KEYS[] = {"format", "model", "cluster", "global_batch_size", "seq", "micro_batches",
                                        "micro_batch_size", "mesh", "stages", "search", "time", "mfu", "memory",
                                        "explain", "ops"};
@@ -265,9 +266,11 @@ typedef struct {
   int64_t gbs, n_micro, shape[2];
   int n_axes;
   double seq, limit_bytes;
+  gread_stages stages; /* a plan of several stages (stages.n >= 2); stages.n = 1 otherwise */
 } header;
 
-static ap_status read_header(const jx_src *top, json_t *root, const graph *g, const hw_cluster *c, header *h) {
+static ap_status read_header(const jx_src *top, json_t *root, const graph *g, const hw_cluster *c, const char *cluster,
+                             header *h) {
   ap_status st;
   if ((st = jx_check_keys(top, root, TOP_KEYS, AP_COUNT(TOP_KEYS), 0))) return st;
   const char *format = NULL, *name = NULL;
@@ -291,20 +294,24 @@ static ap_status read_header(const jx_src *top, json_t *root, const graph *g, co
   if ((st = child_object(top, root, "mesh", true, MESH_KEYS, AP_COUNT(MESH_KEYS), where, sizeof where, &mesh))) return st;
   jx_src ms = {top->ctx, top->file, "mesh"};
   if ((st = int_list(&ms, mesh, "shape", 1, 2, h->shape, &h->n_axes))) return st;
-  int64_t n = h->n_axes == 2 ? h->shape[0] * h->shape[1] : h->shape[0];
-  if (n != c->n_devices)
-    return jx_fail(&ms, "shape", "covers %lld devices; the cluster %s has %lld", (long long)n, c->name,
-                   (long long)c->n_devices);
   json_t *levels = json_object_get(mesh, "levels");
   if (!levels || !json_is_array(levels) || (int)json_array_size(levels) != h->n_axes)
     return jx_fail(&ms, "levels", "expected %d link-level names, one per axis", h->n_axes);
   for (int a = 0; a < h->n_axes; a++)
     if (!json_is_string(json_array_get(levels, (size_t)a))) return jx_fail(&ms, "levels", "[%d]: expected a name", a);
-  /* Stages: today's plans have one, on the whole mesh, from the graph's first op to its last. */
+  /* Stages: one on the whole mesh, from the graph's first op to its last; or a pipeline of several. */
   json_t *stages = json_object_get(root, "stages");
   if (!stages || !json_is_array(stages) || json_array_size(stages) < 1)
     return jx_fail(top, "stages", "expected an array of stages");
-  for (size_t i = 0; i < json_array_size(stages); i++) {
+  size_t n_stages = json_array_size(stages);
+  if (n_stages > GST_MAX_LAYERS)
+    return jx_fail(top, "stages", "%zu stages; a plan has at most %d (the inter-op pass's layers)", n_stages, GST_MAX_LAYERS);
+  int64_t n = h->n_axes == 2 ? h->shape[0] * h->shape[1] : h->shape[0];
+  if (n_stages == 1 && n != c->n_devices)
+    return jx_fail(&ms, "shape", "covers %lld devices; the cluster %s has %lld", (long long)n, cluster,
+                   (long long)c->n_devices);
+  gread_stated stated[GST_MAX_LAYERS];
+  for (size_t i = 0; i < n_stages; i++) {
     snprintf(where, sizeof where, "stages[%zu]", i);
     jx_src ss = {top->ctx, top->file, where};
     json_t *e = json_array_get(stages, i);
@@ -317,15 +324,18 @@ static ap_status read_header(const jx_src *top, json_t *root, const graph *g, co
     int n_sub, n_sm;
     if ((st = int_list(&ss, e, "submesh", 2, 2, sub, &n_sub)) || (st = int_list(&ss, e, "mesh", 1, 2, sm, &n_sm))) return st;
     double x;
-    int64_t k;
+    int64_t k = -1;
     json_t *lv = json_object_get(e, "levels");
     if (lv && (!json_is_array(lv) || (int)json_array_size(lv) != n_sm))
       return jx_fail(&ss, "levels", "expected one link-level name per axis of the stage's mesh");
+    for (size_t a = 0; lv && a < json_array_size(lv); a++)
+      if (!json_is_string(json_array_get(lv, a))) return jx_fail(&ss, "levels", "[%zu]: expected a name", a);
     if ((st = jx_f64(&ss, e, "time_per_micro_batch_s", false, 0, 1e30, &x, NULL)) ||
         (st = jx_f64(&ss, e, "send_recv_s", false, 0, 1e30, &x, NULL)) ||
-        (st = jx_i64(&ss, e, "in_flight", false, 0, (int64_t)1 << 30, &k, NULL)))
+        (st = jx_i64(&ss, e, "in_flight", false, 1, (int64_t)1 << 30, &k, NULL)))
       return st;
-    if (json_array_size(stages) > 1) continue;
+    stated[i] = (gread_stated){first, last, {sub[0], sub[1]}, {sm[0], n_sm == 2 ? sm[1] : 0}, n_sm, k};
+    if (n_stages > 1) continue;
     const graph_block *b0 = &g->blocks[0], *bl = &g->blocks[g->n_blocks - 1];
     if (b0->n_ops > 0 && strcmp(first, b0->ops[0].name) != 0)
       return jx_fail(&ss, "first_op", "\"%s\": the one stage must start at the graph's first op, %s", first, b0->ops[0].name);
@@ -337,10 +347,10 @@ static ap_status read_header(const jx_src *top, json_t *root, const graph *g, co
                      (long long)sub[1], (long long)c->n_devices);
     if (n_sm != h->n_axes || sm[0] != h->shape[0] || (n_sm == 2 && sm[1] != h->shape[1]))
       return jx_fail(&ss, "mesh", "must equal mesh.shape");
+    if (k >= 0 && k != 1) return jx_fail(&ss, "in_flight", "%lld, but the one stage holds 1 micro-batch", (long long)k);
   }
-  if (json_array_size(stages) > 1)
-    return ctx_fail(top->ctx, AP_UNSUPPORTED, "%s: stages: a plan of %zu pipeline stages is not read yet (plans of one "
-                    "stage on the whole mesh are)", top->file, json_array_size(stages));
+  h->stages.n = 1;
+  if (n_stages > 1 && (st = gread_stages_check(top, stated, (int)n_stages, g, c, cluster, &h->stages))) return st;
   json_t *mem;
   h->limit_bytes = (double)c->groups[0].device.mem_bytes;
   if ((st = child_object(top, root, "memory", false, MEMORY_KEYS, AP_COUNT(MEMORY_KEYS), where, sizeof where, &mem))) return st;
@@ -402,10 +412,15 @@ static ap_status read_search(const jx_src *top, json_t *root, const graph_proble
   json_t *io;
   if ((st = child_object(&s, se, "inter_op", false, INTER_OP_KEYS, AP_COUNT(INTER_OP_KEYS), where, sizeof where, &io)))
     return st;
-  for (size_t k = 0; io && k < AP_COUNT(INTER_OP_KEYS); k++) {
+  if (io) { /* the record of the pass that made the plan, written again as it is */
     jx_src is = {top->ctx, top->file, "search.inter_op"};
-    double x;
-    if ((st = jx_f64(&is, io, INTER_OP_KEYS[k], true, 0, 1e30, &x, NULL))) return st;
+    int64_t layers, solves, hits;
+    if ((st = jx_i64(&is, io, "layers", true, 1, GST_MAX_LAYERS, &layers, NULL)) ||
+        (st = jx_i64(&is, io, "stage_solves", true, 0, INT32_MAX, &solves, NULL)) ||
+        (st = jx_i64(&is, io, "memo_hits", true, 0, INT32_MAX, &hits, NULL)) ||
+        (st = jx_f64(&is, io, "solve_s", true, 1e-300, 1e30, &r->inter_op_s, NULL)))
+      return st;
+    r->n_layers = (int)layers, r->stage_solves = (int)solves, r->memo_hits = (int)hits;
   }
   json_t *tries = json_object_get(se, "tries");
   if (!tries || !json_is_array(tries) || json_array_size(tries) > AP_COUNT(r->tries))
@@ -432,10 +447,19 @@ static ap_status read_search(const jx_src *top, json_t *root, const graph_proble
   return AP_OK;
 }
 
-/* The ops: each graph op once, each matched to a strategy; groups agree. */
-static ap_status read_ops(const jx_src *top, json_t *root, const graph_problem *gp, arena *a, int32_t *choice) {
+/* A stage as the ops see it: the problem whose strategies its nodes lo..hi take, and the problem that ties them
+ * into groups (nodes lo..hi as 0..): for a plan of one stage the graph's problem both times. */
+typedef struct {
+  const graph_problem *gp;
+  const sp_problem *sp;
+  int lo, hi;
+} op_view;
+
+/* The ops: each graph op once, each matched to a strategy of its stage; groups agree. */
+static ap_status read_ops(const jx_src *top, json_t *root, const op_view *v, int n_views, arena *a, int32_t *choice) {
   json_t *ops = json_object_get(root, "ops");
   if (!ops || !json_is_array(ops)) return jx_fail(top, "ops", "expected an array with one entry per op of the graph");
+  const graph_problem *gp = v[0].gp;
   int n = gp->n_nodes;
   int32_t *entry = arena_alloc(a, (size_t)(n > 0 ? n : 1) * sizeof *entry);
   uint8_t **ok = arena_alloc(a, (size_t)(n > 0 ? n : 1) * sizeof *ok);
@@ -463,14 +487,17 @@ static ap_status read_ops(const jx_src *top, json_t *root, const graph_problem *
     if (strcmp(type, want) != 0) return jx_fail(&s, "op_type", "op %s is a %s in the graph, not a %s", name, want, type);
     snprintf(where, sizeof where, "ops[%zu] (%.64s)", j, name);
     s.where = where;
-    if ((st = read_op_specs(&s, e, gp, i, o))) return st;
-    const gp_node *nd = &gp->nodes[i];
+    int q = 0;
+    while (q + 1 < n_views && i > v[q].hi) q++;
+    const graph_problem *sgp = v[q].gp;
+    if ((st = read_op_specs(&s, e, sgp, i, o))) return st;
+    const gp_node *nd = &sgp->nodes[i];
     ok[i] = arena_alloc(a, (size_t)(nd->n_s > 0 ? nd->n_s : 1));
     if (!ok[i]) return ctx_fail(top->ctx, AP_NOMEM, "out of memory");
     int n_match = 0;
     for (int k = 0; k < nd->n_s; k++) n_match += ok[i][k] = matches(op, &nd->s[k], o);
     if (n_match == 0) {
-      const shard_mesh *mesh = gp->env.mesh;
+      const shard_mesh *mesh = sgp->env.mesh;
       char shape[48];
       if (mesh->n_axes == 2) snprintf(shape, sizeof shape, "[%lld, %lld]", (long long)mesh->shape[0], (long long)mesh->shape[1]);
       else snprintf(shape, sizeof shape, "[%lld]", (long long)mesh->shape[0]);
@@ -481,25 +508,29 @@ static ap_status read_ops(const jx_src *top, json_t *root, const graph_problem *
   for (int i = 0; i < n; i++)
     if (entry[i] < 0) return jx_fail(top, "ops", "op %s of the graph is missing", op_of(gp, i)->name);
   /* A group takes one strategy: the lowest every member matches, allowed by the problem. */
-  for (int32_t g = 0; g < gp->sp.n_groups; g++) {
-    int32_t leader = gp->sp.leader[g], pick = -1;
-    for (int32_t k = 0; k < gp->sp.n_s[g] && pick < 0; k++) {
-      bool all = sp_allowed(&gp->sp, g, k);
-      for (int i = 0; i < n && all; i++)
-        if (gp->sp.group_of[i] == g) all = ok[i][k];
-      if (all) pick = k;
+  for (int q = 0; q < n_views; q++) {
+    const sp_problem *sp = v[q].sp;
+    int lo = v[q].lo, m = v[q].hi - v[q].lo + 1;
+    for (int32_t g = 0; g < sp->n_groups; g++) {
+      int32_t leader = lo + sp->leader[g], pick = -1;
+      for (int32_t k = 0; k < sp->n_s[g] && pick < 0; k++) {
+        bool all = sp_allowed(sp, g, k);
+        for (int i = 0; i < m && all; i++)
+          if (sp->group_of[i] == g) all = ok[lo + i][k];
+        if (all) pick = k;
+      }
+      if (pick < 0) {
+        int bad = -1;
+        for (int i = 0; i < m && bad < 0; i++)
+          if (sp->group_of[i] == g && lo + i != leader) bad = lo + i;
+        snprintf(where, sizeof where, "ops[%d] (%.64s)", entry[bad >= 0 ? bad : leader], op_of(gp, bad >= 0 ? bad : leader)->name);
+        return ctx_fail(top->ctx, AP_INVALID, "%s: %s: its specs must be those of op %s, which it shares one strategy "
+                        "with (a follower or the same op of a repeated layer%s), and legal there", top->file, where,
+                        op_of(gp, leader)->name, n_views > 1 ? " in its stage" : "");
+      }
+      for (int i = 0; i < m; i++)
+        if (sp->group_of[i] == g) choice[lo + i] = pick;
     }
-    if (pick < 0) {
-      int bad = -1;
-      for (int i = 0; i < n && bad < 0; i++)
-        if (gp->sp.group_of[i] == g && i != leader) bad = i;
-      snprintf(where, sizeof where, "ops[%d] (%.64s)", entry[bad >= 0 ? bad : leader], op_of(gp, bad >= 0 ? bad : leader)->name);
-      return ctx_fail(top->ctx, AP_INVALID, "%s: %s: its specs must be those of op %s, which it shares one strategy with "
-                      "(a follower or the same op of a repeated layer), and legal there", top->file, where,
-                      op_of(gp, leader)->name);
-    }
-    for (int i = 0; i < n; i++)
-      if (gp->sp.group_of[i] == g) choice[i] = pick;
   }
   return AP_OK;
 }
@@ -516,37 +547,60 @@ ap_status gplan_read_cluster_name(ap_ctx *ctx, const char *file, json_t *root, c
 }
 
 ap_status gplan_read(ap_ctx *ctx, const char *file, json_t *root, const graph *g, const hw_cluster *c,
-                     gplan_read_info *info, gplan_result *r) {
+                     const char *cluster, gplan_read_info *info, gplan_result *r) {
   memset(r, 0, sizeof *r);
   memset(info, 0, sizeof *info);
   r->g = g;
   r->a = arena_new();
   if (!r->a) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  if (!cluster) cluster = c->name;
   jx_src top = {ctx, file, ""};
   if (!json_is_object(root)) return ctx_fail(ctx, AP_INVALID, "%s: a plan must be a JSON object", file);
-  header h;
-  ap_status st = read_header(&top, root, g, c, &h);
+  header *h = arena_alloc(r->a, sizeof *h);
+  if (!h) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  ap_status st = read_header(&top, root, g, c, cluster, h);
   if (st) return st;
-  info->gbs = h.gbs;
+  info->gbs = h->gbs;
   jx_str(&top, root, "cluster", false, &info->cluster, NULL);
   if ((st = compute_model_init(ctx, r->a, &c->groups[0].device, NULL, &r->cm))) return st;
-  int64_t shp[2] = {h.shape[0], h.n_axes == 2 ? h.shape[1] : h.shape[0]};
-  if ((st = shard_mesh_init(ctx, c, h.n_axes, shp, &r->mesh))) return st;
-  r->n_micro = (double)h.n_micro;
-  r->b = (double)h.gbs / (double)h.n_micro;
-  r->s = h.seq;
-  r->mem_limit_bytes = h.limit_bytes;
-  shard_env env = {&r->cm, &r->mesh, r->b, r->s, r->n_micro, 16.0, HW_DTYPE_BF16};
-  gp_opts gopt = {true, h.limit_bytes, true, NULL};
-  if ((st = graph_problem_build(ctx, r->a, g, &env, &gopt, &r->gp))) return st;
-  r->gp.env.mesh = &r->mesh;
-  r->gp.mem_limit_bytes = h.limit_bytes;
-  r->choice = arena_alloc(r->a, (size_t)(r->gp.n_nodes > 0 ? r->gp.n_nodes : 1) * sizeof *r->choice);
-  if (!r->choice) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  r->n_micro = (double)h->n_micro;
+  r->b = (double)h->gbs / (double)h->n_micro;
+  r->s = h->seq;
+  r->mem_limit_bytes = h->limit_bytes;
+  op_view v[GST_MAX_LAYERS];
+  int n_views = h->stages.n;
+  if (n_views <= 1) { /* the whole graph on the plan's mesh */
+    int64_t shape[2] = {h->n_axes == 2 ? h->shape[0] : 1, h->n_axes == 2 ? h->shape[1] : h->shape[0]};
+    if ((st = gstage_mesh_problem(ctx, r->a, g, c, &r->cm, shape, r->b, r->s, r->n_micro, h->limit_bytes, &r->mesh,
+                                  &r->gp)))
+      return st;
+    v[0] = (op_view){&r->gp, &r->gp.sp, 0, r->gp.n_nodes - 1};
+  } else {
+    if ((st = gread_stages_build(&top, r->a, g, c, &r->cm, r->b, r->s, r->n_micro, h->limit_bytes, &h->stages)))
+      return st;
+    for (int q = 0; q < n_views; q++)
+      v[q] = (op_view){h->stages.st[q].gp, &h->stages.st[q].sp, h->stages.st[q].lo, h->stages.st[q].hi};
+  }
+  int n_nodes = v[0].gp->n_nodes;
+  int32_t *choice = arena_alloc(r->a, (size_t)(n_nodes > 0 ? n_nodes : 1) * sizeof *choice);
+  if (!choice) return ctx_fail(ctx, AP_NOMEM, "out of memory");
   /* The ops before the search record, whose counts a plan of another graph would break first. */
-  if ((st = read_ops(&top, root, &r->gp, r->a, r->choice))) return st;
-  if ((st = read_search(&top, root, &r->gp, r))) return st;
-  r->br = gp_evaluate(&r->gp, r->choice);
-  r->found = true;
-  return AP_OK;
+  if ((st = read_ops(&top, root, v, n_views, r->a, choice))) return st;
+  if (n_views <= 1) {
+    r->choice = choice;
+    r->br = gp_evaluate(&r->gp, r->choice);
+    r->found = true;
+  } else {
+    if ((st = gread_stages_finish(ctx, r->a, c, &h->stages, choice, r->n_micro, h->gbs, r->s, r))) return st;
+    /* mesh: the slowest stage's (the writer's r->mesh) */
+    int slow = gplan_slowest_stage(r);
+    if (h->n_axes != r->mesh.n_axes || h->shape[0] != r->mesh.shape[0] || (h->n_axes == 2 && h->shape[1] != r->mesh.shape[1])) {
+      jx_src ms = {ctx, file, "mesh"};
+      char want[48];
+      if (r->mesh.n_axes == 2) snprintf(want, sizeof want, "[%lld, %lld]", (long long)r->mesh.shape[0], (long long)r->mesh.shape[1]);
+      else snprintf(want, sizeof want, "[%lld]", (long long)r->mesh.shape[0]);
+      return jx_fail(&ms, "shape", "expected the mesh of the slowest stage, stages[%d]: %s", slow, want);
+    }
+  }
+  return read_search(&top, root, &r->gp, r);
 }

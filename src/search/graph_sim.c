@@ -14,8 +14,13 @@ static double mult_of(const graph *g, const graph_edge *e) {
 }
 
 ap_status gsim_init(ap_ctx *ctx, arena *a, const graph_problem *gp, gsim *s) {
+  return gsim_init_range(ctx, a, gp, 0, gp->n_nodes - 1, s);
+}
+
+ap_status gsim_init_range(ap_ctx *ctx, arena *a, const graph_problem *gp, int lo, int hi, gsim *s) {
   memset(s, 0, sizeof *s);
   s->gp = gp;
+  s->lo = lo, s->hi = hi;
   int n = s->n = gp->n_nodes, ne = gp->g->n_edges;
   size_t nn = (size_t)(n + 1);
   s->in_start = arena_alloc(a, nn * sizeof(int));
@@ -35,6 +40,7 @@ ap_status gsim_init(ap_ctx *ctx, arena *a, const graph_problem *gp, gsim *s) {
     const graph_edge *ed = &gp->g->edges[e];
     int f = gp_node_of(gp, ed->from_block, ed->from_op), t = gp_node_of(gp, ed->to_block, ed->to_op);
     if (f == t || ed->carried) continue; /* a repeat's hand-over to itself: inside the node's scaled time */
+    if (f < lo || f > hi || t < lo || t > hi) continue; /* crosses the stage's ends */
     s->in_start[t + 1]++;
     s->out_start[f + 1]++;
   }
@@ -46,7 +52,7 @@ ap_status gsim_init(ap_ctx *ctx, arena *a, const graph_problem *gp, gsim *s) {
   for (int e = 0; e < ne; e++) {
     const graph_edge *ed = &gp->g->edges[e];
     int f = gp_node_of(gp, ed->from_block, ed->from_op), t = gp_node_of(gp, ed->to_block, ed->to_op);
-    if (f == t || ed->carried) continue;
+    if (f == t || ed->carried || f < lo || f > hi || t < lo || t > hi) continue;
     s->in_edge[fi[t]++] = e;
     s->out_edge[fo[f]++] = e;
   }
@@ -73,9 +79,9 @@ static void edge_fb(const gsim *s, int e, const int32_t *ch, double *fwd, double
 
 static double run_from(gsim *s, const int32_t *ch, int first) {
   const graph_problem *gp = s->gp;
-  int n = s->n;
+  int lo = s->lo, n = s->hi + 1; /* the nodes lo .. n - 1 */
   double comp = first < n ? s->comp_before[first] : 0, comm = first < n ? s->comm_before[first] : 0;
-  if (first >= n && n > 0) comp = s->comp_before[n], comm = s->comm_before[n];
+  if (first >= n && n > lo) comp = s->comp_before[n], comm = s->comm_before[n];
   int64_t ev = 0;
   for (int i = first; i < n; i++) {
     s->comp_before[i] = comp, s->comm_before[i] = comm;
@@ -109,9 +115,9 @@ static double run_from(gsim *s, const int32_t *ch, int first) {
   s->comp_before[n] = comp, s->comm_before[n] = comm;
   /* Backward, in reverse. */
   double fwd_end = 0;
-  for (int i = 0; i < n; i++) fwd_end = fmax(fwd_end, s->ready[i]);
+  for (int i = lo; i < n; i++) fwd_end = fmax(fwd_end, s->ready[i]);
   comp = fmax(comp, fwd_end);
-  for (int i = n - 1; i >= 0; i--) {
+  for (int i = n - 1; i >= lo; i--) {
     const gp_node *nd = &gp->nodes[i];
     const shard_strategy *st = &nd->s[ch[i]];
     double dep = s->out_start[i] == s->out_start[i + 1] ? fwd_end : 0;
@@ -145,13 +151,13 @@ static double run_from(gsim *s, const int32_t *ch, int first) {
 }
 
 double gsim_full(gsim *s, const int32_t *ch) {
-  if (s->n > 0) s->comp_before[0] = s->comm_before[0] = 0;
-  return run_from(s, ch, 0);
+  if (s->hi >= s->lo) s->comp_before[s->lo] = s->comm_before[s->lo] = 0;
+  return run_from(s, ch, s->lo);
 }
 
 double gsim_delta(gsim *s, const int32_t *ch, int first) {
-  if (first < 0) first = 0;
-  if (first > s->n) first = s->n;
+  if (first < s->lo) first = s->lo;
+  if (first > s->hi + 1) first = s->hi + 1;
   return run_from(s, ch, first);
 }
 

@@ -24,6 +24,7 @@
 typedef struct {
   const graph_problem *gp;
   int n;
+  int lo, hi;                /* the nodes played (a pipeline stage's), inclusive; 0 .. n - 1 by gsim_init */
   int *in_start, *in_edge;   /* CSR: edges into each node */
   int *out_start, *out_edge; /* CSR: edges out of each node */
   double *ready;             /* forward: when each node's output is usable */
@@ -34,6 +35,10 @@ typedef struct {
 
 /* Allocates the simulator's arrays in arena a. */
 AP_HIDDEN ap_status gsim_init(ap_ctx *ctx, arena *a, const graph_problem *gp, gsim *s);
+/* The same for the nodes lo..hi only (one pipeline stage): edges from or to other nodes are left out (their
+ * activations cross between stages by send/recv, which the stage's price adds); node_choice is still indexed
+ * by gp's nodes. */
+AP_HIDDEN ap_status gsim_init_range(ap_ctx *ctx, arena *a, const graph_problem *gp, int lo, int hi, gsim *s);
 /* The iteration time of a node choice, simulated in full. */
 AP_HIDDEN double gsim_full(gsim *s, const int32_t *node_choice);
 /* The same after a change whose first changed node is `first`: valid when the last simulation was of a choice

@@ -29,7 +29,12 @@
  * Pruning (exact for beating a latency U in hand, the single stage's): Σ t + (B − 1) max t ≥ B · max t, so a
  * candidate with B · t ≥ U is in no better pipeline; t is bounded below by the sum over its nodes of their
  * cheapest strategy (resharding costs are never negative) over B plus its send/recv, and such candidates are
- * marked impossible without a solve. An exact strategy's optimum ends the strategy list of a candidate. */
+ * marked impossible without a solve. An exact strategy's optimum ends the strategy list of a candidate.
+ *
+ * The pieces that turn a stage into its price (the submeshes, the problem on a mesh, the range problem, the
+ * description of a chosen stage, the pipeline latency) are exported (graph_stages.h): the reader of plan files
+ * (graph_plan_read_stages.c) rebuilds a plan's stages with them, so that reading a plan gives its figures to the
+ * bit. The stage times are the solvers' sp_eval scores, and the latency is summed in the DP's order. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +67,7 @@ static int span_cmp(const void *x, const void *y) {
 
 /* cross[p] = bytes of the tensors produced before node p and read at or after it (one micro-batch); a tensor
  * read by several later ops crosses each cut up to its last reader once. */
-static ap_status crossing_bytes(const graph_problem *gp, double b, double s, double *cross) {
+ap_status gstage_crossing_bytes(const graph_problem *gp, double b, double s, double *cross) {
   int n = gp->n_nodes, m = 0;
   const graph *g = gp->g;
   span *sp = malloc((size_t)(g->n_edges > 0 ? g->n_edges : 1) * sizeof *sp);
@@ -92,7 +97,7 @@ static ap_status crossing_bytes(const graph_problem *gp, double b, double s, dou
 }
 
 /* Positions where a cut may go: between nodes of different blocks or inside a block run once. */
-static bool cut_ok(const graph_problem *gp, int p) {
+bool gstage_cut_ok(const graph_problem *gp, int p) {
   const gp_node *a = &gp->nodes[p - 1], *b = &gp->nodes[p];
   return a->block != b->block || gp->g->blocks[a->block].repeat == 1;
 }
@@ -139,7 +144,7 @@ static int make_layers(const graph_problem *gp, double b, double s, int max_laye
     double ideal = w * c / L, lo = w * (c - 0.5) / L, hi = w * (c + 0.5) / L;
     int best = -1;
     for (int p = first[k - 1] + 1; p < n; p++) {
-      if (cum[p] < lo || !cut_ok(gp, p)) continue;
+      if (cum[p] < lo || !gstage_cut_ok(gp, p)) continue;
       if (cum[p] > hi) break;
       if (best < 0 || aligned[p] > aligned[best] ||
           (aligned[p] == aligned[best] &&
@@ -162,7 +167,7 @@ static int32_t root_of(const graph_problem *gp, int32_t i) {
 }
 
 /* The problem of nodes lo..hi of gp (see the file's comment), in arena a. */
-static ap_status range_problem(ap_ctx *ctx, arena *a, const graph_problem *gp, int lo, int hi, double limit,
+ap_status gstage_range_problem(ap_ctx *ctx, arena *a, const graph_problem *gp, int lo, int hi, double limit,
                                sp_problem *sp) {
   const sp_problem *w = &gp->sp;
   int n = hi - lo + 1;
@@ -255,13 +260,28 @@ typedef struct {
   double w_bytes, a_bytes;
 } cand;
 
+/* Training state and one micro-batch's activations per device of nodes lo..hi under choice (per range node). */
+static void range_mem(const graph_problem *gp, int lo, int hi, const int32_t *choice, double *w, double *act) {
+  *w = *act = 0;
+  for (int i = 0; i <= hi - lo; i++) {
+    const gp_node *nd = &gp->nodes[lo + i];
+    const shard_strategy *s = &nd->s[choice[i]];
+    *w += nd->repeat * s->weight_mem_bytes;
+    *act += nd->repeat * s->act_mem_bytes;
+  }
+}
+
+/* A stage's time per micro-batch: its intra-op objective (per iteration) over the micro-batches, plus its
+ * send/recv (the file's comment). */
+static double stage_time_s(double objective_s, double n_micro, double send_s) { return objective_s / n_micro + send_s; }
+
 /* Solves nodes lo..hi of gp with the strategies (the best objective kept), memoised. */
 static ap_status solve_range(ap_ctx *ctx, arena *a, const graph_problem *gp, int lo, int hi, uint64_t mesh_key,
                              const gstage_opts *o, memo *mm, gstage_result *r, cand *out) {
   arena *t = arena_new();
   if (!t) return ctx_fail(ctx, AP_NOMEM, "out of memory");
   sp_problem sp;
-  ap_status st = range_problem(ctx, t, gp, lo, hi, o->mem_limit_bytes, &sp);
+  ap_status st = gstage_range_problem(ctx, t, gp, lo, hi, o->mem_limit_bytes, &sp);
   out->obj = NAN;
   out->choice = NULL;
   if (st) goto done;
@@ -316,13 +336,7 @@ static ap_status solve_range(ap_ctx *ctx, arena *a, const graph_problem *gp, int
   mm->e[mm->n++] = (memo_entry){key, n, out->obj, out->choice};
 mem:
   out->w_bytes = out->a_bytes = 0;
-  if (out->choice)
-    for (int i = 0; i < n; i++) {
-      const gp_node *nd = &gp->nodes[lo + i];
-      const shard_strategy *s = &nd->s[out->choice[i]];
-      out->w_bytes += nd->repeat * s->weight_mem_bytes;
-      out->a_bytes += nd->repeat * s->act_mem_bytes;
-    }
+  if (out->choice) range_mem(gp, lo, hi, out->choice, &out->w_bytes, &out->a_bytes);
 done:
   arena_free(t);
   return st;
@@ -343,20 +357,15 @@ static double range_bound(const graph_problem *gp, int lo, int hi) {
 
 /* ---- submeshes and meshes ---- */
 
-typedef struct {
-  int64_t hosts, per_host;
-  int64_t shape[GST_N_CONFIGS][2]; /* [rows, cols], rows 1 = one axis; cols 0 = no such config */
-} submesh;
-
-static int submeshes(const hw_cluster *c, submesh *out) {
+int gstage_submeshes(const hw_cluster *c, gstage_submesh *out) {
   int64_t per = c->n_groups > 0 ? c->groups[0].devices_per_node : c->n_devices;
   if (per <= 0 || per > c->n_devices) per = c->n_devices;
   int64_t hosts = c->n_devices / per;
   int n = 0;
-  for (int64_t d = 1; d < per && n < GST_MAX_SUBMESHES; d *= 2) out[n++] = (submesh){1, d, {{0}}};
-  for (int64_t h = 1; h <= hosts && n < GST_MAX_SUBMESHES; h++) out[n++] = (submesh){h, per, {{0}}};
+  for (int64_t d = 1; d < per && n < GST_MAX_SUBMESHES; d *= 2) out[n++] = (gstage_submesh){1, d, {{0}}};
+  for (int64_t h = 1; h <= hosts && n < GST_MAX_SUBMESHES; h++) out[n++] = (gstage_submesh){h, per, {{0}}};
   for (int m = 0; m < n; m++) {
-    submesh *s = &out[m];
+    gstage_submesh *s = &out[m];
     int64_t nd = s->hosts * s->per_host;
     s->shape[0][0] = 1, s->shape[0][1] = nd;
     if (s->hosts > 1) s->shape[1][0] = s->hosts, s->shape[1][1] = s->per_host;
@@ -366,7 +375,7 @@ static int submeshes(const hw_cluster *c, submesh *out) {
 }
 
 /* Per micro-batch send/recv of `bytes` (whole) out of a stage on submesh s. */
-static ap_status send_s(ap_ctx *ctx, const hw_cluster *c, const submesh *s, double bytes, double *out) {
+static ap_status send_s(ap_ctx *ctx, const hw_cluster *c, const gstage_submesh *s, double bytes, double *out) {
   int64_t per = c->n_groups > 0 ? c->groups[0].devices_per_node : c->n_devices;
   int64_t nd = s->hosts * s->per_host;
   *out = 0;
@@ -380,11 +389,56 @@ static ap_status send_s(ap_ctx *ctx, const hw_cluster *c, const submesh *s, doub
   return AP_OK;
 }
 
+ap_status gstage_mesh_problem(ap_ctx *ctx, arena *a, const graph *g, const hw_cluster *c, const compute_model *cm,
+                              const int64_t *shape, double b, double s, double n_micro, double limit_bytes,
+                              shard_mesh *mesh, graph_problem *gp) {
+  int n_axes = shape[0] > 1 ? 2 : 1;
+  int64_t shp[2] = {n_axes == 2 ? shape[0] : shape[1], shape[1]};
+  ap_status st = shard_mesh_init(ctx, c, n_axes, shp, mesh);
+  if (st) return st;
+  shard_env env = {cm, mesh, b, s, n_micro, 16.0, HW_DTYPE_BF16};
+  gp_opts go = {true, limit_bytes, true, NULL};
+  if ((st = graph_problem_build(ctx, a, g, &env, &go, gp))) return st;
+  gp->env.mesh = mesh;
+  gp->mem_limit_bytes = limit_bytes;
+  return AP_OK;
+}
+
+ap_status gstage_describe(ap_ctx *ctx, arena *a, const hw_cluster *c, const gstage_submesh *sm,
+                          const graph_problem *gp, int lo, int hi, const int32_t *range_choice, double objective_s,
+                          double next_bytes, double n_micro, gstage *y) {
+  memset(y, 0, sizeof *y);
+  y->first_node = lo;
+  y->last_node = hi;
+  y->hosts = sm->hosts;
+  y->per_host = sm->per_host;
+  y->mesh = *gp->env.mesh;
+  y->gp = gp;
+  y->choice = arena_alloc(a, (size_t)(gp->n_nodes > 0 ? gp->n_nodes : 1) * sizeof *y->choice);
+  if (!y->choice) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  memset(y->choice, 0, (size_t)gp->n_nodes * sizeof *y->choice);
+  memcpy(y->choice + lo, range_choice, (size_t)(hi - lo + 1) * sizeof *y->choice);
+  ap_status st = send_s(ctx, c, sm, next_bytes, &y->send_s);
+  if (st) return st;
+  y->time_s = stage_time_s(objective_s, n_micro, y->send_s);
+  range_mem(gp, lo, hi, range_choice, &y->weight_mem_bytes, &y->act_mem_bytes);
+  return AP_OK;
+}
+
+double gstage_latency_s(const gstage *st, int n, double n_micro) {
+  double sum = 0, mx = 0;
+  for (int q = n - 1; q >= 0; q--) {
+    sum = st[q].time_s + sum;
+    mx = st[q].time_s > mx ? st[q].time_s : mx;
+  }
+  return sum + (n_micro - 1) * mx;
+}
+
 ap_status gstage_run(ap_ctx *ctx, arena *a, const graph *g, const hw_cluster *c, const compute_model *cm,
                      const gstage_opts *o, gstage_result *r) {
   memset(r, 0, sizeof *r);
-  submesh sm[GST_MAX_SUBMESHES];
-  int n_sm = submeshes(c, sm);
+  gstage_submesh sm[GST_MAX_SUBMESHES];
+  int n_sm = gstage_submeshes(c, sm);
   double B = (double)o->n_micro, b = (double)o->gbs / B;
   /* the whole graph's problem on every submesh and config */
   graph_problem *gps = arena_alloc(a, (size_t)n_sm * GST_N_CONFIGS * sizeof *gps);
@@ -398,14 +452,9 @@ ap_status gstage_run(ap_ctx *ctx, arena *a, const graph *g, const hw_cluster *c,
       int i = m * GST_N_CONFIGS + k;
       have[i] = false;
       if (sm[m].shape[k][1] == 0) continue;
-      int n_axes = sm[m].shape[k][0] > 1 ? 2 : 1;
-      int64_t shp[2] = {n_axes == 2 ? sm[m].shape[k][0] : sm[m].shape[k][1], sm[m].shape[k][1]};
-      if ((st = shard_mesh_init(ctx, c, n_axes, shp, &meshes[i]))) return st;
-      shard_env env = {cm, &meshes[i], b, o->s, B, 16.0, HW_DTYPE_BF16};
-      gp_opts go = {true, o->mem_limit_bytes, true, NULL};
-      if ((st = graph_problem_build(ctx, a, g, &env, &go, &gps[i]))) return st;
-      gps[i].env.mesh = &meshes[i];
-      gps[i].mem_limit_bytes = o->mem_limit_bytes;
+      if ((st = gstage_mesh_problem(ctx, a, g, c, cm, sm[m].shape[k], b, o->s, B, o->mem_limit_bytes, &meshes[i],
+                                    &gps[i])))
+        return st;
       have[i] = true;
     }
   const graph_problem *gp0 = &gps[(n_sm - 1) * GST_N_CONFIGS];
@@ -413,7 +462,7 @@ ap_status gstage_run(ap_ctx *ctx, arena *a, const graph *g, const hw_cluster *c,
   if (N == 0) return AP_OK;
   double *cross = arena_alloc(a, ((size_t)N + 1) * sizeof *cross);
   if (!cross) return ctx_fail(ctx, AP_NOMEM, "out of memory");
-  if (crossing_bytes(gp0, b, o->s, cross)) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  if (gstage_crossing_bytes(gp0, b, o->s, cross)) return ctx_fail(ctx, AP_NOMEM, "out of memory");
   int L = make_layers(gp0, b, o->s, o->max_layers > 0 ? o->max_layers : GST_MAX_LAYERS, cross, r->layer_first);
   if (L < 0) return ctx_fail(ctx, AP_NOMEM, "out of memory");
   r->n_layers = L;
@@ -431,8 +480,7 @@ ap_status gstage_run(ap_ctx *ctx, arena *a, const graph *g, const hw_cluster *c,
   p.cost = arena_alloc(a, cells * sizeof *p.cost);
   p.max_succ = arena_alloc(a, cells * sizeof *p.max_succ);
   cand *cands = arena_alloc(a, cells * sizeof *cands);
-  double *sends = arena_alloc(a, cells * sizeof *sends);
-  if (!p.submesh_size || !p.cost || !p.max_succ || !cands || !sends) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  if (!p.submesh_size || !p.cost || !p.max_succ || !cands) return ctx_fail(ctx, AP_NOMEM, "out of memory");
   for (int m = 0; m < n_sm; m++) p.submesh_size[m] = (int32_t)(sm[m].hosts * sm[m].per_host);
   memo mm = {0};
   for (int i = 0; i < L; i++)
@@ -455,8 +503,7 @@ ap_status gstage_run(ap_ctx *ctx, arena *a, const graph *g, const hw_cluster *c,
           }
           if ((st = solve_range(ctx, a, gp, lo, hi, key, o, &mm, r, &cands[e]))) return st;
           if (isnan(cands[e].obj) || cands[e].w_bytes + cands[e].a_bytes > o->mem_limit_bytes) continue;
-          sends[e] = snd;
-          p.cost[e] = cands[e].obj / B + snd;
+          p.cost[e] = stage_time_s(cands[e].obj, B, snd);
           double succ = cands[e].a_bytes > 0 ? floor((o->mem_limit_bytes - cands[e].w_bytes) / cands[e].a_bytes) - 1 : 1e9;
           p.max_succ[e] = (int32_t)fmin(succ, 1e9);
         }
@@ -470,28 +517,18 @@ ap_status gstage_run(ap_ctx *ctx, arena *a, const graph *g, const hw_cluster *c,
   if (sr.status == SOLVE_INFEASIBLE) return AP_OK;
   r->found = true;
   r->status = sr.status;
-  r->objective_s = sr.objective;
   r->n_stages = sr.n_stages;
   for (int q = 0; q < sr.n_stages; q++) {
     const stp_stage *x = &stages[q];
     size_t e = stp_at(&p, x->first_layer, x->last_layer, x->submesh, x->config);
-    gstage *y = &r->stages[q];
-    const graph_problem *gp = &gps[x->submesh * GST_N_CONFIGS + x->config];
-    y->first_node = r->layer_first[x->first_layer];
-    y->last_node = r->layer_first[x->last_layer + 1] - 1;
-    y->hosts = sm[x->submesh].hosts;
-    y->per_host = sm[x->submesh].per_host;
-    y->mesh = *gp->env.mesh;
-    y->gp = gp;
-    y->choice = arena_alloc(a, (size_t)N * sizeof *y->choice);
-    if (!y->choice) return ctx_fail(ctx, AP_NOMEM, "out of memory");
-    memset(y->choice, 0, (size_t)N * sizeof *y->choice);
-    memcpy(y->choice + y->first_node, cands[e].choice, (size_t)(y->last_node - y->first_node + 1) * sizeof *y->choice);
-    y->time_s = p.cost[e];
-    y->send_s = sends[e];
-    y->weight_mem_bytes = cands[e].w_bytes;
-    y->act_mem_bytes = cands[e].a_bytes;
-    y->in_flight = sr.n_stages - q;
+    int lo = r->layer_first[x->first_layer], hi = r->layer_first[x->last_layer + 1] - 1;
+    double next = x->last_layer + 1 < L ? cross[hi + 1] : 0;
+    if ((st = gstage_describe(ctx, a, c, &sm[x->submesh], &gps[x->submesh * GST_N_CONFIGS + x->config], lo, hi,
+                              cands[e].choice, cands[e].obj, next, B, &r->stages[q])))
+      return st;
+    r->stages[q].in_flight = sr.n_stages - q; /* 1F1B: the stages after it, plus its own (Narayanan et al. 2021 §2.2) */
   }
+  /* the DP's objective, recomputed from the stages as a reader of the plan computes it (the same bits) */
+  r->objective_s = gstage_latency_s(r->stages, r->n_stages, B);
   return AP_OK;
 }

@@ -50,6 +50,48 @@ typedef struct {
   stp_problem problem;           /* the stage problem the DP solved (in the arena), for tests and reports */
 } gstage_result;
 
+/* A submesh of the pass (Alpa §5.2) and its logical meshes: config k is [shape[k][0], shape[k][1]] (rows 1: a
+ * 1-axis mesh of shape[k][1] devices; shape[k][1] 0: the submesh has no config k). */
+typedef struct {
+  int64_t hosts, per_host;
+  int64_t shape[GST_N_CONFIGS][2];
+} gstage_submesh;
+
+/* The submeshes the pass considers on c, written to out (GST_MAX_SUBMESHES entries); returns their count. */
+AP_HIDDEN int gstage_submeshes(const hw_cluster *c, gstage_submesh *out);
+
+/* The whole graph's problem on the logical mesh shape[2] ([rows, cols], rows 1 = one axis) at n_micro
+ * micro-batches of b samples of length s, budget limit_bytes: the problem every stage on that mesh is a range
+ * of. mesh must outlive gp; memory from arena a. The inter-op pass and the plan reader build stages with it. */
+AP_HIDDEN ap_status gstage_mesh_problem(ap_ctx *ctx, arena *a, const graph *g, const hw_cluster *c,
+                                        const compute_model *cm, const int64_t *shape, double b, double s,
+                                        double n_micro, double limit_bytes, shard_mesh *mesh, graph_problem *gp);
+
+/* True when a stage may start at node p (0 < p < n_nodes): not inside a repeated block. */
+AP_HIDDEN bool gstage_cut_ok(const graph_problem *gp, int p);
+
+/* cross[p], p = 0 .. n_nodes: bytes of one micro-batch's activations produced before node p and read at or
+ * after it (what a stage starting at p receives). */
+AP_HIDDEN ap_status gstage_crossing_bytes(const graph_problem *gp, double b, double s, double *cross);
+
+/* The intra-op problem of the stage of nodes lo..hi of gp, reduced to its groups (the file's comment), in
+ * arena a; limit_bytes the budget of one micro-batch in flight. */
+AP_HIDDEN ap_status gstage_range_problem(ap_ctx *ctx, arena *a, const graph_problem *gp, int lo, int hi,
+                                         double limit_bytes, sp_problem *sp);
+
+/* Fills y for the stage of nodes lo..hi of gp on submesh sm: range_choice[i] is node lo + i's strategy,
+ * objective_s the stage problem's objective for it (per iteration), next_bytes what crosses to the next stage
+ * (0 for the last); time per micro-batch, send/recv and memory as the file's comment says. y->choice (gp's
+ * n_nodes entries, 0 outside the range) comes from arena a; y->in_flight is left to the caller. */
+AP_HIDDEN ap_status gstage_describe(ap_ctx *ctx, arena *a, const hw_cluster *c, const gstage_submesh *sm,
+                                    const graph_problem *gp, int lo, int hi, const int32_t *range_choice,
+                                    double objective_s, double next_bytes, double n_micro, gstage *y);
+
+/* Alpa's pipeline latency of stages st[0..n) at n_micro micro-batches, Σ t + (B − 1) max t, summed in the
+ * order of the inter-op DP (inter_op.c: from the last stage to the first), so that it is that DP's objective
+ * to the bit. */
+AP_HIDDEN double gstage_latency_s(const gstage *st, int n, double n_micro);
+
 /* Plans g on c with o->n_micro micro-batches: memory from arena a (which must outlive the result). */
 AP_HIDDEN ap_status gstage_run(ap_ctx *ctx, arena *a, const graph *g, const hw_cluster *c, const compute_model *cm,
                                const gstage_opts *o, gstage_result *r);

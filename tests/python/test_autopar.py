@@ -102,6 +102,19 @@ class SameAsCli(unittest.TestCase):
             with self.assertRaises(autopar.Error) as e:
                 autopar.estimate(model, "h100:8", plan=plan, tp=2)
             self.assertEqual(e.exception.status, autopar.INVALID)
+            # A pipeline of several stages on submeshes (the inter-op pass on 4 nodes) reads back the same way.
+            out = subprocess.run([BIN, "plan", "--model", model, "--cluster", "dgx-h100:4x8", "--gbs", "256",
+                                  "--strategy", "greedy,inter-op", "--json"], cwd=ROOT, capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            with open(plan, "w") as f:
+                f.write(out.stdout)
+            written = json.loads(out.stdout)
+            self.assertGreater(len(written["stages"]), 1)
+            doc = autopar.estimate(model, "dgx-h100:4x8", plan=plan)
+            self.assertEqual((doc["time"], doc["stages"]), (written["time"], written["stages"]))
+            sim = autopar.simulate(model, "dgx-h100:4x8", None, plan=plan)
+            self.assertEqual(len(sim["stages"]), len(written["stages"]))
+            self.assertEqual(autopar.export(plan, "json", model=model), out.stdout)
 
     def test_compare_clusters(self):
         rc, doc, _ = cli_json("compare-clusters", "--model", "llama-3-8b", "--clusters", "h100:8,a100-80gb:16",
