@@ -42,9 +42,12 @@ static bool is_graph_plan(const char *model, const char *strategy) {
   return false;
 }
 
-/* `autopar plan` on a general graph: ap_graph_plan (docs/graph-plan.md). */
+/* `autopar plan` on a general graph: ap_graph_plan (docs/graph-plan.md). With --report the plan document
+ * (autopar-plan/2) feeds the report; the text, when shown, is a second ap_graph_plan call, as there is no
+ * renderer from the document to the text. */
 static int graph_plan(ap_ctx *ctx, const char *model, const char *cluster, int64_t gbs, int64_t seq, bool json,
-                      const char *strategy, const char *annotate, const char *mem_frac, const char *budget) {
+                      const char *strategy, const char *annotate, const char *mem_frac, const char *budget,
+                      const char *report, int argc, char **argv) {
   ap_graph_plan_opts o;
   ap_graph_plan_opts_init(&o);
   o.global_batch_size = gbs;
@@ -59,7 +62,17 @@ static int graph_plan(ap_ctx *ctx, const char *model, const char *cluster, int64
   char *out = NULL;
   ap_status st = ap_model_load(ctx, model, &m);
   if (!st) st = ap_cluster_load(ctx, cluster, &c);
-  if (!st) st = ap_graph_plan(ctx, m, c, &o, json ? AP_OUT_JSON : AP_OUT_TEXT, &out);
+  if (!st) st = ap_graph_plan(ctx, m, c, &o, json || report ? AP_OUT_JSON : AP_OUT_TEXT, &out);
+  if (!st && report) {
+    ap_report_inputs in = {0};
+    in.search_json = out;
+    st = cli_write_report(ctx, report, "plan", argc, argv, &in);
+    if (!st && !json) {
+      ap_free(out);
+      out = NULL;
+      st = ap_graph_plan(ctx, m, c, &o, AP_OUT_TEXT, &out);
+    }
+  }
   if (out) fputs(out, stdout);
   ap_free(out);
   int rc = st ? cli_fail(ctx, st) : 0;
@@ -129,7 +142,7 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
     fprintf(stderr, "autopar plan: -o/--output needs --export FORMAT\n");
     return EXIT_BAD_INPUT;
   }
-  if (is_graph_plan(model, strategy)) return graph_plan(ctx, model, cluster, gbs, seq, json, strategy, annotate, mem_frac, budget);
+  if (is_graph_plan(model, strategy)) return graph_plan(ctx, model, cluster, gbs, seq, json, strategy, annotate, mem_frac, budget, report, argc, argv);
   if (annotate) {
     fprintf(stderr, "autopar plan: --annotate applies to general graphs (an ONNX model or --strategy ilp, mcmc, ...)\n");
     return EXIT_BAD_INPUT;

@@ -1,7 +1,8 @@
 /* The HTML report (html.h): a page of sections, each rendered from one of the JSON documents the commands
  * build, with inline SVG charts. Every chart is drawn here from numbers of the documents; nothing is
  * fetched, so the file opens offline. Section ids (docs/report.md): plan-table, time-breakdown, timeline,
- * memory, space, runner-ups, validate; compare-search's compare-table and compare-chart are html_compare.c's. */
+ * memory, space, runner-ups, validate; compare-search's compare-table and compare-chart are html_compare.c's,
+ * a general graph's plan (graph-plan-table, graph-stages, graph-memory, graph-ops) html_graph.c's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,11 +42,6 @@ static const char *style_color(const part_style *t, size_t n, const char *key) {
   for (size_t i = 0; i < n; i++)
     if (strcmp(t[i].key, key) == 0) return t[i].color;
   return "#999999";
-}
-
-static void put_bytes(strbuf *sb, double b) {
-  if (!isfinite(b)) sb_puts(sb, "–");
-  else sb_printf(sb, "%.1f GiB", b / 1073741824.0);
 }
 
 static void legend(strbuf *sb, const part_style *t, size_t n) {
@@ -211,7 +207,7 @@ static void section_memory(strbuf *sb, json_t *est) {
       if (!(isfinite(b) && b > 0)) continue;
       sb_printf(sb, "<rect class=\"part\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>stage %zu %s: ", x,
                 y - b * sy, bw, b * sy, mem_colors[k], i, mp[k].label);
-      put_bytes(sb, b);
+      html_put_bytes(sb, b);
       sb_puts(sb, "</title></rect>");
       y -= b * sy;
     }
@@ -221,7 +217,7 @@ static void section_memory(strbuf *sb, json_t *est) {
     double y = PLOT_H - 20 - cap * sy;
     sb_printf(sb, "<line id=\"capacity\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" class=\"cap\"/><text x=\"%d\" y=\"%.1f\" class=\"lbl\">capacity ",
               MARGIN / 2, CHART_W - MARGIN / 2, y, y, CHART_W - 260, y - 4);
-    put_bytes(sb, cap);
+    html_put_bytes(sb, cap);
     sb_puts(sb, "</text>");
   }
   sb_puts(sb, "</svg>\n");
@@ -302,9 +298,9 @@ static ap_status section_space(strbuf *sb, json_t *search) {
   sb_puts(sb, " … ");
   html_put_time(sb, t1);
   sb_printf(sb, ")</text><text x=\"4\" y=\"%d\" class=\"lbl\">peak memory (", MARGIN / 2 - 6);
-  put_bytes(sb, m0);
+  html_put_bytes(sb, m0);
   sb_puts(sb, " … ");
-  put_bytes(sb, m1);
+  html_put_bytes(sb, m1);
   sb_puts(sb, ")</text>\n");
   /* The front, left to right by time (insertion sort of the front's indices: it is short). */
   size_t nf = 0;
@@ -336,7 +332,7 @@ static ap_status section_space(strbuf *sb, json_t *search) {
     }
     html_put_time(sb, pt[a].t);
     sb_puts(sb, ", ");
-    put_bytes(sb, pt[a].m);
+    html_put_bytes(sb, pt[a].m);
     sb_puts(sb, "</title></circle>\n");
   }
   sb_puts(sb, "</svg></section>\n");
@@ -375,7 +371,7 @@ static void section_runner_ups(strbuf *sb, json_t *search) {
       sb_puts(sb, "–");
     }
     sb_puts(sb, "</td><td>");
-    put_bytes(sb, point_peak(p));
+    html_put_bytes(sb, point_peak(p));
     sb_puts(sb, "</td></tr>\n");
   }
   sb_puts(sb, "</table></section>\n");
@@ -464,7 +460,7 @@ static const char page_js[] =
 ap_status html_report(ap_ctx *ctx, const html_inputs *in, char **html_out) {
   if (!in || !html_out) return ctx_fail(ctx, AP_INVALID, "html_report: NULL argument");
   *html_out = NULL;
-  if (!in->estimate && !in->search && !in->trace && !in->validate && !in->compare_search)
+  if (!in->estimate && !in->search && !in->trace && !in->validate && !in->compare_search && !in->graph_plan)
     return ctx_fail(ctx, AP_INVALID, "report: nothing to show");
   strbuf sb = {0};
   sb_puts(&sb, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
@@ -486,6 +482,7 @@ ap_status html_report(ap_ctx *ctx, const html_inputs *in, char **html_out) {
   if (!st) section_runner_ups(&sb, in->search);
   if (!st) st = section_validate(&sb, in->validate);
   if (!st) html_section_compare_search(&sb, in->compare_search);
+  if (!st && !html_section_graph_plan(&sb, in->graph_plan)) st = AP_NOMEM;
   sb_printf(&sb, "<div id=\"detail\"></div>\n<script>%s</script>\n</body></html>\n", page_js);
   if (st || sb.oom) {
     sb_free(&sb);

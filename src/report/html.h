@@ -17,6 +17,7 @@ typedef struct {
   json_t *trace;        /* the simulator's Chrome trace of the plan shown ({"traceEvents": […]}) */
   json_t *validate;     /* a validate document (rows[], summary) */
   json_t *compare_search; /* a compare-search document (families[], lp_bound_s) */
+  json_t *graph_plan;   /* a general graph's op-level plan (autopar-plan/2: mesh, stages[], ops[]) */
 } html_inputs;
 
 /* Renders the report; the caller frees *html_out with free(). AP_NOMEM when out of memory; AP_INVALID when
@@ -29,8 +30,13 @@ AP_HIDDEN void html_esc(strbuf *sb, const char *s);
 AP_HIDDEN double html_num(json_t *obj, const char *key);
 AP_HIDDEN const char *html_str(json_t *obj, const char *key);
 AP_HIDDEN void html_put_time(strbuf *sb, double s);
+AP_HIDDEN void html_put_bytes(strbuf *sb, double b);
 /* The compare-search section (html_compare.c): a table and a chart of the families and baselines; nothing
  * when doc is NULL or lists no family. */
 AP_HIDDEN void html_section_compare_search(strbuf *sb, json_t *doc);
+
+/* The sections of a general graph's plan (html_graph.c): plan table, stages chart and table, peak memory
+ * against the limit, heaviest ops; nothing when doc is NULL. False when out of memory. */
+AP_HIDDEN bool html_section_graph_plan(strbuf *sb, json_t *doc);
 
 #endif

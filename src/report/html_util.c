@@ -33,3 +33,9 @@ void html_put_time(strbuf *sb, double s) {
   else if (s >= 1e-3) sb_printf(sb, "%.3g ms", s * 1e3);
   else sb_printf(sb, "%.3g µs", s * 1e6);
 }
+
+/* "4.2 GiB". */
+void html_put_bytes(strbuf *sb, double b) {
+  if (!isfinite(b)) sb_puts(sb, "–");
+  else sb_printf(sb, "%.1f GiB", b / 1073741824.0);
+}

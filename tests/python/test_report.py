@@ -156,6 +156,61 @@ def compare_search_report(d, common):
           len(seen) > 20 and bytes.fromhex("4e79a7") in seen and bytes.fromhex("bab0ac") in seen, "%d colours" % len(seen))
 
 
+def graph_plan_report(d, common):
+    """plan --report on an ONNX model (a general graph's op-level plan, autopar-plan/2): the page holds the
+    plan table, the stages chart and table (one row per stage of the document), the peak memory against the
+    limit and the heaviest ops, the screenshot shows the stage bars, and the command prints what it prints
+    without --report. estimate/simulate of such a plan refuse --report with exit 2 and write nothing."""
+    bin_ = sys.argv[1] if len(sys.argv) > 1 else "bin/autopar"
+    model = os.path.join(ROOT, "examples", "onnx", "resnet50.onnx")
+    if subprocess.run([bin_, "describe", "--model", model], capture_output=True).returncode != 0:
+        check("plan --report of a general graph # SKIP built without the onnx part", True)
+        return
+    a = ["plan", "--model", model, "--cluster", "h100-sxm:8", "--gbs", "256"]
+    page = os.path.join(d, "cli-graph.html")
+    p = subprocess.run([bin_] + a + ["--report", page], capture_output=True, text=True, timeout=120)
+    plain = subprocess.run([bin_] + a, capture_output=True, text=True, timeout=120)
+    check("graph plan --report exits 0 and writes the page", p.returncode == 0 and os.path.exists(page), p.stderr)
+    check("graph plan --report prints what plan prints without it", p.stdout == plain.stdout)
+    js = subprocess.run([bin_] + a + ["--json"], capture_output=True, text=True, timeout=120)
+    doc = json.loads(js.stdout) if js.returncode == 0 else {"stages": []}
+    if os.path.exists(page):
+        with open(page, encoding="utf-8") as f:
+            html = f.read()
+        urls = re.findall(r"(?:src|href)\s*=\s*[\"']?(?:https?:)?//", html)
+        check("the graph-plan report names no external URL", not urls, str(urls[:3]))
+        dom = subprocess.run(common + ["--dump-dom", "file://" + page], capture_output=True, text=True,
+                             timeout=120).stdout
+        for sid in ("graph-plan-table", "graph-stages", "graph-stages-chart", "graph-memory", "graph-capacity",
+                    "graph-ops"):
+            check("graph plan --report: the DOM holds #%s" % sid, 'id="%s"' % sid in dom)
+        check("a stage bar and a table row per stage (%d)" % len(doc["stages"]),
+              len(doc["stages"]) > 0 and dom.count("<title>stage ") >= len(doc["stages"]) and
+              all(s["first_op"] in dom for s in doc["stages"]))
+        heavy = max(doc.get("ops", []), key=lambda o: sum(c["bytes"] for c in o.get("comm", [])), default=None)
+        check("the heaviest op by collective bytes is listed", heavy is not None and heavy["name"] in dom)
+        check("what the document lacks is said, not drawn", "no memory per stage" in dom and "no schedule" in dom)
+        shot = os.path.join(d, "shot-graph.png")
+        subprocess.run(common + ["--screenshot=" + shot, "--window-size=1100,1400", "file://" + page],
+                       capture_output=True, timeout=120)
+        seen = colours(shot) if os.path.exists(shot) else set()
+        check("the graph-plan screenshot is not blank and shows the stage and memory bars",
+              len(seen) > 20 and bytes.fromhex("4e79a7") in seen and bytes.fromhex("59a14f") in seen,
+              "%d colours" % len(seen))
+    if js.returncode == 0:
+        plan = os.path.join(d, "graph-plan.json")
+        with open(plan, "w") as f:
+            f.write(js.stdout)
+        for cmd in ("estimate", "simulate"):
+            out = os.path.join(d, "graph-%s.html" % cmd)
+            extra = ["--trace", os.path.join(d, "g.json")] if cmd == "simulate" else []
+            r = subprocess.run([bin_, cmd, "--model", model, "--cluster", "h100-sxm:8", "--plan", plan] + extra +
+                               ["--report", out], capture_output=True, text=True, timeout=120)
+            check("%s of an autopar-plan/2 plan refuses --report (exit 2, one line, no file)" % cmd,
+                  r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--report" not in r.stdout and
+                  not os.path.exists(out), r.stderr)
+
+
 def main():
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
@@ -208,6 +263,7 @@ def main():
             check("error per device and stack", 'id="error-by-group"' in dom)
         cli_reports(d, common)
         compare_search_report(d, common)
+        graph_plan_report(d, common)
         try:
             autopar.report_html(os.path.join(d, "bad.html"), estimate={"format": "nope"})
             check("a document of the wrong format is refused", False)
