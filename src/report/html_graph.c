@@ -143,7 +143,7 @@ static void section_stages(strbuf *sb, json_t *doc) {
   }
   sb_puts(sb, "<p>Each bar is one stage's time per micro-batch; the plan document states no schedule, so no "
               "timeline of the micro-batches is drawn.</p>\n<table><tr><th>stage</th><th>first op</th><th>last op</th>"
-              "<th>submesh</th><th>mesh (levels)</th><th>time / micro-batch</th><th>send/recv</th></tr>\n");
+              "<th>submesh</th><th>mesh (levels)</th><th>time / micro-batch</th><th>send/recv</th><th>in flight</th></tr>\n");
   json_array_foreach(st, i, s) {
     sb_printf(sb, "<tr><td>%zu</td><td>", i);
     html_esc(sb, html_str(s, "first_op"));
@@ -159,12 +159,13 @@ static void section_stages(strbuf *sb, json_t *doc) {
     html_put_time(sb, html_num(s, "time_per_micro_batch_s"));
     sb_puts(sb, "</td><td>");
     html_put_time(sb, html_num(s, "send_recv_s"));
-    sb_puts(sb, "</td></tr>\n");
+    sb_printf(sb, "</td><td>%.0f</td></tr>\n", html_num(s, "in_flight"));
   }
   sb_puts(sb, "</table></section>\n");
 }
 
-/* The plan's peak against the limit: the document carries one peak for the plan, not one per stage. */
+/* The plan's peak against the limit: the document carries one peak for the plan (the largest stage's), not one
+ * per stage. */
 static void section_memory(strbuf *sb, json_t *doc) {
   json_t *mem = json_object_get(doc, "memory");
   double peak = html_num(mem, "peak_bytes"), lim = html_num(mem, "limit_bytes");
@@ -186,8 +187,9 @@ static void section_memory(strbuf *sb, json_t *doc) {
     }
     sb_puts(sb, "</svg>\n");
   }
-  sb_puts(sb, "<p>The plan document gives one peak per device for the whole plan (the dashed line is the limit); "
-              "it carries no memory per stage, so no per-stage bars are drawn.</p></section>\n");
+  sb_puts(sb, "<p>The plan document gives one peak per device for the whole plan, with several stages the largest "
+              "stage's with its in-flight micro-batches (docs/graph-plan.md); the dashed line is the limit. It carries "
+              "no memory per stage, so no per-stage bars are drawn.</p></section>\n");
 }
 
 static double comm_bytes(json_t *op) {
@@ -226,8 +228,8 @@ static bool section_ops(strbuf *sb, json_t *doc) {
   for (size_t i = 0; i < n; i++) r[i] = (ranked_op){json_array_get(ops, i), comm_bytes(json_array_get(ops, i))};
   qsort(r, n, sizeof *r, by_bytes_desc);
   size_t k = n < G_TOP_OPS ? n : G_TOP_OPS;
-  sb_printf(sb, "<p>The %zu of %zu ops that move the most bytes in their collectives, per iteration as the plan "
-                "states them; the document carries no time per op, so they are ranked by bytes.</p>\n"
+  sb_printf(sb, "<p>The %zu of %zu ops that move the most bytes in their collectives, per device per iteration as the "
+                "plan states them (its own collectives and the resharding of its inputs); the document carries no time per op, so they are ranked by bytes.</p>\n"
                 "<table><tr><th>op</th><th>type</th><th>output spec</th><th>weight spec</th><th>collectives</th></tr>\n", k, n);
   for (size_t i = 0; i < k; i++) {
     json_t *op = r[i].op;
