@@ -60,6 +60,14 @@ ap_status gsim_init_range(ap_ctx *ctx, arena *a, const graph_problem *gp, int lo
 }
 
 /* Forward and backward resharding seconds of edge e between the chosen strategies. */
+/* A transfer of dur_s on one communication stream that can start once its input is ready at ready_s: it
+ * queues behind the stream's last transfer and returns when its data is there (ready_s when there is none). */
+static double on_stream(double *stream_s, double ready_s, double dur_s) {
+  if (dur_s <= 0) return ready_s;
+  *stream_s = fmax(*stream_s, ready_s) + dur_s;
+  return *stream_s;
+}
+
 static void edge_fb(const gsim *s, int e, const int32_t *ch, double *fwd, double *bwd) {
   const graph_problem *gp = s->gp;
   const graph_edge *ed = &gp->g->edges[e];
@@ -94,13 +102,7 @@ static double run_from(gsim *s, const int32_t *ch, int first) {
       int f = gp_node_of(gp, ed->from_block, ed->from_op);
       double fw, bw;
       edge_fb(s, e, ch, &fw, &bw);
-      double t = s->ready[f];
-      if (fw > 0) {
-        double start = fmax(comm, t);
-        comm = start + fw;
-        t = comm;
-      }
-      dep = fmax(dep, t);
+      dep = fmax(dep, on_stream(&comm, s->ready[f], fw));
     }
     double start = fmax(comp, dep);
     comp = start + nd->repeat * st->compute_fwd_s;
@@ -127,13 +129,7 @@ static double run_from(gsim *s, const int32_t *ch, int first) {
       int t = gp_node_of(gp, ed->to_block, ed->to_op);
       double fw, bw;
       edge_fb(s, e, ch, &fw, &bw);
-      double r = s->gdone[t];
-      if (bw > 0) {
-        double cs = fmax(comm, r);
-        comm = cs + bw;
-        r = comm;
-      }
-      dep = fmax(dep, r);
+      dep = fmax(dep, on_stream(&comm, s->gdone[t], bw));
     }
     double start = fmax(comp, dep);
     comp = start + nd->repeat * (st->compute_s - st->compute_fwd_s);
