@@ -421,9 +421,7 @@ ap_status search_run_all(ap_ctx *ctx, const cost_env *env, const search_opts *op
    * (no more bytes kept, none more moved: every stack with a fused loss, plan/stack.h
    * plan_stack_fused_dominates), else the stack's default. Every offered plan takes it from the template, so
    * the choice costs no evaluation. */
-  plan_model_facts facts;
-  plan_model_facts_of(sr->g, &facts);
-  if (!search_opts_fixes(opts, PLAN_F_FUSED_LOSS) && facts.has_layers)
+  if (!search_opts_fixes(opts, PLAN_F_FUSED_LOSS) && cost_env_facts(env)->has_layers)
     sr->opts.fixed.fused_loss = plan_stack_search_fused(
         opts->fixed.stack != PLAN_STACK_DEFAULT ? opts->fixed.stack : plan_stack_default(true));
   search_space_init(&sr->space, env, &sr->opts.fixed, opts->fixed_mask, opts->global_batch_size, opts->seq_length);
