@@ -1,7 +1,8 @@
 /* The environment of an evaluation (cost layer): the model's graph and the cluster with what the cost model
  * derives from them once (a compute model per node group, the pipeline units, the calibration's constants), and
- * the communication groups of a plan's mesh axes, memoised across the plans of one search. Everything a plan
- * evaluation (estimate.c, rank.c, layer.c) reads about the model and the cluster comes from here. */
+ * the communication groups of a plan (groups.c derives them from its rank lists), memoised across the plans of
+ * one search. Everything a plan evaluation (estimate.c, rank.c, layer.c) reads about the model and the cluster
+ * comes from here. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
