@@ -215,6 +215,13 @@ static ap_status pipe_group(ap_ctx *ctx, const cost_env *env, const plan *p, pla
 
 ap_status cost_plan_groups(ap_ctx *ctx, const cost_env *env, const plan *p, plan_groups *out) {
   ap_status st;
+  group_memo *m = env->memo;
+  const int64_t mesh[8] = {p->tp, p->cp, p->dp, p->pp, p->ep, plan_etp(p), p->vpp, (int64_t)p->schedule};
+  if (m->have_last && memcmp(mesh, m->last_mesh, sizeof mesh) == 0 &&
+      memcmp(p->order, m->last_order, sizeof p->order) == 0) {
+    *out = m->last;
+    return AP_OK;
+  }
   const unsigned TP = 1u << PLAN_AXIS_TP, CP = 1u << PLAN_AXIS_CP, EP = 1u << PLAN_AXIS_EP, DP = 1u << PLAN_AXIS_DP,
                  EDP = 1u << PLAN_AXIS_EDP;
   /* Megatron's gradient-reduce group is dp-cp (parallel_state.py get_ranks("dp-cp")) whatever lies between the
@@ -223,7 +230,12 @@ ap_status cost_plan_groups(ap_ctx *ctx, const cost_env *env, const plan *p, plan
       (st = axis_group(ctx, env, p, EP, &out->ep)) || (st = axis_group(ctx, env, p, DP | CP, &out->dp)) ||
       (st = axis_group(ctx, env, p, EDP, &out->edp)))
     return st;
-  return pipe_group(ctx, env, p, out);
+  if ((st = pipe_group(ctx, env, p, out))) return st;
+  m->have_last = true;
+  memcpy(m->last_mesh, mesh, sizeof mesh);
+  memcpy(m->last_order, p->order, sizeof p->order);
+  m->last = *out;
+  return AP_OK;
 }
 
 const comm_group *cost_pp_group(const plan_groups *pg, int r) {

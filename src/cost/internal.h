@@ -28,6 +28,11 @@ typedef struct {
   group_memo_entry groups[GROUP_MEMO_SLOTS];
   pipe_memo_entry pipes[PIPE_MEMO_SLOTS];
   comm_group pair[HW_MAX_LEVELS]; /* a send/recv between two ranks that first share a domain of each level */
+  /* The last plan's groups and the mesh fields they depend on (searches cost many plans of one mesh in a row). */
+  bool have_last;
+  int64_t last_mesh[8];
+  plan_axis last_order[PLAN_N_ORDER];
+  plan_groups last;
 } group_memo;
 
 struct cost_env {
