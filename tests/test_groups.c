@@ -76,7 +76,8 @@ static group_geom brute_geom(const hw_cluster *c, const plan *p, unsigned axes) 
     int64_t x[PLAN_N_ORDER];
     coords(p, expert, r, x);
     int64_t k = 0;
-    for (int t = 0; t < PLAN_N_ORDER; t++) k = k * 100000 + ((tokens & (1u << t)) ? 0 : x[t]);
+    for (int t = 0; t < PLAN_N_ORDER; t++) /* mixed radix over the coordinates off the axes */
+      k = k * plan_mesh_degree(p, expert, (plan_axis)t) + ((tokens & (1u << t)) ? 0 : x[t]);
     key[r] = k;
   }
   group_geom g;
