@@ -188,7 +188,8 @@ static ap_status pipe_group(ap_ctx *ctx, const cost_env *env, const plan *p, pla
   out->pp_link = m->pair;
   memset(out->pp_level, 0, sizeof out->pp_level);
   if (p->pp <= 1) return AP_OK;
-  if (p->pp > COST_MAX_RANKS) return ctx_fail(ctx, AP_INVALID, "plan: pp = %lld exceeds %d", (long long)p->pp, COST_MAX_RANKS);
+  if (p->pp > COST_MAX_RANKS)
+    return ctx_fail(ctx, AP_INVALID, "plan: pp = %lld exceeds %d", (long long)p->pp, COST_MAX_RANKS);
   if (m->pair[0].n_ranks == 0) {
     /* The pairs, once per environment: two ranks that share domains from level l outward. */
     for (int l = 0; l < env->hc->n_levels; l++) {
