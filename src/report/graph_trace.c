@@ -2,8 +2,9 @@
  * what `autopar simulate --plan P.json --model net.onnx --trace OUT.json` writes. The trace-event format as in
  * trace.c (Google, "Trace Event Format": "X" complete events with ts and dur in microseconds, "M" metadata
  * events naming processes and threads). Processes 0 .. n − 1 are the stages (thread 0 compute: F and B per
- * micro-batch; thread 1 communication: the weight-gradient sync after the last backward); process n + q is the
- * link between stages q and q + 1 (thread 0 the activations it carries forward, thread 1 the gradients back).
+ * micro-batch; thread 1 communication: the weight-gradient sync after the last backward); process n + q, "link
+ * q-(q+1)", is the link between stages q and q + 1 (thread 0 the activations it carries forward, thread 1 the
+ * gradients back).
  * otherData carries the simulated and the closed-form iteration times, as the transformer's trace does. */
 #include <stdio.h>
 
@@ -37,14 +38,17 @@ void gpr_trace_json(strbuf *sb, const graph *g, const hw_cluster *c, const gplan
     meta(sb, false, q, 0, "compute");
     meta(sb, false, q, 1, "communication");
     if (q + 1 < n) {
-      snprintf(name, sizeof name, "link stage %d - stage %d", q, q + 1);
+      snprintf(name, sizeof name, "link %d-%d", q, q + 1);
       meta(sb, false, n + q, -1, name);
       meta(sb, false, n + q, 0, "activations");
       meta(sb, false, n + q, 1, "gradients");
     }
   }
-  static const char *const names[] = {[GPIPE_F] = "F", [GPIPE_B] = "B", [GPIPE_W] = "weight sync",
+  /* names, and categories as the transformer trace and the report's colours have them (html.c trace_parts) */
+  static const char *const names[] = {[GPIPE_F] = "F", [GPIPE_B] = "B", [GPIPE_W] = "weight-gradient sync",
                                       [GPIPE_SEND_ACT] = "send activation", [GPIPE_SEND_GRAD] = "send gradient"};
+  static const char *const cats[] = {[GPIPE_F] = "F", [GPIPE_B] = "B", [GPIPE_W] = "dp", [GPIPE_SEND_ACT] = "send",
+                                     [GPIPE_SEND_GRAD] = "send"};
   for (size_t i = 0; i < n_ev; i++) {
     const gpipe_event *e = &ev[i];
     int pid = e->stage, tid = 0;
@@ -54,7 +58,7 @@ void gpr_trace_json(strbuf *sb, const graph *g, const hw_cluster *c, const gplan
     sb_printf(sb, ",{\"name\":\"%s", names[e->kind]);
     if (e->micro_batch >= 0) sb_printf(sb, " mb%lld", (long long)e->micro_batch);
     sb_printf(sb, "\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d,\"args\":{\"stage\":%d",
-              names[e->kind], e->start_s * 1e6, (e->end_s - e->start_s) * 1e6, pid, tid, e->stage);
+              cats[e->kind], e->start_s * 1e6, (e->end_s - e->start_s) * 1e6, pid, tid, e->stage);
     if (e->micro_batch >= 0) sb_printf(sb, ",\"micro_batch\":%lld", (long long)e->micro_batch);
     sb_puts(sb, "}}");
   }

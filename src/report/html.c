@@ -36,6 +36,7 @@ static const char *const mem_colors[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e157
 static const part_style trace_parts[] = {
     {"F", "forward", "#4e79a7"}, {"B", "backward", "#f28e2b"}, {"W", "weight gradient", "#edc948"},
     {"R", "recompute", "#b07aa1"}, {"send", "send", "#9c755f"}, {"recv", "receive", "#76b7b2"},
+    {"dp", "gradient sync", "#ff9da7"},
 };
 
 static const char *style_color(const part_style *t, size_t n, const char *key) {
@@ -131,9 +132,35 @@ static void section_plan(strbuf *sb, const html_inputs *in) {
   sb_puts(sb, "</section>\n");
 }
 
-/* One lane per pipeline stage and thread (compute, communication); a lane's background is the idle time, so
- * bubbles show as the gaps between work. */
-static void section_timeline(strbuf *sb, json_t *trace) {
+/* The name the trace's metadata gives process pid (tid < 0) or its thread tid, or NULL. */
+static const char *meta_name(json_t *ev, double pid, int tid) {
+  size_t i;
+  json_t *e;
+  json_array_foreach(ev, i, e) {
+    const char *ph = html_str(e, "ph"), *what = html_str(e, "name");
+    if (!ph || strcmp(ph, "M") != 0 || !what || html_num(e, "pid") != pid) continue;
+    if (tid < 0 ? strcmp(what, "process_name") == 0 : strcmp(what, "thread_name") == 0 && html_num(e, "tid") == tid)
+      return html_str(json_object_get(e, "args"), "name");
+  }
+  return NULL;
+}
+
+/* A lane's label: "stage 0 compute", "stage 0 comm", or what the trace names the process and thread (a graph
+ * pipeline's links, report/graph_trace.c: "link 0-1 activations"). */
+static void lane_label(strbuf *sb, json_t *ev, int pid, int tid) {
+  const char *pn = meta_name(ev, pid, -1), *tn = meta_name(ev, pid, tid);
+  if (!pn || !tn) {
+    sb_printf(sb, "stage %d %s", pid, tid ? "comm" : "compute");
+    return;
+  }
+  html_esc(sb, strncmp(pn, "pipeline ", 9) == 0 ? pn + 9 : pn);
+  sb_puts(sb, " ");
+  html_esc(sb, strcmp(tn, "communication") == 0 ? "comm" : tn);
+}
+
+/* One lane per pipeline stage and thread (compute, communication), and per further process of the trace (a
+ * graph pipeline's links); a lane's background is the idle time, so bubbles show as the gaps between work. */
+void html_section_timeline(strbuf *sb, json_t *trace) {
   json_t *ev = trace ? json_object_get(trace, "traceEvents") : NULL;
   if (!json_is_array(ev)) return;
   double t_end = 0;
@@ -154,7 +181,9 @@ static void section_timeline(strbuf *sb, json_t *trace) {
             CHART_W, h);
   for (int l = 0; l < lanes; l++) {
     int y = l * (LANE_H + LANE_GAP);
-    sb_printf(sb, "<text x=\"0\" y=\"%d\" class=\"lbl\">stage %d %s</text>", y + 13, l / 2, l % 2 ? "comm" : "compute");
+    sb_printf(sb, "<text x=\"0\" y=\"%d\" class=\"lbl\">", y + 13);
+    lane_label(sb, ev, l / 2, l % 2);
+    sb_puts(sb, "</text>");
     sb_printf(sb, "<rect class=\"idle\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"><title>idle (bubble)</title></rect>\n",
               LABEL_W, y, CHART_W - LABEL_W, LANE_H);
   }
@@ -474,7 +503,7 @@ ap_status html_report(ap_ctx *ctx, const html_inputs *in, char **html_out) {
     sb_puts(&sb, "</code></p>\n");
   }
   section_plan(&sb, in);
-  section_timeline(&sb, in->trace);
+  if (!in->graph_plan) html_section_timeline(&sb, in->trace); /* a graph plan's is in its stages section */
   json_t *res = NULL;
   (void)shown_plan(in, &res);
   section_memory(&sb, in->estimate);
@@ -482,7 +511,7 @@ ap_status html_report(ap_ctx *ctx, const html_inputs *in, char **html_out) {
   if (!st) section_runner_ups(&sb, in->search);
   if (!st) st = section_validate(&sb, in->validate);
   if (!st) html_section_compare_search(&sb, in->compare_search);
-  if (!st && !html_section_graph_plan(&sb, in->graph_plan)) st = AP_NOMEM;
+  if (!st && !html_section_graph_plan(&sb, in->graph_plan, in->trace)) st = AP_NOMEM;
   sb_printf(&sb, "<div id=\"detail\"></div>\n<script>%s</script>\n</body></html>\n", page_js);
   if (st || sb.oom) {
     sb_free(&sb);

@@ -35,8 +35,12 @@ AP_HIDDEN void html_put_bytes(strbuf *sb, double b);
  * when doc is NULL or lists no family. */
 AP_HIDDEN void html_section_compare_search(strbuf *sb, json_t *doc);
 
-/* The sections of a general graph's plan (html_graph.c): plan table, stages chart and table, peak memory
- * against the limit, heaviest ops; nothing when doc is NULL. False when out of memory. */
-AP_HIDDEN bool html_section_graph_plan(strbuf *sb, json_t *doc);
+/* The sections of a general graph's plan (html_graph.c): plan table, stages chart and table (with the simulated
+ * timeline when trace, `simulate --trace` of the plan, is not NULL), peak memory against the limit, heaviest
+ * ops; nothing when doc is NULL. False when out of memory. */
+AP_HIDDEN bool html_section_graph_plan(strbuf *sb, json_t *doc, json_t *trace);
+/* The simulated timeline (section #timeline, html.c): a lane per process and thread of the Chrome trace;
+ * nothing without one. */
+AP_HIDDEN void html_section_timeline(strbuf *sb, json_t *trace);
 
 #endif
