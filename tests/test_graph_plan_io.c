@@ -270,7 +270,7 @@ static void test_round_trip(void **state) {
     assert_true(json_is_true(json_object_get(bm, "fits")));
     if (ap_graph_plan_export(ctx, m, p, &again)) fail_msg("%s", ap_ctx_error(ctx));
     assert_string_equal(again, text);
-    if (ap_graph_plan_simulate(ctx, m, c, p, AP_OUT_JSON, &sim)) fail_msg("%s", ap_ctx_error(ctx));
+    if (ap_graph_plan_simulate(ctx, m, c, p, NULL, AP_OUT_JSON, &sim)) fail_msg("%s", ap_ctx_error(ctx));
     json_t *sd = json_loads(sim, 0, &err);
     assert_true(json_number_value(json_object_get(sd, "simulated_iteration_s")) > 0);
     /* The transformer paths refuse it, naming the file. */
@@ -377,8 +377,13 @@ static ap_plan *load_text(ap_ctx *ctx, const char *path, const char *text) {
 
 /* Plans of several pipeline stages (the inter-op pass's) read back on the five shipped models on a multi-node and
  * a one-node cluster: estimate gives the plan's time, memory, mesh and stages (per-micro-batch times, send/recv,
- * in-flight micro-batches), export writes the same file, and the simulator plays each stage on its own nodes (no
- * stage slower than its closed form, which counts no overlap). */
+ * in-flight micro-batches), export writes the same file, the document renders as the text the planner prints
+ * for it (ap_graph_plan_render, so that plan --report need not search twice), and the simulator plays each
+ * stage on its own nodes (no stage slower than its closed form, which counts no overlap) and the pipeline as one
+ * timeline, no shorter than any stage's passes over the micro-batches plus its weight sync, nor than one
+ * micro-batch's way through every stage and back with its sends (test_graph_pipe.c checks timelines by hand).
+ * The closed form's distance to the timeline is printed per multi-stage plan (it counts neither the overlap
+ * inside a stage nor a sync left exposed at the end, so it is no bound either way). */
 static void test_round_trip_stages(void **state) {
   (void)state;
   static const char *const models[] = {"resnet50", "vit_b_16", "unet", "gpt2_small", "t5_small"};
@@ -411,19 +416,49 @@ static void test_round_trip_stages(void **state) {
       assert_true(json_is_true(json_object_get(bm, "fits")));
       if (ap_graph_plan_export(ctx, m, p, &again)) fail_msg("%s", ap_ctx_error(ctx));
       if (strcmp(again, text) != 0) fail_msg("%s on %s (%zu stages): export is not the plan's file", models[i], clusters[k], n_st);
-      if (ap_graph_plan_simulate(ctx, m, c, p, AP_OUT_JSON, &sim)) fail_msg("%s", ap_ctx_error(ctx));
+      char *txt = NULL, *rendered = NULL;
+      if (k == 0) { /* on the multi-node cluster, where the plans have several stages */
+        ap_graph_plan_opts o;
+        ap_graph_plan_opts_init(&o);
+        o.global_batch_size = 256;
+        o.strategies = "greedy,inter-op";
+        if (ap_graph_plan(ctx, m, c, &o, AP_OUT_TEXT, &txt)) fail_msg("%s", ap_ctx_error(ctx));
+        if (ap_graph_plan_render(ctx, m, c, text, AP_OUT_TEXT, &rendered)) fail_msg("%s", ap_ctx_error(ctx));
+        if (strcmp(txt, rendered) != 0)
+          fail_msg("%s on %s: the text rendered from the document differs:\n%s---\n%s", models[i], clusters[k], txt, rendered);
+        ap_free(txt);
+        ap_free(rendered);
+      }
+      if (ap_graph_plan_simulate(ctx, m, c, p, NULL, AP_OUT_JSON, &sim)) fail_msg("%s", ap_ctx_error(ctx));
       json_t *sd = json_loads(sim, 0, &err), *ss = json_object_get(sd, "stages");
       assert_true(json_number_value(json_object_get(sd, "simulated_iteration_s")) > 0);
       assert_true(json_equal(json_object_get(sd, "closed_form_iteration_s"),
                              json_object_get(json_object_get(a, "time"), "iteration_s")));
       assert_int_equal(json_array_size(ss), n_st > 1 ? n_st : 0);
+      double timeline = json_number_value(json_object_get(sd, "simulated_iteration_s"));
+      double closed_it = json_number_value(json_object_get(sd, "closed_form_iteration_s"));
+      double n_micro = json_number_value(json_object_get(sd, "micro_batches"));
+      double chain = 0; /* micro-batch 0 forward through every stage and back, with every send */
       for (size_t q = 0; q < json_array_size(ss); q++) {
         json_t *e = json_array_get(ss, q);
         double simulated = json_number_value(json_object_get(e, "simulated_time_per_micro_batch_s"));
         double closed = json_number_value(json_object_get(e, "time_per_micro_batch_s"));
         if (!(simulated > 0 && simulated <= closed * (1 + 1e-5)))
           fail_msg("%s on %s: stage %zu simulated %g s, closed form %g s", models[i], clusters[k], q, simulated, closed);
+        double busy = n_micro * (json_number_value(json_object_get(e, "forward_per_micro_batch_s")) +
+                                 json_number_value(json_object_get(e, "backward_per_micro_batch_s"))) +
+                      json_number_value(json_object_get(e, "weight_sync_s"));
+        if (!(timeline >= busy * (1 - 1e-5)))
+          fail_msg("%s on %s: timeline %g s shorter than stage %zu's own work %g s", models[i], clusters[k], timeline, q, busy);
+        chain += busy / n_micro - json_number_value(json_object_get(e, "weight_sync_s")) / n_micro +
+                 json_number_value(json_object_get(e, "send_recv_s"));
       }
+      if (!(timeline >= chain * (1 - 1e-5)))
+        fail_msg("%s on %s: timeline %g s shorter than one micro-batch's way there and back %g s", models[i], clusters[k],
+                 timeline, chain);
+      if (n_st > 1)
+        print_message("%s on %s: %zu stages, timeline %.4g s, closed form %.4g s (%+.1f%%)\n", models[i], clusters[k], n_st,
+                      timeline, closed_it, 100 * (closed_it - timeline) / timeline);
       json_decref(a);
       json_decref(b);
       json_decref(sd);

@@ -4,6 +4,7 @@
 #ifndef AP_REPORT_GRAPH_PLAN_IO_H
 #define AP_REPORT_GRAPH_PLAN_IO_H
 
+#include "search/graph_pipe.h"
 #include "search/graph_plan.h"
 
 /* Appends `, "weight_spec": […]` for an op with a weight: one entry per dim of its main weight as stored (an
@@ -22,7 +23,14 @@ AP_HIDDEN void gpr_stages_json(strbuf *sb, const hw_cluster *c, const gplan_resu
 /* The text lines of a plan of several stages (nothing for one): each stage's ops, submesh, mesh, time per
  * micro-batch, send/recv and memory with its in-flight micro-batches. */
 AP_HIDDEN void gpr_stages_text(strbuf *sb, const gplan_result *r);
-/* The whole autopar-plan/2 document of a planner (or reader) result. */
-AP_HIDDEN void gpr_plan_json(strbuf *sb, const graph *g, const hw_cluster *c, int64_t gbs, const gplan_result *r);
+/* The whole autopar-plan/2 document of a planner (or reader) result (json), or the planner's text of it. */
+AP_HIDDEN void gpr_plan_write(strbuf *sb, const graph *g, const hw_cluster *c, int64_t gbs, const gplan_result *r,
+                              bool json);
+
+/* The pipeline timeline of r (graph_trace.c) as a Chrome trace-event document, as the transformer's `simulate
+ * --trace` writes one (report/trace.h): a process per stage (compute and communication threads) and one per
+ * link between two stages (activations and gradients threads). */
+AP_HIDDEN void gpr_trace_json(strbuf *sb, const graph *g, const hw_cluster *c, const gplan_result *r, int n_stages,
+                              const gpipe_event *ev, size_t n_ev, double end_s);
 
 #endif

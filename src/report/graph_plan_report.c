@@ -514,10 +514,11 @@ ap_status ap_describe_sharding(ap_ctx *ctx, const ap_model *model, const ap_clus
   return *out ? AP_OK : ctx_fail(ctx, AP_NOMEM, "out of memory");
 }
 
-/* The document writer, for the /2 reader's export (graph_plan_eval.c). */
-void gpr_plan_json(strbuf *sb, const graph *g, const hw_cluster *c, int64_t gbs, const gplan_result *r) {
+/* The document and text writers, for the /2 reader's export and render (graph_plan_eval.c). */
+void gpr_plan_write(strbuf *sb, const graph *g, const hw_cluster *c, int64_t gbs, const gplan_result *r, bool json) {
   gplan_opts o;
   gplan_opts_init(&o);
   o.gbs = gbs;
-  write_json(sb, g, c, &o, r);
+  if (json) write_json(sb, g, c, &o, r);
+  else write_text(sb, g, c, &o, r);
 }
