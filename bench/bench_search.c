@@ -8,6 +8,7 @@
  * exits. `make bench` runs it; one run's figures are in bench/search.txt. With arguments MODEL CLUSTER it runs
  * that pair only. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -74,7 +75,7 @@ static int run_pair(const char *model, const char *cluster) {
       solve_opts_init(&so);
       so.max_evals = 20000;
       so.time_budget_s = 0;
-      so.seed = 1;
+      so.seed = getenv("SEED") ? (uint64_t)atoi(getenv("SEED")) : 1;
       sp_result r = {.choice = choice};
       double t0 = cpu_s();
       st = solve_strategy_find(families[f])->sharding(ctx, &gp.sp, &so, &r);

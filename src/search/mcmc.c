@@ -1,36 +1,34 @@
 /* MCMC over per-node strategies on sharding problems (search layer; strategy "mcmc"), after FlexFlow's search
- * loop (flexflow/FlexFlow src/runtime/model.cc at 0080fd4, FFModel::optimize, rewrite and propagate; SURVEY.md
- * §3.2, NOTES.md "FlexFlow's MCMC"):
- *  - a move is, with probability PROPAGATION_CHANCE (0.25, FlexFlow's FFModel::PROPAGATION_CHANCE in model.h),
- *    a propagation walk, else a single-group move. The single move sets one random group (a node and its
- *    followers) to another allowed strategy drawn from the Metropolised Gibbs proposal (Liu, "Peskun's theorem
- *    and a modified discrete-state Gibbs sampler", Biometrika 83(3), 1996): q(k) ∝ exp(-alpha·E_g(k)) over the
- *    strategies other than the current one, E_g(k) the group's own cost plus the resharding to its neighbours
- *    as they are, with the Metropolis-Hastings acceptance min(1, exp(-alpha·(Δ - ΔE_g))·Z_old/Z_new) (Z_x the
- *    proposal's normaliser without x; Δ the change of the whole objective, which differs from ΔE_g only by the
- *    memory penalty). A uniform proposal over a 2-axis mesh's 10 to 25 strategies per group mostly proposes
- *    layouts that clash with the neighbours' and is rejected; this one proposes the layouts that fit them.
- *  - the propagation walk (FlexFlow's propagate): from a random group, set as in a single move, step to a
- *    neighbour not yet visited and give it the strategy that fits best its neighbours as they now are, and go
- *    on with probability CONTINUE_PROPAGATION_CHANCE (0.75, model.h) from there. FlexFlow copies the
- *    data-parallel config along the edge; a problem's strategy indices mean nothing across nodes, so "the same
- *    config" becomes "the config that fits best". A walk moves a run of coupled groups together (a layer
- *    switching its batch split from one mesh axis to the other pays resharding on every edge until all of its
- *    ops have switched), which single moves cross only through states the acceptance rejects. Accepted by
- *    Metropolis on the change of the objective, as FlexFlow accepts every rewrite.
- *  - Metropolis acceptance exp(-alpha · Δ), alpha = 1.2 by default (FlexFlow's searchAlpha at HEAD) per
- *    millisecond: FlexFlow's simulator times are in ms (its bandwidths are "B/ms", src/runtime/simulator.cc),
- *    so Δ is taken in ms through the problem's cost_unit_ms (1000 for the graph planner's problems, whose costs
- *    are seconds; 1 for problem files, whose units are read as FlexFlow's). Scoring seconds with 1.2 per unit
- *    accepted nearly every worse move (exp(-1.2 · 0.001) ≈ 1): a random walk.
- *  - the chain goes back to the best state every clamp(budget / 100, 1, 1000) moves (FlexFlow's reset span);
- *  - it starts from each group's cheapest allowed strategy (FlexFlow starts from data parallelism, which a
- *    problem file does not name).
+ * loop (flexflow/FlexFlow src/runtime/model.cc at 0080fd4, FFModel::optimize, rewrite and propagate, and the
+ * FFModel constants of its model.h; SURVEY.md §3.2, NOTES.md "FlexFlow's MCMC"). A move is one of three:
+ *  - with probability BLOCK_CHANCE a tree block (tree_block.h): a random induced forest of groups set to its
+ *    exact best given the rest (never worse, memory aside);
+ *  - else a single-group move: one random group (a node and its followers) takes another allowed strategy,
+ *    drawn from the Metropolised Gibbs proposal (Liu, "Peskun's theorem and a modified discrete-state Gibbs
+ *    sampler", Biometrika 83(3), 1996): q(k) ∝ exp(-alpha·E_g(k)) over the strategies other than the current
+ *    one, E_g(k) the group's own cost plus the resharding to its neighbours as they are, accepted with the
+ *    Metropolis-Hastings ratio min(1, exp(-alpha·(Δ - ΔE_g))·Z_old/Z_new) (Z_x the proposal's normaliser
+ *    without x; Δ the whole objective's change, which differs from ΔE_g only by a memory penalty). FlexFlow
+ *    draws uniformly; over a 2-axis mesh's 10 to 25 strategies per group that mostly proposes layouts that
+ *    clash with the neighbours' and are rejected;
+ *  - and with probability PROPAGATION_CHANCE (0.25) the single move goes on as FlexFlow's propagation walk:
+ *    step to a neighbour not yet visited, give it the strategy that fits best the one just set (its own cost
+ *    plus that edge's resharding: FlexFlow copies the config along the edge, and a problem's strategy indices
+ *    mean nothing across nodes), and go on from there with probability CONTINUE_PROPAGATION_CHANCE (0.75).
+ *    Accepted by plain Metropolis on Δ, as FlexFlow accepts every rewrite.
+ * Acceptance exp(-alpha · Δ) with alpha = 1.2 (FlexFlow's searchAlpha at HEAD) per millisecond: FlexFlow's
+ * simulator times are ms (its bandwidths are "B/ms", src/runtime/simulator.cc), so Δ is taken in ms through
+ * the problem's cost_unit_ms (1000 for the graph planner's problems, whose costs are seconds; 1 for problem
+ * files, read as ms). Scoring seconds at 1.2 per unit accepted nearly every worse move (exp(-0.0012) ≈ 1).
+ * The chain goes back to the best state every tenth of the budget (FlexFlow: every hundredth, at most 1000
+ * moves; see the TUNING note) and starts from each group's cheapest allowed strategy (FlexFlow starts from data
+ * parallelism, which a problem file does not name).
  * Delta evaluation: the chain keeps the current state's score in parts (the finite sum of its cost terms, the
  * count of forbidden ones, the memory of every program point) and a move updates them from the changed groups'
- * own terms only, one group at a time (so that a walk's changes sum exactly). Every scored move counts as one
- * evaluation against the budget, as a full sp_eval does for the other families: the budget means the same for
- * all; delta evaluation only makes each one cheaper. The best state is scored in full at the end.
+ * own terms only, one group at a time (so that a walk's or a block's changes sum exactly). Every scored move
+ * counts as one evaluation against the budget, as a full sp_eval does for the other families (the budget means
+ * the same for all; a block move's dynamic programming, like an MCTS rollout's local look-ups, is not an
+ * evaluation). The best state is scored in full at the end.
  * A state that breaks a constraint (a forbidden pair, a hard memory budget) is compared by how much it breaks
  * first: a move that reduces the violation is accepted, one that increases it is rejected, and Metropolis
  * applies between states of equal violation, so the chain walks out of infeasible regions. A tenth of the
@@ -38,9 +36,14 @@
 #include <string.h>
 
 #include "search/descent.h"
+#include "search/tree_block.h"
 
-/* FlexFlow's FFModel constants (include/flexflow/model.h at 0080fd4). */
+/* FlexFlow's FFModel::PROPAGATION_CHANCE and CONTINUE_PROPAGATION_CHANCE (include/flexflow/model.h). */
 static const double PROPAGATION_CHANCE = 0.25, CONTINUE_PROPAGATION_CHANCE = 0.75;
+/* TUNING: one move in 20 is a tree block (tree_block.h): on the shipped ONNX models over 2-axis meshes it took
+ * MCMC from 10-31% above the ILP on a third of the meshes to the optimum on 39 of 40 (bench/search.txt, seed 2);
+ * one in 10 or 4 did no better and costs more CPU per move. */
+static const double BLOCK_CHANCE = 0.05;
 
 /* The chain's state: the choice and its score in parts. */
 typedef struct {
@@ -191,8 +194,9 @@ ap_status solve_mcmc(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_r
   double *w = a ? arena_alloc(a, (size_t)max_n * sizeof *w) : NULL;
   int64_t *n_bad = a ? arena_alloc(a, (size_t)max_n * sizeof *n_bad) : NULL;
   chain c;
+  tblock tb;
   if (!allowed || !cur || !best || !movable || !undo_g || !undo_k || !seen || !nbr || !energy || !w || !n_bad ||
-      !chain_init(&c, a, p, cur)) {
+      !chain_init(&c, a, p, cur) || !tblock_init(&tb, a, p, allowed, n_allowed)) {
     arena_free(a);
     return ctx_fail(ctx, AP_NOMEM, "%s: out of memory", p->file);
   }
@@ -229,61 +233,77 @@ ap_status solve_mcmc(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_r
       cur_s = chain_score(&c);
       last_reset = iter;
     }
-    /* The first group: a Metropolised Gibbs draw among its other strategies. */
-    int32_t g = movable[rng_below(&rg, (uint64_t)n_movable)], old = cur[g], old_i = 0;
-    int32_t fit;
-    double z = proposal_weights(&c, g, allowed, n_allowed, au, energy, n_bad, w, &fit);
-    for (int32_t i = 0; i < n_allowed[g]; i++)
-      if (allowed[g][i] == old) old_i = i;
-    double z_wo_old = z - w[old_i];
-    int32_t pick = -1;
-    bool gibbs = z_wo_old > 0 && w[old_i] > 0;
-    if (z_wo_old > 0) {
-      double u = rng_uniform(&rg) * z_wo_old, acc = 0;
-      for (int32_t i = 0; i < n_allowed[g] && pick < 0; i++)
-        if (i != old_i && w[i] > 0 && (acc += w[i]) >= u) pick = i;
-      for (int32_t i = n_allowed[g] - 1; pick < 0 && i >= 0; i--)
-        if (i != old_i && w[i] > 0) pick = i; /* rounding at the top end */
-    } else { /* every other strategy breaks more than the current one: uniform, as FlexFlow proposes */
-      pick = (int32_t)rng_below(&rg, (uint64_t)(n_allowed[g] - 1));
-      if (pick >= old_i) pick++;
-    }
-    /* Metropolis-Hastings for the Gibbs proposal: log q(old | new) / q(new | old) = alpha·ΔE_g + log Z_old/Z_new */
-    double log_q = gibbs ? au * (energy[pick] - energy[old_i]) + log(z_wo_old / (z - w[pick])) : 0;
+    /* A tree-block move, or FlexFlow's single move or propagation walk. */
+    double sum0 = c.sum, log_q = 0;
     int32_t n_undo = 0;
-    undo_g[n_undo] = g, undo_k[n_undo++] = old;
-    chain_set(&c, g, allowed[g][pick]);
-    bool walk = rng_uniform(&rg) < PROPAGATION_CHANCE;
-    if (walk) { /* FlexFlow's propagate: on along edges to groups not yet visited */
-      if (++stamp == 0) {
-        memset(seen, 0, (size_t)G * sizeof *seen);
-        stamp = 1;
-      }
-      seen[g] = stamp;
-      int32_t at = g;
-      do {
-        int32_t n_nbr = 0;
-        for (int32_t q = p->adj_start[at]; q < p->adj_start[at + 1]; q++) {
-          int32_t h = sp_pair_other(&p->pairs[p->adj[q]], at);
-          if (seen[h] != stamp && n_allowed[h] >= 2) nbr[n_nbr++] = h;
-        }
-        if (n_nbr == 0) break;
-        int32_t h = nbr[rng_below(&rg, (uint64_t)n_nbr)];
-        seen[h] = stamp;
-        /* the strategy of h that fits best the one just set at `at`: its own cost plus the edge's resharding */
-        int32_t fit_h = allowed[h][0];
-        double fit_c = INFINITY;
-        const sp_pair *e = NULL;
-        for (int32_t q = p->adj_start[h]; q < p->adj_start[h + 1] && !e; q++)
-          if (sp_pair_other(&p->pairs[p->adj[q]], h) == at) e = &p->pairs[p->adj[q]];
-        for (int32_t i = 0; i < n_allowed[h]; i++) {
-          double x = p->unary[h][allowed[h][i]] + sp_pair_cost(p, e, h, allowed[h][i], cur[at]);
-          if (x < fit_c) fit_c = x, fit_h = allowed[h][i];
-        }
+    bool walk = false, mh = true;
+    if (rng_uniform(&rg) < BLOCK_CHANCE) {
+      tblock_best(&tb, cur, &rg);
+      mh = false; /* never worse but for memory: Metropolis on the whole change */
+      for (int32_t i = 0; i < tb.n_block; i++) {
+        int32_t h = tb.order[i];
+        if (tb.best[h] == cur[h]) continue;
         undo_g[n_undo] = h, undo_k[n_undo++] = cur[h];
-        chain_set(&c, h, fit_h);
-        at = h;
-      } while (rng_uniform(&rg) < CONTINUE_PROPAGATION_CHANCE);
+        chain_set(&c, h, tb.best[h]);
+      }
+    } else {
+      /* The first group: a Metropolised Gibbs draw among its other strategies. */
+      int32_t g = movable[rng_below(&rg, (uint64_t)n_movable)], old = cur[g], old_i = 0;
+      int32_t fit;
+      double z = proposal_weights(&c, g, allowed, n_allowed, au, energy, n_bad, w, &fit);
+      for (int32_t i = 0; i < n_allowed[g]; i++)
+        if (allowed[g][i] == old) old_i = i;
+      double z_wo_old = z - w[old_i];
+      int32_t pick = -1;
+      bool gibbs = z_wo_old > 0 && w[old_i] > 0;
+      if (z_wo_old > 0) {
+        double u = rng_uniform(&rg) * z_wo_old, acc = 0;
+        for (int32_t i = 0; i < n_allowed[g] && pick < 0; i++)
+          if (i != old_i && w[i] > 0 && (acc += w[i]) >= u) pick = i;
+        for (int32_t i = n_allowed[g] - 1; pick < 0 && i >= 0; i--)
+          if (i != old_i && w[i] > 0) pick = i; /* rounding at the top end */
+      } else { /* every other strategy breaks more than the current one: uniform, as FlexFlow proposes */
+        pick = (int32_t)rng_below(&rg, (uint64_t)(n_allowed[g] - 1));
+        if (pick >= old_i) pick++;
+      }
+      /* Metropolis-Hastings for the Gibbs proposal: log q(old | new) / q(new | old) = alpha·ΔE_g + log Z_old/Z_new
+       * (the alpha·ΔE_g part is added at the acceptance, from the score's parts) */
+      if (gibbs) log_q = log(z_wo_old / (z - w[pick]));
+      undo_g[n_undo] = g, undo_k[n_undo++] = old;
+      chain_set(&c, g, allowed[g][pick]);
+      walk = rng_uniform(&rg) < PROPAGATION_CHANCE;
+      mh = gibbs && !walk;
+      if (walk) { /* FlexFlow's propagate: on along edges to groups not yet visited */
+        if (++stamp == 0) {
+          memset(seen, 0, (size_t)G * sizeof *seen);
+          stamp = 1;
+        }
+        seen[g] = stamp;
+        int32_t at = g;
+        do {
+          int32_t n_nbr = 0;
+          for (int32_t q = p->adj_start[at]; q < p->adj_start[at + 1]; q++) {
+            int32_t h = sp_pair_other(&p->pairs[p->adj[q]], at);
+            if (seen[h] != stamp && n_allowed[h] >= 2) nbr[n_nbr++] = h;
+          }
+          if (n_nbr == 0) break;
+          int32_t h = nbr[rng_below(&rg, (uint64_t)n_nbr)];
+          seen[h] = stamp;
+          /* the strategy of h that fits best the one just set at `at`: its own cost plus the edge's resharding */
+          int32_t fit_h = allowed[h][0];
+          double fit_c = INFINITY;
+          const sp_pair *e = NULL;
+          for (int32_t q = p->adj_start[h]; q < p->adj_start[h + 1] && !e; q++)
+            if (sp_pair_other(&p->pairs[p->adj[q]], h) == at) e = &p->pairs[p->adj[q]];
+          for (int32_t i = 0; i < n_allowed[h]; i++) {
+            double x = p->unary[h][allowed[h][i]] + sp_pair_cost(p, e, h, allowed[h][i], cur[at]);
+            if (x < fit_c) fit_c = x, fit_h = allowed[h][i];
+          }
+          undo_g[n_undo] = h, undo_k[n_undo++] = cur[h];
+          chain_set(&c, h, fit_h);
+          at = h;
+        } while (rng_uniform(&rg) < CONTINUE_PROPAGATION_CHANCE);
+      }
     }
     sp_score s = chain_score(&c);
     out = solve_budget_spend(&b);
@@ -294,8 +314,11 @@ ap_status solve_mcmc(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_r
     bool accept;
     double d = au * (s.objective - cur_s.objective);
     if (s.violation != cur_s.violation) accept = s.violation < cur_s.violation;
-    else if (walk) accept = d <= 0 || rng_uniform(&rg) < exp(-d);
-    else accept = -d + log_q >= 0 || log(rng_uniform(&rg)) < -d + log_q;
+    else if (!mh) accept = d <= 0 || rng_uniform(&rg) < exp(-d);
+    else { /* an exact or Metropolised conditional draw: only the terms it left out (memory) and log_q decide */
+      double x = -(d - au * (c.sum - sum0)) + log_q;
+      accept = x >= 0 || log(rng_uniform(&rg)) < x;
+    }
     if (accept) cur_s = s;
     else
       while (n_undo > 0) n_undo--, chain_set(&c, undo_g[n_undo], undo_k[n_undo]);
