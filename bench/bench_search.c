@@ -5,8 +5,9 @@
  * choice, sp_eval), seed 1. Per row: the groups of the problem and the most strategies of one group, then for each
  * heuristic its cost relative to the ILP's optimum (+x% above it), its evaluations and its CPU seconds (the
  * process's own, one thread). Not part of `make test`; built without the "ilp" or "onnx" part it says so and
- * exits. `make bench` runs it; one run's figures are in bench/search.txt. With arguments MODEL CLUSTER it runs
- * that pair only. */
+ * exits. `make bench` runs it; one run's figures are in bench/search.txt. With arguments MODEL CLUSTER [SEED] it
+ * runs that pair only (examples/onnx/MODEL.onnx), with that seed. The ILP's CPU seconds per problem are its
+ * solve time by graph size on real models (bench/ilp.txt has random ones). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@ static const char *const families[] = {"ilp", "greedy", "mcmc", "mcts", "rl", "r
 enum { N_FAM = sizeof families / sizeof *families };
 
 /* One (model, cluster): every mesh shape, every family. */
-static int run_pair(const char *model, const char *cluster) {
+static int run_pair(const char *model, const char *cluster, uint64_t seed) {
   ap_ctx *ctx = ap_ctx_new();
   ap_ctx_add_part(ctx, ap_part_ilp());
   ap_ctx_add_part(ctx, ap_part_onnx());
@@ -75,7 +76,7 @@ static int run_pair(const char *model, const char *cluster) {
       solve_opts_init(&so);
       so.max_evals = 20000;
       so.time_budget_s = 0;
-      so.seed = getenv("SEED") ? (uint64_t)atoi(getenv("SEED")) : 1;
+      so.seed = seed;
       sp_result r = {.choice = choice};
       double t0 = cpu_s();
       st = solve_strategy_find(families[f])->sharding(ctx, &gp.sp, &so, &r);
@@ -120,9 +121,9 @@ int main(int argc, char **argv) {
   for (int f = 1; f < N_FAM; f++) printf(" | %-20s", families[f]);
   printf("\n");
   int rc = 0;
-  if (argc == 3) return run_pair(argv[1], argv[2]);
+  if (argc >= 3) return run_pair(argv[1], argv[2], argc >= 4 ? (uint64_t)strtoull(argv[3], NULL, 10) : 1);
   for (size_t i = 0; i < sizeof models / sizeof *models; i++)
-    for (size_t j = 0; j < 2; j++) rc |= run_pair(models[i], clusters[j]);
+    for (size_t j = 0; j < 2; j++) rc |= run_pair(models[i], clusters[j], 1);
   return rc;
 #endif
 }

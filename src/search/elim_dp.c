@@ -20,8 +20,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
-#include <time.h>
 
 #include "search/solve.h"
 
@@ -325,10 +323,7 @@ ap_status solve_elim_presolved(ap_ctx *ctx, const sp_problem *p, const solve_opt
       sp_problem k;
       kr.choice = arena_alloc(a, (size_t)n_k * sizeof *kr.choice);
       if (!kr.choice || kernel_problem(&e, kernel, n_k, index_of, &k)) st = AP_NOMEM;
-      if (!st && getenv("KDBG")) { double prod = 1; int32_t mx = 0; for (int32_t q = 0; q < k.n_groups; q++) { prod *= k.n_s[q]; if (k.n_s[q] > mx) mx = k.n_s[q]; } fprintf(stderr, "KERNEL G=%d kernel=%d pairs=%d max_s=%d prod=%.3g\n", G, k.n_groups, k.n_pairs, mx, prod); }
-      double t0 = (double)clock() / CLOCKS_PER_SEC;
       if (!st) st = kernel_solve(ctx, &k, o, &kr);
-      if (getenv("KDBG")) fprintf(stderr, "KTIME %d %.4f\n", k.n_groups, (double)clock() / CLOCKS_PER_SEC - t0);
       if (!st && kr.status != SOLVE_INFEASIBLE)
         for (int32_t i = 0; i < n_k; i++) r->choice[kernel[i]] = kr.choice[i];
     }
