@@ -15,6 +15,7 @@
 #include "hw/hw.h"
 #include "model/graph.h"
 #include "model/model.h"
+#include "report/graph_plan_io.h"
 #include "search/graph_plan.h"
 #include "onnx.pb-c.h"
 
@@ -570,9 +571,87 @@ static void test_stage_reader_messages(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* The explanations print a weight's sharding in the order the file stores it, as weight_spec and weight_specs
+ * do: ResNet-50's fc (Gemm, transB = 1, [out, in]) split by output features reads "fc.weight S0,R" (the logical
+ * [in, out] order would be R,S0), and every explained op of a plan names its weights with the document's own
+ * specs. */
+static void test_explain_weight_stored_order(void **state) {
+  (void)state;
+  ap_ctx *ctx = io_ctx();
+  ap_model *m = NULL;
+  ap_cluster *c = NULL;
+  assert_int_equal(ap_model_load(ctx, "examples/onnx/resnet50.onnx", &m), AP_OK);
+  assert_int_equal(ap_cluster_load(ctx, "h100-sxm:8", &c), AP_OK);
+  const graph_op *fc = find(model_graph(m), "/fc/Gemm");
+  arena *a = arena_new();
+  compute_model cm;
+  shard_mesh mesh;
+  assert_int_equal(compute_model_init(ctx, a, &hw_cluster_of(c)->groups[0].device, NULL, &cm), AP_OK);
+  assert_int_equal(shard_mesh_init(ctx, hw_cluster_of(c), 1, (int64_t[]){8, 8}, &mesh), AP_OK);
+  shard_env env = {&cm, &mesh, 64, 1, 1, 16.0, HW_DTYPE_BF16};
+  int cap = shard_max_strategies(1), n_checked = 0;
+  shard_strategy *s = arena_alloc(a, (size_t)cap * sizeof *s);
+  int n = shard_enumerate(&env, &model_graph(m)->blocks[0], fc, s, cap);
+  for (int k = 0; k < n; k++) {
+    if (s[k].weight.dim[1] == 0 || s[k].weight.dim[0] != 0) continue; /* logical [in, out] = R,S0 */
+    strbuf sb = {0};
+    gpr_weight_text(&sb, fc, &s[k]);
+    assert_string_equal(sb.buf, " weight fc.weight S0,R, fc.bias S0");
+    sb_free(&sb);
+    n_checked++;
+  }
+  assert_int_equal(n_checked, 1);
+  arena_free(a);
+  ap_cluster_free(c);
+  /* In a plan: each explanation's "output X weight Y" is the op's output_spec and its weight fields. */
+  char *text = plan_json(ctx, m, "h100-sxm:8", 64);
+  json_t *doc = json_loads(text, 0, NULL);
+  assert_non_null(doc);
+  json_t *ex = json_object_get(doc, "explain");
+  assert_true(json_array_size(ex) >= 3);
+  int n_weights = 0;
+  for (size_t i = 0; i < json_array_size(ex); i++) {
+    const char *line = json_string_value(json_array_get(ex, i));
+    const char *colon = strstr(line, ": output ");
+    assert_non_null(colon);
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)(colon - line), line);
+    json_t *e = op_entry(doc, name), *named = json_object_get(e, "weight_specs");
+    strbuf want = {0};
+    sb_puts(&want, ": output ");
+    json_t *out = json_object_get(e, "output_spec");
+    for (size_t d = 0; d < json_array_size(out); d++)
+      sb_printf(&want, "%s%s", d ? "," : "", json_string_value(json_array_get(out, d)));
+    json_t *ws = json_object_get(e, "weight_spec");
+    if (ws) sb_puts(&want, " weight "), n_weights++;
+    const char *key;
+    json_t *v;
+    size_t at = 0;
+    if (named) {
+      json_object_foreach(named, key, v) {
+        sb_printf(&want, "%s%s ", at++ ? ", " : "", key);
+        for (size_t d = 0; d < json_array_size(v); d++)
+          sb_printf(&want, "%s%s", d ? "," : "", json_string_value(json_array_get(v, d)));
+      }
+    } else {
+      for (size_t d = 0; d < json_array_size(ws); d++)
+        sb_printf(&want, "%s%s", d ? "," : "", json_string_value(json_array_get(ws, d)));
+    }
+    sb_puts(&want, " (");
+    if (!strstr(line, want.buf)) fail_msg("explanation \"%s\" does not hold \"%s\"", line, want.buf);
+    sb_free(&want);
+  }
+  assert_true(n_weights > 0);
+  json_decref(doc);
+  ap_free(text);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_weight_spec_stored_order),
+      cmocka_unit_test(test_explain_weight_stored_order),
       cmocka_unit_test(test_weight_specs_and_outputs),
       cmocka_unit_test(test_unnamed_nodes),
       cmocka_unit_test(test_round_trip),

@@ -7,11 +7,17 @@
 #include "search/graph_pipe.h"
 #include "search/graph_plan.h"
 
+/* A spec as JSON (["S0", "R"]) and as text ("S0,R"; "-" for a spec of no dims). */
+AP_HIDDEN void gpr_spec_json(strbuf *sb, const shard_spec *s);
+AP_HIDDEN void gpr_spec_text(strbuf *sb, const shard_spec *s);
 /* Appends `, "weight_spec": […]` for an op with a weight: one entry per dim of its main weight as stored (an
  * ONNX initializer's dims) when the op records its weights (graph.h graph_weight), else of its logical weight;
  * and `, "weight_specs": {"name": […], …}` keyed by initializer name when it has several. Nothing for an op
  * without parameters. */
 AP_HIDDEN void gpr_weight_json(strbuf *sb, const graph_op *op, const shard_strategy *s);
+/* The same as the explanations' text: ` weight S0,R` (the main weight as stored), or with several weights
+ * ` weight NAME S0,R, NAME2 S0` (each by initializer name, in the op's order); nothing without parameters. */
+AP_HIDDEN void gpr_weight_text(strbuf *sb, const graph_op *op, const shard_strategy *s);
 /* Appends `, "input_specs": [[…], …]`: what the strategy needs of each activation input (the one part of a
  * strategy that its output, weight and pending sums may leave open, e.g. which logit dim a loss splits). */
 AP_HIDDEN void gpr_input_json(strbuf *sb, const graph_op *op, const shard_strategy *s);
