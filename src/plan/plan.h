@@ -414,8 +414,13 @@ AP_HIDDEN int64_t plan_edp(const plan *p);
 AP_HIDDEN int64_t plan_n_devices(const plan *p);
 /* Pipeline chunks: pp·vpp. */
 AP_HIDDEN int64_t plan_n_chunks(const plan *p);
-/* The pipeline rank (0 .. pp-1) that runs chunk c (0 .. pp·vpp-1, forward order); see the header comment. */
-AP_HIDDEN int64_t plan_chunk_rank(const plan *p, int64_t chunk);
+/* The pipeline rank (0 .. pp-1) that runs chunk c (0 .. pp·vpp-1, forward order); see the header comment.
+ * Inline: the closed-form schedule reads it per chunk in the searches' innermost loops. */
+static inline int64_t plan_chunk_rank(const plan *p, int64_t chunk) {
+  if (p->vpp <= 1 || p->pp <= 0) return chunk;
+  if (p->schedule == PLAN_SCHED_ZB_V) return chunk < p->pp ? chunk : 2 * p->pp - 1 - chunk;
+  return chunk % p->pp;
+}
 
 /* ---- Rank mapping (plan.c). These assume the order is a permutation (plan_validate checks it). ---- */
 /* The degree of an axis: its group size (etp resolved; edp from plan_edp). */
