@@ -61,6 +61,7 @@ ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, cons
   /* Pipeline units: the repeats of layer blocks (or of every block for graphs without layers). */
   env->n_layers = env->facts.n_layers;
   env->memo = arena_alloc(env->a, sizeof *env->memo);
+  env->flops = arena_alloc(env->a, sizeof *env->flops);
   env->unit_block = arena_alloc(env->a, sizeof(int) * (size_t)(env->n_layers > 0 ? env->n_layers : 1));
   if (!env->unit_block) {
     cost_env_free(env);

@@ -396,6 +396,8 @@ AP_HIDDEN void plan_defaults(plan *p);
 /* True when every field is equal (names compared as strings, unused stage_layers and chunk_recompute_layers
  * entries ignored, the op specs compared entry by entry). */
 AP_HIDDEN bool plan_equal(const plan *a, const plan *b);
+/* plan_equal but for the fields of skip_mask (PLAN_F bits), which are not compared. */
+AP_HIDDEN bool plan_equal_except(const plan *a, const plan *b, unsigned skip_mask);
 /* Makes *dst a deep copy of *src (src's ops duplicated). dst is overwritten as raw memory, like memcpy's
  * destination: a plan that owned ops is plan_free'd first (or its ops handed on), else they leak. AP_NOMEM
  * (dst then has no ops) only when the ops do not fit in memory; a plan without ops never fails and costs one
