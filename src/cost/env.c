@@ -182,7 +182,7 @@ int cost_rank_group(const cost_env *env, const plan *p, int64_t r, double *capac
   const hw_cluster *hc = env->hc;
   int best = 0;
   double cap = (double)hc->groups[0].device.mem_bytes;
-  int64_t stride = plan_axis_stride(p, PLAN_AXIS_PP);
+  int64_t stride = hc->n_groups > 1 ? plan_axis_stride(p, PLAN_AXIS_PP) : 0; /* one group: no walk */
   if (hc->n_groups > 1 && stride > 0 && p->pp > 0) {
     bool any = false;
     for (int gi = 0; gi < hc->n_groups; gi++) {

@@ -172,8 +172,10 @@ bool plan_stack_runs(plan_stack s, const plan *p, char *why, size_t n) {
   return true;
 }
 
-plan_stack_grad_bytes plan_stack_grads(const plan *p) {
-  const plan_stack_info *st = plan_stack_get(p->stack);
+plan_stack_grad_bytes plan_stack_grads(const plan *p) { return plan_stack_grads_on(p, p->stack); }
+
+plan_stack_grad_bytes plan_stack_grads_on(const plan *p, plan_stack stack) {
+  const plan_stack_info *st = plan_stack_get(stack);
   if (!st) st = &stacks[PLAN_STACK_ANY];
   plan_stack_grad_bytes g = st->grad[(unsigned)p->precision < PLAN_PREC_COUNT_ ? p->precision : PLAN_PREC_BF16];
   if (p->pp <= 1) g.unsharded_pp = 0;

@@ -67,5 +67,7 @@ AP_HIDDEN plan_stack plan_stack_of_export(const char *format);
 AP_HIDDEN bool plan_stack_runs(plan_stack s, const plan *p, char *why, size_t n);
 /* The gradient bytes per parameter of plan p (its stack, precision, ZeRO stage and pp). */
 AP_HIDDEN plan_stack_grad_bytes plan_stack_grads(const plan *p);
+/* plan_stack_grads of p run on the given stack instead of p->stack. */
+AP_HIDDEN plan_stack_grad_bytes plan_stack_grads_on(const plan *p, plan_stack stack);
 
 #endif
