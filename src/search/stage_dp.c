@@ -502,9 +502,10 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
      * per-rank DP does not see: move single layers between chunks while that is faster and fits (at most
      * STAGE_DP_CLIMB rounds, the best move of each). With interleaving, a move out of chunk `from` is never
      * faster than cost_bound_interleaved_s of the split with that chunk one layer shorter and nothing added,
-     * with one layer's growth on one rank (grow_min_s..grow_max_s; every group's chunk costs are filled before
-     * the climb), so when
-     * that is no better than the best so far, no move out of `from` is tried; the margin of 10^-13 covers the rounding of the bound's sums (a few parts in 10^16 each). */
+     * with one layer's growth on one rank (grow_min_s..grow_max_s; every group's chunk costs are filled by
+     * split_init before the climb), so when that is no better than the best so far, no move out of `from` is
+     * tried; the margin of 10^-13 covers the rounding of the bound's sums (a few parts in 10^16 each). A move
+     * rebuilds only the two ranks it touches (split_move), which gives the bits a rebuild of every rank gives. */
     plan cur = *out;
     double t = got;
     int64_t nc = (int64_t)d->pp * d->v;
