@@ -76,7 +76,9 @@ static float *recv_from(step_ctx *c, int64_t mb, int64_t chunk, int64_t src, int
     return NULL; /* the schedule consumed before it produced */
   }
   float *b = malloc((size_t)(c->T * c->H) * sizeof *b); /* room for a whole micro-batch: the forward reuses it */
+  double t0 = rk_tally_begin(c->s, c->s->pp_comm, false);
   if (b) MPI_Recv(b, (int)(c->T_act * c->H), MPI_FLOAT, peer, tag, c->s->pp_comm, MPI_STATUS_IGNORE);
+  if (b) rk_tally_add(c->s, RK_AT_PIPE, RK_OP_SENDRECV, 4.0 * (double)(c->T_act * c->H), t0);
   return b;
 }
 
