@@ -117,9 +117,9 @@ static void read_plan(ap_ctx *ctx, const char *path, const ap_model *model, cons
     die(2, "%s: parallel.tp: %lld must divide the MLP width %lld (intermediate_size)", path, (long long)out->tp, (long long)c->F);
   out->edp = plan_edp(p);
   out->etp = plan_etp(p);
-  if (c->E && out->etp != out->tp && out->etp != 1)
-    die(2, "%s: parallel.etp: %lld: the executor runs experts split as the dense layers are (etp = tp = %lld) or whole "
-        "(etp = 1) only", path, (long long)out->etp, (long long)out->tp);
+  if (c->E && out->etp > 1 && c->F % out->etp)
+    die(2, "%s: parallel.etp: %lld must divide the experts' width %lld (intermediate_size)", path, (long long)out->etp,
+        (long long)c->F);
   if (out->dp > 4 * RK_MAX_CHUNKS) die(2, "%s: parallel.dp: more than %d data-parallel ranks", path, 4 * RK_MAX_CHUNKS);
   if (out->dp * out->cp > 4 * RK_MAX_CHUNKS) die(2, "%s: parallel.cp: dp·cp above %d", path, 4 * RK_MAX_CHUNKS);
   if (plan_n_chunks(p) > RK_MAX_CHUNKS) die(2, "%s: parallel.vpp: more than %d chunks", path, RK_MAX_CHUNKS);
@@ -276,6 +276,28 @@ void rk_tp_reduce_scatter_seq(void *user, const float *full, float *loc, int64_t
   MPI_Reduce_scatter_block(tmp, loc, (int)n, MPI_FLOAT, MPI_SUM, s->tp_comm);
   rk_tally_add(s, RK_AT_LAYER, RK_OP_REDUCE_SCATTER, 4.0 * (double)(t * n), t0);
   free(tmp);
+}
+
+/* Expert tensor parallelism 1 < etp < tp: the etp group's collectives over s->etp_comm (ex_tp's etp_*). */
+static void rk_etp_gather(void *user, const float *loc, float *full, int64_t n) {
+  rk_state *s = user;
+  double t0 = rk_tally_begin(s, s->etp_comm, true);
+  MPI_Allgather(loc, (int)n, MPI_FLOAT, full, (int)n, MPI_FLOAT, s->etp_comm);
+  rk_tally_add(s, RK_AT_LAYER, RK_OP_ALLGATHER, 4.0 * (double)(n * s->tp.etp_size), t0);
+}
+
+static void rk_etp_all_reduce(void *user, float *buf, int64_t n) {
+  rk_state *s = user;
+  double t0 = rk_tally_begin(s, s->etp_comm, true);
+  MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, s->etp_comm);
+  rk_tally_add(s, RK_AT_LAYER, RK_OP_ALLREDUCE, 4.0 * (double)n, t0);
+}
+
+static void rk_etp_reduce_scatter(void *user, const float *full, float *loc, int64_t n) {
+  rk_state *s = user;
+  double t0 = rk_tally_begin(s, s->etp_comm, true);
+  MPI_Reduce_scatter_block(full, loc, (int)n, MPI_FLOAT, MPI_SUM, s->etp_comm);
+  rk_tally_add(s, RK_AT_LAYER, RK_OP_REDUCE_SCATTER, 4.0 * (double)(n * s->tp.etp_size), t0);
 }
 
 void rk_ep_counts(void *user, const int64_t *send, int64_t *recv, int64_t n) {
@@ -539,6 +561,16 @@ int main(int argc, char **argv) {
   s.tp.expert_whole = tps > 1 && s.p.etp == 1;
   int edp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_EDP), etp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_ETP);
   MPI_Comm_split(MPI_COMM_WORLD, (s.pp_rank * (int)s.p.edp + edp_rank) * tps + etp_rank, s.tp.ep_rank, &s.ep_comm);
+  /* The etp group: the ranks of one pipeline rank, expert-data-parallel rank and ep rank. */
+  MPI_Comm_split(MPI_COMM_WORLD, (s.pp_rank * (int)s.p.edp + edp_rank) * (int)s.p.ep + s.tp.ep_rank, etp_rank,
+                 &s.etp_comm);
+  if (tps > 1 && s.p.etp > 1 && s.p.etp < tps) {
+    s.tp.etp_rank = etp_rank;
+    s.tp.etp_size = (int)s.p.etp;
+    s.tp.etp_gather = rk_etp_gather;
+    s.tp.etp_all_reduce = rk_etp_all_reduce;
+    s.tp.etp_reduce_scatter = rk_etp_reduce_scatter;
+  }
   if (tps > 1) {
     s.scratch = calloc((size_t)s.m.n_params, sizeof *s.scratch);
     if (!s.scratch) die(1, "out of memory");
@@ -637,6 +669,7 @@ int main(int argc, char **argv) {
   MPI_Comm_free(&s.pp_comm);
   MPI_Comm_free(&s.tp_comm);
   MPI_Comm_free(&s.ep_comm);
+  MPI_Comm_free(&s.etp_comm);
   MPI_Comm_free(&s.cp_comm);
   free(s.cp_pos);
   rk_schedule_free(&s.p);

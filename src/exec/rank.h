@@ -28,7 +28,7 @@ typedef struct {
   int rank, world;
   int pp_rank, dp_rank, tp_rank, cp_rank;
   int red_rank, red_size; /* place in the gradient-reduction (and ZeRO) group dp·cp, dp_comm */
-  MPI_Comm dp_comm, pp_comm, tp_comm, ep_comm, cp_comm;
+  MPI_Comm dp_comm, pp_comm, tp_comm, ep_comm, cp_comm, etp_comm;
   int64_t *cp_pos;        /* this rank's positions of each sequence under context parallelism (seq/cp of them) */
   ex_tp tp;       /* this rank's tensor-parallel share and its communication (tp_comm) */
   float *scratch; /* n_params floats: gradients of what every tensor-parallel rank computes whole, kept from rank 0 */
