@@ -23,7 +23,11 @@ step (median of the steps after the first) and the 1-minute load average before 
   G. Collectives inside a step: tp 2 with sequence parallelism with AUTOPAR_MPI_SKEW=1 (a barrier before each
      collective, timed apart): each collective's own time per call against the profile's alpha-beta fit at its
      size, and the wait for the group's last rank (skew: preemption and noise, which the model has no term for).
+  H. memcpy by the distance of destination from source modulo 4096 (libc's memcpy through ctypes, 256 KiB, the
+     size the profile's copy rate is timed at): the profile's copy once used two blocks malloc'd one after the
+     other, 16 bytes apart modulo 4096, which on this machine is a slow case.
 """
+import ctypes
 import argparse
 import json
 import os
@@ -104,7 +108,7 @@ def main():
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--nice", type=int, default=-10, help="autogroup nice of the runs' own sessions (default -10)")
     ap.add_argument("--keep", help="folder for the plans and profiles (default: a temporary one)")
-    ap.add_argument("--only", default="ABCDEFG", help="the effects to measure (letters, default all)")
+    ap.add_argument("--only", default="ABCDEFGH", help="the effects to measure (letters, default all)")
     a = ap.parse_args()
     work = a.keep or tempfile.mkdtemp(prefix="autopar-exec-effects.")
     os.makedirs(work, exist_ok=True)
@@ -179,6 +183,23 @@ def main():
             print(f"  {m['at']:9s} {m['op']:14s} {m['calls'] / r['steps']:4.0f} calls/step of {b / 2**20:6.2f} MiB: "
                   f"{1e3 * m['time_s'] / m['calls']:.3f} ms/call measured, {1e3 * fit:.3f} ms the profile's fit "
                   f"(x{m['time_s'] / m['calls'] / fit:.2f}); {1e3 * per_step:.1f} ms/step")
+    if "H" in a.only:
+        print("H. memcpy of 256 KiB by (destination - source) mod 4096 (libc memcpy via ctypes, thread CPU time):")
+        libc = ctypes.CDLL(None)
+        libc.memcpy.restype = ctypes.c_void_p
+        libc.memcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        n = 256 << 10
+        buf = ctypes.create_string_buffer(2 * n + 3 * 4096)
+        base = (ctypes.addressof(buf) + 4095) // 4096 * 4096
+        for off in (0, 16, 32, 64, 2048):
+            src, dst = base, base + n + 4096 + off
+            best = float("inf")
+            for _ in range(5):
+                t0 = time.thread_time()
+                for _ in range(50):
+                    libc.memcpy(dst, src, n)
+                best = min(best, (time.thread_time() - t0) / 50)
+            print(f"  distance {off:4d} mod 4096: {1e6 * best:6.1f} us ({best / n:.2g} s/byte)")
     print(f"files in {work}")
 
 

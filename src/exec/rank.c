@@ -429,7 +429,9 @@ static void write_result(const rk_args *a, const rk_state *s, const double *loss
       if (tally[i][j].calls > 0)
         sb_printf(&sb, "%s{\"at\": \"%s\", \"op\": \"%s\", \"calls\": %.6g, \"bytes\": %.6g, \"time_s\": %.6g}",
                   k++ ? ", " : "", at_names[i], op_names[j], tally[i][j].calls, tally[i][j].bytes, tally[i][j].time_s);
-  sb_printf(&sb, "], \"minor_faults_per_step\": %.6g", s->minflt);
+  sb_printf(&sb, "], \"minor_faults_per_step\": %.6g, \"passes_per_step\": {\"forward_s\": %.6g, \"backward_s\": %.6g, "
+            "\"weight_s\": %.6g, \"forward_cpu_s\": %.6g, \"backward_cpu_s\": %.6g, \"weight_cpu_s\": %.6g}", s->minflt,
+            s->pass_s[0], s->pass_s[1], s->pass_s[2], s->pass_cpu_s[0], s->pass_cpu_s[1], s->pass_cpu_s[2]);
   /* What `autopar run --record` writes into a runs.csv row: the architecture and the plan as run. */
   const ex_cfg *c = &s->m.c;
   sb_printf(&sb, ", \"arch\": {\"family\": \"%s\", \"num_layers\": %lld, \"hidden_size\": %lld, \"ffn_hidden_size\": %lld, "
@@ -644,7 +646,11 @@ int main(int argc, char **argv) {
   MPI_Reduce(s.tally, mean, 3 * RK_AT_N * RK_OP_N, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
   double faults = 0;
   MPI_Reduce(&s.minflt, &faults, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-  s.minflt = faults / s.world / (double)(a.steps > 1 ? a.steps - 1 : 1);
+  double n_tallied = (double)(a.steps > 1 ? a.steps - 1 : 1), passes[6];
+  s.minflt = faults / s.world / n_tallied;
+  MPI_Reduce(s.pass_s, passes, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  MPI_Reduce(s.pass_cpu_s, passes + 3, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  for (int i = 0; i < 6; i++) (i < 3 ? s.pass_s : s.pass_cpu_s)[i % 3] = passes[i] / n_tallied;
   for (int i = 0; i < RK_AT_N; i++)
     for (int j = 0; j < RK_OP_N; j++)
       mean[i][j].calls /= s.world, mean[i][j].bytes /= s.world, mean[i][j].time_s /= s.world;

@@ -38,6 +38,7 @@ typedef struct {
   int64_t chunk_l0[RK_MAX_CHUNKS]; /* first layer of each chunk */
   bool tallying, tally_on, skew_barrier; /* after the first step; this call; AUTOPAR_MPI_SKEW */
   double skew_s, minflt; /* the skew barrier's wait in this call; minor page faults of the tallied steps */
+  double pass_s[3], pass_cpu_s[3]; /* wall and thread CPU time in forward, backward and weight-gradient passes */
   rk_tally tally[RK_AT_N][RK_OP_N];
 } rk_state;
 

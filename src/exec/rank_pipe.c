@@ -274,9 +274,12 @@ double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg) {
   if (!ok) snprintf(msg, n_msg, "out of memory");
   for (int i = 0; i < n && ok; i++) {
     const rk_item *it = &items[i];
+    double w0 = MPI_Wtime(), c0 = rk_thread_cpu_s();
     ok = it->kind == RK_F   ? run_forward(&c, t, it->mb, it->chunk, in, lab, &loss)
          : it->kind == RK_B ? run_backward(&c, t, it->mb, it->chunk, in, lab)
                             : run_weight(&c, it->mb, it->chunk);
+    int k = it->kind == RK_F ? 0 : it->kind == RK_B ? 1 : 2;
+    if (s->tallying) s->pass_s[k] += MPI_Wtime() - w0, s->pass_cpu_s[k] += rk_thread_cpu_s() - c0;
     if (!ok)
       snprintf(msg, n_msg, "step %lld: %s of micro-batch %d on chunk %d failed (out of memory or a schedule that "
                "consumes before it produces)", (long long)t + 1,
