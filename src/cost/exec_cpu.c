@@ -236,11 +236,17 @@ layer_cost cost_exec_cpu_block(const cost_env *env, int group, const plan *p, co
     acc f = {0}, bw = {0}, w = {0};
     double gather = sp ? coll_s(x, EXEC_COLL_ALLGATHER, p->tp, act_bytes) + act_bytes * cpy : 0;
     if (blk->role == BLOCK_HEAD) {
+      /* ex_head_loss runs the head's backward too, in the forward pass of the last chunk (rank_pipe.c
+       * run_forward): the loss and its gradient, the head's two gradient GEMMs and the final norm's backward,
+       * so their time is the forward's (the FLOP stay the backward's) */
+      acc hb = {0}, hw = {0};
       f.s += gather + T * H * x->norm_fwd_s;
       lin_fwd(x, &f, T, d.V, H);
-      f.s += T * d.V * x->xent_s; /* the loss and its gradient, computed together in the forward pass */
-      lin_bwd(x, &bw, &w, T, d.V, H);
-      bw.s += T * H * x->norm_bwd_s + act_bytes * cpy;
+      f.s += T * d.V * x->xent_s;
+      lin_bwd(x, &hb, &hw, T, d.V, H);
+      f.s += hb.s + hw.s + T * H * x->norm_bwd_s;
+      bw.flop += hb.flop + hw.flop;
+      bw.s += act_bytes * cpy;
     } else {
       f.s += 2 * act_bytes * cpy;
       bw.s += 2 * act_bytes * cpy + gather;
@@ -250,7 +256,7 @@ layer_cost cost_exec_cpu_block(const cost_env *env, int group, const plan *p, co
     lc.wgrad_s = w.s;
     lc.fwd_flop = f.flop;
     lc.bwd_flop = bw.flop + w.flop;
-    lc.recompute_full_s = lc.fwd_s;
+    lc.recompute_full_s = 0; /* the executor recomputes layers only (ex_layer.c restore) */
     return lc;
   }
   double nhl = d.nh / tp, nkvl = d.nkv / tp, qdl = nhl * d.hd, kvl = nkvl * d.hd, Dl = qdl + 2 * kvl, Fl = d.F / tp;

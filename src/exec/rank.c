@@ -383,7 +383,8 @@ static double cpu_now_s(void) {
 }
 
 static void write_result(const rk_args *a, const rk_state *s, const double *loss, const double *time_s,
-                         const double *cpu_s, const long *rss, rk_tally tally[RK_AT_N][RK_OP_N], ap_ctx *ctx) {
+                         const double *cpu_s, const long *rss, rk_tally tally[RK_AT_N][RK_OP_N], const double *passes,
+                         ap_ctx *ctx) {
   strbuf sb = {0};
   sb_puts(&sb, "{\"format\": \"autopar-run/1\", \"model\": ");
   jx_sb_str(&sb, a->model);
@@ -429,9 +430,14 @@ static void write_result(const rk_args *a, const rk_state *s, const double *loss
       if (tally[i][j].calls > 0)
         sb_printf(&sb, "%s{\"at\": \"%s\", \"op\": \"%s\", \"calls\": %.6g, \"bytes\": %.6g, \"time_s\": %.6g}",
                   k++ ? ", " : "", at_names[i], op_names[j], tally[i][j].calls, tally[i][j].bytes, tally[i][j].time_s);
-  sb_printf(&sb, "], \"minor_faults_per_step\": %.6g, \"passes_per_step\": {\"forward_s\": %.6g, \"backward_s\": %.6g, "
-            "\"weight_s\": %.6g, \"forward_cpu_s\": %.6g, \"backward_cpu_s\": %.6g, \"weight_cpu_s\": %.6g}", s->minflt,
-            s->pass_s[0], s->pass_s[1], s->pass_s[2], s->pass_cpu_s[0], s->pass_cpu_s[1], s->pass_cpu_s[2]);
+  sb_printf(&sb, "], \"minor_faults_per_step\": %.6g, \"passes_per_step\": {", s->minflt);
+  static const char *const pass_names[6] = {"forward_s", "backward_s", "weight_s", "forward_cpu_s", "backward_cpu_s",
+                                            "weight_cpu_s"};
+  for (int i = 0; i < 6; i++) {
+    sb_printf(&sb, "%s\"%s\": [", i ? "], " : "", pass_names[i]);
+    for (int r = 0; r < s->world; r++) sb_printf(&sb, "%s%.6g", r ? ", " : "", passes[6 * r + i]);
+  }
+  sb_puts(&sb, "]}");
   /* What `autopar run --record` writes into a runs.csv row: the architecture and the plan as run. */
   const ex_cfg *c = &s->m.c;
   sb_printf(&sb, ", \"arch\": {\"family\": \"%s\", \"num_layers\": %lld, \"hidden_size\": %lld, \"ffn_hidden_size\": %lld, "
@@ -646,18 +652,20 @@ int main(int argc, char **argv) {
   MPI_Reduce(s.tally, mean, 3 * RK_AT_N * RK_OP_N, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
   double faults = 0;
   MPI_Reduce(&s.minflt, &faults, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-  double n_tallied = (double)(a.steps > 1 ? a.steps - 1 : 1), passes[6];
+  double n_tallied = (double)(a.steps > 1 ? a.steps - 1 : 1), mine[6];
   s.minflt = faults / s.world / n_tallied;
-  MPI_Reduce(s.pass_s, passes, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-  MPI_Reduce(s.pass_cpu_s, passes + 3, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-  for (int i = 0; i < 6; i++) (i < 3 ? s.pass_s : s.pass_cpu_s)[i % 3] = passes[i] / n_tallied;
+  for (int i = 0; i < 6; i++) mine[i] = (i < 3 ? s.pass_s : s.pass_cpu_s)[i % 3] / n_tallied;
+  double *passes = calloc((size_t)(6 * s.world), sizeof *passes); /* per rank: forward, backward, weight; CPU */
+  if (!passes) die(1, "out of memory");
+  MPI_Gather(mine, 6, MPI_DOUBLE, passes, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   for (int i = 0; i < RK_AT_N; i++)
     for (int j = 0; j < RK_OP_N; j++)
       mean[i][j].calls /= s.world, mean[i][j].bytes /= s.world, mean[i][j].time_s /= s.world;
   if (s.rank == 0) {
     if (a.save && ex_save(ctx, &s.m, a.save, s.w)) die(2, "%s", ap_ctx_error(ctx));
-    write_result(&a, &s, loss, time_s, cpu_s, rss, mean, ctx);
+    write_result(&a, &s, loss, time_s, cpu_s, rss, mean, passes, ctx);
   }
+  free(passes);
   free(rss);
   free(loss);
   free(time_s);
