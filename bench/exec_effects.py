@@ -18,8 +18,9 @@ step (median of the steps after the first) and the 1-minute load average before 
      GEMM and kernel rates of the two.
   E. OpenBLAS threads: the threads of each rank process while it runs and the CPU time each used
      (/proc/PID/task), to show one computing thread per rank (OPENBLAS_NUM_THREADS=1 from `autopar run`).
-  F. Page faults: tp 2 with sequence parallelism with the rank program's heap policy (freed memory kept,
-     src/exec/rank.c) and with glibc's default (AUTOPAR_MALLOC_DEFAULT=1): minor faults and time per step.
+  F. Page faults: tp 2 with sequence parallelism, and dp 2 ZeRO 2 with 2 micro-batches, with glibc's default
+     allocation policy and with freed memory kept in the heap (AUTOPAR_MALLOC_KEEP=1, src/exec/rank.c): minor
+     faults, time and peak RSS per step.
   G. Collectives inside a step: tp 2 with sequence parallelism with AUTOPAR_MPI_SKEW=1 (a barrier before each
      collective, timed apart): each collective's own time per call against the profile's alpha-beta fit at its
      size, and the wait for the group's last rank (skew: preemption and noise, which the model has no term for).
@@ -81,7 +82,8 @@ def run(a, work, name, plan, env=None, own_session=True, mpirun=None, watch=Fals
     d = json.loads(out)
     st = d["steps"][1:] or d["steps"]
     r = {"wall": d["iteration_time_s"], "cpu": statistics.median(s["cpu_s"] for s in st), "load": l0,
-         "faults": d.get("minor_faults_per_step", float("nan")), "mpi": d.get("mpi", []), "steps": len(st)}
+         "faults": d.get("minor_faults_per_step", float("nan")), "mpi": d.get("mpi", []), "steps": len(st),
+         "rss": max(d.get("peak_rss_bytes", [0])) / 2**20}
     if watch:
         r["threads"] = threads
     return r
@@ -160,11 +162,13 @@ def main():
               f"(progress, event loop)", flush=True)
     tp = plan({"tp": 2}, {"micro_batch_size": 8}, None, {"sequence_parallel": True})
     if "F" in a.only:
-        print("F. page faults, tp 2 with sequence parallelism:")
-        r1 = run(a, work, "f-keep", tp)
-        r2 = run(a, work, "f-glibc", tp, env={"AUTOPAR_MALLOC_DEFAULT": "1"})
-        print(line(f"freed memory kept: {r1.get('faults', 0):.0f} faults/step", r1))
-        print(line(f"glibc default: {r2.get('faults', 0):.0f} faults/step", r2), flush=True)
+        print("F. page faults and the heap policy:")
+        z2 = plan({"dp": 2}, {"micro_batch_size": 2}, {"zero_stage": 2})
+        for label, pl in (("tp 2 sp", tp), ("dp 2 ZeRO 2, 2 micro-batches", z2)):
+            for pol, env in (("glibc default", None), ("freed memory kept", {"AUTOPAR_MALLOC_KEEP": "1"})):
+                r = run(a, work, "f-" + pol.split()[0], pl, env=env)
+                print(line(f"{label}, {pol}: {r.get('faults', 0):.0f} faults/step, {r.get('rss', 0):.1f} MiB", r),
+                      flush=True)
     if "G" in a.only:
         print("G. collectives inside a step, tp 2 with sequence parallelism (AUTOPAR_MPI_SKEW=1):")
         cluster = os.path.join(work, "prof2.json")

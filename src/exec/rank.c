@@ -522,13 +522,15 @@ int main(int argc, char **argv) {
 
 #ifdef __GLIBC__
   /* A step allocates and frees its activations and collective buffers (0.1-10 MiB each) every pass. glibc serves
-   * blocks above its mmap threshold (128 KiB at first, adjusted as blocks are freed) with fresh mmaps and gives
-   * the heap's top back above the trim threshold, so those buffers page-fault on every first touch: measured
-   * with bench/exec_effects.py, tp 2 with sequence parallelism ran 14% faster with the mmap threshold at glibc's
-   * maximum (32 MiB: DEFAULT_MMAP_THRESHOLD_MAX, malloc/malloc.c) and no trimming. So freed memory stays in the
-   * heap for the next pass, as a framework's caching allocator keeps it (mallopt(3)); the cost model prices no
-   * page faults. AUTOPAR_MALLOC_DEFAULT (a diagnostic, bench/exec_effects.py) keeps glibc's policy. */
-  if (!getenv("AUTOPAR_MALLOC_DEFAULT")) {
+   * blocks above its mmap threshold (128 KiB at first, adjusted as blocks are freed) with fresh mappings and gives
+   * the heap's top back above the trim threshold, so many of those buffers page-fault on their first touch (tp 2
+   * with sequence parallelism on bench/executor.py's model: 14,558 minor faults a step). AUTOPAR_MALLOC_KEEP=1
+   * sets the mmap threshold to glibc's maximum (32 MiB, DEFAULT_MMAP_THRESHOLD_MAX in malloc/malloc.c) and turns
+   * trimming off, so freed memory stays in the heap as a caching allocator keeps it (mallopt(3)): no faults and
+   * tp 2 sp 15% faster, but the heap's fragmentation raises the peak RSS of plans with several micro-batches
+   * (dp 2 ZeRO 2 with 2 micro-batches: 94 to 108 MiB), which the memory model does not price. So it is not the
+   * default; bench/exec_effects.py (F) measures both. */
+  if (getenv("AUTOPAR_MALLOC_KEEP")) {
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, -1);
   }
