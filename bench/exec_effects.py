@@ -66,6 +66,8 @@ def run(a, work, name, plan, env=None, own_session=True, mpirun=None, watch=Fals
                         comm = open(f"/proc/{pid}/comm").read().strip()
                         if comm != "autopar-rank" or os.getsid(int(pid)) != p.pid:
                             continue
+                        if b"--result" not in open(f"/proc/{pid}/cmdline", "rb").read():
+                            continue  # the --check run before the launch
                         for tid in os.listdir(f"/proc/{pid}/task"):
                             st = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
                             threads[(pid, tid)] = (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
