@@ -308,7 +308,8 @@ layer_cost cost_exec_cpu_block(const cost_env *env, int group, const plan *p, co
     /* over the etp group: the rows gathered (forward: the input; backward: the output gradient), the routed
      * outputs' partial sums all-reduced (T·K rows), the input gradient reduce-scattered */
     int64_t eg = plan_etp(p);
-    double m_bytes = 4 * Tm * H, split = eg > 1 && sp;
+    double m_bytes = 4 * Tm * H;
+    bool split = eg > 1 && sp;
     double e_ag = split ? coll_s(x, EXEC_COLL_ALLGATHER, eg, m_bytes) + (eg == p->tp ? m_bytes * cpy : 0) : 0;
     double e_rs = split ? coll_s(x, EXEC_COLL_REDUCE_SCATTER, eg, m_bytes) + (eg == p->tp ? m_bytes * cpy : 0) : 0;
     double tp_out = split ? coll_s(x, EXEC_COLL_ALLREDUCE, eg, send) : 0;
