@@ -153,6 +153,10 @@ done <<CASES
 2|estimate --model llama-3-8b --cluster h100:8 --tp 3 --gbs 64 --seq 4096|must equal
 0|simulate --model llama-3-8b --cluster h100:16 --tp 2 --pp 4 --gbs 64 --seq 4096 --trace $tmp/trace.json|simulated
 0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096|#1  tp
+0|estimate --model llama-3-8b --cluster h100:8 --stack llm-foundry --dp 8 --zero 3 --gbs 8 --seq 4096|fused loss
+0|estimate --model llama-3-8b --cluster h100:8 --stack llm-foundry --dp 8 --zero 3 --gbs 8 --seq 4096 --fused-loss 0 --json|"fused_loss":false
+0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --export megatron 2>/dev/null|--cross-entropy-fusion-impl native
+0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --fix fused_loss=0 --export json -o $tmp/nf.json >/dev/null && python3 -c "import json,sys; print('loss fused', json.load(open(sys.argv[1])).get('fused_loss', False))" $tmp/nf.json|loss fused False
 0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --top 2 --json|"format":"autopar-search/2"
 0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --top 2 --json|"tokens_per_s_per_device"
 0|plan --model llama-3-70b --cluster h100:64 --gbs 128 --seq 8192 --fix tp=8,pp=4 --top 1|tp 8, pp 4

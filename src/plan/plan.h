@@ -231,10 +231,11 @@ typedef struct {
   plan_offload offload_optimizer;
   plan_offload offload_param;
   plan_precision precision;
-  /* The loss as one fused kernel that writes the logits' gradient over the logits in place, with no fp32 copy
-   * (flash-attn's cross entropy with inplace_backward, as llm-foundry's fused_crossentropy runs it; Transformer
-   * Engine's parallel cross entropy behind Megatron's --cross-entropy-loss-fusion
-   * --cross-entropy-fusion-impl te; Liger's). false: the framework's default loss (memory.loss_bytes_per_logit). */
+  /* The stack's fused cross entropy (plan/stack.h plan_stack_loss: Megatron's --cross-entropy-loss-fusion
+   * --cross-entropy-fusion-impl native, which keeps the same fp32 copy in fewer passes; flash-attn's, as
+   * llm-foundry's fused_crossentropy runs it; an in-place kernel for autopar and any); false: its unfused loss.
+   * A plan that does not state it takes its stack's default (plan_resolve, complete_plan); the search takes
+   * the fused loss wherever the stack has one (search.c). */
   bool fused_loss;
   /* The software stack that runs it (PLAN_STACK_DEFAULT: the model's default, plan/stack.h). */
   plan_stack stack;
