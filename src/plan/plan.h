@@ -419,6 +419,13 @@ AP_HIDDEN int64_t plan_n_chunks(const plan *p);
 AP_HIDDEN int64_t plan_chunk_rank(const plan *p, int64_t chunk);
 
 /* ---- Rank mapping (plan.c). These assume the order is a permutation (plan_validate checks it). ---- */
+/* Whether an axis lives in the expert mesh only (etp, ep, edp). */
+AP_HIDDEN bool plan_axis_is_expert(plan_axis axis);
+/* The order position an axis takes: etp takes tp's, edp dp's, the others their own. */
+AP_HIDDEN plan_axis plan_axis_token(plan_axis axis);
+/* The degree at order token t (tp, cp, ep, dp or pp) in the dense or the expert mesh: Megatron builds the two
+ * RankGenerators with ep = 1 and cp = 1 respectively (parallel_state.py), etp at tp's and edp at dp's place. */
+AP_HIDDEN int64_t plan_mesh_degree(const plan *p, bool expert, plan_axis t);
 /* The degree of an axis: its group size (etp resolved; edp from plan_edp). */
 AP_HIDDEN int64_t plan_axis_size(const plan *p, plan_axis axis);
 /* The rank distance between consecutive members of one of the axis's groups: the product of the degrees of
