@@ -7,7 +7,9 @@
  * edited onto a 2-axis mesh, and pipelines of 2 and 3 stages on submeshes of each cluster, edited from them and
  * written again by the writer: mlp3-*-2stages.json, mlp3-2x8-3stages.json), so that the stage checks
  * (graph_plan_read_stages.c: submeshes, meshes, devices, the ops covered in order, the stage problems' groups)
- * are fuzzed too. */
+ * are fuzzed too. A plan that reads is also rendered as text and played as the pipeline timeline of `simulate`
+ * (search/graph_pipe.c), which must end at a finite time. */
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,9 +50,20 @@ static ap_status read_write(ap_ctx *ctx, const char *text, size_t n, const hw_cl
   gplan_result r;
   st = gplan_read(ctx, "plan2.json", root, model_graph(model), c, NULL, &info, &r);
   if (!st) {
-    strbuf sb = {0};
-    gpr_plan_json(&sb, model_graph(model), c, info.gbs, &r);
+    strbuf sb = {0}, tb = {0};
+    gpr_plan_write(&sb, model_graph(model), c, info.gbs, &r, true);
     *out = sb_take(&sb);
+    gpr_plan_write(&tb, model_graph(model), c, info.gbs, &r, false); /* the text ap_graph_plan_render gives */
+    free(sb_take(&tb));
+    /* The pipeline's timeline (search/graph_pipe.c), as simulate plays it: it ends, after no pass's end. */
+    gpipe_stage ps[GST_MAX_LAYERS];
+    int n_ps = 0;
+    int64_t n_sim = 0;
+    double end_s = 0;
+    if (r.n_micro <= 4096 && gpipe_stage_times(ctx, &r, ps, &n_ps, &n_sim) == AP_OK &&
+        gpipe_simulate(ctx, ps, n_ps, (int64_t)r.n_micro, PLAN_SCHED_1F1B, NULL, NULL, &end_s) == AP_OK &&
+        !(end_s >= 0 && end_s < INFINITY))
+      __builtin_trap();
   }
   gplan_result_free(&r);
   json_decref(root);

@@ -438,9 +438,19 @@ AP_API ap_status ap_compare_search(ap_ctx *ctx, const ap_model *model, const ap_
 AP_API ap_status ap_graph_plan_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
                                         const ap_plan *plan, int format, char **out);
 /* The same plan played by the event simulator of op-level plans (compute and communication streams, overlap
- * of the weight-gradient all-reduces): JSON format "autopar-graph-simulate/1" or text. */
+ * of the weight-gradient all-reduces), a pipeline of several stages as one event timeline of its 1F1B schedule
+ * (each stage's passes on its compute stream, the sends on the links between the stages): JSON format
+ * "autopar-graph-simulate/1" or text. trace_path (NULL = none) gets that timeline as a Chrome trace-event
+ * document, written last and atomically, as ap_simulate writes one. */
 AP_API ap_status ap_graph_plan_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
-                                        const ap_plan *plan, int format, char **out);
+                                        const ap_plan *plan, const char *trace_path, int format, char **out);
+/* An autopar-plan/2 document as ap_graph_plan wrote it (JSON text), read against the model's graph on the
+ * cluster as ap_graph_plan_estimate reads a plan file, and written again: as the text ap_graph_plan prints for
+ * the same plan (AP_OUT_TEXT), so that a caller who asked for the document need not search again for the text,
+ * or as the document with its figures recomputed on that cluster (AP_OUT_JSON). AP_PARSE when doc_json is not
+ * JSON; AP_INVALID naming the field as the plan reader does. */
+AP_API ap_status ap_graph_plan_render(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
+                                      const char *doc_json, int format, char **out);
 /* The plan checked and written again as autopar-plan/2 JSON, on the cluster its "cluster" field names. */
 AP_API ap_status ap_graph_plan_export(ap_ctx *ctx, const ap_model *model, const ap_plan *plan, char **out);
 /* Each op's legal strategies on the cluster's default mesh (JSON or text). */

@@ -153,6 +153,10 @@ done <<CASES
 2|estimate --model llama-3-8b --cluster h100:8 --tp 3 --gbs 64 --seq 4096|must equal
 0|simulate --model llama-3-8b --cluster h100:16 --tp 2 --pp 4 --gbs 64 --seq 4096 --trace $tmp/trace.json|simulated
 0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096|#1  tp
+0|estimate --model llama-3-8b --cluster h100:8 --stack llm-foundry --dp 8 --zero 3 --gbs 8 --seq 4096|fused loss
+0|estimate --model llama-3-8b --cluster h100:8 --stack llm-foundry --dp 8 --zero 3 --gbs 8 --seq 4096 --fused-loss 0 --json|"fused_loss":false
+0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --export megatron 2>/dev/null|--cross-entropy-fusion-impl native
+0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --fix fused_loss=0 --export json -o $tmp/nf.json >/dev/null && python3 -c "import json,sys; print('loss fused', json.load(open(sys.argv[1])).get('fused_loss', False))" $tmp/nf.json|loss fused False
 0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --top 2 --json|"format":"autopar-search/2"
 0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --top 2 --json|"tokens_per_s_per_device"
 0|plan --model llama-3-70b --cluster h100:64 --gbs 128 --seq 8192 --fix tp=8,pp=4 --top 1|tp 8, pp 4
@@ -262,13 +266,19 @@ done <<CASES
 0+onnx|export --plan $tmp/gp.json --model examples/onnx/resnet50.onnx --format json|"format": "autopar-plan/2"
 2+onnx|export --plan $tmp/gp.json --format json|name it with --model
 2+onnx|export --plan $tmp/gp.json --model examples/onnx/resnet50.onnx --format megatron|exports as json only, not megatron
-2+onnx|estimate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --tp 2|takes only --model, --cluster, --plan, --json and --calibration
+2+onnx|estimate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --tp 2|takes only --model, --cluster, --plan, --json, --calibration, --report
+2+onnx|simulate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --tp 2|takes only --model, --cluster, --plan, --json, --calibration, --report, --trace and --max-events
 2+onnx|estimate --model examples/onnx/gpt2_small.onnx --cluster h100-sxm:8 --plan $tmp/gp.json|gp.json: stages[0].first_op: "/conv1/Conv": the one stage must start at the graph's first op, /wte/Gather
 2+onnx|estimate --model examples/onnx/resnet50.onnx --cluster dgx-h100:2x8 --plan $tmp/gp.json|gp.json: mesh.shape: covers 8 devices; the cluster dgx-h100:2x8 has 16
 0+onnx|estimate --model examples/onnx/resnet50.onnx --cluster dgx-h100:4x8 --plan $tmp/gp3.json|s per iteration (pipeline latency)
 0+onnx|estimate --model examples/onnx/resnet50.onnx --cluster dgx-h100:4x8 --plan $tmp/gp3.json --json|"stages": [{"first_op": "/conv1/Conv"
 0+onnx|export --plan $tmp/gp3.json --model examples/onnx/resnet50.onnx --format json -o $tmp/gp3b.json && cmp $tmp/gp3.json $tmp/gp3b.json && echo same-bytes|same-bytes
 0+onnx|simulate --model examples/onnx/resnet50.onnx --cluster dgx-h100:4x8 --plan $tmp/gp3.json|stage 1: simulated
+0+onnx|simulate --model examples/onnx/resnet50.onnx --cluster dgx-h100:4x8 --plan $tmp/gp3.json --trace $tmp/gt.json|timeline written to
+0+onnx|simulate --model examples/onnx/resnet50.onnx --cluster dgx-h100:4x8 --plan $tmp/gp3.json --trace $tmp/gt.json && python3 -c "import json; d=json.load(open('$tmp/gt.json')); e=d['traceEvents']; print('trace', d['otherData']['schedule'], {x['cat'] for x in e if x['ph'] == 'X'} >= {'F', 'B', 'send'}, any(x['args']['name'].startswith('link 0-1') for x in e if x['ph'] == 'M'))"|trace 1f1b True True
+2+onnx|simulate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --trace $tmp/gt1.json --max-events 1|the pipeline has 2 passes (1 stages x 1 micro-batches x 2), more than the limit of 1; raise it with --max-events
+2+onnx|simulate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --trace $tmp/no/t.json|cannot write
+0+onnx|simulate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --trace $tmp/gt1.json --max-events 1; test ! -e $tmp/gt1.json && echo no-partial-trace|no-partial-trace
 2+onnx|estimate --model examples/onnx/resnet50.onnx --cluster dgx-h100:2x8 --plan $tmp/gp3.json|gp3.json: stages
 2+onnx|estimate --model llama-3-8b --cluster h100-sxm:8 --plan $tmp/gp.json|gp.json: stages[0].first_op
 2|compare-search --model llama-3-8b|--model and --cluster are required

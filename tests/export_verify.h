@@ -56,6 +56,7 @@ static ap_plan *plan_of(const char *text_sq) {
   assert_non_null(ap);
   if (jx_parse(ctx, "plan.json", text, strlen(text), &root) || plan_from_json(ctx, "plan.json", root, &ap->p))
     fail_msg("%s: %s", text, ap_ctx_error(ctx));
+  ap->loss_set = json_object_get(root, "fused_loss") != NULL; /* as ap_plan_load reads it */
   json_decref(root);
   ap_ctx_free(ctx);
   ap->dp_set = ap->n_micro_set = ap->gbs_set = true;

@@ -344,7 +344,8 @@ static void test_fa2_on_hopper(void **state) {
 }
 
 /* The loss's memory on the last rank: loss_bytes_per_logit per logit element less the 16-bit logits the head
- * keeps among its activations, or with a fused in-place loss one fp32 log-sum-exp per token. */
+ * keeps among its activations, or with a fused in-place loss (stack any) one fp32 log-sum-exp per token
+ * (each stack's own: tests/test_loss.c). */
 static void test_loss_memory(void **state) {
   (void)state;
   env_fixture f;
@@ -360,7 +361,7 @@ static void test_loss_memory(void **state) {
   double tokens = 2.0 * 8192, vocab = 128256;
   double per_logit = cost_env_tuning(env)->memory.loss_bytes_per_logit - 2;
   assert_rel_close(r.mem[0].logits, tokens * vocab / 2 * per_logit, 1e-12);
-  p.fused_loss = true;
+  p.fused_loss = true, p.stack = PLAN_STACK_ANY;
   assert_int_equal(cost_estimate(ctx, env, &p, &r), AP_OK);
   assert_rel_close(r.mem[0].logits, tokens * 4.0, 1e-12);
   env_close(&f);

@@ -15,6 +15,7 @@
 #include "hw/hw.h"
 #include "model/graph.h"
 #include "model/model.h"
+#include "report/graph_plan_io.h"
 #include "search/graph_plan.h"
 #include "onnx.pb-c.h"
 
@@ -270,7 +271,7 @@ static void test_round_trip(void **state) {
     assert_true(json_is_true(json_object_get(bm, "fits")));
     if (ap_graph_plan_export(ctx, m, p, &again)) fail_msg("%s", ap_ctx_error(ctx));
     assert_string_equal(again, text);
-    if (ap_graph_plan_simulate(ctx, m, c, p, AP_OUT_JSON, &sim)) fail_msg("%s", ap_ctx_error(ctx));
+    if (ap_graph_plan_simulate(ctx, m, c, p, NULL, AP_OUT_JSON, &sim)) fail_msg("%s", ap_ctx_error(ctx));
     json_t *sd = json_loads(sim, 0, &err);
     assert_true(json_number_value(json_object_get(sd, "simulated_iteration_s")) > 0);
     /* The transformer paths refuse it, naming the file. */
@@ -377,8 +378,13 @@ static ap_plan *load_text(ap_ctx *ctx, const char *path, const char *text) {
 
 /* Plans of several pipeline stages (the inter-op pass's) read back on the five shipped models on a multi-node and
  * a one-node cluster: estimate gives the plan's time, memory, mesh and stages (per-micro-batch times, send/recv,
- * in-flight micro-batches), export writes the same file, and the simulator plays each stage on its own nodes (no
- * stage slower than its closed form, which counts no overlap). */
+ * in-flight micro-batches), export writes the same file, the document renders as the text the planner prints
+ * for it (ap_graph_plan_render, so that plan --report need not search twice), and the simulator plays each
+ * stage on its own nodes (no stage slower than its closed form, which counts no overlap) and the pipeline as one
+ * timeline, no shorter than any stage's passes over the micro-batches plus its weight sync, nor than one
+ * micro-batch's way through every stage and back with its sends (test_graph_pipe.c checks timelines by hand).
+ * The closed form's distance to the timeline is printed per multi-stage plan (it counts neither the overlap
+ * inside a stage nor a sync left exposed at the end, so it is no bound either way). */
 static void test_round_trip_stages(void **state) {
   (void)state;
   static const char *const models[] = {"resnet50", "vit_b_16", "unet", "gpt2_small", "t5_small"};
@@ -411,19 +417,49 @@ static void test_round_trip_stages(void **state) {
       assert_true(json_is_true(json_object_get(bm, "fits")));
       if (ap_graph_plan_export(ctx, m, p, &again)) fail_msg("%s", ap_ctx_error(ctx));
       if (strcmp(again, text) != 0) fail_msg("%s on %s (%zu stages): export is not the plan's file", models[i], clusters[k], n_st);
-      if (ap_graph_plan_simulate(ctx, m, c, p, AP_OUT_JSON, &sim)) fail_msg("%s", ap_ctx_error(ctx));
+      char *txt = NULL, *rendered = NULL;
+      if (k == 0) { /* on the multi-node cluster, where the plans have several stages */
+        ap_graph_plan_opts o;
+        ap_graph_plan_opts_init(&o);
+        o.global_batch_size = 256;
+        o.strategies = "greedy,inter-op";
+        if (ap_graph_plan(ctx, m, c, &o, AP_OUT_TEXT, &txt)) fail_msg("%s", ap_ctx_error(ctx));
+        if (ap_graph_plan_render(ctx, m, c, text, AP_OUT_TEXT, &rendered)) fail_msg("%s", ap_ctx_error(ctx));
+        if (strcmp(txt, rendered) != 0)
+          fail_msg("%s on %s: the text rendered from the document differs:\n%s---\n%s", models[i], clusters[k], txt, rendered);
+        ap_free(txt);
+        ap_free(rendered);
+      }
+      if (ap_graph_plan_simulate(ctx, m, c, p, NULL, AP_OUT_JSON, &sim)) fail_msg("%s", ap_ctx_error(ctx));
       json_t *sd = json_loads(sim, 0, &err), *ss = json_object_get(sd, "stages");
       assert_true(json_number_value(json_object_get(sd, "simulated_iteration_s")) > 0);
       assert_true(json_equal(json_object_get(sd, "closed_form_iteration_s"),
                              json_object_get(json_object_get(a, "time"), "iteration_s")));
       assert_int_equal(json_array_size(ss), n_st > 1 ? n_st : 0);
+      double timeline = json_number_value(json_object_get(sd, "simulated_iteration_s"));
+      double closed_it = json_number_value(json_object_get(sd, "closed_form_iteration_s"));
+      double n_micro = json_number_value(json_object_get(sd, "micro_batches"));
+      double chain = 0; /* micro-batch 0 forward through every stage and back, with every send */
       for (size_t q = 0; q < json_array_size(ss); q++) {
         json_t *e = json_array_get(ss, q);
         double simulated = json_number_value(json_object_get(e, "simulated_time_per_micro_batch_s"));
         double closed = json_number_value(json_object_get(e, "time_per_micro_batch_s"));
         if (!(simulated > 0 && simulated <= closed * (1 + 1e-5)))
           fail_msg("%s on %s: stage %zu simulated %g s, closed form %g s", models[i], clusters[k], q, simulated, closed);
+        double busy = n_micro * (json_number_value(json_object_get(e, "forward_per_micro_batch_s")) +
+                                 json_number_value(json_object_get(e, "backward_per_micro_batch_s"))) +
+                      json_number_value(json_object_get(e, "weight_sync_s"));
+        if (!(timeline >= busy * (1 - 1e-5)))
+          fail_msg("%s on %s: timeline %g s shorter than stage %zu's own work %g s", models[i], clusters[k], timeline, q, busy);
+        chain += busy / n_micro - json_number_value(json_object_get(e, "weight_sync_s")) / n_micro +
+                 json_number_value(json_object_get(e, "send_recv_s"));
       }
+      if (!(timeline >= chain * (1 - 1e-5)))
+        fail_msg("%s on %s: timeline %g s shorter than one micro-batch's way there and back %g s", models[i], clusters[k],
+                 timeline, chain);
+      if (n_st > 1)
+        print_message("%s on %s: %zu stages, timeline %.4g s, closed form %.4g s (%+.1f%%)\n", models[i], clusters[k], n_st,
+                      timeline, closed_it, 100 * (closed_it - timeline) / timeline);
       json_decref(a);
       json_decref(b);
       json_decref(sd);
@@ -535,9 +571,87 @@ static void test_stage_reader_messages(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* The explanations print a weight's sharding in the order the file stores it, as weight_spec and weight_specs
+ * do: ResNet-50's fc (Gemm, transB = 1, [out, in]) split by output features reads "fc.weight S0,R" (the logical
+ * [in, out] order would be R,S0), and every explained op of a plan names its weights with the document's own
+ * specs. */
+static void test_explain_weight_stored_order(void **state) {
+  (void)state;
+  ap_ctx *ctx = io_ctx();
+  ap_model *m = NULL;
+  ap_cluster *c = NULL;
+  assert_int_equal(ap_model_load(ctx, "examples/onnx/resnet50.onnx", &m), AP_OK);
+  assert_int_equal(ap_cluster_load(ctx, "h100-sxm:8", &c), AP_OK);
+  const graph_op *fc = find(model_graph(m), "/fc/Gemm");
+  arena *a = arena_new();
+  compute_model cm;
+  shard_mesh mesh;
+  assert_int_equal(compute_model_init(ctx, a, &hw_cluster_of(c)->groups[0].device, NULL, &cm), AP_OK);
+  assert_int_equal(shard_mesh_init(ctx, hw_cluster_of(c), 1, (int64_t[]){8, 8}, &mesh), AP_OK);
+  shard_env env = {&cm, &mesh, 64, 1, 1, 16.0, HW_DTYPE_BF16};
+  int cap = shard_max_strategies(1), n_checked = 0;
+  shard_strategy *s = arena_alloc(a, (size_t)cap * sizeof *s);
+  int n = shard_enumerate(&env, &model_graph(m)->blocks[0], fc, s, cap);
+  for (int k = 0; k < n; k++) {
+    if (s[k].weight.dim[1] == 0 || s[k].weight.dim[0] != 0) continue; /* logical [in, out] = R,S0 */
+    strbuf sb = {0};
+    gpr_weight_text(&sb, fc, &s[k]);
+    assert_string_equal(sb.buf, " weight fc.weight S0,R, fc.bias S0");
+    sb_free(&sb);
+    n_checked++;
+  }
+  assert_int_equal(n_checked, 1);
+  arena_free(a);
+  ap_cluster_free(c);
+  /* In a plan: each explanation's "output X weight Y" is the op's output_spec and its weight fields. */
+  char *text = plan_json(ctx, m, "h100-sxm:8", 64);
+  json_t *doc = json_loads(text, 0, NULL);
+  assert_non_null(doc);
+  json_t *ex = json_object_get(doc, "explain");
+  assert_true(json_array_size(ex) >= 3);
+  int n_weights = 0;
+  for (size_t i = 0; i < json_array_size(ex); i++) {
+    const char *line = json_string_value(json_array_get(ex, i));
+    const char *colon = strstr(line, ": output ");
+    assert_non_null(colon);
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)(colon - line), line);
+    json_t *e = op_entry(doc, name), *named = json_object_get(e, "weight_specs");
+    strbuf want = {0};
+    sb_puts(&want, ": output ");
+    json_t *out = json_object_get(e, "output_spec");
+    for (size_t d = 0; d < json_array_size(out); d++)
+      sb_printf(&want, "%s%s", d ? "," : "", json_string_value(json_array_get(out, d)));
+    json_t *ws = json_object_get(e, "weight_spec");
+    if (ws) sb_puts(&want, " weight "), n_weights++;
+    const char *key;
+    json_t *v;
+    size_t at = 0;
+    if (named) {
+      json_object_foreach(named, key, v) {
+        sb_printf(&want, "%s%s ", at++ ? ", " : "", key);
+        for (size_t d = 0; d < json_array_size(v); d++)
+          sb_printf(&want, "%s%s", d ? "," : "", json_string_value(json_array_get(v, d)));
+      }
+    } else {
+      for (size_t d = 0; d < json_array_size(ws); d++)
+        sb_printf(&want, "%s%s", d ? "," : "", json_string_value(json_array_get(ws, d)));
+    }
+    sb_puts(&want, " (");
+    if (!strstr(line, want.buf)) fail_msg("explanation \"%s\" does not hold \"%s\"", line, want.buf);
+    sb_free(&want);
+  }
+  assert_true(n_weights > 0);
+  json_decref(doc);
+  ap_free(text);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_weight_spec_stored_order),
+      cmocka_unit_test(test_explain_weight_stored_order),
       cmocka_unit_test(test_weight_specs_and_outputs),
       cmocka_unit_test(test_unnamed_nodes),
       cmocka_unit_test(test_round_trip),

@@ -5,6 +5,7 @@
  * without its part. The ILP's own tests are in test_solve_ilp.c (built with the part). */
 #include "testutil.h"
 
+#include "search/tree_block.h"
 #include "solve_gen.h"
 
 /* ---- Stage problems ---- */
@@ -191,6 +192,56 @@ static void test_elim_dp_equals_brute_force(void **state) {
       free(text);
     }
   if (n_checked < 100) fail_msg("only %d feasible instances", n_checked);
+  ap_ctx_free(ctx);
+}
+
+/* A tree block is the exact best of its groups given the rest: on chain and tree problems (one tree holds every
+ * group with a choice) it equals brute force; on DAGs its groups' pairs form a forest and the result is never
+ * worse than where it started. */
+static void test_tree_block_exact(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  int n_checked = 0;
+  for (int shape = 0; shape <= 2; shape++)
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+      gen_params gp = {2 + (int)(seed % 9), 4, shape ? 0.2 : 0, 0.15, 1.5, 0, false, false, shape};
+      static gen_sp g;
+      gen_sharding(&g, &gp, seed * 11 + (uint64_t)shape);
+      char *text = gen_sharding_json(&g);
+      arena *a = arena_new();
+      sp_problem p;
+      gen_read(ctx, a, text, &p);
+      int32_t *n_allowed = NULL, **allowed = solve_allowed_lists(a, &p, &n_allowed), choice[GEN_MAX_N];
+      bool any_empty = false;
+      for (int32_t k = 0; k < p.n_groups; k++) {
+        any_empty |= n_allowed[k] == 0;
+        choice[k] = n_allowed[k] > 0 ? allowed[k][n_allowed[k] - 1] : 0; /* the dearest: room to improve */
+      }
+      tblock t;
+      assert_true(tblock_init(&t, a, &p, allowed, n_allowed));
+      rng rg;
+      rng_seed(&rg, seed);
+      sp_score before = sp_eval(&p, choice);
+      tblock_best(&t, choice, &rg);
+      int32_t n_inside = 0, n_movable = 0;
+      for (int32_t k = 0; k < p.n_pairs; k++)
+        n_inside += t.mark[p.pairs[k].g] == t.stamp && t.mark[p.pairs[k].h] == t.stamp;
+      for (int32_t k = 0; k < p.n_groups; k++) n_movable += n_allowed[k] >= 2;
+      assert_true(n_inside < t.n_block || t.n_block == 0); /* a forest */
+      for (int32_t i = 0; i < t.n_block; i++) choice[t.order[i]] = t.best[t.order[i]];
+      sp_score after = sp_eval(&p, choice);
+      if (!any_empty && before.violation == 0) assert_true(after.violation == 0 && after.objective <= before.objective);
+      double best;
+      if (shape > 0 && !any_empty && gen_brute(&g, &best)) {
+        assert_int_equal(t.n_block, n_movable); /* a tree's every group fits in one block */
+        if (after.violation != 0) fail_msg("shape %d seed %d: the block is infeasible, brute force %g", shape, (int)seed, best);
+        assert_rel_close(after.objective, best, 1e-9);
+        n_checked++;
+      }
+      arena_free(a);
+      free(text);
+    }
+  if (n_checked < 60) fail_msg("only %d feasible tree instances", n_checked);
   ap_ctx_free(ctx);
 }
 
@@ -419,6 +470,7 @@ int main(void) {
       cmocka_unit_test(test_stage_dp_equals_brute_force),
       cmocka_unit_test(test_elim_dp_equals_brute_force),
       cmocka_unit_test(test_elim_dp_refuses_what_it_cannot_solve),
+      cmocka_unit_test(test_tree_block_exact),
       cmocka_unit_test(test_heuristics_within_2_percent_on_trees),
       cmocka_unit_test(test_progress_stops_a_heuristic),
       cmocka_unit_test(test_greedy_keeps_annotations),

@@ -124,7 +124,7 @@ def _declare(lib):
         "ap_export": (ctypes.c_int, [vp, vp, vp, cp, pp]),
         "ap_plan_format": (ctypes.c_int, [vp]),
         "ap_graph_plan_estimate": (ctypes.c_int, [vp, vp, vp, vp, ctypes.c_int, pp]),
-        "ap_graph_plan_simulate": (ctypes.c_int, [vp, vp, vp, vp, ctypes.c_int, pp]),
+        "ap_graph_plan_simulate": (ctypes.c_int, [vp, vp, vp, vp, cp, ctypes.c_int, pp]),
         "ap_graph_plan_export": (ctypes.c_int, [vp, vp, vp, pp]),
         "ap_search_opts_init": (None, [ctypes.POINTER(_SearchOpts)]),
         "ap_report_html": (ctypes.c_int, [vp, ctypes.POINTER(_ReportInputs), cp]),
@@ -294,15 +294,14 @@ def estimate(model, cluster, plan=None, gbs=None, seq=None, calibration=None, _t
 
 def simulate(model, cluster, trace, plan=None, gbs=None, seq=None, calibration=None, _text=False, **fields):
     """Simulates the plan's pipeline schedule, writes its Chrome trace to ``trace`` and returns the summary
-    (``autopar simulate --json``). An op-level plan (autopar-plan/2) is played by the op-level simulator and
-    writes no trace: pass ``trace=None``."""
+    (``autopar simulate --json``). An op-level plan (autopar-plan/2) is played by the op-level simulator, its
+    pipeline as one timeline; ``trace=None`` writes no trace for it."""
     with _Ctx(calibration) as c:
         m, cl = c.model(model), c.cluster(cluster)
         p = c.plan(plan, _with_batch(fields, gbs, seq))
         if c.lib.ap_plan_format(p) == 2:
-            if trace is not None:
-                raise ValueError("%s: an autopar-plan/2 plan writes no trace (pass trace=None)" % plan)
-            return _out(c, _text, *c.call(c.lib.ap_graph_plan_simulate, c.ptr, m, cl, p, _fmt(_text)))
+            return _out(c, _text, *c.call(c.lib.ap_graph_plan_simulate, c.ptr, m, cl, p,
+                                          None if trace is None else _b(trace), _fmt(_text)))
         return _out(c, _text, *c.call(c.lib.ap_simulate, c.ptr, m, cl, p, _b(trace), _fmt(_text)))
 
 

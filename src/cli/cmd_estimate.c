@@ -7,20 +7,41 @@
 
 #include "cli/cli.h"
 
-/* An autopar-plan/2 plan: read against the model's graph, estimated or simulated; the transformer options (plan
- * flags, --trace, --report, --tokens, --price-per-gpu-hour) do not apply to it. */
+/* An autopar-plan/2 plan: read against the model's graph, estimated or simulated (simulate --trace writes the
+ * pipeline's timeline); --report writes the graph plan's report from the document read on this cluster
+ * (ap_graph_plan_render), with the simulated timeline when simulated. The transformer options (plan flags,
+ * --tokens, --price-per-gpu-hour) do not apply to it. */
 static int run_graph_plan(ap_ctx *ctx, const char *cmd, const ap_model *m, const ap_cluster *c, const ap_plan *p,
-                          bool simulate, bool json, bool other_options, int n_keys, const char *const *values) {
+                          const char *plan_path, bool simulate, bool json, const char *trace, const char *report,
+                          bool other_options, int n_keys, const char *const *values, int argc, char **argv) {
   bool flags = other_options;
   for (int i = 0; i < n_keys; i++) flags = flags || values[i];
   if (flags) {
     fprintf(stderr, "autopar %s: an autopar-plan/2 plan (a general graph's op-level plan) takes only --model, --cluster, "
-            "--plan, --json and --calibration\n", cmd);
+            "--plan, --json, --calibration, --report%s\n", cmd, simulate ? ", --trace and --max-events" : "");
     return EXIT_BAD_INPUT;
   }
   char *out = NULL;
-  ap_status st = simulate ? ap_graph_plan_simulate(ctx, m, c, p, json ? AP_OUT_JSON : AP_OUT_TEXT, &out)
-                          : ap_graph_plan_estimate(ctx, m, c, p, json ? AP_OUT_JSON : AP_OUT_TEXT, &out);
+  int fmt = json ? AP_OUT_JSON : AP_OUT_TEXT;
+  ap_status st = simulate ? ap_graph_plan_simulate(ctx, m, c, p, trace, fmt, &out) : ap_graph_plan_estimate(ctx, m, c, p, fmt, &out);
+  if (!st && report) {
+    char *text = cli_read_file(plan_path), *doc = NULL, *tr = simulate ? cli_read_file(trace) : NULL;
+    if (!text || (simulate && !tr)) {
+      fprintf(stderr, "autopar %s: %s: cannot read it back for the report\n", cmd, text ? trace : plan_path);
+      free(text);
+      free(tr);
+      ap_free(out);
+      return EXIT_BAD_INPUT;
+    }
+    st = ap_graph_plan_render(ctx, m, c, text, AP_OUT_JSON, &doc);
+    ap_report_inputs in = {0};
+    in.search_json = doc;
+    in.trace_json = tr;
+    if (!st) st = cli_write_report(ctx, report, cmd, argc, argv, &in);
+    ap_free(doc);
+    free(text);
+    free(tr);
+  }
   if (st) {
     ap_free(out);
     return cli_fail(ctx, st);
@@ -91,7 +112,8 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   if (!st) st = ap_cluster_load(ctx, cluster, &c);
   if (!st) st = plan_path ? ap_plan_load(ctx, plan_path, &p) : ap_plan_new(ctx, &p);
   if (!st && ap_plan_format(p) == 2) { /* an op-level plan of a general graph (docs/graph-plan.md) */
-    int rc = run_graph_plan(ctx, cmd, m, c, p, simulate, json, trace || report || tokens || price, n_keys, values);
+    int rc = run_graph_plan(ctx, cmd, m, c, p, plan_path, simulate, json, trace, report, tokens || price, n_keys, values,
+                            argc, argv);
     ap_plan_free(p);
     ap_cluster_free(c);
     ap_model_free(m);

@@ -43,8 +43,8 @@ static bool is_graph_plan(const char *model, const char *strategy) {
 }
 
 /* `autopar plan` on a general graph: ap_graph_plan (docs/graph-plan.md). With --report the plan document
- * (autopar-plan/2) feeds the report; the text, when shown, is a second ap_graph_plan call, as there is no
- * renderer from the document to the text. */
+ * (autopar-plan/2) feeds the report, and the text, when shown, is rendered from that document
+ * (ap_graph_plan_render), so that the search runs once. */
 static int graph_plan(ap_ctx *ctx, const char *model, const char *cluster, int64_t gbs, int64_t seq, bool json,
                       const char *strategy, const char *annotate, const char *mem_frac, const char *budget,
                       const char *report, int argc, char **argv) {
@@ -67,10 +67,11 @@ static int graph_plan(ap_ctx *ctx, const char *model, const char *cluster, int64
     ap_report_inputs in = {0};
     in.search_json = out;
     st = cli_write_report(ctx, report, "plan", argc, argv, &in);
-    if (!st && !json) {
+    if (!st && !json) { /* the text of the same document, without a second search */
+      char *text = NULL;
+      st = ap_graph_plan_render(ctx, m, c, out, AP_OUT_TEXT, &text);
       ap_free(out);
-      out = NULL;
-      st = ap_graph_plan(ctx, m, c, &o, AP_OUT_TEXT, &out);
+      out = text;
     }
   }
   if (out) fputs(out, stdout);

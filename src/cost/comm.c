@@ -169,6 +169,34 @@ ap_status comm_group_from_cluster(ap_ctx *ctx, const hw_cluster *c, int64_t stri
   return AP_OK;
 }
 
+ap_status comm_group_from_counts(ap_ctx *ctx, const hw_cluster *c, int64_t n_ranks, const int64_t *per_level,
+                                 int64_t net_users_per_node, comm_group *out) {
+  memset(out, 0, sizeof *out);
+  out->nic_share = 1;
+  if (!c || n_ranks < 1 || c->n_levels < 1) return ctx_fail(ctx, AP_INVALID, "comm group: no cluster or no ranks");
+  if (net_users_per_node < 0)
+    return ctx_fail(ctx, AP_INVALID, "comm group: net_users_per_node must be >= 0, got %lld",
+                    (long long)net_users_per_node);
+  out->n_ranks = n_ranks;
+  if (n_ranks <= 1) return AP_OK;
+  out->nic_share = nic_share(c, net_users_per_node);
+  int top = c->n_levels - 1;
+  int64_t prev = 1;
+  for (int l = 0; l <= top && out->n_levels < HW_MAX_LEVELS; l++) {
+    int64_t m = l == top ? n_ranks : per_level[l] < n_ranks ? per_level[l] : n_ranks;
+    if (m <= prev) continue; /* the level joins nothing: the group's parts already share its domains */
+    hw_group_link lk;
+    hw_cluster_level_link(c, l, NULL, m, &lk);
+    const char *name = lk.level_name ? lk.level_name : "";
+    comm_level *lv = &out->levels[out->n_levels++];
+    *lv = (comm_level){.hw_level = l, .name = name, .link = classify(c, l, name), .members = m, .bw_Bps = lk.bw_Bps,
+                       .latency_s = lk.latency_s};
+    if (lv->link == COMM_LINK_NETWORK) lv->bw_Bps *= out->nic_share;
+    prev = m;
+  }
+  return AP_OK;
+}
+
 ap_status comm_groups_for_axes(ap_ctx *ctx, const hw_cluster *c, const comm_axis *axes, int n_axes,
                                comm_group *out) {
   for (int i = 0; i < n_axes; i++) {

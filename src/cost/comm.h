@@ -100,6 +100,15 @@ AP_HIDDEN comm_group comm_group_flat(int64_t n_ranks, double bw_Bps, double late
 AP_HIDDEN ap_status comm_group_from_cluster(ap_ctx *ctx, const hw_cluster *c, int64_t stride, int64_t size,
                                             int64_t net_users_per_node, comm_group *out);
 
+/* The group of n_ranks ranks that has at most per_level[l] members inside one domain of link level l (one entry
+ * per level of c, innermost first; the outermost's is n_ranks whatever it says): a level is crossed where that
+ * count grows, with the bandwidth and latency the hierarchy gives a group of that many members there (over every
+ * node group), NIC sharing as for comm_group_from_cluster. cost/groups.c counts per_level from the explicit rank
+ * lists of a plan's mesh, for groups of any shape. AP_INVALID on no cluster, n_ranks < 1 or a negative
+ * net_users_per_node. */
+AP_HIDDEN ap_status comm_group_from_counts(ap_ctx *ctx, const hw_cluster *c, int64_t n_ranks, const int64_t *per_level,
+                                           int64_t net_users_per_node, comm_group *out);
+
 /* One mesh axis: the groups of `size` ranks `stride` apart, and the NIC sharing as above. */
 typedef struct {
   int64_t stride, size;

@@ -6,6 +6,7 @@
 
 #include "core/jsonx.h"
 #include "cost/compute.h"
+#include "cost/internal.h"
 
 ap_status compute_profile_parse(ap_ctx *ctx, arena *a, const char *file, const char *text, size_t n,
                                 compute_model *cm) {
@@ -316,6 +317,17 @@ compute_op_time compute_op(const compute_model *cm, const graph_block *blk, cons
       r.bwd_s = fmax(bwd_gemm / (peak * cm->tuning.attn_bwd_eff * fa2), mem_bwd);
     }
   } else {
+    if (op->kind == OP_LOSS && op->n_in > 0 && (sh->loss_fwd_bytes > 0 || sh->loss_bwd_bytes > 0)) {
+      /* The loss's kernels as its stack runs them (plan/stack.h plan_stack_loss; stack.c [MLM-ce] [MLM-fce]
+       * [ATen-ce]): bytes per logit element of this device, whose vocabulary is its tensor-parallel shard
+       * (cost_tensor_divisor), forward and backward; a side left at 0 keeps the op's own figure. */
+      const graph_tensor *in = &blk->tensors[op->in[0]];
+      double elems = graph_tensor_numel(in, b, s) / cost_tensor_divisor(in, sh);
+      if (sh->loss_fwd_bytes > 0) r.fwd_bytes = elems * sh->loss_fwd_bytes;
+      if (sh->loss_bwd_bytes > 0) r.bwd_bytes = elems * sh->loss_bwd_bytes;
+      mem_fwd = mem_time_s(cm, r.fwd_bytes);
+      mem_bwd = mem_time_s(cm, r.bwd_bytes);
+    }
     /* Norms, activations, embedding lookups, permutations, the loss: memory-bound kernels. */
     r.fwd_s = fmax(mem_fwd, fwd_vec / vector_peak(d));
     r.bwd_s = fmax(mem_bwd, bwd_vec / vector_peak(d));

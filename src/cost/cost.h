@@ -226,10 +226,17 @@ typedef struct {
 
 /* Evaluates block bi for plan p at micro-batch b, sequence s; groups are the plan's axes on the cluster. */
 typedef struct {
-  comm_group tp, cp, ep, dp, edp, pp;
+  comm_group tp, cp, ep, dp, edp; /* dp is the dp-cp group of the dense mesh */
+  /* Pipeline send/recv: pp_link[l] is a transfer between two ranks that first share a domain of link level l
+   * (the environment's, one per level); pp_level[r] the outermost level that pipeline rank r's sends and
+   * receives cross, from the rank lists of the plan's order (cost/groups.h). */
+  const comm_group *pp_link;
+  uint8_t pp_level[COST_MAX_RANKS];
 } plan_groups;
 
 AP_HIDDEN ap_status cost_plan_groups(ap_ctx *ctx, const cost_env *env, const plan *p, plan_groups *out);
+/* The send/recv group of pipeline rank r's transfers. */
+AP_HIDDEN const comm_group *cost_pp_group(const plan_groups *pg, int r);
 AP_HIDDEN layer_cost cost_block(const cost_env *env, const plan *p, const plan_groups *pg, int bi, double b, double s);
 /* cost_block on the device of node group `group` (cost_block is group 0). */
 AP_HIDDEN layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const plan_groups *pg, int bi, double b,

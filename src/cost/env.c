@@ -1,7 +1,9 @@
 /* The environment of an evaluation (cost layer): the model's graph and the cluster with what the cost model
  * derives from them once (a compute model per node group, the pipeline units, the calibration's constants), and
- * the communication groups of a plan's mesh axes, memoised across the plans of one search. Everything a plan
- * evaluation (estimate.c, rank.c, layer.c) reads about the model and the cluster comes from here. */
+ * the communication groups of a plan (groups.c derives them from its rank lists), memoised across the plans of
+ * one search. Everything a plan evaluation (estimate.c, rank.c, layer.c) reads about the model and the cluster
+ * comes from here. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,7 +64,7 @@ ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, cons
   env->n_layers = env->facts.n_layers;
   env->memo = arena_alloc(env->a, sizeof *env->memo);
   env->unit_block = arena_alloc(env->a, sizeof(int) * (size_t)(env->n_layers > 0 ? env->n_layers : 1));
-  if (!env->unit_block) {
+  if (!env->unit_block || !env->memo) {
     cost_env_free(env);
     return ctx_fail(ctx, AP_NOMEM, "out of memory");
   }
@@ -111,56 +113,136 @@ const plan_model_facts *cost_env_facts(const cost_env *env) { return &env->facts
 int64_t cost_env_n_layers(const cost_env *env) { return env->n_layers; }
 const int *cost_env_unit_block(const cost_env *env) { return env->unit_block; }
 
-/* comm_group_from_cluster through the environment's memo. */
-static ap_status cached_group(ap_ctx *ctx, const cost_env *env, int64_t stride, int64_t size, comm_group *out) {
-  group_memo *m = env->memo;
-  for (int i = 0; m && i < m->n; i++)
-    if (m->e[i].stride == stride && m->e[i].size == size) {
-      *out = m->e[i].g;
-      return AP_OK;
+/* ---- The plan's communication groups (groups.h derives them; memoised here by rank shape) ---- */
+
+static uint64_t shape_hash(const rank_shape *s) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (int i = 0; i < s->n_axes; i++) {
+    h = (h ^ (uint64_t)s->degree[i]) * 1099511628211ull;
+    h = (h ^ s->kind[i]) * 1099511628211ull;
+  }
+  return h ^ (uint64_t)s->n_axes;
+}
+
+static bool shape_equal(const rank_shape *a, const rank_shape *b) {
+  if (a->n_axes != b->n_axes) return false;
+  for (int i = 0; i < a->n_axes; i++)
+    if (a->degree[i] != b->degree[i] || a->kind[i] != b->kind[i]) return false;
+  return true;
+}
+
+/* The slot of key in a table of n (a power of two) entries of `size` bytes whose first members are `bool used`
+ * and the key: the entry holding it, else the first free one of its probes (*fresh), else its home (*fresh). */
+static void *memo_slot(void *table, size_t size, size_t key_offset, int n, const rank_shape *key, bool *fresh) {
+  uint64_t h = shape_hash(key);
+  char *t = table;
+  *fresh = true;
+  for (int i = 0; i < MEMO_PROBES; i++) {
+    char *e = t + (size_t)((h + (uint64_t)i) & (uint64_t)(n - 1)) * size;
+    if (!*(bool *)e) return e;
+    if (shape_equal((const rank_shape *)(e + key_offset), key)) {
+      *fresh = false;
+      return e;
     }
-  ap_status st = comm_group_from_cluster(ctx, env->hc, stride, size, 0, out);
-  if (st || !m) return st;
-  int slot = m->n < GROUP_MEMO_SIZE ? m->n++ : (m->next++ % GROUP_MEMO_SIZE);
-  m->e[slot].stride = stride;
-  m->e[slot].size = size;
-  m->e[slot].g = *out;
+  }
+  return t + (size_t)(h & (uint64_t)(n - 1)) * size;
+}
+
+/* The comm_group of the groups of `axes` under p's order. */
+static ap_status axis_group(ap_ctx *ctx, const cost_env *env, const plan *p, unsigned axes, comm_group *out) {
+  rank_shape key;
+  if (!rank_shape_of_axes(p, axes, &key)) return ctx_fail(ctx, AP_INVALID, "plan: the rank order is not a permutation");
+  bool fresh;
+  group_memo_entry *e = memo_slot(env->memo->groups, sizeof *e, offsetof(group_memo_entry, key), GROUP_MEMO_SLOTS,
+                                  &key, &fresh);
+  if (fresh) {
+    group_geom geo;
+    ap_status st = group_geom_of(ctx, env->hc, &key, &geo);
+    if (!st) st = comm_group_from_counts(ctx, env->hc, geo.n_ranks, geo.per_level, 0, &e->g);
+    e->used = !st;
+    e->key = key;
+    if (st) return st;
+  }
+  *out = e->g;
   return AP_OK;
 }
 
-static ap_status axis_group(ap_ctx *ctx, const cost_env *env, const plan *p, unsigned axes, comm_group *out) {
-  int64_t stride = 1, size = 1;
-  if (!plan_axes_group(p, axes, &stride, &size)) {
-    /* Axes that are not adjacent: cost the group as its largest member axis (a lower bound), noted in docs. */
-    stride = 1;
-    size = 1;
+/* The hops pipeline rank r sends or receives over, as chunks pass from rank to rank (plan_chunk_rank: 1F1B
+ * and its kin go 0 .. pp-1, interleaving also wraps from the last rank to the first, the V schedule turns back
+ * on the last rank): r's level is the outermost of those hops' levels. */
+static void pipe_levels(const plan *p, const uint8_t *hop_level, uint8_t *rank_level) {
+  memset(rank_level, 0, (size_t)p->pp);
+  int64_t n = plan_n_chunks(p);
+  for (int64_t c = 0; c + 1 < n; c++) {
+    int64_t a = plan_chunk_rank(p, c), b = plan_chunk_rank(p, c + 1);
+    if (a == b) continue;
+    int64_t lo = a < b ? a : b, hi = a < b ? b : a;
+    uint8_t l = hop_level[hi - lo == 1 ? lo : p->pp - 1]; /* neighbours, or the wrap pp-1 -> 0 */
+    if (l > rank_level[a]) rank_level[a] = l;
+    if (l > rank_level[b]) rank_level[b] = l;
   }
-  if (size <= 1) {
-    *out = comm_group_flat(1, 1, 0, COMM_LINK_SCALE_UP);
-    return AP_OK;
+}
+
+static ap_status pipe_group(ap_ctx *ctx, const cost_env *env, const plan *p, plan_groups *out) {
+  group_memo *m = env->memo;
+  out->pp_link = m->pair;
+  memset(out->pp_level, 0, sizeof out->pp_level);
+  if (p->pp <= 1) return AP_OK;
+  if (p->pp > COST_MAX_RANKS)
+    return ctx_fail(ctx, AP_INVALID, "plan: pp = %lld exceeds %d", (long long)p->pp, COST_MAX_RANKS);
+  if (m->pair[0].n_ranks == 0) {
+    /* The pairs, once per environment: two ranks that share domains from level l outward. */
+    for (int l = 0; l < env->hc->n_levels; l++) {
+      int64_t per[HW_MAX_LEVELS];
+      for (int k = 0; k < env->hc->n_levels; k++) per[k] = k < l ? 1 : 2;
+      ap_status st = comm_group_from_counts(ctx, env->hc, 2, per, 0, &m->pair[l]);
+      if (st) return st;
+    }
   }
-  return cached_group(ctx, env, stride, size, out);
+  rank_shape key;
+  rank_shape_of_pipe(p, &key);
+  bool fresh;
+  pipe_memo_entry *e =
+      memo_slot(m->pipes, sizeof *e, offsetof(pipe_memo_entry, key), PIPE_MEMO_SLOTS, &key, &fresh);
+  if (fresh) {
+    ap_status st = pipe_hops_of(ctx, env->hc, &key, e->hop_level);
+    e->used = !st;
+    e->key = key;
+    if (st) return st;
+  }
+  pipe_levels(p, e->hop_level, out->pp_level);
+  return AP_OK;
 }
 
 ap_status cost_plan_groups(ap_ctx *ctx, const cost_env *env, const plan *p, plan_groups *out) {
   ap_status st;
+  group_memo *m = env->memo;
+  const int64_t mesh[8] = {p->tp, p->cp, p->dp, p->pp, p->ep, plan_etp(p), p->vpp, (int64_t)p->schedule};
+  if (m->have_last && memcmp(mesh, m->last_mesh, sizeof mesh) == 0 &&
+      memcmp(p->order, m->last_order, sizeof p->order) == 0) {
+    *out = m->last;
+    return AP_OK;
+  }
   const unsigned TP = 1u << PLAN_AXIS_TP, CP = 1u << PLAN_AXIS_CP, EP = 1u << PLAN_AXIS_EP, DP = 1u << PLAN_AXIS_DP,
                  EDP = 1u << PLAN_AXIS_EDP;
+  /* Megatron's gradient-reduce group is dp-cp (parallel_state.py get_ranks("dp-cp")) whatever lies between the
+   * two in the order; the expert mesh reduces over edp. */
   if ((st = axis_group(ctx, env, p, TP, &out->tp)) || (st = axis_group(ctx, env, p, CP, &out->cp)) ||
       (st = axis_group(ctx, env, p, EP, &out->ep)) || (st = axis_group(ctx, env, p, DP | CP, &out->dp)) ||
       (st = axis_group(ctx, env, p, EDP, &out->edp)))
     return st;
-  if (out->dp.n_ranks != p->dp * p->cp && p->dp * p->cp > 1) {
-    if ((st = axis_group(ctx, env, p, DP, &out->dp))) return st;
-  }
-  /* Pipeline neighbours: two ranks one pipeline stride apart. */
-  out->pp = comm_group_flat(1, 1, 0, COMM_LINK_SCALE_UP);
-  if (p->pp > 1) {
-    int64_t stride = plan_axis_stride(p, PLAN_AXIS_PP);
-    if ((st = cached_group(ctx, env, stride, 2, &out->pp))) return st;
-  }
+  if ((st = pipe_group(ctx, env, p, out))) return st;
+  m->have_last = true;
+  memcpy(m->last_mesh, mesh, sizeof mesh);
+  memcpy(m->last_order, p->order, sizeof p->order);
+  m->last = *out;
   return AP_OK;
 }
+
+const comm_group *cost_pp_group(const plan_groups *pg, int r) {
+  return &pg->pp_link[r >= 0 && r < COST_MAX_RANKS ? pg->pp_level[r] : 0];
+}
+
 /* The compute model of node group g (the first group's for an index out of range). */
 const compute_model *cost_group_model(const cost_env *env, int g) {
   return g > 0 && g < env->hc->n_groups ? &env->group_cm[g] : &env->cm;

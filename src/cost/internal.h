@@ -7,19 +7,32 @@
 
 #include "cost/calib.h"
 #include "cost/cost.h"
+#include "cost/groups.h"
 #include "model/model.h"
 
-/* A memo of the communication groups already derived from the cluster, keyed by (stride, size): asking the
- * hierarchy walks every rank (hw_cluster_level_for_group), and a search asks for the same few groups for
- * thousands of plans. */
-enum { GROUP_MEMO_SIZE = 128 };
+/* A memo of the communication groups already derived from the cluster, keyed by rank shape (groups.h): a
+ * geometry walks rank lists, and a search asks for the same few shapes for thousands of plans. Open addressing
+ * over a power-of-two table; a full probe sequence overwrites its first slot. */
+enum { GROUP_MEMO_SLOTS = 512, PIPE_MEMO_SLOTS = 128, MEMO_PROBES = 8 };
 typedef struct {
-  int n;
-  int next; /* round-robin replacement once full */
-  struct {
-    int64_t stride, size;
-    comm_group g;
-  } e[GROUP_MEMO_SIZE];
+  bool used;
+  rank_shape key;
+  comm_group g;
+} group_memo_entry;
+typedef struct {
+  bool used;
+  rank_shape key;
+  uint8_t hop_level[PLAN_MAX_CHUNKS]; /* pipe_hops_of */
+} pipe_memo_entry;
+typedef struct {
+  group_memo_entry groups[GROUP_MEMO_SLOTS];
+  pipe_memo_entry pipes[PIPE_MEMO_SLOTS];
+  comm_group pair[HW_MAX_LEVELS]; /* a send/recv between two ranks that first share a domain of each level */
+  /* The last plan's groups and the mesh fields they depend on (searches cost many plans of one mesh in a row). */
+  bool have_last;
+  int64_t last_mesh[8];
+  plan_axis last_order[PLAN_N_ORDER];
+  plan_groups last;
 } group_memo;
 
 struct cost_env {

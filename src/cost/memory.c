@@ -83,12 +83,20 @@ cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, in
   /* The micro-batches in flight at the rank's peak: the schedule's rule (plan/schedule.h; COSTMODEL.md §2.2). */
   mem.activations = R->act_bytes * plan_schedule_in_flight_mb(p, r) + R->working_bytes;
   if (R->has_head) {
-    /* The loss's working set over the vocabulary-parallel logits; the 16-bit logits themselves (2 bytes) are
-     * among the head's saved activations. A fused in-place loss keeps only an fp32 log-sum-exp per token. The
-     * stack's default loss says its peak bytes per logit (stack.c [MLM-ce] [TT-loss]). */
+    /* The loss's working set over the vocabulary-parallel logits of one micro-batch, beyond the 16-bit logits
+     * themselves (2 bytes per element, among the head's saved activations): (bytes per logit − 2) · elements.
+     * The unfused loss's bytes are the stack's (stack.c [MLM-ce] [TT-loss] [ATen-ce]) or the cost model's
+     * memory.loss_bytes_per_logit; a fused loss's are its own (plan_stack_loss: flash-attn's 4 [FA-ce], 2 in
+     * place, 0 the unfused loss's: Megatron's native fusion keeps the same fp32 copy [MLM-fce]), plus an fp32
+     * log-sum-exp per token. */
     double tokens = b * s / (double)p->cp;
     double loss_bytes = sm.loss_bytes_per_logit > 0 ? sm.loss_bytes_per_logit : mt->loss_bytes_per_logit;
-    mem.logits = p->fused_loss ? tokens * 4.0 : cost_logit_elems(env, p, b, s) * (loss_bytes - 2.0);
+    if (p->fused_loss) {
+      const plan_stack_info *si = plan_stack_get(p->stack == PLAN_STACK_DEFAULT ? plan_stack_default(env->facts.has_layers) : p->stack);
+      double fb = si ? si->loss.fused_bytes_per_logit : 2.0;
+      loss_bytes = (fb > 0 ? fb : loss_bytes);
+    }
+    mem.logits = cost_logit_elems(env, p, b, s) * (loss_bytes - 2.0) + (p->fused_loss ? tokens * 4.0 : 0);
   }
   /* Buffers: the gathered (tensor-parallel) copy of one layer input and output; with ZeRO-3, the gathered
    * parameters of the layer in use and the one prefetched; a ZeRO-1/2 optimizer's reduction bucket of 16-bit

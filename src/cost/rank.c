@@ -110,7 +110,7 @@ void cost_rank_add_extras(const cost_env *env, const plan *p, const plan_groups 
   if (p->pp > 1) {
     double bytes = cost_boundary_bytes(env, p, b, s, true);
     R->p2p_s = exec ? cost_exec_cpu_p2p_s(env, group, p, b, s)
-                    : comm_time_s(&pg->pp, COMM_SENDRECV, COMM_AUTO, bytes, &env->tuning.comm);
+                    : comm_time_s(cost_pp_group(pg, r), COMM_SENDRECV, COMM_AUTO, bytes, &env->tuning.comm);
     double crossings = (double)plan_schedule_p2p_crossings(p);
     double exp_p2p = crossings * cost_p2p_exposed_s(env, p, R->p2p_s);
     R->tf += exp_p2p * (r > 0 || crossings > 1 ? 1 : 0);

@@ -14,9 +14,15 @@ hw_dtype cost_gemm_dtype(plan_precision precision) {
 
 compute_shard cost_shard_of(const plan *p) {
   const plan_stack_info *st = plan_stack_get(p->stack); /* NULL when not resolved: fused attention */
-  return (compute_shard){.tp = p->tp, .cp = p->cp, .ep = p->ep, .etp = plan_etp(p),
-                         .sequence_parallel = p->sequence_parallel && p->tp > 1, .gemm_dtype = cost_gemm_dtype(p->precision),
-                         .attn_scores = st && st->attn_scores, .attn_sm80 = st && st->attn_sm80};
+  compute_shard sh = {.tp = p->tp, .cp = p->cp, .ep = p->ep, .etp = plan_etp(p),
+                      .sequence_parallel = p->sequence_parallel && p->tp > 1, .gemm_dtype = cost_gemm_dtype(p->precision),
+                      .attn_scores = st && st->attn_scores, .attn_sm80 = st && st->attn_sm80};
+  if (st) {
+    /* The traffic of the loss the plan runs: its stack's fused or unfused one (stack.c [MLM-ce] [ATen-ce]). */
+    sh.loss_fwd_bytes = p->fused_loss ? st->loss.fused_fwd_bytes : st->loss.unfused_fwd_bytes;
+    sh.loss_bwd_bytes = p->fused_loss ? st->loss.fused_bwd_bytes : st->loss.unfused_bwd_bytes;
+  }
+  return sh;
 }
 
 /* Sharding divisor of a saved tensor: cp for the sequence, tp when TP splits it or SP splits its sequence. */

@@ -89,12 +89,13 @@ static const cost_tuning_param params[] = {
      "of caching whole segments (PyTorch docs, \"CUDA memory management\", expandable_segments), so its reserve "
      "is a fraction of the classic allocator's; fitted to the rows of stacks that launch with it (torchtitan)."},
     {"memory.loss_bytes_per_logit", COST_SCOPE_GLOBAL, MEM(loss_bytes_per_logit), "bytes", 2.0, 16.0, 6.0, true, 0, 0,
-     "TUNING: Megatron's fused vocab-parallel cross entropy (tensor_parallel/cross_entropy.py) works in place on "
-     "one fp32 copy of the 16-bit logits: 2 + 4 = 6 bytes per element. Other losses differ: flash-attn's in-place "
-     "cross entropy (llm-foundry's fused_crossentropy) keeps about the 2 bytes of the logits; PyTorch's "
-     "cross_entropy over logits upcast to fp32 (torchtitan, HF Transformers) holds at its backward the "
-     "log-softmax output, the incoming and the input gradient, 4 bytes each (aten log_softmax_backward), 12 in "
-     "all; a calibration file sets it for such a stack (docs/calibration.md)."},
+     "TUNING: Megatron's vocab-parallel cross entropy (tensor_parallel/cross_entropy.py), unfused or under "
+     "--cross-entropy-loss-fusion native, works in place on one fp32 copy of the 16-bit logits: 2 + 4 = 6 bytes "
+     "per element; it applies to stacks whose row in plan/stack.c states no loss bytes. Other losses are in that "
+     "table: flash-attn's cross entropy (llm-foundry's fused_crossentropy) keeps the logits and a 16-bit "
+     "gradient, 4 bytes; PyTorch's cross_entropy over logits upcast to fp32 (torchtitan, llm-foundry's "
+     "torch_crossentropy) holds at its backward the log-softmax output, the incoming and the input gradient, 4 "
+     "bytes each (aten log_softmax_backward), 12 in all; a calibration file sets it for other code."},
     /* ---- not in calibration files: fixed by their sources ---- */
     {"gemm_dim_half", COST_SCOPE_DEVICE, C(gemm_dim_half), "elements", 1.0, 65536.0, 256.0, false, 0, 0,
      "TUNING: in the H200 profile a GEMM with one dimension of 1024 runs at about 0.55-0.6 of the large-shape "

@@ -203,6 +203,33 @@ int64_t hw_cluster_fast_domain(const hw_cluster *c) {
   return d;
 }
 
+int64_t hw_cluster_domain_first(const hw_cluster *c, int level, int64_t rank) { return domain_of(c, level, rank).lo; }
+
+void hw_cluster_level_link(const hw_cluster *c, int level, const bool *touched, int64_t members, hw_group_link *out) {
+  int last_level = c->n_levels - 1;
+  out->level = level;
+  out->level_name = NULL;
+  out->bw_Bps = -1;
+  out->latency_s = 0;
+  out->devices_per_nic = 0;
+  for (int gi = 0; gi < c->n_groups; gi++) {
+    if (touched && !touched[gi]) continue;
+    const hw_link_level *lv = &c->groups[gi].levels[level];
+    double bw = lv->bw_Bps / lv->oversubscription;
+    if (lv->topology == HW_TOPO_MESH) {
+      /* A group of m devices in a mesh of d uses m-1 of each device's d-1 links. */
+      int64_t d = lv->domain_devices, used = members - 1 < d - 1 ? members - 1 : d - 1;
+      if (d > 2) bw = bw / (double)(d - 1) * (double)(used > 1 ? used : 1);
+    }
+    if (out->bw_Bps < 0 || bw < out->bw_Bps) {
+      out->bw_Bps = bw;
+      out->level_name = lv->name;
+    }
+    if (lv->latency_s > out->latency_s) out->latency_s = lv->latency_s;
+    if (level == last_level && lv->devices_per_nic > out->devices_per_nic) out->devices_per_nic = lv->devices_per_nic;
+  }
+}
+
 ap_status hw_cluster_level_for_group(ap_ctx *ctx, const hw_cluster *c, int64_t stride, int64_t size,
                                      hw_group_link *out) {
   memset(out, 0, sizeof *out);
@@ -240,26 +267,9 @@ ap_status hw_cluster_level_for_group(ap_ctx *ctx, const hw_cluster *c, int64_t s
     }
   }
 
-  out->level = level;
   out->n_groups = n_blocks * stride;
   out->members_per_inner_domain = per_inner;
   out->members_per_node = per_node;
-  out->bw_Bps = -1;
-  for (int gi = 0; gi < c->n_groups; gi++) {
-    if (!touched[gi]) continue;
-    const hw_link_level *lv = &c->groups[gi].levels[level];
-    double bw = lv->bw_Bps / lv->oversubscription;
-    if (lv->topology == HW_TOPO_MESH) {
-      /* A group of m devices in a mesh of d uses m-1 of each device's d-1 links. */
-      int64_t d = lv->domain_devices, used = size - 1 < d - 1 ? size - 1 : d - 1;
-      if (d > 2) bw = bw / (double)(d - 1) * (double)(used > 1 ? used : 1);
-    }
-    if (out->bw_Bps < 0 || bw < out->bw_Bps) {
-      out->bw_Bps = bw;
-      out->level_name = lv->name;
-    }
-    if (lv->latency_s > out->latency_s) out->latency_s = lv->latency_s;
-    if (level == last_level && lv->devices_per_nic > out->devices_per_nic) out->devices_per_nic = lv->devices_per_nic;
-  }
+  hw_cluster_level_link(c, level, touched, size, out);
   return AP_OK;
 }

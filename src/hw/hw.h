@@ -180,4 +180,14 @@ AP_HIDDEN int64_t hw_cluster_fast_domain(const hw_cluster *c);
 AP_HIDDEN ap_status hw_cluster_level_for_group(ap_ctx *ctx, const hw_cluster *c, int64_t stride, int64_t size,
                                                hw_group_link *out);
 
+/* The first rank of the domain that holds `rank` at link level `level` (its node for a negative level): domains
+ * are runs of contiguous ranks inside one node group, so two ranks share a domain exactly when this agrees. */
+AP_HIDDEN int64_t hw_cluster_domain_first(const hw_cluster *c, int level, int64_t rank);
+/* What a group with `members` devices inside one domain of link level `level` gets there: the level's name,
+ * bandwidth per device and direction (the slowest of the node groups marked in touched, HW_MAX_GROUPS entries,
+ * or of all when touched is NULL; a mesh gives members-1 of a device's links), latency (the largest) and, at the
+ * outermost level, devices per NIC. Writes level, level_name, bw_Bps, latency_s and devices_per_nic of out. */
+AP_HIDDEN void hw_cluster_level_link(const hw_cluster *c, int level, const bool *touched, int64_t members,
+                                     hw_group_link *out);
+
 #endif

@@ -171,7 +171,8 @@ ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, const exp
   if (p->recompute == PLAN_RECOMPUTE_FULL) set_int(ap, "recompute_layers", p->recompute_layers);
   set_str(ap, "precision", plan_precision_name(p->precision));
   if (p->tp_comm_overlap && p->tp > 1) set_bool(ap, "tp_comm_overlap", true);
-  /* The loss is the model code's (Megatron-DeepSpeed --cross-entropy-loss-fusion), as recompute is. */
+  /* The loss is the model code's, as recompute is: DeepSpeed's config has no loss key (plan/stack.c [DS-loss]);
+   * only a plan of the stacks autopar or any, whose in-place loss the model code must provide, says fused. */
   if (p->fused_loss) set_bool(ap, "fused_loss", true);
   json_object_set_new(root, "autopar", ap);
 

@@ -45,16 +45,16 @@ int64_t plan_chunk_rank(const plan *p, int64_t chunk) {
 /* ---- Rank mapping ---- */
 
 /* True for the axes that live in the expert mesh only. */
-static bool is_expert_axis(plan_axis a) { return a == PLAN_AXIS_ETP || a == PLAN_AXIS_EP || a == PLAN_AXIS_EDP; }
+bool plan_axis_is_expert(plan_axis a) { return a == PLAN_AXIS_ETP || a == PLAN_AXIS_EP || a == PLAN_AXIS_EDP; }
 
 /* The order position an axis occupies: etp takes tp's, edp takes dp's. */
-static plan_axis order_token(plan_axis a) {
+plan_axis plan_axis_token(plan_axis a) {
   return a == PLAN_AXIS_ETP ? PLAN_AXIS_TP : a == PLAN_AXIS_EDP ? PLAN_AXIS_DP : a;
 }
 
 /* The size at order token t in the dense or the expert mesh (Megatron builds the two RankGenerators with
  * ep = 1 and cp = 1 respectively, parallel_state.py). */
-static int64_t mesh_size(const plan *p, bool expert, plan_axis t) {
+int64_t plan_mesh_degree(const plan *p, bool expert, plan_axis t) {
   switch (t) {
   case PLAN_AXIS_TP: return expert ? plan_etp(p) : p->tp;
   case PLAN_AXIS_CP: return expert ? 1 : p->cp;
@@ -99,13 +99,13 @@ static int64_t mesh_stride(const plan *p, bool expert, plan_axis t) {
   int pos = order_pos(p, t);
   if (pos < 0 || !order_is_permutation(p)) return 0;
   int64_t stride = 1;
-  for (int i = 0; i < pos; i++) stride = mul_sat(stride, mesh_size(p, expert, p->order[i]));
+  for (int i = 0; i < pos; i++) stride = mul_sat(stride, plan_mesh_degree(p, expert, p->order[i]));
   return stride;
 }
 
 int64_t plan_axis_stride(const plan *p, plan_axis axis) {
   if ((unsigned)axis >= PLAN_AXIS_COUNT_) return 0;
-  return mesh_stride(p, is_expert_axis(axis), order_token(axis));
+  return mesh_stride(p, plan_axis_is_expert(axis), plan_axis_token(axis));
 }
 
 bool plan_axes_group(const plan *p, unsigned axes, int64_t *stride, int64_t *size) {
@@ -118,10 +118,10 @@ bool plan_axes_group(const plan *p, unsigned axes, int64_t *stride, int64_t *siz
   /* Mark the order positions the axes take, then require the non-trivial ones to be adjacent. */
   bool in_group[PLAN_N_ORDER] = {false};
   for (int a = 0; a < PLAN_AXIS_COUNT_; a++)
-    if (axes & (1u << a)) in_group[order_pos(p, order_token((plan_axis)a))] = true;
+    if (axes & (1u << a)) in_group[order_pos(p, plan_axis_token((plan_axis)a))] = true;
   int first = -1, last = -1;
   for (int i = 0; i < PLAN_N_ORDER; i++)
-    if (in_group[i] && mesh_size(p, expert, p->order[i]) > 1) {
+    if (in_group[i] && plan_mesh_degree(p, expert, p->order[i]) > 1) {
       if (first < 0) first = i;
       last = i;
     }
@@ -129,10 +129,10 @@ bool plan_axes_group(const plan *p, unsigned axes, int64_t *stride, int64_t *siz
   *size = 1;
   if (first < 0) return true; /* every axis has degree 1: groups of one rank */
   for (int i = first; i <= last; i++)
-    if (!in_group[i] && mesh_size(p, expert, p->order[i]) > 1) return false;
-  for (int i = 0; i < first; i++) *stride = mul_sat(*stride, mesh_size(p, expert, p->order[i]));
+    if (!in_group[i] && plan_mesh_degree(p, expert, p->order[i]) > 1) return false;
+  for (int i = 0; i < first; i++) *stride = mul_sat(*stride, plan_mesh_degree(p, expert, p->order[i]));
   for (int i = first; i <= last; i++)
-    if (in_group[i]) *size = mul_sat(*size, mesh_size(p, expert, p->order[i]));
+    if (in_group[i]) *size = mul_sat(*size, plan_mesh_degree(p, expert, p->order[i]));
   return true;
 }
 

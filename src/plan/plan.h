@@ -231,10 +231,11 @@ typedef struct {
   plan_offload offload_optimizer;
   plan_offload offload_param;
   plan_precision precision;
-  /* The loss as one fused kernel that writes the logits' gradient over the logits in place, with no fp32 copy
-   * (flash-attn's cross entropy with inplace_backward, as llm-foundry's fused_crossentropy runs it; Transformer
-   * Engine's parallel cross entropy behind Megatron's --cross-entropy-loss-fusion
-   * --cross-entropy-fusion-impl te; Liger's). false: the framework's default loss (memory.loss_bytes_per_logit). */
+  /* The stack's fused cross entropy (plan/stack.h plan_stack_loss: Megatron's --cross-entropy-loss-fusion
+   * --cross-entropy-fusion-impl native, which keeps the same fp32 copy in fewer passes; flash-attn's, as
+   * llm-foundry's fused_crossentropy runs it; an in-place kernel for autopar and any); false: its unfused loss.
+   * A plan that does not state it takes its stack's default (plan_resolve, complete_plan); the search takes
+   * the fused loss wherever the stack has one (search.c). */
   bool fused_loss;
   /* The software stack that runs it (PLAN_STACK_DEFAULT: the model's default, plan/stack.h). */
   plan_stack stack;
@@ -418,6 +419,13 @@ AP_HIDDEN int64_t plan_n_chunks(const plan *p);
 AP_HIDDEN int64_t plan_chunk_rank(const plan *p, int64_t chunk);
 
 /* ---- Rank mapping (plan.c). These assume the order is a permutation (plan_validate checks it). ---- */
+/* Whether an axis lives in the expert mesh only (etp, ep, edp). */
+AP_HIDDEN bool plan_axis_is_expert(plan_axis axis);
+/* The order position an axis takes: etp takes tp's, edp dp's, the others their own. */
+AP_HIDDEN plan_axis plan_axis_token(plan_axis axis);
+/* The degree at order token t (tp, cp, ep, dp or pp) in the dense or the expert mesh: Megatron builds the two
+ * RankGenerators with ep = 1 and cp = 1 respectively (parallel_state.py), etp at tp's and edp at dp's place. */
+AP_HIDDEN int64_t plan_mesh_degree(const plan *p, bool expert, plan_axis t);
 /* The degree of an axis: its group size (etp resolved; edp from plan_edp). */
 AP_HIDDEN int64_t plan_axis_size(const plan *p, plan_axis axis);
 /* The rank distance between consecutive members of one of the axis's groups: the product of the degrees of

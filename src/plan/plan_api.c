@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "plan/plan_api.h"
+#include "plan/stack.h"
 
 ap_status ap_plan_new(ap_ctx *ctx, ap_plan **out) {
   API_ENTER(ctx);
@@ -62,6 +63,7 @@ ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out) {
     return st;
   }
   st = plan_from_json(ctx, path, root, &ap->p);
+  ap->loss_set = json_object_get(root, "fused_loss") != NULL;
   json_decref(root);
   if (st) {
     free(ap);
@@ -102,6 +104,7 @@ void plan_resolve(ap_plan *ap, int64_t n_devices) {
    * turns it off (megatron/training/arguments.py validate_args: sequence_parallel = False when
    * tensor_model_parallel_size == 1). The plan says so too, so that its JSON and its summary agree. */
   if (p->tp == 1) p->sequence_parallel = false;
+  if (!ap->loss_set) p->fused_loss = plan_stack_fused_default(p->stack);
   int64_t inner = p->tp * p->pp * p->cp;
   if (!ap->dp_set && inner > 0 && n_devices % inner == 0) p->dp = n_devices / inner;
   int64_t per = p->micro_batch_size * p->dp;
@@ -122,6 +125,7 @@ ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *val
   if (f->id == PLAN_F_DP) ap->dp_set = true;
   if (f->id == PLAN_F_N_MICRO_BATCHES) ap->n_micro_set = true;
   if (f->id == PLAN_F_GLOBAL_BATCH_SIZE) ap->gbs_set = true;
+  if (f->id == PLAN_F_FUSED_LOSS) ap->loss_set = true;
   return AP_OK;
 }
 

@@ -7,6 +7,7 @@
 struct ap_plan {
   plan p;
   bool dp_set, n_micro_set, gbs_set;
+  bool loss_set; /* fused_loss was set (ap_plan_set, or the plan file has the key); else the stack's default */
   char origin[256]; /* the file ap_plan_load read, "" otherwise: validation errors name it */
   /* An autopar-plan/2 document (a general graph's op-level plan, docs/graph-plan.md), kept as parsed: it is
    * read against its graph once one is at hand (search/graph_plan_read.c); NULL for autopar-plan/1 plans. */
@@ -21,8 +22,9 @@ struct ap_plan {
 AP_HIDDEN ap_status plan_refuse_doc2(ap_ctx *ctx, const ap_plan *ap, const char *what);
 
 /* Fills the fields the user left to derive: dp = devices / (tp·pp·cp) and the micro-batch count =
- * global batch / (micro-batch · dp), when they divide exactly (plan_validate reports it otherwise); and turns
- * sequence_parallel off at tp = 1, where it is nothing (Megatron-LM does the same). */
+ * global batch / (micro-batch · dp), when they divide exactly (plan_validate reports it otherwise); turns
+ * sequence_parallel off at tp = 1, where it is nothing (Megatron-LM does the same); and gives a plan that does
+ * not state fused_loss its stack's default loss (plan/stack.h plan_stack_fused_default). */
 AP_HIDDEN void plan_resolve(ap_plan *ap, int64_t n_devices);
 /* Returns st; when it is a failure whose message blames "plan: " and the plan came from a file, the message
  * names the file instead ("p.json: dp·tp·pp·cp = … must equal …"). */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "plan/stack.h"
 #include "plan/plan.h"
 
 #define PLAN_FORMAT "autopar-plan/1"
@@ -55,8 +56,11 @@ static void put_value(strbuf *sb, const plan *p, const plan_field *f) {
   }
 }
 
-/* True when the writer leaves f out: PLAN_FF_OMIT_DEFAULT fields at their default (false, or an empty list). */
+/* True when the writer leaves f out: PLAN_FF_OMIT_DEFAULT fields at their default (false, or an empty list);
+ * fused_loss false is written where the stack's default loss is fused, since a plan that leaves it out takes
+ * that default when read (plan_api.h plan_resolve). */
 static bool omitted(const plan *p, const plan_field *f) {
+  if (f->id == PLAN_F_FUSED_LOSS && plan_stack_fused_default(p->stack)) return false;
   return (f->flags & PLAN_FF_OMIT_DEFAULT) && plan_field_int(p, f) == f->def;
 }
 

@@ -47,8 +47,8 @@
  *      FlashAttention-3 and cuDNN's fused attention (Transformer Engine, Megatron's stacks) use Hopper's wgmma
  *      and TMA and reach 75% (Shah et al. 2024, FlashAttention-3, arXiv 2407.08608, §1 and §4.1).
  *  [LF] mosaicml/llm-foundry: Composer's FSDP (FULL_SHARD = 3, SHARD_GRAD_OP = 2), no tensor or pipeline
- *      parallelism, attn_impl flash, loss_fn fused_crossentropy (commit not pinned); gradient width not
- *      verified: the cost model's former 4 bytes kept.
+ *      parallelism, attn_impl flash, loss_fn fused_crossentropy ([LF-ce]); gradient width not verified: the
+ *      cost model's former 4 bytes kept.
  *  [DS-engine] deepspeedai/DeepSpeed deepspeed/runtime/engine.py @edaa7221, _do_optimizer_sanity_check and
  *      get_data_types: with ZeRO enabled the ZeRO optimizer (zero/stage_1_and_2.py) runs bf16 as it runs fp16,
  *      with gradients in the model dtype (grad_accum_dtype defaults to it); BF16_Optimizer is chosen only with
@@ -64,6 +64,49 @@
  *      for the reduction (backward(); reduce_gradients() under pipeline parallelism).
  *  [MLM-ce] NVIDIA/Megatron-LM megatron/core/tensor_parallel/cross_entropy.py @d98e8a64: the vocab-parallel
  *      cross entropy works in place on one fp32 copy of the 16-bit logits (memory.loss_bytes_per_logit's 6).
+ *      Its kernels, eager, per logit element: the .float() copy (read 2, write 4), max (read 4), the in-place
+ *      subtraction (4 + 4), exp (4 + 4), sum (4), the division into the softmax (4 + 4): 38 bytes forward;
+ *      backward, grad_input.mul_ (4 + 4) and the cast back through .float()'s backward (4 + 2): 14 bytes.
+ *  [MLM-fce] NVIDIA/Megatron-LM @d98e8a64: ModelParallelConfig.cross_entropy_loss_fusion = False and
+ *      cross_entropy_fusion_impl = 'native' (megatron/core/model_parallel_config.py), --cross-entropy-loss-fusion
+ *      and --cross-entropy-fusion-impl {native,te}; megatron/training/arguments.py validate_args asserts not
+ *      (cross_entropy_loss_fusion and impl == 'te') ("disabled due to stability issues"), so Megatron-LM's one
+ *      fused loss is 'native': megatron/core/fusions/fused_cross_entropy.py, the same VocabParallelCrossEntropy
+ *      steps under jit_fuser (torch.compile from PyTorch 2.2, megatron/core/jit.py) with the two sum
+ *      all-reduces batched into one: the same fp32 copy saved for the backward (no memory saved), and fused
+ *      kernels: .float() with max (2 + 4), subtraction, exp and sum (4 + 4), the division (4 + 4): 22 bytes
+ *      forward; the gradient with its bf16 cast (calculate_gradients, 4 + 2): 6 bytes backward.
+ *      language_module.py compute_language_model_loss picks te_parallel_cross_entropy, the native fusion or
+ *      the unfused loss from these two fields.
+ *  [MB-fce] NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/gpt_provider.py @067f987d:
+ *      cross_entropy_loss_fusion: bool = True ("Generally beneficial"), the impl left at Megatron-Core's
+ *      'native'; the DeepSeek and Kimi providers and recipes set 'te' (Megatron-Core only warns, it does not
+ *      refuse, model_parallel_config.py), which is not modelled: their plans are priced with the native loss.
+ *  [NeMo-fce] NVIDIA/NeMo nemo/collections/llm/gpt/model/base.py @8cfedd72, GPTConfig: cross_entropy_loss_fusion
+ *      = True, the impl Megatron-Core's 'native' (deepseek.py sets 'te': not modelled, as [MB-fce]).
+ *  [LF-ce] mosaicml/llm-foundry llmfoundry/models/mpt/modeling_mpt.py @8c8dd48f, ComposerMPTCausalLM: loss_fn
+ *      = 'fused_crossentropy' by default, flash_attn.losses.cross_entropy.CrossEntropyLoss(ignore_index,
+ *      reduction='none'); 'torch_crossentropy' (nn.CrossEntropyLoss) is the other choice.
+ *  [FA-ce] Dao-AILab/flash-attention flash_attn/losses/cross_entropy.py and flash_attn/ops/triton/
+ *      cross_entropy.py @0251105a: inplace_backward=False by default; the forward kernel reads each row of the
+ *      16-bit logits once and stores an fp32 lse per row, saving the logits and the lse; the backward reads the
+ *      logits again and writes dlogits = torch.empty_like(logits): 4 bytes per element at its peak (logits and
+ *      their gradient), 2 bytes moved forward and 4 backward (the loss op's own figure).
+ *  [ATen-ce] torch.nn.functional.cross_entropy over pred.float() ([TT-loss]; llm-foundry's torch_crossentropy
+ *      under bf16 autocast, which runs cross_entropy in fp32): the cast (2 + 4), log_softmax reading its
+ *      input twice (max, sum of exp) and writing its output (4 + 4 + 4): 18 bytes forward; nll_loss's
+ *      backward filling a dense fp32 gradient (4), log_softmax's backward reading it for the row sums and
+ *      again with the saved output and writing the input gradient (4 + 4 + 4 + 4), the cast back (4 + 2):
+ *      26 bytes backward (a derivation from the kernels' reads and writes, not a measurement).
+ *  [TT-fce] pytorch/torchtitan @b5bcd76c: torchtitan/components/loss.py's cross_entropy_loss has no fused
+ *      kernel; its ways to a cheaper loss are torch.compile of the loss (CompileConfig.components "loss",
+ *      enable False by default, config/configs.py), whose saved tensors are those Inductor's partitioner
+ *      chooses, and ChunkedLossWrapper (num_chunks 8), a chunked lm_head and loss: neither is the plan's fused
+ *      loss, so torchtitan runs none here.
+ *  [DS-loss] deepspeedai/DeepSpeed @edaa7221: the engine runs the user's module and its loss; the config has no
+ *      loss key (the TiledFusedLogitsLoss of deepspeed/runtime/sequence_parallel/ulysses_sp.py is model code for
+ *      Ulysses sequence parallelism), so plain DeepSpeed runs none here; Megatron-DeepSpeed's loss flags are
+ *      not verified (none).
  *  [TT-loss] pytorch/torchtitan torchtitan/components/loss.py @b5bcd76c, cross_entropy_loss: cross_entropy over
  *      pred.float(); the trainer drops the 16-bit logits before the backward, whose peak holds the saved fp32
  *      log-softmax output, its incoming gradient and the input gradient (aten log_softmax_backward): 12 bytes
@@ -88,51 +131,63 @@
 #define G(g) {g, 0, 0}
 #define GB(g, u, upp) {g, u, upp}
 /* Memory mechanisms (plan_stack_mem): DeepSpeed's optimizers [DS-step] [DS-bucket] and BigScience's context
- * [BS-ctx]; torchtitan's loss [TT-loss]; llm-foundry's fused_crossentropy [LF], flash-attn's in-place cross
- * entropy, which keeps about the 16-bit logits (2 bytes per element). */
+ * [BS-ctx]; torchtitan's loss [TT-loss]; llm-foundry's unfused torch_crossentropy [LF-ce], the same ATen path
+ * as torchtitan's (12 bytes; its default fused loss is plan_stack_loss's). */
 #define MEM_DEFAULT {0, 0, 0, 0, false, 0}
 #define MEM_DEEPSPEED {6.0, 8.0, 5e8, 0, false, 0}
 #define MEM_BIGSCIENCE {6.0, 8.0, 5e8, 0, false, 1573.0 * 1048576.0}
 #define MEM_TORCHTITAN {0, 0, 0, 12.0, true, 0}
-#define MEM_LLM_FOUNDRY {0, 0, 0, 2.0, false, 0}
+#define MEM_LLM_FOUNDRY {0, 0, 0, 12.0, false, 0}
+/* Losses (plan_stack_loss): fused by default, fused bytes per logit, unfused forward and backward bytes moved,
+ * fused ones. Megatron's unfused and native fused [MLM-ce] [MLM-fce]; PyTorch's [ATen-ce]; flash-attn's [FA-ce];
+ * an in-place fused kernel (2 bytes: the logits) at the loss op's own traffic for autopar and any. */
+#define LOSS_MEGATRON(def) {def, 0, 38.0, 14.0, 22.0, 6.0}
+#define LOSS_TORCHTITAN {false, 0, 18.0, 26.0, 0, 0}
+#define LOSS_LLM_FOUNDRY {true, 4.0, 18.0, 26.0, 0, 0}
+#define LOSS_OWN {false, 0, 0, 0, 0, 0}
+#define LOSS_IN_PLACE {false, 2.0, 0, 0, 0, 0}
 
 static const plan_stack_info stacks[PLAN_STACK_DEFAULT] = {
     [PLAN_STACK_MEGATRON_LM] = {"megatron-lm", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                                 RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true, true, 0,
                                 "Transformer Engine fused attention", GRADS(G(4), G(2), G(4)),
-                                "[MLM-sched] [MLM-args] [MLM-rc] [MLM-ddp]", MEM_DEFAULT, false, false, false},
+                                "[MLM-sched] [MLM-args] [MLM-rc] [MLM-ddp] [MLM-ce] [MLM-fce]", MEM_DEFAULT, false, false, false,
+                                LOSS_MEGATRON(false)},
     [PLAN_STACK_MEGATRON_BRIDGE] = {"megatron-bridge", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3),
                                     Z(0) | Z(1), RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true,
                                     true, 1,
                                     "Transformer Engine fused attention", GRADS(G(2), G(2), G(2)),
-                                    "[MLM-sched] [MLM-ddp] [MB-mp]", MEM_DEFAULT, false, false, false},
+                                    "[MLM-sched] [MLM-ddp] [MB-mp] [MLM-fce] [MB-fce]", MEM_DEFAULT, false, false, false,
+                                    LOSS_MEGATRON(true)},
     [PLAN_STACK_NEMO] = {"nemo", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                          RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true, true, 0,
-                         "Transformer Engine fused attention", GRADS(G(4), G(2), G(4)), "[MLM-sched] [NeMo-mp]", MEM_DEFAULT, false, false, false},
+                         "Transformer Engine fused attention", GRADS(G(4), G(2), G(4)), "[MLM-sched] [NeMo-mp] [MLM-fce] [NeMo-fce]", MEM_DEFAULT, false, false,
+                         false, LOSS_MEGATRON(true)},
     [PLAN_STACK_MEGATRON_DEEPSPEED] = {"megatron-deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                                        RC(NONE) | RC(SELECTIVE) | RC(FULL), true, true, false, false, false, 0,
                                        "unfused: baddbmm, fused scale-mask-softmax, bmm",
                                        GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)),
                                        "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [BS-ctx] [MDS-attn]",
-                                       MEM_BIGSCIENCE, true, false, true},
+                                       MEM_BIGSCIENCE, true, false, true, LOSS_OWN},
     [PLAN_STACK_TORCHTITAN] = {"torchtitan", SCH(GPIPE) | SCH(1F1B) | SCH(INTERLEAVED_1F1B) | SCH(ZB_V),
                                Z(0) | Z(2) | Z(3), Z(0) | Z(2) | Z(3), RC(NONE) | RC(OP) | RC(FULL), true, true, true,
                                true, false, 0, "PyTorch SDPA (flash: FlashAttention-2)",
-                               GRADS(GB(4, 0, 4), GB(4, 0, 4), GB(4, 0, 4)), "[TT] [TT-loss] [FA2]", MEM_TORCHTITAN,
-                               false, true, false},
+                               GRADS(GB(4, 0, 4), GB(4, 0, 4), GB(4, 0, 4)), "[TT] [TT-loss] [ATen-ce] [TT-fce] [FA2]", MEM_TORCHTITAN,
+                               false, true, false, LOSS_TORCHTITAN},
     [PLAN_STACK_LLM_FOUNDRY] = {"llm-foundry", 0, Z(2) | Z(3), 0, RC(NONE) | RC(FULL), false, false, false, false, true,
-                                0, "flash-attn (FlashAttention-2)", GRADS(G(4), G(4), G(4)), "[LF] [FA2]",
-                                MEM_LLM_FOUNDRY, false, true, false},
+                                0, "flash-attn (FlashAttention-2)", GRADS(G(4), G(4), G(4)), "[LF] [LF-ce] [FA-ce] [ATen-ce] [FA2]",
+                                MEM_LLM_FOUNDRY, false, true, false, LOSS_LLM_FOUNDRY},
     [PLAN_STACK_DEEPSPEED] = {"deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1), RC(NONE) | RC(FULL), true,
                               false, false, false, false, 0, "the model's own", GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)),
-                              "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket]", MEM_DEEPSPEED,
-                              false, false, true},
+                              "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [DS-loss]", MEM_DEEPSPEED,
+                              false, false, true, LOSS_OWN},
     [PLAN_STACK_AUTOPAR] = {"autopar", ALL_SCHED, Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1) | Z(2) | Z(3), ALL_RC, true, true,
                             true, true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)),
-                            "the reference executor: every schedule of plan/schedule.h", MEM_DEFAULT, false, false, false},
+                            "the reference executor: every schedule of plan/schedule.h", MEM_DEFAULT, false, false, false,
+                            LOSS_IN_PLACE},
     [PLAN_STACK_ANY] = {"any", ALL_SCHED, Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1) | Z(2) | Z(3), ALL_RC, true, true, true,
                         true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)), "the whole space, for what-if studies",
-                        MEM_DEFAULT, false, false, false},
+                        MEM_DEFAULT, false, false, false, LOSS_IN_PLACE},
 };
 
 const plan_stack_info *plan_stack_get(plan_stack s) { return (unsigned)s < PLAN_STACK_DEFAULT ? &stacks[s] : NULL; }
@@ -171,6 +226,32 @@ bool plan_stack_runs(plan_stack s, const plan *p, char *why, size_t n) {
   if (p->fused_loss && !st->fused_loss) return snprintf(why, n, "%s has no fused in-place loss", st->name), false;
   return true;
 }
+
+bool plan_stack_fused_default(plan_stack s) {
+  const plan_stack_info *st = plan_stack_get(s);
+  return st && st->fused_loss && st->loss.fused_default;
+}
+
+/* The loss op's own traffic (model/graph.c OP_LOSS: the 16-bit logits read once forward, twice backward), which
+ * a stack's 0 stands for, and the least bytes per logit any loss keeps: the 16-bit logits. */
+static const double OWN_FWD_BYTES = 2.0, OWN_BWD_BYTES = 4.0, LOGIT_BYTES = 2.0;
+
+bool plan_stack_fused_dominates(plan_stack s) {
+  const plan_stack_info *st = plan_stack_get(s);
+  if (!st || !st->fused_loss) return false;
+  const plan_stack_loss *l = &st->loss;
+  /* Memory: 0 keeps what the unfused loss keeps; otherwise no more than the unfused loss's bytes, known from
+   * the stack's row or, when the row leaves them to the cost model, no more than the logits themselves. */
+  double un = st->mem.loss_bytes_per_logit;
+  bool mem_ok = l->fused_bytes_per_logit <= 0 || l->fused_bytes_per_logit <= (un > 0 ? un : LOGIT_BYTES);
+  double uf = l->unfused_fwd_bytes > 0 ? l->unfused_fwd_bytes : OWN_FWD_BYTES;
+  double ub = l->unfused_bwd_bytes > 0 ? l->unfused_bwd_bytes : OWN_BWD_BYTES;
+  double ff = l->fused_fwd_bytes > 0 ? l->fused_fwd_bytes : OWN_FWD_BYTES;
+  double fb = l->fused_bwd_bytes > 0 ? l->fused_bwd_bytes : OWN_BWD_BYTES;
+  return mem_ok && ff <= uf && fb <= ub;
+}
+
+bool plan_stack_search_fused(plan_stack s) { return plan_stack_fused_dominates(s) || plan_stack_fused_default(s); }
 
 plan_stack_grad_bytes plan_stack_grads(const plan *p) {
   const plan_stack_info *st = plan_stack_get(p->stack);

@@ -35,6 +35,18 @@ typedef struct {
   double eager_context_bytes; /* the CUDA context its software measured with eager module loading; 0: lazy */
 } plan_stack_mem;
 
+/* The loss of a stack (cost/memory.c, cost/compute.c; stack.c [MLM-ce] … [FA-ce]): whether it runs its fused
+ * cross entropy when the plan does not say (plan_stack_info.fused_loss says whether it has one); the peak bytes
+ * per logit element of that fused loss, the 16-bit logits included (0: the same as its unfused loss, which
+ * keeps the same fp32 copy; 2: in place over the logits, with only an fp32 log-sum-exp per token); and the
+ * device-memory bytes each of its two losses moves per logit element in the forward and in the backward pass
+ * (0: the loss op's own figure, one read of the 16-bit logits forward and twice that backward, model/graph.c). */
+typedef struct {
+  bool fused_default;
+  double fused_bytes_per_logit;
+  double unfused_fwd_bytes, unfused_bwd_bytes, fused_fwd_bytes, fused_bwd_bytes;
+} plan_stack_loss;
+
 typedef struct {
   const char *name;
   unsigned schedules;    /* bit s = plan_schedule s runs (with pp > 1) */
@@ -53,6 +65,7 @@ typedef struct {
                           * Blackwell it reaches a fraction of the native kernels' rate (cost/compute.c) */
   bool pp_sync_after;    /* with pp > 1 the gradient reduction and the parameter gather run after the last
                           * backward of the step, overlapped with nothing (DeepSpeed's pipeline engine) */
+  plan_stack_loss loss;  /* its losses (above); fused_loss says whether it has a fused one */
 } plan_stack_info;
 
 /* The row of stack s (NULL for PLAN_STACK_DEFAULT or out of range). */
@@ -65,6 +78,16 @@ AP_HIDDEN plan_stack plan_stack_default(bool transformer);
 AP_HIDDEN plan_stack plan_stack_of_export(const char *format);
 /* Whether stack s runs plan p; false with the reason in why (n bytes; may be NULL). */
 AP_HIDDEN bool plan_stack_runs(plan_stack s, const plan *p, char *why, size_t n);
+/* Whether stack s runs its fused loss when a plan does not say (plan_stack_loss.fused_default); false for
+ * PLAN_STACK_DEFAULT, whose stacks (megatron-lm, autopar) both default to the unfused loss. */
+AP_HIDDEN bool plan_stack_fused_default(plan_stack s);
+/* Whether the fused loss of stack s can never lose to its unfused one: it keeps no more bytes per logit and
+ * moves no more bytes in either pass. Then the search takes it for every plan that does not fix fused_loss,
+ * at no extra evaluation (plan_stack_search_fused); false for a stack without a fused loss. */
+AP_HIDDEN bool plan_stack_fused_dominates(plan_stack s);
+/* The fused_loss the search gives plans that do not fix it: true where the fused loss dominates, else the
+ * stack's default. */
+AP_HIDDEN bool plan_stack_search_fused(plan_stack s);
 /* The gradient bytes per parameter of plan p (its stack, precision, ZeRO stage and pp). */
 AP_HIDDEN plan_stack_grad_bytes plan_stack_grads(const plan *p);
 

@@ -2,19 +2,22 @@
  * an autopar-plan/2 document that ap_plan_load kept whole is read against the model's graph
  * (search/graph_plan_read.c) and then estimated with the planner's own objective (the figures of the plan's
  * "time", "memory" and "stages" sections; for a pipeline, Σ t + (B − 1) max t over the stages' times per
- * micro-batch, as the inter-op pass prices it), simulated with the op-level event simulator (search/graph_sim.c;
- * a pipeline's stages each on its own nodes, then the same 1F1B formula over the simulated stage times), or
+ * micro-batch, as the inter-op pass prices it), simulated (each stage's nodes by the op-level event simulator,
+ * search/graph_sim.c, whose sweeps give the durations of one event timeline of the 1F1B pipeline,
+ * search/graph_pipe.c; `simulate --trace` writes that timeline, graph_trace.c), or
  * written again by the planner's document writer (graph_plan_report.c), so that a plan read and exported is the
  * same file. The formats are in docs/json.md ("autopar-graph-estimate/1", "autopar-graph-simulate/1"). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "cost/cost.h"
 #include "model/model.h"
 #include "plan/plan_api.h"
 #include "report/graph_plan_io.h"
 #include "search/graph_plan_read.h"
-#include "search/graph_sim.h"
+#include "search/graph_pipe.h"
 
 /* Reads the plan against the model's graph on cluster c. */
 static ap_status read_plan(ap_ctx *ctx, const ap_model *model, const hw_cluster *c, const ap_plan *ap,
@@ -112,59 +115,84 @@ ap_status ap_graph_plan_estimate(ap_ctx *ctx, const ap_model *model, const ap_cl
 }
 
 ap_status ap_graph_plan_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, const ap_plan *ap,
-                                 int format, char **out) {
+                                 const char *trace_path, int format, char **out) {
   API_ENTER(ctx);
   if (out) *out = NULL;
   if (!ctx || !cluster || !ap || !out)
     return ctx_fail(ctx, AP_INVALID, "ap_graph_plan_simulate: ctx, cluster, plan and out must not be NULL");
+  if (trace_path && !*trace_path)
+    return ctx_fail(ctx, AP_INVALID, "ap_graph_plan_simulate: trace_path: expected a file name or NULL, got \"\"");
   const hw_cluster *c = hw_cluster_of(cluster);
   gplan_read_info info;
   gplan_result r;
   ap_status st = read_plan(ctx, model, c, ap, &info, &r);
-  double sim_s = 0;
+  /* The pipeline as one event timeline (search/graph_pipe.h): each stage's passes from its own simulation. */
+  gpipe_stage ps[GST_MAX_LAYERS];
+  int n_ps = 0;
   int64_t events = 0;
-  gstage sim_st[GST_MAX_LAYERS]; /* a pipeline's stages with their simulated times per micro-batch */
-  for (int q = 0; !st && q < (r.n_stages > 1 ? r.n_stages : 1); q++) {
-    gsim sim;
-    if (r.n_stages > 1) {
-      const gstage *y = &r.stages[q];
-      if ((st = gsim_init_range(ctx, r.a, y->gp, y->first_node, y->last_node, &sim))) break;
-      sim_st[q] = *y;
-      sim_st[q].time_s = gsim_full(&sim, y->choice) / r.n_micro + y->send_s;
-    } else {
-      if ((st = gsim_init(ctx, r.a, &r.gp, &sim))) break;
-      sim_s = gsim_full(&sim, r.choice);
-    }
-    events += sim.n_events;
+  gpipe_event *ev = NULL;
+  size_t n_ev = 0;
+  double sim_s = 0;
+  if (!st) st = gpipe_stage_times(ctx, &r, ps, &n_ps, &events);
+  /* the transformer simulator's limit on passes (ap_ctx_set_simulate_limit), each a trace event */
+  size_t limit = ctx->sim_max_passes > 0 ? (size_t)ctx->sim_max_passes : SIM_MAX_PASSES_DEFAULT;
+  double n_passes = 2.0 * n_ps * r.n_micro;
+  if (!st && n_passes > (double)limit)
+    st = ctx_fail(ctx, AP_UNSUPPORTED, "simulate: the pipeline has %.0f passes (%d stages x %.0f micro-batches x 2), "
+                  "more than the limit of %zu; raise it with --max-events", n_passes, n_ps, r.n_micro, limit);
+  if (!st) st = gpipe_simulate(ctx, ps, n_ps, (int64_t)r.n_micro, PLAN_SCHED_1F1B, &ev, &n_ev, &sim_s);
+  const graph *g = st ? NULL : model_graph(model);
+  char *trace = NULL;
+  if (!st && trace_path) {
+    strbuf tb = {0};
+    gpr_trace_json(&tb, g, c, &r, n_ps, ev, n_ev, sim_s);
+    if (!(trace = sb_take(&tb))) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
   }
+  free(ev);
   if (st) {
     gplan_result_free(&r);
     return st;
   }
-  if (r.n_stages > 1) sim_s = gstage_latency_s(sim_st, r.n_stages, r.n_micro);
-  const graph *g = model_graph(model);
+  bool multi = r.n_stages > 1;
   strbuf sb = {0};
   if (format == AP_OUT_JSON) {
     head_json(&sb, "autopar-graph-simulate/1", ap, g, c, &r);
-    sb_printf(&sb, ", \"simulated_iteration_s\": %.6g, \"closed_form_iteration_s\": %.6g, \"events\": %lld, "
-                   "\"peak_bytes\": %.6g", sim_s, r.br.total_s, (long long)events, r.br.mem_bytes);
+    sb_printf(&sb, ", \"schedule\": \"1f1b\", \"simulated_iteration_s\": %.6g, \"closed_form_iteration_s\": %.6g, "
+                   "\"events\": %lld, \"timeline_events\": %zu, \"peak_bytes\": %.6g",
+              sim_s, r.br.total_s, (long long)events, n_ev, r.br.mem_bytes);
     sb_puts(&sb, ", \"stages\": [");
-    for (int q = 0; q < r.n_stages && r.n_stages > 1; q++)
-      sb_printf(&sb, "%s{\"simulated_time_per_micro_batch_s\": %.6g, \"time_per_micro_batch_s\": %.6g, "
-                "\"send_recv_s\": %.6g}", q ? ", " : "", sim_st[q].time_s, r.stages[q].time_s, r.stages[q].send_s);
-    sb_puts(&sb, "]}\n");
+    for (int q = 0; multi && q < n_ps; q++)
+      sb_printf(&sb, "%s{\"forward_per_micro_batch_s\": %.6g, \"backward_per_micro_batch_s\": %.6g, "
+                "\"weight_sync_s\": %.6g, \"simulated_time_per_micro_batch_s\": %.6g, \"time_per_micro_batch_s\": %.6g, "
+                "\"send_recv_s\": %.6g}", q ? ", " : "", ps[q].fwd_s, ps[q].bwd_s, ps[q].wsync_s,
+                gpipe_stage_per_micro_s(&ps[q], r.n_micro), r.stages[q].time_s, r.stages[q].send_s);
+    sb_puts(&sb, "]");
+    if (trace_path) {
+      sb_puts(&sb, ", \"trace\": ");
+      jx_sb_str(&sb, trace_path);
+    }
+    sb_puts(&sb, "}\n");
   } else {
     head_text(&sb, "simulate", ap, g, c, &r);
     sb_printf(&sb, "simulated %.4g s per iteration (%lld events; the planner's closed form, without overlap: %.4g s)\n",
               sim_s, (long long)events, r.br.total_s);
-    for (int q = 0; q < r.n_stages && r.n_stages > 1; q++)
-      sb_printf(&sb, "  stage %d: simulated %.4g s per micro-batch (closed form %.4g s, send/recv %.3g s)\n", q,
-                sim_st[q].time_s, r.stages[q].time_s, r.stages[q].send_s);
-    if (r.n_stages > 1)
-      sb_printf(&sb, "(a pipeline of %d stages, 1F1B over %.0f micro-batches: sum + (micro-batches - 1) x the slowest)\n",
-                r.n_stages, r.n_micro);
+    for (int q = 0; multi && q < n_ps; q++)
+      sb_printf(&sb, "  stage %d: simulated %.4g s per micro-batch (forward %.4g s, backward %.4g s, weight sync %.3g s "
+                "once; closed form %.4g s, send/recv %.3g s)\n", q, gpipe_stage_per_micro_s(&ps[q], r.n_micro),
+                ps[q].fwd_s, ps[q].bwd_s, ps[q].wsync_s, r.stages[q].time_s, r.stages[q].send_s);
+    if (multi)
+      sb_printf(&sb, "(a pipeline of %d stages, 1F1B over %.0f micro-batches, played as one timeline of %zu events: "
+                "passes on each stage's compute stream, sends on the links between the stages)\n", r.n_stages, r.n_micro, n_ev);
+    if (trace_path) sb_printf(&sb, "timeline written to %s (Chrome trace format)\n", trace_path);
   }
-  return finish(ctx, &sb, &r, out);
+  /* The trace is written last, so that a failure before it leaves no file. */
+  st = finish(ctx, &sb, &r, out);
+  if (!st && trace_path && (st = util_write_file_atomic(ctx, trace_path, trace))) {
+    free(*out);
+    *out = NULL;
+  }
+  free(trace);
+  return st;
 }
 
 ap_status ap_graph_plan_export(ap_ctx *ctx, const ap_model *model, const ap_plan *ap, char **out) {
@@ -188,9 +216,34 @@ ap_status ap_graph_plan_export(ap_ctx *ctx, const ap_model *model, const ap_plan
   gplan_result r;
   st = read_plan(ctx, model, c, ap, &info, &r);
   strbuf sb = {0};
-  if (!st) gpr_plan_json(&sb, model_graph(model), c, info.gbs, &r);
+  if (!st) gpr_plan_write(&sb, model_graph(model), c, info.gbs, &r, true);
   else gplan_result_free(&r);
   if (!st) st = finish(ctx, &sb, &r, out);
   ap_cluster_free(cl);
+  return st;
+}
+
+ap_status ap_graph_plan_render(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, const char *doc_json,
+                               int format, char **out) {
+  API_ENTER(ctx);
+  if (out) *out = NULL;
+  if (!ctx || !model || !cluster || !doc_json || !out)
+    return ctx_fail(ctx, AP_INVALID, "ap_graph_plan_render: ctx, model, cluster, document and out must not be NULL");
+  if (format != AP_OUT_TEXT && format != AP_OUT_JSON)
+    return ctx_fail(ctx, AP_INVALID, "ap_graph_plan_render: format: expected AP_OUT_TEXT or AP_OUT_JSON, got %d", format);
+  json_error_t err;
+  json_t *root = json_loads(doc_json, 0, &err);
+  if (!root) return ctx_fail(ctx, AP_PARSE, "plan document: not JSON: %s (line %d)", err.text, err.line);
+  const hw_cluster *c = hw_cluster_of(cluster);
+  const graph *g = model_graph(model);
+  char cspec[256];
+  gplan_read_info info;
+  gplan_result r;
+  ap_status st = gplan_read(ctx, "plan document", root, g, c, gpr_cluster_spec(c, cspec, sizeof cspec), &info, &r);
+  strbuf sb = {0};
+  if (!st) gpr_plan_write(&sb, g, c, info.gbs, &r, format == AP_OUT_JSON);
+  if (st) gplan_result_free(&r);
+  else st = finish(ctx, &sb, &r, out);
+  json_decref(root);
   return st;
 }

@@ -44,17 +44,6 @@ static void to_gplan(const ap_graph_plan_opts *in, gplan_opts *o) {
   o->seed = in->seed;
 }
 
-static void spec_json(strbuf *sb, const shard_spec *s) {
-  sb_puts(sb, "[");
-  for (int i = 0; i < s->n_dims; i++) sb_printf(sb, "%s\"%s\"", i ? ", " : "", shard_dim_name(s->dim[i]));
-  sb_puts(sb, "]");
-}
-
-static void spec_text(strbuf *sb, const shard_spec *s) {
-  for (int i = 0; i < s->n_dims; i++) sb_printf(sb, "%s%s", i ? "," : "", shard_dim_name(s->dim[i]));
-  if (s->n_dims == 0) sb_puts(sb, "-");
-}
-
 /* The op's own cost under its chosen strategy, per iteration. */
 static double op_cost_s(const gp_node *nd, const shard_strategy *s) { return nd->repeat * (s->compute_s + s->comm_s); }
 
@@ -102,17 +91,11 @@ static void explain(strbuf *sb, const graph_problem *gp, const int32_t *ch, int 
   const graph_op *op = &gp->g->blocks[nd->block].ops[nd->op];
   const shard_strategy *s = &nd->s[ch[i]];
   strbuf spec = {0}, aspec = {0};
-  spec_text(&spec, &s->out[0]);
-  if (s->weight.n_dims > 0) {
-    sb_puts(&spec, " weight ");
-    spec_text(&spec, &s->weight);
-  }
+  gpr_spec_text(&spec, &s->out[0]);
+  gpr_weight_text(&spec, op, s); /* in stored order, as weight_spec / weight_specs */
   if (best_k >= 0) {
-    spec_text(&aspec, &nd->s[best_k].out[0]);
-    if (nd->s[best_k].weight.n_dims > 0) {
-      sb_puts(&aspec, " weight ");
-      spec_text(&aspec, &nd->s[best_k].weight);
-    }
+    gpr_spec_text(&aspec, &nd->s[best_k].out[0]);
+    gpr_weight_text(&aspec, op, &nd->s[best_k]);
   }
   int n_group = 0;
   for (int j = lo; j <= hi; j++) n_group += gp->sp.group_of[j] == g;
@@ -159,12 +142,12 @@ static void op_json(strbuf *sb, const graph_problem *gp, const int32_t *ch, int 
   json_str(sb, op->op_type ? op->op_type : op_kind_name(op->kind));
   sb_puts(sb, ", \"output_spec\": ");
   if (s->n_out == 1) {
-    spec_json(sb, &s->out[0]);
+    gpr_spec_json(sb, &s->out[0]);
   } else {
     sb_puts(sb, "[");
     for (int k = 0; k < s->n_out; k++) {
       if (k) sb_puts(sb, ", ");
-      spec_json(sb, &s->out[k]);
+      gpr_spec_json(sb, &s->out[k]);
     }
     sb_puts(sb, "]");
   }
@@ -480,27 +463,25 @@ ap_status ap_describe_sharding(ap_ctx *ctx, const ap_model *model, const ap_clus
         const shard_strategy *t = &tmp[k];
         if (json) {
           sb_puts(&sb, k ? ", {\"output_spec\": " : "{\"output_spec\": ");
-          spec_json(&sb, &t->out[0]);
-          if (t->weight.n_dims > 0) {
-            sb_puts(&sb, ", \"weight_spec\": ");
-            spec_json(&sb, &t->weight);
-          }
+          gpr_spec_json(&sb, &t->out[0]);
+          gpr_weight_json(&sb, op, t); /* in stored order, as the plan's */
           sb_puts(&sb, ", \"input_specs\": [");
           for (int i = 0; i < op->n_in; i++) {
             if (i) sb_puts(&sb, ", ");
-            spec_json(&sb, &t->in[i]);
+            gpr_spec_json(&sb, &t->in[i]);
           }
           sb_printf(&sb, "], \"partial\": %u, \"compute_s\": %.6g, \"comm_s\": %.6g, \"mem_bytes\": %.6g}", t->partial,
                     t->compute_s, t->comm_s, t->weight_mem_bytes + t->act_mem_bytes);
         } else {
           sb_printf(&sb, "  %2d  out ", k);
-          spec_text(&sb, &t->out[0]);
-          sb_puts(&sb, "  weight ");
-          spec_text(&sb, &t->weight);
+          gpr_spec_text(&sb, &t->out[0]);
+          sb_puts(&sb, " ");
+          if (t->weight.n_dims > 0 && graph_op_params(op) > 0) gpr_weight_text(&sb, op, t); /* stored order */
+          else sb_puts(&sb, " weight -");
           sb_puts(&sb, "  in ");
           for (int i = 0; i < op->n_in; i++) {
             if (i) sb_puts(&sb, " | ");
-            spec_text(&sb, &t->in[i]);
+            gpr_spec_text(&sb, &t->in[i]);
           }
           sb_printf(&sb, "%s  compute %.3g s, comm %.3g s, mem %.3g B\n", t->partial ? "  (pending sum)" : "",
                     t->compute_s, t->comm_s, t->weight_mem_bytes + t->act_mem_bytes);
@@ -514,10 +495,11 @@ ap_status ap_describe_sharding(ap_ctx *ctx, const ap_model *model, const ap_clus
   return *out ? AP_OK : ctx_fail(ctx, AP_NOMEM, "out of memory");
 }
 
-/* The document writer, for the /2 reader's export (graph_plan_eval.c). */
-void gpr_plan_json(strbuf *sb, const graph *g, const hw_cluster *c, int64_t gbs, const gplan_result *r) {
+/* The document and text writers, for the /2 reader's export and render (graph_plan_eval.c). */
+void gpr_plan_write(strbuf *sb, const graph *g, const hw_cluster *c, int64_t gbs, const gplan_result *r, bool json) {
   gplan_opts o;
   gplan_opts_init(&o);
   o.gbs = gbs;
-  write_json(sb, g, c, &o, r);
+  if (json) write_json(sb, g, c, &o, r);
+  else write_text(sb, g, c, &o, r);
 }

@@ -11,16 +11,10 @@
 #include "report/html.h"
 
 /* Chart geometry, in CSS pixels. */
-enum { CHART_W = 960, LANE_H = 18, LANE_GAP = 6, LABEL_W = 150, PLOT_H = 340, MARGIN = 50 };
+enum { CHART_W = 960, PLOT_H = 340, MARGIN = 50 };
 
-/* Colours of the parts of a breakdown; one table for the time bar, the timeline and the memory bars. */
-typedef struct {
-  const char *key;   /* the document's key (time_breakdown_s.*, memory.stages[].*, trace category) */
-  const char *label; /* what the legend says */
-  const char *color;
-} part_style;
-
-static const part_style time_parts[] = {
+/* Colours of the parts of a breakdown (the timeline's are html_timeline.c's). */
+static const html_part_style time_parts[] = {
     {"forward", "forward", "#4e79a7"},           {"backward", "backward", "#f28e2b"},
     {"recompute", "recompute", "#b07aa1"},       {"bubble", "pipeline bubble", "#e15759"},
     {"tp_comm_exposed", "TP comm", "#76b7b2"},   {"cp_comm_exposed", "CP comm", "#59a14f"},
@@ -32,25 +26,6 @@ static const part_style time_parts[] = {
  * bars and the legend take, so that the stacked bars add up to the stage's total. */
 static const char *const mem_colors[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2",
                                          "#edc948", "#9c755f", "#bab0ac", "#79706e"};
-/* Trace categories of the simulator (report/trace.c): compute kinds and transfers. */
-static const part_style trace_parts[] = {
-    {"F", "forward", "#4e79a7"}, {"B", "backward", "#f28e2b"}, {"W", "weight gradient", "#edc948"},
-    {"R", "recompute", "#b07aa1"}, {"send", "send", "#9c755f"}, {"recv", "receive", "#76b7b2"},
-};
-
-static const char *style_color(const part_style *t, size_t n, const char *key) {
-  for (size_t i = 0; i < n; i++)
-    if (strcmp(t[i].key, key) == 0) return t[i].color;
-  return "#999999";
-}
-
-static void legend(strbuf *sb, const part_style *t, size_t n) {
-  sb_puts(sb, "<div class=\"legend\">");
-  for (size_t i = 0; i < n; i++)
-    sb_printf(sb, "<span><i style=\"background:%s\"></i>%s</span>", t[i].color, t[i].label);
-  sb_puts(sb, "</div>\n");
-}
-
 /* The plan shown: the estimate's, else the search winner's. */
 static json_t *shown_plan(const html_inputs *in, json_t **result) {
   if (in->estimate) {
@@ -127,55 +102,7 @@ static void section_plan(strbuf *sb, const html_inputs *in) {
     x0 += w;
   }
   sb_puts(sb, "</svg>\n");
-  legend(sb, time_parts, AP_COUNT(time_parts));
-  sb_puts(sb, "</section>\n");
-}
-
-/* One lane per pipeline stage and thread (compute, communication); a lane's background is the idle time, so
- * bubbles show as the gaps between work. */
-static void section_timeline(strbuf *sb, json_t *trace) {
-  json_t *ev = trace ? json_object_get(trace, "traceEvents") : NULL;
-  if (!json_is_array(ev)) return;
-  double t_end = 0;
-  int n_pid = 0;
-  size_t i;
-  json_t *e;
-  json_array_foreach(ev, i, e) {
-    if (!html_str(e, "ph") || strcmp(html_str(e, "ph"), "X") != 0) continue;
-    double end = html_num(e, "ts") + html_num(e, "dur");
-    if (isfinite(end) && end > t_end) t_end = end;
-    double pid = html_num(e, "pid");
-    if (isfinite(pid) && pid + 1 > n_pid && pid < 4096) n_pid = (int)pid + 1;
-  }
-  if (n_pid == 0 || !(t_end > 0)) return;
-  int lanes = 2 * n_pid, h = lanes * (LANE_H + LANE_GAP) + 30;
-  double sx = (CHART_W - LABEL_W) / t_end;
-  sb_printf(sb, "<section id=\"timeline\"><h2>Pipeline timeline (simulated)</h2>\n<svg width=\"%d\" height=\"%d\" role=\"img\">\n",
-            CHART_W, h);
-  for (int l = 0; l < lanes; l++) {
-    int y = l * (LANE_H + LANE_GAP);
-    sb_printf(sb, "<text x=\"0\" y=\"%d\" class=\"lbl\">stage %d %s</text>", y + 13, l / 2, l % 2 ? "comm" : "compute");
-    sb_printf(sb, "<rect class=\"idle\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"><title>idle (bubble)</title></rect>\n",
-              LABEL_W, y, CHART_W - LABEL_W, LANE_H);
-  }
-  json_array_foreach(ev, i, e) {
-    if (!html_str(e, "ph") || strcmp(html_str(e, "ph"), "X") != 0) continue;
-    double ts = html_num(e, "ts"), dur = html_num(e, "dur"), pid = html_num(e, "pid"), tid = html_num(e, "tid");
-    if (!isfinite(ts) || !isfinite(dur) || !isfinite(pid) || pid < 0 || pid >= n_pid) continue;
-    int lane = 2 * (int)pid + (tid > 0 ? 1 : 0);
-    const char *cat = html_str(e, "cat") ? html_str(e, "cat") : "";
-    sb_printf(sb, "<rect class=\"work\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>", LABEL_W + ts * sx,
-              lane * (LANE_H + LANE_GAP), fmax(dur * sx, 0.5), LANE_H, style_color(trace_parts, AP_COUNT(trace_parts), cat));
-    html_esc(sb, html_str(e, "name"));
-    sb_puts(sb, ": ");
-    html_put_time(sb, dur * 1e-6);
-    sb_puts(sb, "</title></rect>\n");
-  }
-  sb_printf(sb, "<text x=\"%d\" y=\"%d\" class=\"lbl\">0</text><text x=\"%d\" y=\"%d\" class=\"lbl\" text-anchor=\"end\">", LABEL_W,
-            h - 8, CHART_W, h - 8);
-  html_put_time(sb, t_end * 1e-6);
-  sb_puts(sb, "</text></svg>\n");
-  legend(sb, trace_parts, AP_COUNT(trace_parts));
+  html_legend(sb, time_parts, AP_COUNT(time_parts));
   sb_puts(sb, "</section>\n");
 }
 
@@ -197,9 +124,9 @@ static void section_memory(strbuf *sb, json_t *est) {
             CHART_W, PLOT_H);
   size_t n_parts;
   const cost_mem_part *mp = cost_mem_parts(&n_parts);
-  part_style legend_parts[AP_COUNT(mem_colors)];
+  html_part_style legend_parts[AP_COUNT(mem_colors)];
   if (n_parts > AP_COUNT(mem_colors)) n_parts = AP_COUNT(mem_colors);
-  for (size_t k = 0; k < n_parts; k++) legend_parts[k] = (part_style){mp[k].key, mp[k].label, mem_colors[k]};
+  for (size_t k = 0; k < n_parts; k++) legend_parts[k] = (html_part_style){mp[k].key, mp[k].label, mem_colors[k]};
   json_array_foreach(stages, i, s) {
     double y = PLOT_H - 20, x = MARGIN + (double)i * step;
     for (size_t k = 0; k < n_parts; k++) {
@@ -221,7 +148,7 @@ static void section_memory(strbuf *sb, json_t *est) {
     sb_puts(sb, "</text>");
   }
   sb_puts(sb, "</svg>\n");
-  legend(sb, legend_parts, n_parts);
+  html_legend(sb, legend_parts, n_parts);
   sb_puts(sb, "</section>\n");
 }
 
@@ -474,7 +401,7 @@ ap_status html_report(ap_ctx *ctx, const html_inputs *in, char **html_out) {
     sb_puts(&sb, "</code></p>\n");
   }
   section_plan(&sb, in);
-  section_timeline(&sb, in->trace);
+  if (!in->graph_plan) html_section_timeline(&sb, in->trace); /* a graph plan's is in its stages section */
   json_t *res = NULL;
   (void)shown_plan(in, &res);
   section_memory(&sb, in->estimate);
@@ -482,7 +409,7 @@ ap_status html_report(ap_ctx *ctx, const html_inputs *in, char **html_out) {
   if (!st) section_runner_ups(&sb, in->search);
   if (!st) st = section_validate(&sb, in->validate);
   if (!st) html_section_compare_search(&sb, in->compare_search);
-  if (!st && !html_section_graph_plan(&sb, in->graph_plan)) st = AP_NOMEM;
+  if (!st && !html_section_graph_plan(&sb, in->graph_plan, in->trace)) st = AP_NOMEM;
   sb_printf(&sb, "<div id=\"detail\"></div>\n<script>%s</script>\n</body></html>\n", page_js);
   if (st || sb.oom) {
     sb_free(&sb);

@@ -24,19 +24,33 @@ typedef struct {
  * no input is given at all. */
 AP_HIDDEN ap_status html_report(ap_ctx *ctx, const html_inputs *in, char **html_out);
 
-/* The pieces every section uses (html_util.c): s escaped for HTML; obj[key] as a number (NAN when absent) and as
+/* A coloured part of a chart and its legend entry. */
+typedef struct {
+  const char *key;   /* the document's key (time_breakdown_s.*, memory.stages[].*, trace category) */
+  const char *label; /* what the legend says */
+  const char *color;
+} html_part_style;
+
+/* The pieces every section uses (html_util.c): the colour of key in t[0..n) (grey when absent) and the legend
+ * of t; and s escaped for HTML; obj[key] as a number (NAN when absent) and as
  * a string (NULL when absent); a duration in s, ms or µs. */
 AP_HIDDEN void html_esc(strbuf *sb, const char *s);
 AP_HIDDEN double html_num(json_t *obj, const char *key);
 AP_HIDDEN const char *html_str(json_t *obj, const char *key);
 AP_HIDDEN void html_put_time(strbuf *sb, double s);
 AP_HIDDEN void html_put_bytes(strbuf *sb, double b);
+AP_HIDDEN const char *html_style_color(const html_part_style *t, size_t n, const char *key);
+AP_HIDDEN void html_legend(strbuf *sb, const html_part_style *t, size_t n);
 /* The compare-search section (html_compare.c): a table and a chart of the families and baselines; nothing
  * when doc is NULL or lists no family. */
 AP_HIDDEN void html_section_compare_search(strbuf *sb, json_t *doc);
 
-/* The sections of a general graph's plan (html_graph.c): plan table, stages chart and table, peak memory
- * against the limit, heaviest ops; nothing when doc is NULL. False when out of memory. */
-AP_HIDDEN bool html_section_graph_plan(strbuf *sb, json_t *doc);
+/* The sections of a general graph's plan (html_graph.c): plan table, stages chart and table (with the simulated
+ * timeline when trace, `simulate --trace` of the plan, is not NULL), peak memory against the limit, heaviest
+ * ops; nothing when doc is NULL. False when out of memory. */
+AP_HIDDEN bool html_section_graph_plan(strbuf *sb, json_t *doc, json_t *trace);
+/* The simulated timeline (section #timeline, html_timeline.c): a lane per process and thread of the Chrome
+ * trace; nothing without one. */
+AP_HIDDEN void html_section_timeline(strbuf *sb, json_t *trace);
 
 #endif

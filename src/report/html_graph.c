@@ -1,9 +1,10 @@
 /* The graph-plan sections of the HTML report (html.h, report layer): a general graph's op-level plan, the
  * autopar-plan/2 document that `autopar plan --json` prints for an ONNX model (docs/graph-plan.md), drawn as
  * a plan table (mesh and link levels per axis, micro-batches, iteration time, memory, MFU on the graph's
- * FLOPs), the pipeline stages as an SVG chart with a table, the plan's peak memory against the limit, and the
- * ops that move the most bytes. Only the document's numbers are drawn; what it does not carry (a schedule,
- * memory per stage, time per op) is named on the page as absent, never filled in. Section ids
+ * FLOPs), the pipeline stages as an SVG chart with a table (and, given the trace of `simulate --trace` of the
+ * plan, its simulated timeline), the plan's peak memory against the limit, and the ops that move the most
+ * bytes. Only the document's numbers (and the trace's) are drawn; what they do not carry (a schedule without a
+ * trace, memory per stage, time per op) is named on the page as absent, never filled in. Section ids
  * (docs/report.md): graph-plan-table, graph-stages, graph-memory, graph-ops. */
 #include <math.h>
 #include <stdlib.h>
@@ -102,9 +103,10 @@ static void section_table(strbuf *sb, json_t *doc) {
   sb_puts(sb, "</section>\n");
 }
 
-/* One lane per stage: its time per micro-batch and its send/recv, on one scale. The document states no
- * schedule, so the chart is not a timeline and says so. */
-static void section_stages(strbuf *sb, json_t *doc) {
+/* One lane per stage: its time per micro-batch and its send/recv, on one scale; then, when the plan was
+ * simulated, the timeline of its micro-batches (the trace of `simulate --trace`). The document itself states no
+ * schedule, so without a trace no timeline is drawn, and the page says so. */
+static void section_stages(strbuf *sb, json_t *doc, json_t *trace) {
   json_t *st = json_object_get(doc, "stages");
   if (!json_is_array(st) || !json_array_size(st)) {
     sb_puts(sb, "<section id=\"graph-stages\"><h2>Pipeline stages</h2><p>The document lists no stages.</p></section>\n");
@@ -141,8 +143,14 @@ static void section_stages(strbuf *sb, json_t *doc) {
     sb_puts(sb, "</svg>\n<div class=\"legend\"><span><i style=\"background:#4e79a7\"></i>time per micro-batch</span>"
                 "<span><i style=\"background:#9c755f\"></i>send/recv</span></div>\n");
   }
-  sb_puts(sb, "<p>Each bar is one stage's time per micro-batch; the plan document states no schedule, so no "
-              "timeline of the micro-batches is drawn.</p>\n<table><tr><th>stage</th><th>first op</th><th>last op</th>"
+  if (trace)
+    sb_puts(sb, "<p>Each bar is one stage's time per micro-batch as the plan prices it; the simulated timeline of "
+                "the micro-batches (1F1B, each stage's passes and the sends on the links between stages) follows the "
+                "table.</p>\n");
+  else
+    sb_puts(sb, "<p>Each bar is one stage's time per micro-batch; the plan document states no schedule, so no "
+                "timeline of the micro-batches is drawn (<code>autopar simulate --trace</code> of the plan draws one).</p>\n");
+  sb_puts(sb, "<table><tr><th>stage</th><th>first op</th><th>last op</th>"
               "<th>submesh</th><th>mesh (levels)</th><th>time / micro-batch</th><th>send/recv</th><th>in flight</th></tr>\n");
   json_array_foreach(st, i, s) {
     sb_printf(sb, "<tr><td>%zu</td><td>", i);
@@ -162,6 +170,7 @@ static void section_stages(strbuf *sb, json_t *doc) {
     sb_printf(sb, "</td><td>%.0f</td></tr>\n", html_num(s, "in_flight"));
   }
   sb_puts(sb, "</table></section>\n");
+  html_section_timeline(sb, trace);
 }
 
 /* The plan's peak against the limit: the document carries one peak for the plan (the largest stage's), not one
@@ -259,10 +268,10 @@ static bool section_ops(strbuf *sb, json_t *doc) {
   return true;
 }
 
-bool html_section_graph_plan(strbuf *sb, json_t *doc) {
+bool html_section_graph_plan(strbuf *sb, json_t *doc, json_t *trace) {
   if (!doc) return true;
   section_table(sb, doc);
-  section_stages(sb, doc);
+  section_stages(sb, doc, trace);
   section_memory(sb, doc);
   return section_ops(sb, doc);
 }

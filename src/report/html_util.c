@@ -1,6 +1,8 @@
 /* The pieces every section of the HTML report uses (html.h, report layer): HTML escaping, reading a number or
- * a string out of a document, and a duration in readable units. Shared by html.c and html_compare.c. */
+ * a string out of a document, a duration in readable units, a part's colour and a legend. Shared by html.c,
+ * html_compare.c, html_graph.c and html_timeline.c. */
 #include <math.h>
+#include <string.h>
 
 #include "report/html.h"
 
@@ -38,4 +40,17 @@ void html_put_time(strbuf *sb, double s) {
 void html_put_bytes(strbuf *sb, double b) {
   if (!isfinite(b)) sb_puts(sb, "–");
   else sb_printf(sb, "%.1f GiB", b / 1073741824.0);
+}
+
+const char *html_style_color(const html_part_style *t, size_t n, const char *key) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(t[i].key, key) == 0) return t[i].color;
+  return "#999999";
+}
+
+void html_legend(strbuf *sb, const html_part_style *t, size_t n) {
+  sb_puts(sb, "<div class=\"legend\">");
+  for (size_t i = 0; i < n; i++)
+    sb_printf(sb, "<span><i style=\"background:%s\"></i>%s</span>", t[i].color, t[i].label);
+  sb_puts(sb, "</div>\n");
 }

@@ -62,8 +62,9 @@ static ap_status fix_one(ap_ctx *ctx, char *pair, ap_plan *ap, unsigned *mask, u
   ap_ctx scratch = ctx_child(ctx);
   if (ap_plan_set(&scratch, ap, key, value)) return ctx_fail(ctx, AP_INVALID, "--fix: %s", scratch.error);
   /* The offload fields are not searched, but fixing them (even to none) tells the planner not to turn offload
-   * on when nothing fits (ap_plan_search). */
-  if ((f->flags & PLAN_FF_SEARCHED) || f->id == PLAN_F_OFFLOAD_OPTIMIZER || f->id == PLAN_F_OFFLOAD_PARAM)
+   * on when nothing fits (ap_plan_search); fixing fused_loss keeps the search's choice of loss off (search_run_all). */
+  if ((f->flags & PLAN_FF_SEARCHED) || f->id == PLAN_F_OFFLOAD_OPTIMIZER || f->id == PLAN_F_OFFLOAD_PARAM ||
+      f->id == PLAN_F_FUSED_LOSS)
     *mask |= 1u << f->id;
   return AP_OK;
 }
@@ -156,7 +157,7 @@ typedef struct {
 static bool admit_export(void *user, const plan *p) {
   const admit_ctx *a = user;
   ap_ctx scratch = {0};
-  ap_plan ap = {.p = *p, .dp_set = true, .n_micro_set = true, .gbs_set = true};
+  ap_plan ap = {.p = *p, .dp_set = true, .n_micro_set = true, .gbs_set = true, .loss_set = true};
   ap_status st = ap_export_check(&scratch, a->model, &ap, a->format);
   ctx_clear(&scratch);
   return st == AP_OK;
@@ -287,7 +288,7 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
   if (o->export_format) {
     /* An unknown format fails now, not as "nothing fits". */
     ap_ctx probe = ctx_child(ctx);
-    ap_plan dummy = {.dp_set = true, .n_micro_set = true, .gbs_set = true};
+    ap_plan dummy = {.dp_set = true, .n_micro_set = true, .gbs_set = true, .loss_set = true};
     plan_defaults(&dummy.p);
     char *text = NULL;
     if (ap_export(&probe, model, &dummy, o->export_format, &text) && strstr(probe.error, "unknown export format"))
@@ -361,7 +362,7 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
         st = ctx_fail(ctx, AP_NOMEM, "out of memory");
       } else {
         st = plan_copy(&bp->p, &res[0].p);
-        bp->dp_set = bp->n_micro_set = bp->gbs_set = true;
+        bp->dp_set = bp->n_micro_set = bp->gbs_set = bp->loss_set = true;
         *best = bp;
         if (st) ctx_fail(ctx, st, "out of memory");
       }

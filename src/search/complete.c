@@ -41,6 +41,7 @@ typedef struct {
   char first_error[sizeof ((ap_ctx *)0)->error];
   bool split_given; /* the partial plan lists its own stage_layers */
   bool etp_stated;  /* stated & PLAN_F(ETP): expert tensor parallelism is not chosen (etp_candidates) */
+  bool loss_stated; /* stated & PLAN_F(FUSED_LOSS): the loss is the partial plan's, else the stack's default */
   /* Progress and cancellation through the driver's ticker (space.h): the share of the tp·pp meshes done, and
    * whether the callback asked to stop (then the completion ends with AP_CANCELLED). */
   search_ticker ticker;
@@ -350,12 +351,20 @@ ap_status complete_plan(ap_ctx *ctx, const cost_env *env, const plan *partial, u
   plan p = *partial;
   s->split_given = partial->n_stage_layers != 0;
   s->etp_stated = (stated & PLAN_F(ETP)) != 0;
+  s->loss_stated = (stated & PLAN_F(FUSED_LOSS)) != 0;
   search_ticker_init(&s->ticker, ctx);
+  /* The loss a measured run ran unless it says: its stack's default (plan/stack.h plan_stack_loss). */
+  plan_stack stk = partial->stack != PLAN_STACK_DEFAULT ? partial->stack : plan_stack_default(s->facts.has_layers);
+  const plan_stack_info *si = plan_stack_get(stk);
+  bool loss0 = s->loss_stated ? partial->fused_loss : plan_stack_fused_default(stk);
+  p.fused_loss = loss0;
   if (!is_stated(s, PLAN_F_PRECISION)) p.precision = PLAN_PREC_BF16;
   enum_mesh(s, &p);
-  /* The last memory saver: a fused in-place loss (plan.h fused_loss) is not what frameworks run by default, so
-   * a team reaches for it when nothing fits without it. */
-  if (!s->stop && !partial->fused_loss && s->facts.has_layers && (!s->have_best || !s->best_cost->fits)) {
+  /* The last memory saver: where the stack's default loss is unfused but it has a fused one, a team reaches for
+   * it when nothing fits without it (it saves memory only where the fused kernel keeps fewer bytes per logit:
+   * not Megatron's native fusion, stack.c [MLM-fce]). */
+  if (!s->stop && !s->loss_stated && !loss0 && si && si->fused_loss && s->facts.has_layers &&
+      (!s->have_best || !s->best_cost->fits)) {
     p = *partial;
     if (!is_stated(s, PLAN_F_PRECISION)) p.precision = PLAN_PREC_BF16;
     p.fused_loss = true;

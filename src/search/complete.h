@@ -32,8 +32,9 @@
  *    recompute; once recompute is needed, full recompute of the fewest layers of each chunk that fit
  *    (Megatron's block method, found by bisection) is tried as well;
  *  - precision: bf16;
- *  - the loss: the framework's default, and a fused in-place loss (plan.h fused_loss) when no plan fits
- *    without it.
+ *  - the loss (unless PLAN_F(FUSED_LOSS) is in stated, a bit beyond COMPLETE_FIELDS): the stack's default
+ *    (plan/stack.h plan_stack_fused_default: fused for Megatron-Bridge, NeMo and llm-foundry), and, where that
+ *    is unfused and the stack has a fused loss, the fused one when no plan fits without it.
  * Internal header: not installed, not part of the public API. */
 #ifndef AP_SEARCH_COMPLETE_H
 #define AP_SEARCH_COMPLETE_H

@@ -197,6 +197,7 @@ ap_status graph_problem_build(ap_ctx *ctx, arena *a, const graph *g, const shard
   sp_problem *sp = &gp->sp;
   sp->a = a;
   sp->file = g->name ? g->name : "graph";
+  sp->cost_unit_ms = 1e3; /* costs in seconds */
   sp->n_nodes = n;
   sp->nodes = arena_alloc(a, (size_t)(n > 0 ? n : 1) * sizeof *sp->nodes);
   sp->edges = arena_alloc(a, (size_t)(g->n_edges > 0 ? g->n_edges : 1) * sizeof *sp->edges);

@@ -119,6 +119,7 @@ static double run_from(gsim *s, const int32_t *ch, int first) {
   double fwd_end = 0;
   for (int i = lo; i < n; i++) fwd_end = fmax(fwd_end, s->ready[i]);
   comp = fmax(comp, fwd_end);
+  s->fwd_end_s = fwd_end;
   for (int i = n - 1; i >= lo; i--) {
     const gp_node *nd = &gp->nodes[i];
     const shard_strategy *st = &nd->s[ch[i]];
@@ -139,7 +140,7 @@ static double run_from(gsim *s, const int32_t *ch, int first) {
       comm = cs + nd->repeat * st->bwd_comm_s;
       s->gdone[i] = comm;
     }
-    if (st->wgrad_comm_s > 0) comm = fmax(comm, comp) + nd->repeat * st->wgrad_comm_s;
+    if (st->wgrad_comm_s > 0 && !s->skip_wgrad) comm = fmax(comm, comp) + nd->repeat * st->wgrad_comm_s;
     ev++;
   }
   s->n_events = ev;

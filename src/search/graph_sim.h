@@ -31,6 +31,9 @@ typedef struct {
   double *comp_before, *comm_before; /* stream state before each node's forward event */
   double *gdone;             /* backward: when each node's input gradients are reduced */
   int64_t n_events;          /* events replayed by the last call (forward + backward) */
+  double fwd_end_s;          /* when the last call's forward sweep ended (its backward starts there) */
+  bool skip_wgrad;           /* leave the weight-gradient all-reduces out (set by the caller; false by the inits):
+                                the pipeline timeline (graph_pipe.h) takes what they add as its own event */
 } gsim;
 
 /* Allocates the simulator's arrays in arena a. */

@@ -174,6 +174,7 @@ ap_status gstage_range_problem(ap_ctx *ctx, arena *a, const graph_problem *gp, i
   memset(sp, 0, sizeof *sp);
   sp->a = a;
   sp->file = w->file;
+  sp->cost_unit_ms = w->cost_unit_ms;
   sp->n_nodes = n;
   sp->nodes = arena_alloc(a, (size_t)n * sizeof *sp->nodes);
   int32_t *lead = arena_alloc(a, (size_t)gp->n_nodes * sizeof *lead);

@@ -75,6 +75,8 @@ typedef struct {
   sp_point *points;
   bool has_budget, has_penalty;
   double budget_bytes, penalty_per_byte;
+  double cost_unit_ms;  /* milliseconds per cost unit, for MCMC's temperature (FlexFlow's alpha is per ms): 1000
+                           for the graph planner's problems (seconds); 0 = 1 (problem files: read as ms) */
   /* Reduced form. */
   int32_t n_groups;
   int32_t *group_of;    /* per node */

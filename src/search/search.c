@@ -417,7 +417,14 @@ ap_status search_run_all(ap_ctx *ctx, const cost_env *env, const search_opts *op
   sr->g = cost_env_graph(env);
   sr->default_seq = sr->g->default_seq;
   sr->opts = *opts;
-  search_space_init(&sr->space, env, &opts->fixed, opts->fixed_mask, opts->global_batch_size, opts->seq_length);
+  /* The loss of a transformer, unless fixed: the stack's fused loss where it can never lose to the unfused one
+   * (no more bytes kept, none more moved: every stack with a fused loss, plan/stack.h
+   * plan_stack_fused_dominates), else the stack's default. Every offered plan takes it from the template, so
+   * the choice costs no evaluation. */
+  if (!search_opts_fixes(opts, PLAN_F_FUSED_LOSS) && cost_env_facts(env)->has_layers)
+    sr->opts.fixed.fused_loss = plan_stack_search_fused(
+        opts->fixed.stack != PLAN_STACK_DEFAULT ? opts->fixed.stack : plan_stack_default(true));
+  search_space_init(&sr->space, env, &sr->opts.fixed, opts->fixed_mask, opts->global_batch_size, opts->seq_length);
   /* The ranked pool holds at least SEARCH_REFINE_K plans whatever top_k asks for, and the cutoff is its
    * last, so that the refining strategies see the same bases, and the winner is the same, for every top_k up
    * to SEARCH_REFINE_K (issue 10: the winner depended on --top). */

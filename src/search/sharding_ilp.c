@@ -196,6 +196,11 @@ static ap_status ilp_solve_sharding(ap_ctx *ctx, const sp_problem *p, const solv
    * finds without it (CBC 2.10.8; 1 of 360 such problems; the same class as coin-or/Cbc issues #283, #724 and
    * #752, wrong optima that "-preprocess off" cures). */
   Cbc_setParameter(im.m, "preprocess", "off");
+  /* CLP's LP presolve is off too: the planner's problems (a kernel of 5 to 14 groups with up to 25 strategies
+   * after the elimination presolve, whose pair columns presolve cannot remove) spent about half of CBC's time
+   * in it; without it T5-small on dgx-h100:4x8 plans in 5.0 s CPU instead of 8.0, and the ten plans of the
+   * five shipped ONNX models on h100-sxm:8 and dgx-h100:4x8 are the same (bench/graph_plan.txt). */
+  Cbc_setParameter(im.m, "presolve", "off");
   /* "optimal" means proved to the last digit: CBC stops only when the incumbent is within 1e-9 of its bound
    * (absolute) and 1e-12 (relative), never at a percentage gap. */
   Cbc_setAllowableGap(im.m, 1e-9);

@@ -114,6 +114,16 @@ class SameAsCli(unittest.TestCase):
             self.assertEqual((doc["time"], doc["stages"]), (written["time"], written["stages"]))
             sim = autopar.simulate(model, "dgx-h100:4x8", None, plan=plan)
             self.assertEqual(len(sim["stages"]), len(written["stages"]))
+            # The pipeline's timeline as a trace, as simulate --trace writes it.
+            tr = os.path.join(d, "t.json")
+            rc, cli_sim, err = cli_json("simulate", "--model", model, "--cluster", "dgx-h100:4x8", "--plan", plan,
+                                        "--trace", tr)
+            self.assertEqual(rc, 0, err)
+            os.remove(tr)
+            self.assertEqual(autopar.simulate(model, "dgx-h100:4x8", tr, plan=plan), cli_sim)
+            with open(tr) as f:
+                trace = json.load(f)
+            self.assertEqual(sum(e["ph"] == "X" for e in trace["traceEvents"]), cli_sim["timeline_events"])
             self.assertEqual(autopar.export(plan, "json", model=model), out.stdout)
 
     def test_compare_clusters(self):

@@ -160,7 +160,7 @@ def graph_plan_report(d, common):
     """plan --report on an ONNX model (a general graph's op-level plan, autopar-plan/2): the page holds the
     plan table, the stages chart and table (one row per stage of the document), the peak memory against the
     limit and the heaviest ops, the screenshot shows the stage bars, and the command prints what it prints
-    without --report. estimate/simulate of such a plan refuse --report with exit 2 and write nothing."""
+    without --report (the text rendered from the document, one search)."""
     bin_ = sys.argv[1] if len(sys.argv) > 1 else "bin/autopar"
     model = os.path.join(ROOT, "examples", "onnx", "resnet50.onnx")
     if subprocess.run([bin_, "describe", "--model", model], capture_output=True).returncode != 0:
@@ -197,18 +197,59 @@ def graph_plan_report(d, common):
         check("the graph-plan screenshot is not blank and shows the stage and memory bars",
               len(seen) > 20 and bytes.fromhex("4e79a7") in seen and bytes.fromhex("59a14f") in seen,
               "%d colours" % len(seen))
-    if js.returncode == 0:
-        plan = os.path.join(d, "graph-plan.json")
-        with open(plan, "w") as f:
-            f.write(js.stdout)
-        for cmd in ("estimate", "simulate"):
-            out = os.path.join(d, "graph-%s.html" % cmd)
-            extra = ["--trace", os.path.join(d, "g.json")] if cmd == "simulate" else []
-            r = subprocess.run([bin_, cmd, "--model", model, "--cluster", "h100-sxm:8", "--plan", plan] + extra +
-                               ["--report", out], capture_output=True, text=True, timeout=120)
-            check("%s of an autopar-plan/2 plan refuses --report (exit 2, one line, no file)" % cmd,
-                  r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--report" not in r.stdout and
-                  not os.path.exists(out), r.stderr)
+    graph_plan_file_reports(d, common, bin_)
+
+
+def graph_plan_file_reports(d, common, bin_):
+    """estimate and simulate --report of an autopar-plan/2 file (a pipeline of several stages on dgx-h100:4x8):
+    both write the graph plan's page from the document; the simulated one draws the pipeline timeline (#timeline,
+    a compute and a comm lane per stage and an activations and a gradients lane per link between stages, the
+    passes in the forward and backward colours), the estimated one says that only a simulation draws it."""
+    model = os.path.join(ROOT, "examples", "onnx", "resnet50.onnx")
+    js = subprocess.run([bin_, "plan", "--model", model, "--cluster", "dgx-h100:4x8", "--gbs", "256", "--strategy",
+                         "greedy,inter-op", "--json"], capture_output=True, text=True, timeout=120)
+    check("a multi-stage plan of resnet50 on dgx-h100:4x8", js.returncode == 0, js.stderr)
+    if js.returncode != 0:
+        return
+    doc = json.loads(js.stdout)
+    n_st = len(doc["stages"])
+    check("the plan has several stages (%d)" % n_st, n_st > 1)
+    plan = os.path.join(d, "graph-plan.json")
+    with open(plan, "w") as f:
+        f.write(js.stdout)
+    for cmd in ("estimate", "simulate"):
+        out = os.path.join(d, "graph-%s.html" % cmd)
+        trace = os.path.join(d, "g.json")
+        extra = ["--trace", trace] if cmd == "simulate" else []
+        r = subprocess.run([bin_, cmd, "--model", model, "--cluster", "dgx-h100:4x8", "--plan", plan] + extra +
+                           ["--report", out], capture_output=True, text=True, timeout=120)
+        check("%s --report of an autopar-plan/2 plan exits 0 and writes the page" % cmd,
+              r.returncode == 0 and os.path.exists(out), r.stderr)
+        if not os.path.exists(out):
+            continue
+        dom = subprocess.run(common + ["--dump-dom", "file://" + out], capture_output=True, text=True,
+                             timeout=120).stdout
+        for sid in ("graph-plan-table", "graph-stages", "graph-memory", "graph-ops"):
+            check("%s --report: the DOM holds #%s" % (cmd, sid), 'id="%s"' % sid in dom)
+        check("%s --report: every stage's first op is listed" % cmd, all(s["first_op"] in dom for s in doc["stages"]))
+        if cmd == "estimate":
+            check("estimate --report draws no timeline and says a simulation draws one",
+                  'id="timeline"' not in dom and "simulate --trace" in dom)
+            continue
+        with open(trace) as f:
+            tr = json.load(f)
+        work = [e for e in tr["traceEvents"] if e["ph"] == "X"]
+        check("simulate --report: the timeline of the stages (#timeline)", 'id="timeline"' in dom)
+        check("the timeline has 2 lanes per stage and per link (%d)" % (2 * (2 * n_st - 1)),
+              dom.count('class="idle"') == 2 * (2 * n_st - 1))
+        check("a work item per pass and send of the trace (%d)" % len(work), dom.count('class="work"') == len(work))
+        check("the link lanes are labelled", ">link 0-1 activations<" in dom and ">link 0-1 gradients<" in dom)
+        shot = os.path.join(d, "shot-graph-sim.png")
+        subprocess.run(common + ["--screenshot=" + shot, "--window-size=1100,1600", "file://" + out],
+                       capture_output=True, timeout=120)
+        seen = colours(shot) if os.path.exists(shot) else set()
+        check("the simulated graph report shows forward and backward passes",
+              bytes.fromhex("4e79a7") in seen and bytes.fromhex("f28e2b") in seen, "%d colours" % len(seen))
 
 
 def main():
