@@ -145,7 +145,12 @@ double jd_getn(const json_t *v, const char *path) {
 
 int64_t jd_geti(const json_t *v, const char *path) {
   json_t *x = jd_at(v, path);
-  return json_is_integer(x) ? (int64_t)json_integer_value(x) : json_is_real(x) ? (int64_t)json_real_value(x) : 0;
+  if (json_is_integer(x)) return (int64_t)json_integer_value(x);
+  if (!json_is_real(x)) return 0;
+  /* A real is converted only inside int64's range (2^63 is exactly representable; the cast of anything at or
+   * beyond it, or of NaN, is undefined behaviour, C11 6.3.1.4): a document made elsewhere may hold 1e155. */
+  double r = json_real_value(x);
+  return r > -0x1p63 && r < 0x1p63 ? (int64_t)r : 0;
 }
 
 const char *jd_gets(const json_t *v, const char *path) {

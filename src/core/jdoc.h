@@ -52,7 +52,8 @@ AP_HIDDEN void jd_write(strbuf *sb, const json_t *v);
 AP_HIDDEN char *jd_dump(const jd *d);
 
 /* Readers for renderers. A dotted path ("memory.peak_bytes") walks nested objects; a missing key or a null
- * reads as NAN, 0, "" or false. */
+ * reads as NAN, 0, "" or false; jd_geti truncates a real towards zero and reads one outside int64's range (or
+ * NaN) as 0. */
 AP_HIDDEN json_t *jd_at(const json_t *v, const char *path);
 AP_HIDDEN double jd_getn(const json_t *v, const char *path);
 AP_HIDDEN int64_t jd_geti(const json_t *v, const char *path);
