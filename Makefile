@@ -211,6 +211,7 @@ bench: $(LIB_A) $(PART_LIBS_A)
 	  $(CC) $(CPPFLAGS) $(PART_DEFS) $(CFLAGS) -O2 -o $(BUILD)/bench/$$n $$b $(PART_LIBS_A) $(LIB_A) $(PART_LDLIBS) $(LDLIBS); \
 	  $(BUILD)/bench/$$n; done
 	@sh bench/plan_instr.sh $(BUILD)/bench/bench_plan
+	@sh bench/estimate_instr.sh $(BUILD)/bench/bench_estimate
 
 # The manual page, generated from the binary's own help texts (tools/mkman.sh).
 man: $(BUILD)/autopar.1

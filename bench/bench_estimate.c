@@ -1,7 +1,9 @@
 /* Benchmark: the time of one estimate and one simulation through the public API (ap_estimate, ap_simulate),
  * single-threaded. Target (issue "Cost model"): one estimate of a 1T-parameter model on 3,072 GPUs under 1 ms.
  * Prints one line per case: the model, cluster and plan, and the mean time per call over a fixed wall budget;
- * for the h200 case also the first call of a fresh context, which parses the device profile. */
+ * for the h200 case also the first call of a fresh context, which parses the device profile. With arguments
+ * `CASE CALLS estimate|simulate` it makes one first call and then exactly CALLS more of that case and prints
+ * nothing: bench/estimate_instr.sh counts the instructions under callgrind (load-independent). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -29,7 +31,7 @@ static const bench_case cases[] = {
     {"llama-3-8b", "h200:8", {{"tp", "1"}, {"pp", "1"}, {"gbs", "64"}, {"seq", "8192"}, {"recompute", "selective"}, {0, 0}}},
 };
 
-static int run(const bench_case *c, int simulate) {
+static int run(const bench_case *c, int simulate, int fixed_calls) {
   ap_ctx *ctx = ap_ctx_new();
   ap_model *m = NULL;
   ap_cluster *cl = NULL;
@@ -46,16 +48,17 @@ static int run(const bench_case *c, int simulate) {
     if (st) goto fail;
   }
   double first_s = now_s() - f0;
-  double t0 = now_s(), t1;
-  do {
+  double t0 = now_s(), t1 = t0;
+  while (fixed_calls >= 0 ? n < fixed_calls : t1 - t0 < 1.0 && n < 100000) {
     char *out = NULL;
     ap_status st = simulate ? ap_simulate(ctx, m, cl, p, NULL, AP_OUT_JSON, &out) : ap_estimate(ctx, m, cl, p, AP_OUT_JSON, &out);
     ap_free(out);
     if (st) goto fail;
     n++;
     t1 = now_s();
-  } while (t1 - t0 < 1.0 && n < 100000);
-  printf("%-9s %-12s on %-10s %9.3f ms per call (%d calls; first call of the context %.3f ms)\n",
+  }
+  if (fixed_calls < 0)
+    printf("%-9s %-12s on %-10s %9.3f ms per call (%d calls; first call of the context %.3f ms)\n",
          simulate ? "simulate" : "estimate", c->model, c->cluster, 1e3 * (t1 - t0) / n, n, 1e3 * first_s);
   ap_plan_free(p);
   ap_cluster_free(cl);
@@ -71,9 +74,22 @@ fail:
   return 1;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   int rc = 0;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) rc |= run(&cases[i], 0);
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) rc |= run(&cases[i], 1);
+  if (argc == 4) {
+    char *end = NULL;
+    long k = strtol(argv[1], &end, 10), calls = strtol(argv[2], NULL, 10);
+    if (*end || k < 0 || (size_t)k >= sizeof cases / sizeof cases[0] || calls < 0 || calls > 100000) {
+      fprintf(stderr, "bench_estimate: case %s out of range\n", argv[1]);
+      return 2;
+    }
+    return run(&cases[k], argv[3][0] == 's', (int)calls);
+  }
+  if (argc != 1) {
+    fprintf(stderr, "usage: bench_estimate [CASE CALLS estimate|simulate]\n");
+    return 2;
+  }
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) rc |= run(&cases[i], 0, -1);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) rc |= run(&cases[i], 1, -1);
   return rc;
 }
