@@ -34,7 +34,10 @@ install-exec: $(EXEC_RANK_BIN)
 endif
 # `make bench-executor`: the cost model against the executor on this machine (bench/executor.py; not in make test).
 ifneq ($(CORE_ONLY),1)
-.PHONY: bench-executor
+.PHONY: bench-executor bench-exec-effects
 bench-executor: $(BIN) $(EXEC_RANK_BIN)
 	python3 bench/executor.py --bin $(BIN)
+# `make bench-exec-effects`: what separates measured from predicted step time (bench/exec_effects.py; a few minutes).
+bench-exec-effects: $(BIN) $(EXEC_RANK_BIN)
+	python3 bench/exec_effects.py --bin $(BIN)
 endif

@@ -171,7 +171,8 @@ done <<CASES
 0|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --calibration tests/data/calibration-bands.json|were within -20.0% to +11.1% of the prediction
 0|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --calibration tests/data/calibration-bands.json --tokens 1T --price-per-gpu-hour 2|band: 
 0|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --calibration tests/data/calibration-bands.json --tokens 1T --json|"time_s_high"
-0|estimate --model llama-3-8b --cluster a100-80gb:8 --gbs 64 --seq 2048 --calibration tests/data/calibration-bands.json|constants  GA100 not fitted, nor any chip of family Ampere: the documented defaults
+0|estimate --model llama-3-8b --cluster a100-80gb:8 --gbs 64 --seq 2048 --calibration tests/data/calibration-bands.json|constants  GA100 not fitted, nor any chip of family Ampere: those of GH100 (family Hopper), the nearest fitted chip of vendor nvidia
+0|estimate --model llama-3-8b --cluster mi300x:8 --gbs 64 --seq 2048 --calibration tests/data/calibration-bands.json|constants  MI300X not fitted, nor any chip of family CDNA3 or vendor amd: the documented defaults
 0|plan --model llama-3-8b --cluster a100-40gb:8 --gbs 64 --seq 2048 --top 1|constants GA100 fitted
 1|plan --model llama-3-70b --cluster h100:8 --gbs 64 --seq 4096 --fix offload_optimizer=none,offload_param=none|closest plans
 1|plan --model llama-3-70b --cluster h100:8 --gbs 64 --seq 4096 --json --fix offload_optimizer=none,offload_param=none|"feasible":false

@@ -104,7 +104,8 @@ static const struct {
 
 /* Every device type on a listed chip takes that chip's constants (an H200 or H800 those of GH100, both A100s
  * those of GA100); a chip not listed takes those of the nearest listed chip of its family (a GB300, chip B300,
- * those of B200) and says so; a family with no listed chip gets the documented defaults. */
+ * those of B200) and says so; a family with no listed chip takes the nearest listed chip of its vendor by
+ * peak (a GB300 those of GH100, not GA100), and a vendor with none the documented defaults (an MI300X). */
 static void test_chip_and_family_fallback(void **state) {
   (void)state;
   cost_calib c;
@@ -121,14 +122,24 @@ static void test_chip_and_family_fallback(void **state) {
   assert_rel_close(calib_tuning_for(&c, "h800").compute.gemm_eff_max, 0.55, 0);
   assert_rel_close(calib_tuning_for(&c, "a100-40gb").compute.gemm_eff_max, 0.65, 0);
   assert_rel_close(calib_tuning_for(&c, "a100-80gb").compute.gemm_eff_max, 0.65, 0);
-  /* No Blackwell chip listed: the defaults, said so. */
+  /* No Blackwell chip listed: the nearest NVIDIA chip in peak, GH100, said so. */
   ap_ctx *ctx = ap_ctx_new();
-  hw_device gb300;
+  hw_device gb300, mi300x;
   assert_int_equal(hw_device_find(ctx, "gb300", &gb300), AP_OK);
   calib_origin o;
-  assert_rel_close(calib_tuning_for_device(&c, &gb300, &o).compute.gemm_eff_max, compute_tuning_defaults().gemm_eff_max, 0);
-  assert_int_equal(o.how, CALIB_DEFAULTS);
+  assert_rel_close(calib_tuning_for_device(&c, &gb300, &o).compute.gemm_eff_max, 0.55, 0);
+  assert_int_equal(o.how, CALIB_VENDOR);
   assert_string_equal(o.chip, "B300");
+  assert_string_equal(o.from, "GH100");
+  char text[256];
+  calib_origin_text(&o, text, sizeof text);
+  assert_non_null(strstr(text, "nor any chip of family Blackwell: those of GH100 (family Hopper)"));
+  /* No AMD chip listed: the defaults, said so. */
+  assert_int_equal(hw_device_find(ctx, "mi300x", &mi300x), AP_OK);
+  assert_rel_close(calib_tuning_for_device(&c, &mi300x, &o).compute.gemm_eff_max, compute_tuning_defaults().gemm_eff_max, 0);
+  assert_int_equal(o.how, CALIB_DEFAULTS);
+  calib_origin_text(&o, text, sizeof text);
+  assert_non_null(strstr(text, "the documented defaults"));
   /* With B200 listed, the GB300 takes B200's constants, and its origin names them. */
   calib_chip *b200 = calib_chip_entry(&c, "B200");
   assert_non_null(b200);
@@ -136,16 +147,19 @@ static void test_chip_and_family_fallback(void **state) {
   assert_rel_close(calib_tuning_for_device(&c, &gb300, &o).compute.gemm_eff_max, 0.45, 0);
   assert_int_equal(o.how, CALIB_SIBLING);
   assert_string_equal(o.from, "B200");
-  char text[256];
   calib_origin_text(&o, text, sizeof text);
   assert_non_null(strstr(text, "B300 not fitted: those of B200"));
   /* Only chips the caller marks usable are siblings (leave-one-source-out). */
   bool usable[CALIB_MAX_CHIPS] = {false};
   usable[ga100 - c.chips] = true;
-  assert_int_equal(calib_nearest(&c, "B300", "Blackwell", 2.5e15, usable), -1);
+  bool cross = false;
+  assert_int_equal(calib_nearest(&c, "B300", "Blackwell", "", 2.5e15, usable, &cross), -1);
+  assert_int_equal(calib_nearest(&c, "B300", "Blackwell", "nvidia", 2.5e15, usable, &cross), (int)(ga100 - c.chips));
+  assert_true(cross);
   usable[b200 - c.chips] = true;
-  assert_int_equal(calib_nearest(&c, "B300", "Blackwell", 2.5e15, usable), (int)(b200 - c.chips));
-  assert_int_equal(calib_nearest(&c, "B300", "", 2.5e15, NULL), -1);
+  assert_int_equal(calib_nearest(&c, "B300", "Blackwell", "nvidia", 2.5e15, usable, &cross), (int)(b200 - c.chips));
+  assert_false(cross);
+  assert_int_equal(calib_nearest(&c, "B300", "", "", 2.5e15, NULL, NULL), -1);
   ap_ctx_free(ctx);
 }
 

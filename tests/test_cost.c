@@ -224,7 +224,8 @@ static void test_host_issue_bound(void **state) {
 
 /* An fp8 matmul pays its GEMM at the fp8 rate plus two memory-bound casts: the input before the forward GEMM
  * and the output gradient before the backward ones, 4 bytes an element each (read 2, write a row-wise and a
- * transposed fp8 copy). A bf16 matmul pays none. */
+ * transposed fp8 copy). A bf16 matmul pays none. Each GEMM kernel also pays gemm_fixed_s (one forward, two
+ * backward). */
 static void test_fp8_casts(void **state) {
   (void)state;
   env_fixture f;
@@ -237,14 +238,46 @@ static void test_fp8_casts(void **state) {
   compute_op_time t8 = compute_op(cm, blk, op, b, s, &sh);
   double peak = cm->device.peak_flop_per_s[HW_DTYPE_FP8], bw = cm->device.mem_bw_Bps * cm->tuning.mem_eff;
   double gemm_fwd = 2 * rows * k * n / (peak * compute_gemm_eff(cm, HW_DTYPE_FP8, rows, n, k));
-  assert_rel_close(t8.fwd_s, gemm_fwd + rows * k * 4 / bw, 1e-9);
+  double fixed = cm->tuning.gemm_fixed_s;
+  assert_rel_close(t8.fwd_s, gemm_fwd + fixed + rows * k * 4 / bw, 1e-9);
   double gemm_bwd = 2 * rows * k * n / (peak * compute_gemm_eff(cm, HW_DTYPE_FP8, rows, k, n)) +
                     2 * rows * k * n / (peak * compute_gemm_eff(cm, HW_DTYPE_FP8, k, n, rows));
-  assert_rel_close(t8.bwd_s, gemm_bwd + rows * n * 4 / bw, 1e-9);
+  assert_rel_close(t8.bwd_s, gemm_bwd + 2 * fixed + rows * n * 4 / bw, 1e-9);
   sh.gemm_dtype = HW_DTYPE_BF16;
   compute_op_time t16 = compute_op(cm, blk, op, b, s, &sh);
   double peak16 = cm->device.peak_flop_per_s[HW_DTYPE_BF16];
-  assert_rel_close(t16.fwd_s, 2 * rows * k * n / (peak16 * compute_gemm_eff(cm, HW_DTYPE_BF16, rows, n, k)), 1e-9);
+  assert_rel_close(t16.fwd_s, 2 * rows * k * n / (peak16 * compute_gemm_eff(cm, HW_DTYPE_BF16, rows, n, k)) + fixed,
+                   1e-9);
+  env_close(&f);
+}
+
+/* A grouped expert GEMM runs one GEMM per local expert (TransformerEngine's multi-stream grouped GEMM), so it
+ * pays gemm_fixed_s E/ep times forward and twice that backward: 16 local experts (Qwen3-30B-A3B at ep 8) pay
+ * it eight times as often as 2 (ep 64). */
+static void test_grouped_gemm_fixed_per_expert(void **state) {
+  (void)state;
+  env_fixture f;
+  env_open(&f, "qwen3-30b-a3b", "dgx-h100:8");
+  const graph_block *blk = NULL;
+  for (int i = 0; i < f.g->n_blocks && !blk; i++)
+    if (f.g->blocks[i].is_moe) blk = &f.g->blocks[i];
+  assert_non_null(blk);
+  const graph_op *op = layer_op(blk, OP_MATMUL, "expert_down");
+  assert_true(op->n_experts == 128);
+  compute_model cm = f.env->cm;
+  compute_shard sh = {.tp = 1, .cp = 1, .ep = 8, .etp = 1, .gemm_dtype = HW_DTYPE_BF16};
+  cm.tuning.gemm_fixed_s = 0;
+  compute_op_time none8 = compute_op(&cm, blk, op, 1, 4096, &sh);
+  cm.tuning.gemm_fixed_s = 1e-3;
+  compute_op_time ms8 = compute_op(&cm, blk, op, 1, 4096, &sh);
+  assert_rel_close(ms8.fwd_s - none8.fwd_s, 16 * 1e-3, 1e-9); /* 128 experts over ep 8: 16 per device */
+  assert_rel_close(ms8.bwd_s - none8.bwd_s, 32 * 1e-3, 1e-9);
+  sh.ep = 64;
+  compute_op_time ms64 = compute_op(&cm, blk, op, 1, 4096, &sh);
+  cm.tuning.gemm_fixed_s = 0;
+  compute_op_time none64 = compute_op(&cm, blk, op, 1, 4096, &sh);
+  assert_rel_close(ms64.fwd_s - none64.fwd_s, 2 * 1e-3, 1e-9);
+  assert_true(ms8.fwd_s > ms64.fwd_s);
   env_close(&f);
 }
 
@@ -808,6 +841,7 @@ int main(void) {
       cmocka_unit_test(test_unfused_attention),
       cmocka_unit_test(test_fa2_on_hopper),
       cmocka_unit_test(test_fp8_casts),
+      cmocka_unit_test(test_grouped_gemm_fixed_per_expert),
       cmocka_unit_test(test_unaligned_heads),
       cmocka_unit_test(test_zero_model_states),
       cmocka_unit_test(test_stack_model_states),

@@ -105,6 +105,7 @@ typedef struct {
 #define LLAMA "tests/data/exec/tiny-llama.json"
 #define GPT2 "tests/data/exec/tiny-gpt2.json"
 #define MOE "tests/data/exec/tiny-mixtral.json"
+#define MOE4 "tests/data/exec/tiny-mixtral-kv4.json" /* 4 KV heads, so that tp 4 splits them */
 #define B "\"global_batch_size\":8,\"seq_length\":16,\"precision\":\"fp32\","
 
 /* The one-process references, one per model: the whole batch as one micro-batch. */
@@ -112,6 +113,7 @@ static const plan_case refs[] = {
     {"ref-llama", LLAMA, "{" B "\"pipeline\":{\"micro_batch_size\":8},\"optimizer\":{\"zero_stage\":0}}"},
     {"ref-gpt2", GPT2, "{" B "\"pipeline\":{\"micro_batch_size\":8},\"optimizer\":{\"zero_stage\":0}}"},
     {"ref-moe", MOE, "{" B "\"pipeline\":{\"micro_batch_size\":8},\"optimizer\":{\"zero_stage\":0}}"},
+    {"ref-moe4", MOE4, "{" B "\"pipeline\":{\"micro_batch_size\":8},\"optimizer\":{\"zero_stage\":0}}"},
 };
 
 static const plan_case cases[] = {
@@ -161,6 +163,10 @@ static const plan_case cases[] = {
     {"moe-cp2-ep2", MOE, "{" B "\"parallel\":{\"cp\":2,\"ep\":2},\"pipeline\":{\"micro_batch_size\":4}}"},
     {"moe-cp2-tp2-sp", MOE, "{" B "\"parallel\":{\"cp\":2,\"tp\":2},\"sequence_parallel\":true,\"pipeline\":{\"micro_batch_size\":4}}"},
     {"moe-tp2-etp1-ep2", MOE, "{" B "\"parallel\":{\"tp\":2,\"etp\":1,\"ep\":2},\"sequence_parallel\":true,\"pipeline\":{\"micro_batch_size\":4}}"},
+    /* 1 < etp < tp: two etp groups of 2 in the tp group of 4, with ep 2 across them, and with ep 1 (edp 2)
+     * under op recompute (restore gathers the etp group's rows again) */
+    {"moe4-tp4-etp2-ep2", MOE4, "{" B "\"parallel\":{\"tp\":4,\"etp\":2,\"ep\":2},\"sequence_parallel\":true,\"pipeline\":{\"micro_batch_size\":4}}"},
+    {"moe4-tp4-etp2-op", MOE4, "{" B "\"parallel\":{\"tp\":4,\"etp\":2},\"sequence_parallel\":true,\"pipeline\":{\"micro_batch_size\":8},\"recompute\":{\"granularity\":\"op\"}}"},
     {"moe-dp2-tp2-etp1-ep4", MOE, "{" B "\"parallel\":{\"dp\":2,\"tp\":2,\"etp\":1,\"ep\":4},\"sequence_parallel\":true,\"pipeline\":{\"micro_batch_size\":2},\"recompute\":{\"granularity\":\"full\"}}"},
 };
 

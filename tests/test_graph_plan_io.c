@@ -488,8 +488,8 @@ static void test_stage_reader_messages(void **state) {
   assert_int_equal(ap_cluster_load(ctx, "dgx-h100:2x8", &small), AP_OK);
   char *text = plan_json_with(ctx, m, "dgx-h100:4x8", 256, "greedy,inter-op");
   json_error_t err;
-  json_t *plan = json_loads(text, 0, &err);
-  json_t *stages = json_object_get(plan, "stages");
+  json_t *plan_doc = json_loads(text, 0, &err);
+  json_t *stages = json_object_get(plan_doc, "stages");
   size_t n = json_array_size(stages);
   if (n < 3) fail_msg("the plan has %zu stage(s); the cases below want 3 or more", n);
   /* a stage on a 1-axis mesh, and its first op's index in ops */
@@ -497,7 +497,7 @@ static void test_stage_reader_messages(void **state) {
   while (one < n && json_array_size(json_object_get(json_array_get(stages, one), "mesh")) != 1) one++;
   assert_true(one < n);
   const char *first_one = json_string_value(json_object_get(json_array_get(stages, one), "first_op"));
-  json_t *ops = json_object_get(plan, "ops");
+  json_t *ops = json_object_get(plan_doc, "ops");
   while (strcmp(json_string_value(json_object_get(json_array_get(ops, op_one), "name")), first_one) != 0) op_one++;
   bool s0_tiny = json_integer_value(json_array_get(json_object_get(json_array_get(stages, 0), "submesh"), 1)) == 1;
   char want_axis[160], want_flight[160], want_illegal[160];
@@ -525,7 +525,7 @@ static void test_stage_reader_messages(void **state) {
       {"key", "p3.json: stages[1].colour: unknown field"},
   };
   for (size_t k = 0; k < AP_COUNT(cases); k++) {
-    json_t *doc = json_deep_copy(plan);
+    json_t *doc = json_deep_copy(plan_doc);
     json_t *st = json_object_get(doc, "stages"), *s0 = json_array_get(st, 0), *s1 = json_array_get(st, 1);
     const char *e = cases[k].edit;
     const ap_cluster *on = c;
@@ -563,7 +563,7 @@ static void test_stage_reader_messages(void **state) {
     free(edited);
     json_decref(doc);
   }
-  json_decref(plan);
+  json_decref(plan_doc);
   ap_free(text);
   ap_cluster_free(small);
   ap_cluster_free(c);

@@ -16,6 +16,13 @@
 #define AP_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define AP_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+/* C's fmax, inlined: the same value for every pair of doubles but a signaling NaN, which no arithmetic
+ * produces (a NaN yields the other argument; of two equal values, +0 and -0 included, the second, as glibc's
+ * x86-64 fmax, which is maxsd, returns; compared bit for bit in tests/test_closed_form.c). gcc at -O2 keeps
+ * fmax a libm call, which the cost model's innermost loops (the closed-form schedule, a rank's merge) pay per
+ * term. */
+static inline double ap_fmax(double a, double b) { return a > b || b != b ? a : b; }
+
 enum { CTX_MAX_PARTS = 8 };
 
 /* The context: holds the last error and the callbacks. One per thread of use. */

@@ -100,8 +100,8 @@ double cost_bound_interleaved_s(const plan *p, const rank_cost *rc, int n, const
   for (int r = 0; r < n; r++) {
     double t = rc[r].tf + rc[r].tb;
     double edges = rc[r].edge_tf_s[0] + rc[r].edge_tb_s[0] + rc[r].edge_tf_s[1] + rc[r].edge_tb_s[1];
-    g[r] = fmax(rc[r].chunk_t_max_s + edges, t / (double)v);
-    max = fmax(max, t);
+    g[r] = ap_fmax(rc[r].chunk_t_max_s + edges, t / (double)v);
+    max = ap_fmax(max, t);
     g_sum += g[r];
   }
   double own[COST_MAX_RANKS] = {0}, cmax[COST_MAX_RANKS] = {0}, round[PLAN_MAX_CHUNKS] = {0};
@@ -109,9 +109,9 @@ double cost_bound_interleaved_s(const plan *p, const rank_cost *rc, int n, const
   for (int64_t c = 0; c < n_chunks; c++) own[plan_chunk_rank(p, c)] += chunk_tf_s[c] + chunk_tb_s[c];
   for (int64_t c = 0; c < n_chunks; c++) {
     int64_t r = plan_chunk_rank(p, c), j = seen[r]++;
-    double t = chunk_tf_s[c] + chunk_tb_s[c] + fmax(0, rc[r].tf + rc[r].tb - own[r]) / (double)v;
-    round[j] = fmax(round[j], t);
-    cmax[r] = fmax(cmax[r], t);
+    double t = chunk_tf_s[c] + chunk_tb_s[c] + ap_fmax(0, rc[r].tf + rc[r].tb - own[r]) / (double)v;
+    round[j] = ap_fmax(round[j], t);
+    cmax[r] = ap_fmax(cmax[r], t);
   }
   double pace = 0, c_sum = 0;
   for (int64_t j = 0; j < v; j++) pace += round[j];
@@ -122,10 +122,10 @@ double cost_bound_interleaved_s(const plan *p, const rank_cost *rc, int n, const
     double t = rc[r].tf + rc[r].tb, top = max;
     if (t < max - eps) {
       if (t + grow_max_s < max - eps) continue; /* cannot become crit */
-      top = fmax(max, t + grow_min_s * (1 - 1e-9) - eps);
+      top = ap_fmax(max, t + grow_min_s * (1 - 1e-9) - eps);
     }
-    double a = m * top + (g_sum - g[r]), b = m * fmax(pace, top) + (c_sum - cmax[r]);
-    lb = fmin(lb, fmax(a, b));
+    double a = m * top + (g_sum - g[r]), b = m * ap_fmax(pace, top) + (c_sum - cmax[r]);
+    lb = fmin(lb, ap_fmax(a, b));
   }
   return isfinite(lb) ? lb : 0;
 }

@@ -1,5 +1,6 @@
 /* Calibrations (cost layer; see calib.h): the tuning each device runs with, looked up by its chip, else the
- * nearest fitted chip of its family, else the documented defaults; the error band of a prediction. The file
+ * nearest fitted chip of its family, else the nearest fitted chip of its vendor, else the documented defaults;
+ * the error band of a prediction. The file
  * format, and the calibration in force for a context, are in calib_json.c. */
 #include <math.h>
 #include <stdint.h>
@@ -55,37 +56,57 @@ calib_chip *calib_chip_entry(cost_calib *c, const char *chip) {
   calib_chip *e = &c->chips[c->n_chips++];
   memset(e, 0, sizeof *e);
   snprintf(e->name, sizeof e->name, "%s", chip);
-  (void)hw_chip_info(chip, e->family, sizeof e->family, &e->bf16_peak);
+  (void)hw_chip_info(chip, e->family, sizeof e->family, e->vendor, sizeof e->vendor, &e->bf16_peak);
   e->compute = compute_tuning_defaults();
   return e;
 }
 
-int calib_nearest(const cost_calib *c, const char *chip, const char *family, double bf16_peak, const bool *usable) {
-  if (!family || !*family) return -1;
+/* The nearest usable entry other than chip among those whose family (by_family) or vendor matches `want`. */
+static int nearest_by(const cost_calib *c, const char *chip, bool by_family, const char *want, double bf16_peak,
+                      const bool *usable) {
+  if (!want || !*want) return -1;
   int best = -1;
   double best_d = INFINITY;
   for (int i = 0; i < c->n_chips; i++) {
     const calib_chip *e = &c->chips[i];
-    if ((usable && !usable[i]) || strcasecmp(e->name, chip) == 0 || strcmp(e->family, family) != 0) continue;
-    /* Distance in peak on a log scale (a chip of unknown peak is the farthest of its family). */
+    if ((usable && !usable[i]) || strcasecmp(e->name, chip) == 0 || strcmp(by_family ? e->family : e->vendor, want) != 0)
+      continue;
+    /* Distance in peak on a log scale (a chip of unknown peak is the farthest). */
     double d = bf16_peak > 0 && e->bf16_peak > 0 ? fabs(log(e->bf16_peak / bf16_peak)) : 1e9;
     if (d < best_d) best = i, best_d = d;
   }
   return best;
 }
 
+/* A chip of another family of the same vendor runs the same software (CUDA, cuBLAS, the framework's kernels),
+ * so its fitted fractions of peak are a closer guess for an unfitted chip than the documented defaults,
+ * which come from one profile of one chip (tuning.c); the nearest in peak is the generation closest to it. */
+int calib_nearest(const cost_calib *c, const char *chip, const char *family, const char *vendor, double bf16_peak,
+                  const bool *usable, bool *cross) {
+  if (cross) *cross = false;
+  int i = nearest_by(c, chip, true, family, bf16_peak, usable);
+  if (i >= 0) return i;
+  i = nearest_by(c, chip, false, vendor, bf16_peak, usable);
+  if (i >= 0 && cross) *cross = true;
+  return i;
+}
+
 /* The rule of calib.h: the chip's entry, else the nearest sibling's, else the defaults. */
-static cost_tuning tuning_of(const cost_calib *c, const char *chip, const char *family, double peak, calib_origin *o) {
+static cost_tuning tuning_of(const cost_calib *c, const char *chip, const char *family, const char *vendor, double peak,
+                             calib_origin *o) {
   cost_tuning t = {compute_tuning_defaults(), c->comm, c->memory, c->overlap};
-  calib_origin own = {CALIB_DEFAULTS, "", "", ""};
+  calib_origin own = {CALIB_DEFAULTS, "", "", "", "", ""};
   snprintf(own.chip, sizeof own.chip, "%s", chip);
   snprintf(own.family, sizeof own.family, "%s", family ? family : "");
+  snprintf(own.vendor, sizeof own.vendor, "%s", vendor ? vendor : "");
   int i = calib_chip_index(c, chip);
+  bool cross = false;
   if (i >= 0) {
     own.how = CALIB_FITTED;
-  } else if ((i = calib_nearest(c, chip, family, peak, NULL)) >= 0) {
-    own.how = CALIB_SIBLING;
+  } else if ((i = calib_nearest(c, chip, family, vendor, peak, NULL, &cross)) >= 0) {
+    own.how = cross ? CALIB_VENDOR : CALIB_SIBLING;
     snprintf(own.from, sizeof own.from, "%s", c->chips[i].name);
+    snprintf(own.from_family, sizeof own.from_family, "%s", c->chips[i].family);
   }
   if (i >= 0) t.compute = c->chips[i].compute;
   if (o) *o = own;
@@ -95,11 +116,11 @@ static cost_tuning tuning_of(const cost_calib *c, const char *chip, const char *
 cost_tuning calib_tuning_for_device(const cost_calib *c, const hw_device *dev, calib_origin *origin) {
   char chip[HW_NAME_MAX];
   calib_chip_of(dev, chip, sizeof chip);
-  return tuning_of(c, chip, dev->family, dev->peak_flop_per_s[HW_DTYPE_BF16], origin);
+  return tuning_of(c, chip, dev->family, dev->vendor, dev->peak_flop_per_s[HW_DTYPE_BF16], origin);
 }
 
 cost_tuning calib_tuning_for_chip(const cost_calib *c, const calib_chip *e, calib_origin *origin) {
-  return tuning_of(c, e->name, e->family, e->bf16_peak, origin);
+  return tuning_of(c, e->name, e->family, e->vendor, e->bf16_peak, origin);
 }
 
 cost_tuning calib_tuning_for(const cost_calib *c, const char *device) {
@@ -129,8 +150,15 @@ void calib_origin_text(const calib_origin *o, char *out, size_t n) {
   case CALIB_SIBLING:
     snprintf(out, n, "%s not fitted: those of %s, the nearest fitted chip of family %s", o->chip, o->from, o->family);
     break;
+  case CALIB_VENDOR:
+    snprintf(out, n, "%s not fitted, nor any chip of family %s: those of %s (family %s), the nearest fitted chip of vendor %s",
+             o->chip, o->family[0] ? o->family : "(none stated)", o->from, o->from_family, o->vendor);
+    break;
   case CALIB_DEFAULTS:
-    if (o->family[0])
+    if (o->vendor[0])
+      snprintf(out, n, "%s not fitted, nor any chip of family %s or vendor %s: the documented defaults", o->chip,
+               o->family[0] ? o->family : "(none stated)", o->vendor);
+    else if (o->family[0])
       snprintf(out, n, "%s not fitted, nor any chip of family %s: the documented defaults", o->chip, o->family);
     else snprintf(out, n, "%s not fitted (no family stated): the documented defaults", o->chip);
     break;

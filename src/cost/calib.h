@@ -24,6 +24,7 @@ enum { CALIB_MAX_CHIPS = 32, CALIB_MAX_BANDS = 64 };
 typedef struct {
   char name[HW_NAME_MAX];   /* the chip ("GA100"), or the name of a device type that states no chip */
   char family[HW_NAME_MAX]; /* its architecture, from a device preset on the chip (hw_chip_info); "" unknown */
+  char vendor[HW_NAME_MAX]; /* its maker ("nvidia"), from the same preset; "" unknown */
   double bf16_peak;         /* that preset's dense bf16 peak, FLOP/s, for the nearest sibling; 0 unknown */
   compute_tuning compute;
 } calib_chip;
@@ -54,7 +55,8 @@ typedef struct {
 typedef enum {
   CALIB_FITTED,   /* its chip's entry */
   CALIB_SIBLING,  /* its chip has none: the entry of the nearest chip of its family (calib_nearest) */
-  CALIB_DEFAULTS, /* no entry of its chip or family: the documented defaults (tuning.c) */
+  CALIB_VENDOR,   /* no entry of its chip or family: the nearest chip of its vendor in another family */
+  CALIB_DEFAULTS, /* no entry of its chip, family or vendor: the documented defaults (tuning.c) */
   CALIB_GIVEN,    /* the caller gave the tuning (cost_env_new with t) */
 } calib_how;
 
@@ -62,7 +64,9 @@ typedef struct {
   calib_how how;
   char chip[HW_NAME_MAX];   /* the device's chip (calib_chip_of) */
   char family[HW_NAME_MAX]; /* its family ("" when not stated) */
-  char from[HW_NAME_MAX];   /* CALIB_SIBLING: the chip whose constants it takes */
+  char from[HW_NAME_MAX];   /* CALIB_SIBLING, CALIB_VENDOR: the chip whose constants it takes */
+  char from_family[HW_NAME_MAX]; /* CALIB_VENDOR: that chip's family */
+  char vendor[HW_NAME_MAX]; /* the device's vendor ("" when not stated) */
 } calib_origin;
 
 /* The documented defaults, with no chip entries and no bands. */
@@ -80,10 +84,12 @@ AP_HIDDEN cost_tuning calib_tuning_for(const cost_calib *c, const char *device);
 /* The same for chip entry `e` (of this or another calibration), by its name, family and peak. */
 AP_HIDDEN cost_tuning calib_tuning_for_chip(const cost_calib *c, const calib_chip *e, calib_origin *origin);
 /* The index of the chip entry of c (among those with usable[i], or all when usable is NULL) nearest to a chip
- * of family `family` with dense bf16 peak `bf16_peak`: another chip (not `chip`) of the same family, the
- * nearest in peak on a log scale (the first listed on a tie); -1 when none or the family is unknown. */
-AP_HIDDEN int calib_nearest(const cost_calib *c, const char *chip, const char *family, double bf16_peak,
-                            const bool *usable);
+ * of family `family` and vendor `vendor` with dense bf16 peak `bf16_peak`: another chip (not `chip`) of the
+ * same family, the nearest in peak on a log scale (the first listed on a tie); when the family has none (or is
+ * unknown), the nearest such chip of the same vendor in any family, and *cross (may be NULL) is set; -1 when
+ * neither exists. */
+AP_HIDDEN int calib_nearest(const cost_calib *c, const char *chip, const char *family, const char *vendor,
+                            double bf16_peak, const bool *usable, bool *cross);
 /* The index of chip's entry; -1 when c lists none. */
 AP_HIDDEN int calib_chip_index(const cost_calib *c, const char *chip);
 /* The chip's entry, added (from the defaults, with its family and peak looked up) when missing; NULL when the

@@ -257,8 +257,13 @@ compute_op_time compute_op(const compute_model *cm, const graph_block *blk, cons
     double moe = op->n_experts > 1 ? cm->tuning.moe_gemm_factor : 1.0;
     /* dgrad is rows×k by k… the transposed shapes; wgrad reduces over rows. Each is costed on its own shape. */
     double eff_dgrad = compute_gemm_eff(cm, dt, rows, k, n), eff_wgrad = compute_gemm_eff(cm, dt, k, n, rows);
-    double t_fwd = fwd_gemm / (peak * eff_fwd * moe);
-    double t_bwd = 0.5 * bwd_gemm / (peak * eff_dgrad * moe) + 0.5 * bwd_gemm / (peak * eff_wgrad * moe);
+    /* Each GEMM kernel also holds the device for gemm_fixed_s besides its FLOPs (tuning.c): once forward and
+     * twice backward (input and weight gradients), and for routed experts once per local expert, since the
+     * grouped GEMM runs one GEMM per expert (TransformerEngine multi_stream_cublas_gemm). */
+    double kernels = op->n_experts > 1 ? (double)op->n_experts / (double)(sh->ep > 0 ? sh->ep : 1) : 1.0;
+    double fixed = fwd_gemm > 0 ? kernels * cm->tuning.gemm_fixed_s : 0.0;
+    double t_fwd = fwd_gemm / (peak * eff_fwd * moe) + fixed;
+    double t_bwd = 0.5 * bwd_gemm / (peak * eff_dgrad * moe) + 0.5 * bwd_gemm / (peak * eff_wgrad * moe) + 2.0 * fixed;
     r.fwd_s = fmax(t_fwd, mem_fwd) + fwd_vec / vector_peak(d);
     r.bwd_s = fmax(t_bwd, mem_bwd) + bwd_vec / vector_peak(d);
     if (dt == HW_DTYPE_FP8) {
@@ -269,9 +274,8 @@ compute_op_time compute_op(const compute_model *cm, const graph_block *blk, cons
        * docs, "FP8 primer", casts and transposes; torchao float8 dynamic scaling). Weights are cast once a
        * step and cached over micro-batches (Transformer Engine is_first_microbatch), so they are not counted.
        * The cost per FLOP falls as 1/k and 1/n: it matters for small hidden sizes. */
-      double local_experts = op->n_experts > 1 ? (double)op->n_experts / (double)(sh->ep > 0 ? sh->ep : 1) : 1.0;
-      r.fwd_s += mem_time_s(cm, rows * k * local_experts * 4.0);
-      r.bwd_s += mem_time_s(cm, rows * n * local_experts * 4.0);
+      r.fwd_s += mem_time_s(cm, rows * k * kernels * 4.0);
+      r.bwd_s += mem_time_s(cm, rows * n * kernels * 4.0);
     }
   } else if (op->kind == OP_ATTENTION) {
     double peak = d->peak_flop_per_s[HW_DTYPE_BF16];

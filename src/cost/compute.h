@@ -21,6 +21,7 @@ typedef struct {
   double fp8_gemm_speedup; /* GEMM speed in fp8 relative to bf16 at the same shape (casts costed apart) */
   double moe_gemm_factor;  /* efficiency of grouped expert GEMMs relative to a dense GEMM of the same shape */
   double op_latency_s;     /* host time to issue one kernel: a layer is never faster than its kernels' issue */
+  double gemm_fixed_s;     /* device time of one GEMM kernel besides its FLOPs (launch gap, prologue, epilogue) */
 } compute_tuning;
 
 /* Defaults for a device with no fitted constants; their sources are in the table of tuning.c. */

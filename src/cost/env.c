@@ -63,6 +63,7 @@ ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, cons
   /* Pipeline units: the repeats of layer blocks (or of every block for graphs without layers). */
   env->n_layers = env->facts.n_layers;
   env->memo = arena_alloc(env->a, sizeof *env->memo);
+  env->flops = arena_alloc(env->a, sizeof *env->flops);
   env->unit_block = arena_alloc(env->a, sizeof(int) * (size_t)(env->n_layers > 0 ? env->n_layers : 1));
   if (!env->unit_block || !env->memo) {
     cost_env_free(env);
@@ -263,7 +264,7 @@ int cost_rank_group(const cost_env *env, const plan *p, int64_t r, double *capac
   const hw_cluster *hc = env->hc;
   int best = 0;
   double cap = (double)hc->groups[0].device.mem_bytes;
-  int64_t stride = plan_axis_stride(p, PLAN_AXIS_PP);
+  int64_t stride = hc->n_groups > 1 ? plan_axis_stride(p, PLAN_AXIS_PP) : 0; /* one group: no walk */
   if (hc->n_groups > 1 && stride > 0 && p->pp > 0) {
     bool any = false;
     for (int gi = 0; gi < hc->n_groups; gi++) {

@@ -4,6 +4,7 @@
  * the schedule (schedule.c), the data-parallel synchronisation and the optimizer step, memory per rank
  * (memory.c), throughput and the FLOP conventions (flops.c). */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "cost/internal.h"
@@ -79,10 +80,32 @@ static ap_status check_precision(ap_ctx *ctx, const cost_env *env, const plan *p
   return AP_OK;
 }
 
+/* Clears *out but for the entries of its per-rank and per-chunk arrays past the first n_ranks and n_chunks,
+ * which no reader looks at (they go by n_ranks and the plan's chunks): most of a cost_result's 29 kB is those
+ * arrays, and a search costs thousands of plans into one result. Everything between and after the arrays is
+ * cleared by address, so a field added anywhere is cleared too. */
+_Static_assert(offsetof(cost_result, mem) < offsetof(cost_result, chunk_tf_s) &&
+                   offsetof(cost_result, chunk_tb_s) == offsetof(cost_result, chunk_tf_s) + sizeof(double[PLAN_MAX_CHUNKS]) &&
+                   offsetof(cost_result, chunk_tw_s) == offsetof(cost_result, chunk_tb_s) + sizeof(double[PLAN_MAX_CHUNKS]),
+               "result_clear: the per-chunk arrays follow mem[], one after the other");
+static void result_clear(cost_result *out, int64_t n_ranks, int64_t n_chunks) {
+  char *base = (char *)out;
+  memset(base, 0, (size_t)((char *)out->mem - base));
+  memset(out->mem, 0, sizeof out->mem[0] * (size_t)n_ranks);
+  char *after_mem = (char *)(out->mem + COST_MAX_RANKS);
+  memset(after_mem, 0, (size_t)((char *)out->chunk_tf_s - after_mem));
+  memset(out->chunk_tf_s, 0, sizeof out->chunk_tf_s[0] * (size_t)n_chunks);
+  memset(out->chunk_tb_s, 0, sizeof out->chunk_tb_s[0] * (size_t)n_chunks);
+  memset(out->chunk_tw_s, 0, sizeof out->chunk_tw_s[0] * (size_t)n_chunks);
+  char *after_chunks = (char *)(out->chunk_tw_s + PLAN_MAX_CHUNKS);
+  memset(after_chunks, 0, (size_t)(base + sizeof *out - after_chunks));
+}
+
 ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_result *out) {
-  memset(out, 0, sizeof *out);
+  result_clear(out, 0, 0); /* the plan's counts are known valid only after plan_validate */
   ap_status st = plan_validate(ctx, p, env->g, env->hc->n_devices, "plan");
   if (st || (st = check_precision(ctx, env, p))) return st;
+  result_clear(out, p->pp, plan_n_chunks(p));
   const graph *g = env->g;
   double b = (double)p->micro_batch_size, s = cost_seq_len(env, p);
   plan_groups pg;

@@ -236,11 +236,17 @@ layer_cost cost_exec_cpu_block(const cost_env *env, int group, const plan *p, co
     acc f = {0}, bw = {0}, w = {0};
     double gather = sp ? coll_s(x, EXEC_COLL_ALLGATHER, p->tp, act_bytes) + act_bytes * cpy : 0;
     if (blk->role == BLOCK_HEAD) {
+      /* ex_head_loss runs the head's backward too, in the forward pass of the last chunk (rank_pipe.c
+       * run_forward): the loss and its gradient, the head's two gradient GEMMs and the final norm's backward,
+       * so their time is the forward's (the FLOP stay the backward's) */
+      acc hb = {0}, hw = {0};
       f.s += gather + T * H * x->norm_fwd_s;
       lin_fwd(x, &f, T, d.V, H);
-      f.s += T * d.V * x->xent_s; /* the loss and its gradient, computed together in the forward pass */
-      lin_bwd(x, &bw, &w, T, d.V, H);
-      bw.s += T * H * x->norm_bwd_s + act_bytes * cpy;
+      f.s += T * d.V * x->xent_s;
+      lin_bwd(x, &hb, &hw, T, d.V, H);
+      f.s += hb.s + hw.s + T * H * x->norm_bwd_s;
+      bw.flop += hb.flop + hw.flop;
+      bw.s += act_bytes * cpy;
     } else {
       f.s += 2 * act_bytes * cpy;
       bw.s += 2 * act_bytes * cpy + gather;
@@ -250,7 +256,7 @@ layer_cost cost_exec_cpu_block(const cost_env *env, int group, const plan *p, co
     lc.wgrad_s = w.s;
     lc.fwd_flop = f.flop;
     lc.bwd_flop = bw.flop + w.flop;
-    lc.recompute_full_s = lc.fwd_s;
+    lc.recompute_full_s = 0; /* the executor recomputes layers only (ex_layer.c restore) */
     return lc;
   }
   double nhl = d.nh / tp, nkvl = d.nkv / tp, qdl = nhl * d.hd, kvl = nkvl * d.hd, Dl = qdl + 2 * kvl, Fl = d.F / tp;
@@ -270,8 +276,9 @@ layer_cost cost_exec_cpu_block(const cost_env *env, int group, const plan *p, co
   double rope = d.gelu ? 0 : T * (nhl + nkvl) * d.hd * x->rope_s;
   double resid = 6 * TL * H * cpy; /* x + y read, written: 12 bytes an element, at the copy rate of 2 bytes/byte */
   double act_f = T * Fl * (d.gelu ? x->gelu_fwd_s : x->swiglu_fwd_s), act_b = T * Fl * (d.gelu ? x->gelu_bwd_s : x->swiglu_bwd_s);
-  bool whole = p->tp > 1 && plan_etp(p) == 1; /* etp = 1: whole experts on the rank's own rows */
-  double Tm = whole ? TL : T, Fe = whole ? d.F : Fl;
+  /* The MoE MLP's rows and expert width (ex_moe.c rows_of): the rows of the etp group (the whole micro-batch at
+   * etp = tp, the rank's own at etp = 1), each expert's width split etp ways. */
+  double etp = (double)plan_etp(p), Tm = sp ? TL * etp : T, Fe = d.F / etp;
   layer_bytes sb = saved_bytes(&d, b, T, TL, Sq, Sk, tp, cp, sp, Tm, Fe);
   acc f = {0}, bw = {0}, w = {0};
   /* forward (ex_layer.c fwd_compute); zeroing the buffers it allocates (calloc) at half the copy rate */
@@ -298,7 +305,14 @@ layer_cost cost_exec_cpu_block(const cost_env *env, int group, const plan *p, co
     double a2a = p->ep > 1 ? 2 * coll_s(x, EXEC_COLL_ALLTOALL, p->ep, 8 * ep * n_local) +
                                  coll_s(x, EXEC_COLL_ALLTOALL, p->ep, send) * 2
                            : 0;
-    double tp_out = p->tp > 1 && !whole ? coll_s(x, EXEC_COLL_ALLREDUCE, p->tp, act_bytes) : 0;
+    /* over the etp group: the rows gathered (forward: the input; backward: the output gradient), the routed
+     * outputs' partial sums all-reduced (T·K rows), the input gradient reduce-scattered */
+    int64_t eg = plan_etp(p);
+    double m_bytes = 4 * Tm * H;
+    bool split = eg > 1 && sp;
+    double e_ag = split ? coll_s(x, EXEC_COLL_ALLGATHER, eg, m_bytes) + (eg == p->tp ? m_bytes * cpy : 0) : 0;
+    double e_rs = split ? coll_s(x, EXEC_COLL_REDUCE_SCATTER, eg, m_bytes) + (eg == p->tp ? m_bytes * cpy : 0) : 0;
+    double tp_out = split ? coll_s(x, EXEC_COLL_ALLREDUCE, eg, send) : 0;
     acc ef = {0}, eb = {0}, ew = {0};
     lin_fwd(x, &ef, Tm, d.E, H);
     lin_bwd(x, &eb, &ew, Tm, d.E, H);
@@ -308,8 +322,8 @@ layer_cost cost_exec_cpu_block(const cost_env *env, int group, const plan *p, co
       lin_bwd(x, &eb, &ew, rows_e, 2 * Fe, H);
       lin_bwd(x, &eb, &ew, rows_e, H, Fe);
     }
-    mlp_f = (whole ? 0 : ag) + a2a / 2 + rows * Fe * x->swiglu_fwd_s + tp_out + 3 * send * cpy + Tm * d.E * x->xent_s;
-    mlp_b = a2a / 2 + rows * Fe * x->swiglu_bwd_s + (whole ? 0 : rs) + 3 * send * cpy;
+    mlp_f = e_ag + a2a / 2 + rows * Fe * x->swiglu_fwd_s + tp_out + 3 * send * cpy + Tm * d.E * x->xent_s;
+    mlp_b = e_ag + a2a / 2 + rows * Fe * x->swiglu_bwd_s + e_rs + 3 * send * cpy;
     f.s += mlp_f + ef.s;
     f.flop += ef.flop;
     bw.s += mlp_b + eb.s;
@@ -413,9 +427,8 @@ cost_mem cost_exec_cpu_memory(const cost_env *env, const plan *p, const rank_cos
   mem.grads = 4 * n_all * (p->tp > 1 ? 2 : 1) + (zero ? 4 * owned : 0);
   mem.optimizer = 8 * owned;
   double T = b * s / (double)p->cp, TL = sp ? T / tp : T;
-  bool whole = p->tp > 1 && plan_etp(p) == 1;
-  layer_bytes lb = saved_bytes(&d, b, T, TL, s / (double)p->cp, s, tp, (double)p->cp, sp, whole ? TL : T,
-                               whole ? d.F : d.F / tp);
+  double etp = (double)plan_etp(p);
+  layer_bytes lb = saved_bytes(&d, b, T, TL, s / (double)p->cp, s, tp, (double)p->cp, sp, sp ? TL * etp : T, d.F / etp);
   /* The micro-batches in flight at the rank's peak (plan/schedule.h), each with its saved layers and the
    * boundary activation it hands on; one layer's working set in its backward. */
   double v = (double)plan_n_chunks(p) / (double)p->pp, nhl = d.nh / tp, Dl = (nhl + 2 * d.nkv / tp) * d.hd;

@@ -18,7 +18,8 @@ static double mean_peak(const hw_cluster *hc) {
   return peak;
 }
 
-void cost_flop_conventions(const cost_env *env, const plan *p, double s, double flop_hardware, cost_result *out) {
+/* The per-token FLOP of the three conventions and the mean peak, at sequence length s. */
+static flop_memo per_token(const cost_env *env, double s) {
   const graph *g = env->g;
   double gemm_tok = graph_train_flop_per_seq(g, s, true) / s;
   bool tied_table = false;
@@ -41,19 +42,34 @@ void cost_flop_conventions(const cost_env *env, const plan *p, double s, double 
         op_cost c = graph_op_eval(&g->blocks[bi], &g->blocks[bi].ops[k], 1, s);
         attn_tok += 3.0 * c.fwd_gemm_flop / s * (double)g->blocks[bi].repeat;
       }
+  flop_memo f = {.set = true, .s = s};
   /* PaLM Appendix B: 6·N (matmul parameters, active for MoE) + the attention term, no causal discount. */
-  double palm_tok = 6.0 * ((double)graph_params_active(g) - embed_params) + attn_tok;
-  out->flop_palm = palm_tok * out->tokens_per_iter;
+  f.palm_tok = 6.0 * ((double)graph_params_active(g) - embed_params) + attn_tok;
   /* Megatron's num_floating_point_operations: GEMMs only, attention halved for causality. */
-  out->flop_megatron = (gemm_tok - 0.5 * quad_tok) * out->tokens_per_iter;
+  f.megatron_tok = gemm_tok - 0.5 * quad_tok;
+  f.graph_tok = graph_train_flop_per_seq(g, s, false) / s;
+  f.peak = mean_peak(env->hc);
+  return f;
+}
+
+void cost_flop_conventions(const cost_env *env, const plan *p, double s, double flop_hardware, cost_result *out) {
+  const graph *g = env->g;
+  flop_memo f;
+  if (env->flops && env->flops->set && env->flops->s == s) f = *env->flops;
+  else {
+    f = per_token(env, s);
+    if (env->flops) *env->flops = f;
+  }
+  out->flop_palm = f.palm_tok * out->tokens_per_iter;
+  out->flop_megatron = f.megatron_tok * out->tokens_per_iter;
   out->flop_hardware = flop_hardware;
-  double n_dev = (double)plan_n_devices(p), peak = mean_peak(env->hc);
+  double n_dev = (double)plan_n_devices(p), peak = f.peak;
   out->mfu_palm = out->flop_palm / (out->iter_s * n_dev * peak);
   out->mfu_megatron = out->flop_megatron / (out->iter_s * n_dev * peak);
   out->hfu = out->flop_hardware / (out->iter_s * n_dev * peak);
   out->tflops_per_device_palm = out->flop_palm / (out->iter_s * n_dev) / 1e12;
   out->tflops_per_device_megatron = out->flop_megatron / (out->iter_s * n_dev) / 1e12;
-  out->flop_graph = graph_train_flop_per_seq(g, s, false) / s * out->tokens_per_iter;
+  out->flop_graph = f.graph_tok * out->tokens_per_iter;
   out->mfu_graph = out->flop_graph / (out->iter_s * n_dev * peak);
   out->headline_graph = g->model_type && (strcmp(g->model_type, "onnx") == 0 || strcmp(g->model_type, "graph") == 0);
 }

@@ -35,6 +35,13 @@ typedef struct {
   plan_groups last;
 } group_memo;
 
+/* flops.c's FLOP per token of the model at one sequence length, and the cluster's mean peak: they depend on the
+ * environment and s only, and every plan of a search has the same s (a walk over every op otherwise). */
+typedef struct {
+  bool set;
+  double s, palm_tok, megatron_tok, graph_tok, peak;
+} flop_memo;
+
 struct cost_env {
   arena *a;
   const ap_model *model;
@@ -53,6 +60,7 @@ struct cost_env {
   int *boundary_blocks; /* the blocks whose output can end a pipeline chunk (units but the last, one per run) */
   int n_boundary_blocks;
   group_memo *memo;    /* mutable through a const env: a cache, invisible in results */
+  flop_memo *flops;    /* the same (NULL when its allocation failed: then nothing is memoised) */
   calib_origin origin; /* where the first node group's compute constants come from */
   calib_band *bands;   /* the calibration's error bands (n_bands, in the arena) */
   int n_bands;

@@ -19,12 +19,11 @@ cost_state_bytes cost_state_bytes_per_param(const memory_tuning *mt) {
 }
 
 cost_state_bytes cost_state_bytes_plan(const memory_tuning *mt, const plan *p, bool transformer) {
-  plan q = *p;
-  if (q.stack == PLAN_STACK_DEFAULT) q.stack = plan_stack_default(transformer);
+  plan_stack st = p->stack == PLAN_STACK_DEFAULT ? plan_stack_default(transformer) : p->stack;
   /* autopar and any keep the cost model's own gradient width (memory.grad_bytes_per_param) */
-  if (q.stack == PLAN_STACK_AUTOPAR || q.stack == PLAN_STACK_ANY)
+  if (st == PLAN_STACK_AUTOPAR || st == PLAN_STACK_ANY)
     return (cost_state_bytes){.weights = 2.0, .grads = mt->grad_bytes_per_param, .optimizer = 12.0};
-  plan_stack_grad_bytes g = plan_stack_grads(&q);
+  plan_stack_grad_bytes g = plan_stack_grads_on(p, st);
   return (cost_state_bytes){.weights = 2.0, .grads = g.grads, .optimizer = 12.0, .unsharded = g.unsharded + g.unsharded_pp};
 }
 

@@ -159,7 +159,8 @@ static void plan_header(jd *d, const cost_env *env, const plan *p) {
 }
 
 static const char *const how_names[] = {
-    [CALIB_FITTED] = "fitted", [CALIB_SIBLING] = "sibling", [CALIB_DEFAULTS] = "defaults", [CALIB_GIVEN] = "given"};
+    [CALIB_FITTED] = "fitted", [CALIB_SIBLING] = "sibling", [CALIB_VENDOR] = "vendor", [CALIB_DEFAULTS] = "defaults",
+    [CALIB_GIVEN] = "given"};
 
 void cost_calibration_put(jd *d, json_t *o, const cost_env *env, const plan *p, const cost_result *r) {
   const calib_origin *org = cost_env_origin(env);
@@ -167,7 +168,7 @@ void cost_calibration_put(jd *d, json_t *o, const cost_env *env, const plan *p, 
   jd_str(d, c, "chip", org->chip);
   jd_str(d, c, "family", org->family);
   jd_str(d, c, "constants", how_names[org->how]);
-  jd_str(d, c, "from_chip", org->how == CALIB_SIBLING ? org->from : NULL);
+  jd_str(d, c, "from_chip", org->how == CALIB_SIBLING || org->how == CALIB_VENDOR ? org->from : NULL);
   char note[256];
   calib_origin_text(org, note, sizeof note);
   jd_str(d, c, "note", note);

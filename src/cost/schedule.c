@@ -21,8 +21,8 @@ double schedule_time_s(const plan *p, const rank_cost *rc, int n, cost_time *out
   for (int r = 0; r < n; r++) {
     double tbi = rc[r].tb - rc[r].tw;
     path += rc[r].tf + tbi;
-    step_h1 = fmax(step_h1, fmax(rc[r].tf + tbi, tbi + rc[r].tw));
-    step_v = fmax(step_v, fmax(rc[r].tf, tbi));
+    step_h1 = ap_fmax(step_h1, ap_fmax(rc[r].tf + tbi, tbi + rc[r].tw));
+    step_v = ap_fmax(step_v, ap_fmax(rc[r].tf, tbi));
   }
   double tw0 = n > 0 ? rc[0].tw : 0;
   /* Interleaved fill: the first micro-batch's forward (and the last one's backward) passes one chunk of every
@@ -34,23 +34,23 @@ double schedule_time_s(const plan *p, const rank_cost *rc, int n, cost_time *out
   for (int r = 0; r < n; r++) {
     if (r == crit) continue;
     double edges = rc[r].edge_tf_s[0] + rc[r].edge_tb_s[0] + rc[r].edge_tf_s[1] + rc[r].edge_tb_s[1];
-    fill_int += fmax(rc[r].chunk_t_max_s + edges, (rc[r].tf + rc[r].tb) / v);
+    fill_int += ap_fmax(rc[r].chunk_t_max_s + edges, (rc[r].tf + rc[r].tb) / v);
   }
   for (int r = 0; r < n; r++) {
     double t = rc[r].tf + rc[r].tb;
     sum += t;
-    max = fmax(max, t);
+    max = ap_fmax(max, t);
     /* Zero-bubble schedules fill the drain with deferred weight-gradient work: the bubble of a rank shrinks from
      * tf + tb to tf + tb - 2·tw (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", §2.1, ZB-H1). */
-    double zb = fmax(0, fmax(t - COST_ZB_H1_W_MULT * rc[r].tw, rc[r].tb - rc[r].tw)); /* never below one input-gradient pass */
+    double zb = ap_fmax(0, ap_fmax(t - COST_ZB_H1_W_MULT * rc[r].tw, rc[r].tb - rc[r].tw)); /* never below one input-gradient pass */
     zb_sum += zb;
-    zb_max = fmax(zb_max, zb);
+    zb_max = ap_fmax(zb_max, zb);
     /* ZB-V: two chunks per rank in a V (Qi et al. 2024 §6). The paper's hand-built schedule reaches zero bubble
      * at T_F = T_B = T_W; the order of plan/schedule.h (built at equal times) leaves each rank a fill of a
      * quarter of its F + B at equal times, which is what the simulator replays, so the closed form charges it. */
-    double zbv = fmax(0, t - COST_ZB_V_W_MULT * rc[r].tw) / COST_ZB_V_FILL_DIV;
+    double zbv = ap_fmax(0, t - COST_ZB_V_W_MULT * rc[r].tw) / COST_ZB_V_FILL_DIV;
     zbv_sum += zbv;
-    zbv_max = fmax(zbv_max, zbv);
+    zbv_max = ap_fmax(zbv_max, zbv);
   }
   switch (p->schedule) {
   case PLAN_SCHED_GPIPE:
@@ -62,9 +62,9 @@ double schedule_time_s(const plan *p, const rank_cost *rc, int n, cost_time *out
     /* v chunks per rank shrink the fill and drain by v (Narayanan et al. 2021 §2.2.2: bubble (p-1)/(v·m)). */
     return m * max + fill_int;
   case PLAN_SCHED_ZB_H1:
-    return fmax(m * max + (zb_sum - zb_max), path + tw0 + (m - 1) * step_h1);
+    return ap_fmax(m * max + (zb_sum - zb_max), path + tw0 + (m - 1) * step_h1);
   case PLAN_SCHED_ZB_V:
-    return fmax(m * max + (zbv_sum - zbv_max), path + tw0 / 2 + (m - 1) * step_v);
+    return ap_fmax(m * max + (zbv_sum - zbv_max), path + tw0 / 2 + (m - 1) * step_v);
   case PLAN_SCHED_COUNT_:
     break;
   }
@@ -79,7 +79,7 @@ double schedule_lockstep_s(const plan *p, const rank_cost *rc, int n, const doub
   double m = (double)p->n_micro_batches, max = 0;
   int crit = 0;
   for (int r = 0; r < n; r++) {
-    max = fmax(max, rc[r].tf + rc[r].tb);
+    max = ap_fmax(max, rc[r].tf + rc[r].tb);
     if (rc[r].tf + rc[r].tb > rc[crit].tf + rc[crit].tb) crit = r;
   }
   /* Megatron's interleaved order runs the micro-batches in groups of pp through the j-th chunk of every rank
@@ -88,22 +88,27 @@ double schedule_lockstep_s(const plan *p, const rank_cost *rc, int n, const doub
    * rank's j-th chunk (ZB-V's ranks are not bound so: each pays its own skew, below).
    * What a rank's time holds beyond its chunks (its exposed sends) is spread over its v chunks. The fill is one
    * chunk of every other rank, the slowest of each (interleaved); for ZB-V as schedule_time_s. */
-  double own[COST_MAX_RANKS] = {0}, cmax[COST_MAX_RANKS] = {0}, step[COST_MAX_RANKS] = {0};
-  double first_t[COST_MAX_RANKS] = {0}, first_fb[COST_MAX_RANKS] = {0}, skew_t[COST_MAX_RANKS] = {0};
-  double skew_fb[COST_MAX_RANKS] = {0};
-  double round[PLAN_MAX_CHUNKS] = {0};
-  int64_t seen[COST_MAX_RANKS] = {0};
+  /* Only the first n ranks' and v rounds' entries are used, and only they are cleared: the search calls this
+   * once per candidate split. */
+  double own[COST_MAX_RANKS], cmax[COST_MAX_RANKS], step[COST_MAX_RANKS];
+  double first_t[COST_MAX_RANKS], first_fb[COST_MAX_RANKS], skew_t[COST_MAX_RANKS], skew_fb[COST_MAX_RANKS];
+  double round[PLAN_MAX_CHUNKS];
+  int64_t seen[COST_MAX_RANKS];
+  if (n_chunks > PLAN_MAX_CHUNKS || v > PLAN_MAX_CHUNKS) return 0;
+  for (int r = 0; r < n; r++)
+    own[r] = cmax[r] = step[r] = first_t[r] = first_fb[r] = skew_t[r] = skew_fb[r] = 0, seen[r] = 0;
+  for (int64_t j = 0; j < v; j++) round[j] = 0;
   for (int64_t c = 0; c < n_chunks; c++) {
     int64_t r = plan_chunk_rank(p, c);
     own[r] += chunk_tf_s[c] + chunk_tb_s[c];
   }
   for (int64_t c = 0; c < n_chunks; c++) {
     int64_t r = plan_chunk_rank(p, c), j = seen[r]++;
-    double extra = fmax(0, rc[r].tf + rc[r].tb - own[r]) / (double)v;
+    double extra = ap_fmax(0, rc[r].tf + rc[r].tb - own[r]) / (double)v;
     double t = chunk_tf_s[c] + chunk_tb_s[c] + extra;
-    round[j] = fmax(round[j], t);
-    cmax[r] = fmax(cmax[r], t);
-    step[r] += fmax(chunk_tf_s[c], chunk_tb_s[c] - chunk_tw_s[c]) + extra / 2;
+    round[j] = ap_fmax(round[j], t);
+    cmax[r] = ap_fmax(cmax[r], t);
+    step[r] += ap_fmax(chunk_tf_s[c], chunk_tb_s[c] - chunk_tw_s[c]) + extra / 2;
     double fb = chunk_tf_s[c] + chunk_tb_s[c] - chunk_tw_s[c];
     if (j == 0) {
       first_t[r] = t;
@@ -117,14 +122,14 @@ double schedule_lockstep_s(const plan *p, const rank_cost *rc, int n, const doub
   for (int64_t j = 0; j < v; j++) pace += round[j];
   for (int r = 0; r < n; r++) {
     if (r != crit) fill += cmax[r];
-    double z = fmax(0, rc[r].tf + rc[r].tb - COST_ZB_V_W_MULT * rc[r].tw) / COST_ZB_V_FILL_DIV;
+    double z = ap_fmax(0, rc[r].tf + rc[r].tb - COST_ZB_V_W_MULT * rc[r].tw) / COST_ZB_V_FILL_DIV;
     zfill += z;
-    zfill_max = fmax(zfill_max, z);
+    zfill_max = ap_fmax(zfill_max, z);
     path += rc[r].tf + rc[r].tb - rc[r].tw;
-    step_max = fmax(step_max, step[r] + skew_fb[r]);
-    skew_max = fmax(skew_max, rc[r].tf + rc[r].tb + fmax(skew_t[r], fabs(rc[r].tb - rc[r].tw - rc[r].tf)) / 2);
+    step_max = ap_fmax(step_max, step[r] + skew_fb[r]);
+    skew_max = ap_fmax(skew_max, rc[r].tf + rc[r].tb + ap_fmax(skew_t[r], fabs(rc[r].tb - rc[r].tw - rc[r].tf)) / 2);
   }
-  if (!zbv) return m * fmax(pace, max) + fill;
+  if (!zbv) return m * ap_fmax(pace, max) + fill;
   /* ZB-V pairs a pass of a rank's down chunk with one of its up chunk (the order is built at equal times), so
    * where the two chunks differ the faster one's passes wait: half the difference per micro-batch in the steady
    * state, the whole difference of F + B per step while the pipeline fills; where a forward and an
@@ -133,7 +138,7 @@ double schedule_lockstep_s(const plan *p, const rank_cost *rc, int n, const doub
    * plan/schedule.h's order: tests/test_closed_form.c). The latency as in schedule_time_s, each further
    * micro-batch one step of the slowest rank behind. */
   double latency = path + rc[0].tw / 2 + (m - 1) * step_max;
-  return fmax(m * fmax(max, skew_max) + (zfill - zfill_max), latency);
+  return ap_fmax(m * ap_fmax(max, skew_max) + (zfill - zfill_max), latency);
 }
 
 double schedule_pipeline_s(const plan *p, rank_cost *rc, int n, double *chunk_tf_s, double *chunk_tb_s,
@@ -146,5 +151,5 @@ double schedule_pipeline_s(const plan *p, rank_cost *rc, int n, double *chunk_tf
       chunk_tb_s[ch] += rc[r].edge_tb_s[e];
       chunk_tw_s[ch] += rc[r].edge_tw_s[e];
     }
-  return fmax(schedule_time_s(p, rc, n, out), schedule_lockstep_s(p, rc, n, chunk_tf_s, chunk_tb_s, chunk_tw_s));
+  return ap_fmax(schedule_time_s(p, rc, n, out), schedule_lockstep_s(p, rc, n, chunk_tf_s, chunk_tb_s, chunk_tw_s));
 }

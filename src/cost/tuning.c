@@ -42,22 +42,30 @@ static const cost_tuning_param params[] = {
      "TUNING: the host issues kernels one by one: a CUDA launch costs ~5 us (NVIDIA CUDA C++ best practices "
      "guide, \"kernel launch overhead\") and an eager PyTorch op adds its dispatch on top; 4 us per kernel. A "
      "layer takes at least its kernel count times this (cost_block), whatever the GPU time."},
+    {"gemm_fixed_s", COST_SCOPE_DEVICE, C(gemm_fixed_s), "s", 0.0, 2e-5, 3e-6, true, 7, 0,
+     "TUNING: every GEMM kernel occupies the device for a fixed time besides its FLOPs: the gap between two "
+     "kernels on a stream, the prologue that loads the first tiles and the epilogue that writes the last, and the "
+     "partly idle last wave (NVIDIA Deep Learning Performance Guide, \"Matrix multiplication background\", wave "
+     "quantization); a few microseconds, 3 us. It matters where GEMMs are small and many: grouped expert GEMMs "
+     "run one cuBLAS GEMM per local expert (NVIDIA/TransformerEngine transformer_engine/common/gemm/"
+     "cublaslt_gemm.cu @5c62f72, multi_stream_cublas_gemm, over 4 compute streams), so a layer pays it once "
+     "per local expert and pass (compute_op)."},
     /* ---- global: communication, overlap, memory ---- */
-    {"bus_eff.scale_up", COST_SCOPE_GLOBAL, M(bus_eff[COMM_LINK_SCALE_UP]), "1", 0.05, 1.0, 0.82, true, 7, 0,
+    {"bus_eff.scale_up", COST_SCOPE_GLOBAL, M(bus_eff[COMM_LINK_SCALE_UP]), "1", 0.05, 1.0, 0.82, true, 8, 0,
      "NVIDIA/nccl-tests#212 (S. Jeaugey, NCCL): H100 NVLink line rate 450 GB/s, about 370 GB/s effective busBw "
      "after protocol overhead with NCCL_ALGO=RING: 370/450 = 0.82. TUNING: ring-class collectives only; NVLink "
      "SHARP all-reduce is faster and not modelled."},
-    {"bus_eff.network", COST_SCOPE_GLOBAL, M(bus_eff[COMM_LINK_NETWORK]), "1", 0.05, 1.0, 0.90, true, 8, 0,
+    {"bus_eff.network", COST_SCOPE_GLOBAL, M(bus_eff[COMM_LINK_NETWORK]), "1", 0.05, 1.0, 0.90, true, 9, 0,
      "NVIDIA/nccl-tests#267 (NCCL team): ConnectX-7 at 400 Gb/s NDR reaches 48-49 of 50 GB/s per NIC; "
      "NVIDIA/nccl#1576: DGX-A100 with 8 x 200 Gb/s gives 192 GB/s all-reduce busBw (0.96). TUNING: 0.9, below "
      "those two-node figures, for the routing and congestion losses of larger jobs; calibrate."},
-    {"overlap.tp", COST_SCOPE_GLOBAL, OV(tp_overlap), "1", 0.0, 1.0, 0.8, true, 9, 0,
+    {"overlap.tp", COST_SCOPE_GLOBAL, OV(tp_overlap), "1", 0.0, 1.0, 0.8, true, 10, 0,
      "TUNING: Megatron's userbuffers TP overlap hides most of the all-gather/reduce-scatter behind the GEMMs "
      "(Wang et al. 2023, \"Overlap communication with dependent computation\", ~80%)."},
-    {"overlap.dp", COST_SCOPE_GLOBAL, OV(dp_overlap), "1", 0.0, 1.0, 0.9, true, 10, 0,
+    {"overlap.dp", COST_SCOPE_GLOBAL, OV(dp_overlap), "1", 0.0, 1.0, 0.9, true, 11, 0,
      "TUNING: bucketed gradient reduce-scatter overlaps the backward of the last micro-batch except its last "
      "bucket (Megatron --overlap-grad-reduce, ddp bucket 40M parameters)."},
-    {"overlap.zero3", COST_SCOPE_GLOBAL, OV(zero3_overlap), "1", 0.0, 1.0, 0.7, true, 11, 0,
+    {"overlap.zero3", COST_SCOPE_GLOBAL, OV(zero3_overlap), "1", 0.0, 1.0, 0.7, true, 12, 0,
      "TUNING: ZeRO-3 (FSDP FULL_SHARD) gathers each layer's parameters just before its forward and its backward, "
      "every micro-batch: the gathers sit on the critical path of the layer they feed and prefetch hides them one "
      "layer ahead only, while the NCCL kernels share SMs and HBM with the GEMMs (FSDP paper, Zhao et al. 2023, "
@@ -65,9 +73,9 @@ static const cost_tuning_param params[] = {
     {"overlap.cp", COST_SCOPE_GLOBAL, OV(cp_overlap), "1", 0.0, 1.0, 0.9, true, 0, 0,
      "TUNING: ring attention sends the next KV block while computing on the current one (Liu et al. 2023, Ring "
      "Attention §3); hidden when attention compute per step exceeds the transfer."},
-    {"overlap.ep", COST_SCOPE_GLOBAL, OV(ep_overlap), "1", 0.0, 1.0, 0.0, true, 12, 0,
+    {"overlap.ep", COST_SCOPE_GLOBAL, OV(ep_overlap), "1", 0.0, 1.0, 0.0, true, 13, 0,
      "TUNING: without dedicated A2A overlap the dispatch/combine all-to-alls are exposed."},
-    {"overlap.pp", COST_SCOPE_GLOBAL, OV(pp_overlap), "1", 0.0, 1.0, 0.8, true, 13, 0,
+    {"overlap.pp", COST_SCOPE_GLOBAL, OV(pp_overlap), "1", 0.0, 1.0, 0.8, true, 14, 0,
      "TUNING: Megatron overlaps pipeline send/recv with compute in the steady state (--overlap-p2p-comm)."},
     {"memory.overhead_bytes", COST_SCOPE_GLOBAL, MEM(overhead_bytes), "bytes", 0.0, 16.0 * GiB, 0.5 * GiB, true, 0, 0,
      "TUNING: cuBLAS/cuDNN workspaces and framework buffers inside the allocator: cuBLAS takes up to 32 MiB of "

@@ -50,5 +50,7 @@ AP_HIDDEN bool ex_moe_bwd(const ex_model *md, const ex_layer_w *lw, const float 
                           const float *dout, float *dm);
 /* Frees the MoE tensors of a. */
 AP_HIDDEN void ex_moe_free(ex_act *a, const ex_cfg *c);
+/* The MoE MLP's rows gathered as its mode needs (ex_moe.c); false when it needs none (full is left alone). */
+AP_HIDDEN bool ex_moe_gather(const ex_act *a, int64_t H, const float *loc, float *full);
 
 #endif

@@ -343,7 +343,10 @@ static bool restore(const ex_model *md, const float *w, ex_act *a) {
     exo_norm_fwd(ln, TL, H, c->eps, a->x, w + lw->n1w, ln ? w + lw->n1b : NULL, a->a, a->mu1, a->r1);
     exo_norm_fwd(ln, TL, H, c->eps, a->xmid, w + lw->n2w, ln ? w + lw->n2b : NULL, a->m, a->mu2, a->r2);
     gather_in(a, a->a, a->a_full, H);
-    gather_in(a, a->m, a->m_full, H); /* the MLP's input, dense or the MoE router's */
+    if (c->E) /* the MoE router's input, gathered as the MoE MLP's mode needs */
+      ex_moe_gather(a, H, a->m, a->m_full);
+    else
+      gather_in(a, a->m, a->m_full, H);
     if (!c->E) {
       if (ln)
         exo_gelu_fwd(T * d.Fl, a->up, a->hact);

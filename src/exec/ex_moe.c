@@ -15,7 +15,12 @@
  * and each runs its share of every expert's width (w1/w3 rows, w2 columns, as the dense MLP); the expert outputs
  * are all-reduced over tp, so the routing weights' gradient sees the whole output, and the rank keeps its rows.
  * In the backward the input gradient's partial sums are reduce-scattered; the router, computed whole on every
- * tp rank, adds its part once (tp rank 0) and keeps its weight gradient from tp rank 0 (g_repl elsewhere). */
+ * tp rank, adds its part once (tp rank 0) and keeps its weight gradient from tp rank 0 (g_repl elsewhere).
+ * Expert tensor parallelism between 1 and tp (Megatron-LM's --expert-tensor-parallel-size; the expert mesh of
+ * plan.h, etp innermost): the same within each etp group, whose ranks gather their rows (in rank order), split
+ * every expert's width etp ways, sum the outputs over the group and reduce-scatter the input gradient back; the
+ * ep all-to-all runs between the ranks of one etp rank. Every (expert, width share) is then one rank's of each
+ * tensor-parallel group, so the step's tp all-reduce and the data-parallel reduction add up its gradient. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,10 +111,28 @@ static void route(const ex_cfg *c, ex_act *a, int64_t T) {
 }
 
 /* The experts split over the tensor-parallel ranks (etp = tp); with etp = 1 (expert_whole) each rank routes its own
- * sequence-parallel rows to whole experts and no tensor-parallel collective runs in the MoE MLP. */
-static bool tp_on(const ex_act *a) { return a->tp.size > 1 && !a->tp.expert_whole; }
-/* The rows the MoE MLP routes: the whole micro-batch (gathered) with etp = tp, else the rank's own. */
-static int64_t rows_of(const ex_act *a) { return tp_on(a) ? a->T : a->T_loc; }
+ * sequence-parallel rows to whole experts and no tensor-parallel collective runs in the MoE MLP; with 1 < etp < tp
+ * (part_on) the etp group's rows are gathered and its ranks split every expert's width etp ways, as with etp = tp
+ * within the smaller group (Megatron-LM's expert tensor parallel group, parallel_state.py; the group's rows in
+ * rank order, since routing treats rows one by one). */
+static bool part_on(const ex_act *a) { return a->tp.size > 1 && a->tp.etp_size > 1 && a->tp.etp_size < a->tp.size; }
+static bool tp_on(const ex_act *a) { return a->tp.size > 1 && !a->tp.expert_whole && !part_on(a); }
+/* The rows the MoE MLP routes: the whole micro-batch (gathered) with etp = tp, the etp group's with 1 < etp < tp,
+ * else the rank's own. */
+static int64_t rows_of(const ex_act *a) {
+  return tp_on(a) ? a->T : part_on(a) ? a->tp.etp_size * a->T_loc : a->T_loc;
+}
+/* The ranks an expert's width is split over and this rank's place among them. */
+static int64_t width_ways(const ex_act *a) { return tp_on(a) ? a->tp.size : part_on(a) ? a->tp.etp_size : 1; }
+static int64_t width_rank(const ex_act *a) { return tp_on(a) ? a->tp.rank : part_on(a) ? a->tp.etp_rank : 0; }
+
+/* The MoE MLP's input rows [rows_of, H] into full: gathered over tp (etp = tp) or over the etp group (1 < etp < tp);
+ * nothing to gather otherwise. Also the backward's output gradient, and restore's (ex_layer.c) m_full. */
+bool ex_moe_gather(const ex_act *a, int64_t H, const float *loc, float *full) {
+  if (tp_on(a)) a->tp.all_gather_seq(a->tp.user, loc, full, a->B, a->S, H);
+  else if (part_on(a)) a->tp.etp_gather(a->tp.user, loc, full, a->T_loc * H);
+  return tp_on(a) || part_on(a);
+}
 
 /* This tp rank's share of an expert: rows [f0, f0 + Fl) of w1 and of w3, columns of w2. */
 static void expert_fwd(const ex_cfg *c, const float *w13, const float *w2, int64_t f0, int64_t Fl, int64_t ne,
@@ -135,14 +158,14 @@ bool ex_moe_fwd(const ex_model *md, const ex_layer_w *lw, const float *w, ex_act
   const ex_cfg *c = &md->c;
   int ep = ep_size(a), me = ep > 1 ? a->tp.ep_rank : 0;
   int64_t T = rows_of(a), H = c->H, E = c->E, K = c->K, el = E / ep, n = T * K;
-  int64_t Fl = tp_on(a) ? c->F / a->tp.size : c->F, f0 = tp_on(a) ? a->tp.rank * Fl : 0, F = Fl;
-  bool oom = false;
-  /* the whole micro-batch's rows (gathered under tensor parallelism) */
-  if (tp_on(a) && !a->m_full) a->m_full = fbuf(a, T * H, &oom);
+  int64_t Fl = c->F / width_ways(a), f0 = width_rank(a) * Fl, F = Fl;
+  bool oom = false, split = tp_on(a) || part_on(a);
+  /* the whole micro-batch's rows (gathered under tensor parallelism), or the etp group's */
+  if (split && !a->m_full) a->m_full = fbuf(a, T * H, &oom);
   if (oom) return false;
-  if (tp_on(a)) a->tp.all_gather_seq(a->tp.user, a->m, a->m_full, a->B, a->S, H);
-  const float *m = tp_on(a) ? a->m_full : a->m;
-  float *out = tp_on(a) ? malloc((size_t)(T * H) * sizeof *out) : out_loc;
+  ex_moe_gather(a, H, a->m, a->m_full);
+  const float *m = split ? a->m_full : a->m;
+  float *out = split ? malloc((size_t)(T * H) * sizeof *out) : out_loc;
   if (!out) return false;
   if (!a->probs) a->probs = fbuf(a, T * E, &oom);
   if (!a->wt) a->wt = fbuf(a, T * K, &oom);
@@ -207,6 +230,7 @@ bool ex_moe_fwd(const ex_model *md, const ex_layer_w *lw, const float *w, ex_act
   if (ok) {
     exchange(a, yr, rows_r, a->yrow, rows_s, H);
     if (tp_on(a)) a->tp.all_reduce(a->tp.user, a->yrow, n * H); /* each tp rank's share of the width, summed */
+    if (part_on(a)) a->tp.etp_all_reduce(a->tp.user, a->yrow, n * H);
     memset(out, 0, (size_t)(T * H) * sizeof *out);
     for (int64_t j = 0; j < n; j++) {
       int64_t slot = a->order[j];
@@ -218,6 +242,8 @@ bool ex_moe_fwd(const ex_model *md, const ex_layer_w *lw, const float *w, ex_act
       for (int64_t b = 0; b < a->B; b++)
         memcpy(out_loc + b * Sl * H, out + (b * a->S + (int64_t)a->tp.rank * Sl) * H, (size_t)(Sl * H) * sizeof *out);
     }
+    if (part_on(a)) /* this rank's block of the group's rows */
+      memcpy(out_loc, out + a->tp.etp_rank * a->T_loc * H, (size_t)(a->T_loc * H) * sizeof *out);
   }
   if (out != out_loc) free(out);
   free(rows_s);
@@ -233,17 +259,22 @@ bool ex_moe_bwd(const ex_model *md, const ex_layer_w *lw, const float *w, float 
   const ex_cfg *c = &md->c;
   int ep = ep_size(a), me = ep > 1 ? a->tp.ep_rank : 0;
   int64_t T = rows_of(a), H = c->H, E = c->E, K = c->K, el = E / ep, n = T * K;
-  int64_t Fl = tp_on(a) ? c->F / a->tp.size : c->F, f0 = tp_on(a) ? a->tp.rank * Fl : 0, F = Fl;
-  float *dout_full = tp_on(a) ? malloc((size_t)(T * H) * sizeof *dout_full) : NULL;
-  float *dm = tp_on(a) ? malloc((size_t)(T * H) * sizeof *dm) : dm_loc;
-  if (tp_on(a) && (!dout_full || !dm)) {
+  int64_t Fl = c->F / width_ways(a), f0 = width_rank(a) * Fl, F = Fl;
+  bool split = tp_on(a) || part_on(a);
+  float *dout_full = split ? malloc((size_t)(T * H) * sizeof *dout_full) : NULL;
+  float *dm = split ? malloc((size_t)(T * H) * sizeof *dm) : dm_loc;
+  if (split && (!dout_full || !dm)) {
     free(dout_full);
     free(dm);
     return false;
   }
-  if (tp_on(a)) a->tp.all_gather_seq(a->tp.user, dout_loc, dout_full, a->B, a->S, H); /* the backward of keeping rows */
-  const float *dout = tp_on(a) ? dout_full : dout_loc, *m = tp_on(a) ? a->m_full : a->m;
-  float *g_router = tp_on(a) && a->tp.g_repl ? a->tp.g_repl : g;
+  ex_moe_gather(a, H, dout_loc, dout_full); /* the backward of keeping rows */
+  const float *dout = split ? dout_full : dout_loc, *m = split ? a->m_full : a->m;
+  /* The router runs alike on every rank of the group that gathered its rows: its gradients are kept from the
+   * group's first rank (tp rank 0; with 1 < etp < tp each etp group's rank 0, whose sum over the groups the
+   * step's tensor-parallel all-reduce forms), the other ranks' go to g_repl. */
+  bool first = tp_on(a) ? a->tp.rank == 0 : part_on(a) ? a->tp.etp_rank == 0 : true;
+  float *g_router = first || !a->tp.g_repl ? g : a->tp.g_repl;
   float *dwt = calloc((size_t)n, sizeof *dwt), *dlog = calloc((size_t)(T * E), sizeof *dlog);
   float *dys = malloc((size_t)(n * H) * sizeof *dys), *dxs = malloc((size_t)(n * H) * sizeof *dxs);
   int64_t *rows_s = calloc((size_t)ep, sizeof *rows_s), *rows_r = calloc((size_t)ep, sizeof *rows_r);
@@ -306,10 +337,10 @@ bool ex_moe_bwd(const ex_model *md, const ex_layer_w *lw, const float *w, float 
       for (int64_t k = 0; k < K; k++)
         dlog[t * E + a->sel[t * K + k]] = a->wt[t * K + k] * (dwt[t * K + k] - (float)s);
     }
-    /* the router's part of dm once (tp rank 0), its weight gradient from tp rank 0 */
-    bool add = !tp_on(a) || a->tp.rank == 0;
-    exo_linear_bwd(T, E, H, m, H, w + lw->router, H, dlog, E, add ? dm : NULL, H, 1.0f, g_router + lw->router, NULL);
+    /* the router's part of dm once per group (its first rank), as its weight gradient */
+    exo_linear_bwd(T, E, H, m, H, w + lw->router, H, dlog, E, first ? dm : NULL, H, 1.0f, g_router + lw->router, NULL);
     if (tp_on(a)) a->tp.reduce_scatter_seq(a->tp.user, dm, dm_loc, a->B, a->S, H);
+    if (part_on(a)) a->tp.etp_reduce_scatter(a->tp.user, dm, dm_loc, a->T_loc * H);
   }
   free(dout_full);
   if (dm != dm_loc) free(dm);

@@ -100,6 +100,14 @@ typedef struct {
   float *g_repl;
   /* Expert tensor parallelism 1 under tp > 1 (etp = 1): the MoE MLP runs whole experts on the rank's own rows. */
   bool expert_whole;
+  /* Expert tensor parallelism 1 < etp < tp (etp_size ranks, this one etp_rank; ex_moe.c): the MoE MLP gathers the
+   * rows of its etp group and runs its 1/etp share of every expert's width over them. etp_gather puts every
+   * group rank's n floats into full in rank order; etp_all_reduce sums n floats over the group; etp_reduce_scatter
+   * sums the group's full [etp·n] and returns this rank's n. etp_size 0 or 1: not this mode. */
+  int etp_rank, etp_size;
+  void (*etp_gather)(void *user, const float *loc, float *full, int64_t n);
+  void (*etp_all_reduce)(void *user, float *buf, int64_t n);
+  void (*etp_reduce_scatter)(void *user, const float *full, float *loc, int64_t n);
   /* Expert parallelism (ex_moe.c): this rank's place in its ep group (size 0 or 1: none) and the all-to-alls:
    * ep_counts sends n int64 to every rank and receives n from each; ep_rows sends send_rows[d] rows of H floats
    * to rank d and receives recv_rows[s] from rank s, both in rank order. */

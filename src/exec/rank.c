@@ -8,6 +8,9 @@
  * "autopar-rank: rank R: MESSAGE" and calls MPI_Abort, which ends every rank of the job. */
 #include <math.h>
 #include <stdio.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -114,9 +117,9 @@ static void read_plan(ap_ctx *ctx, const char *path, const ap_model *model, cons
     die(2, "%s: parallel.tp: %lld must divide the MLP width %lld (intermediate_size)", path, (long long)out->tp, (long long)c->F);
   out->edp = plan_edp(p);
   out->etp = plan_etp(p);
-  if (c->E && out->etp != out->tp && out->etp != 1)
-    die(2, "%s: parallel.etp: %lld: the executor runs experts split as the dense layers are (etp = tp = %lld) or whole "
-        "(etp = 1) only", path, (long long)out->etp, (long long)out->tp);
+  if (c->E && out->etp > 1 && c->F % out->etp)
+    die(2, "%s: parallel.etp: %lld must divide the experts' width %lld (intermediate_size)", path, (long long)out->etp,
+        (long long)c->F);
   if (out->dp > 4 * RK_MAX_CHUNKS) die(2, "%s: parallel.dp: more than %d data-parallel ranks", path, 4 * RK_MAX_CHUNKS);
   if (out->dp * out->cp > 4 * RK_MAX_CHUNKS) die(2, "%s: parallel.cp: dp·cp above %d", path, 4 * RK_MAX_CHUNKS);
   if (plan_n_chunks(p) > RK_MAX_CHUNKS) die(2, "%s: parallel.vpp: more than %d chunks", path, RK_MAX_CHUNKS);
@@ -164,10 +167,14 @@ static void update_range(rk_state *s, int64_t k, int64_t t, float *shard_g, floa
   if (hi <= lo) return;
   /* Tensor parallelism: each rank's slices (zero elsewhere) and its partial sums of the sequence-parallel
    * norms and biases add up to the whole gradient; every tensor-parallel rank then holds it and updates alike. */
+  double t0 = rk_tally_begin(s, s->tp_comm, true), bytes = 4.0 * (double)(hi - lo);
   if (s->p.tp > 1) MPI_Allreduce(MPI_IN_PLACE, s->g + lo, (int)(hi - lo), MPI_FLOAT, MPI_SUM, s->tp_comm);
+  rk_tally_add(s, RK_AT_STEP, RK_OP_ALLREDUCE, bytes, t0);
   int dp = s->red_size;
   if (s->p.zero == 0) {
+    t0 = rk_tally_begin(s, s->dp_comm, true);
     if (dp > 1) MPI_Allreduce(MPI_IN_PLACE, s->g + lo, (int)(hi - lo), MPI_FLOAT, MPI_SUM, s->dp_comm);
+    rk_tally_add(s, RK_AT_STEP, RK_OP_ALLREDUCE, bytes, t0);
     ex_adamw_step(&s->m, &s->opt, t + 1, s->w, s->g, *mom, *var, lo, hi);
     *mom += hi - lo;
     *var += hi - lo;
@@ -182,14 +189,18 @@ static void update_range(rk_state *s, int64_t k, int64_t t, float *shard_g, floa
   }
   int64_t a, b;
   shard_of(s, lo, hi, s->red_rank, &a, &b);
+  t0 = rk_tally_begin(s, s->dp_comm, true);
   MPI_Reduce_scatter(s->g + lo, shard_g, counts, MPI_FLOAT, MPI_SUM, s->dp_comm);
+  rk_tally_add(s, RK_AT_STEP, RK_OP_REDUCE_SCATTER, bytes, t0);
   memcpy(s->g + a, shard_g, (size_t)(b - a) * sizeof(float));
   ex_adamw_step(&s->m, &s->opt, t + 1, s->w, s->g, *mom, *var, a, b);
   *mom += b - a;
   *var += b - a;
   /* ZeRO-1/2 gather the updated parameters now; ZeRO-3 keeps only its shard until the next forward needs them
    * (gather_params), which gives the same numbers. */
+  t0 = rk_tally_begin(s, s->dp_comm, true);
   if (s->p.zero < 3) MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, s->w + lo, counts, displs, MPI_FLOAT, s->dp_comm);
+  rk_tally_add(s, RK_AT_STEP, RK_OP_ALLGATHER, s->p.zero < 3 ? bytes : 0, t0);
 }
 
 static void gather_params(rk_state *s, int64_t k) {
@@ -202,12 +213,16 @@ static void gather_params(rk_state *s, int64_t k) {
     counts[d] = (int)(b - a);
     displs[d] = (int)(a - lo);
   }
+  double t0 = rk_tally_begin(s, s->dp_comm, true);
   if (hi > lo) MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, s->w + lo, counts, displs, MPI_FLOAT, s->dp_comm);
+  rk_tally_add(s, RK_AT_STEP, RK_OP_ALLGATHER, 4.0 * (double)(hi - lo), t0);
 }
 
 void rk_tp_all_reduce(void *user, float *buf, int64_t n) {
   rk_state *s = user;
+  double t0 = rk_tally_begin(s, s->tp_comm, true);
   MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, s->tp_comm);
+  rk_tally_add(s, RK_AT_LAYER, RK_OP_ALLREDUCE, 4.0 * (double)n, t0);
 }
 
 /* loc is [B, S/t, H], this rank's positions of each sequence; full is [B, S, H]. */
@@ -216,7 +231,9 @@ void rk_tp_all_gather_seq(void *user, const float *loc, float *full, int64_t B, 
   int64_t t = s->tp.size, Sl = S / t, n = B * Sl * H;
   float *tmp = malloc((size_t)(t * n) * sizeof *tmp);
   if (!tmp) die(1, "out of memory");
+  double t0 = rk_tally_begin(s, s->tp_comm, true);
   MPI_Allgather(loc, (int)n, MPI_FLOAT, tmp, (int)n, MPI_FLOAT, s->tp_comm);
+  rk_tally_add(s, RK_AT_LAYER, RK_OP_ALLGATHER, 4.0 * (double)(t * n), t0);
   for (int64_t r = 0; r < t; r++)
     for (int64_t b = 0; b < B; b++)
       memcpy(full + (b * S + r * Sl) * H, tmp + r * n + b * Sl * H, (size_t)(Sl * H) * sizeof *full);
@@ -231,13 +248,39 @@ void rk_tp_reduce_scatter_seq(void *user, const float *full, float *loc, int64_t
   for (int64_t r = 0; r < t; r++)
     for (int64_t b = 0; b < B; b++)
       memcpy(tmp + r * n + b * Sl * H, full + (b * S + r * Sl) * H, (size_t)(Sl * H) * sizeof *tmp);
+  double t0 = rk_tally_begin(s, s->tp_comm, true);
   MPI_Reduce_scatter_block(tmp, loc, (int)n, MPI_FLOAT, MPI_SUM, s->tp_comm);
+  rk_tally_add(s, RK_AT_LAYER, RK_OP_REDUCE_SCATTER, 4.0 * (double)(t * n), t0);
   free(tmp);
+}
+
+/* Expert tensor parallelism 1 < etp < tp: the etp group's collectives over s->etp_comm (ex_tp's etp_*). */
+static void rk_etp_gather(void *user, const float *loc, float *full, int64_t n) {
+  rk_state *s = user;
+  double t0 = rk_tally_begin(s, s->etp_comm, true);
+  MPI_Allgather(loc, (int)n, MPI_FLOAT, full, (int)n, MPI_FLOAT, s->etp_comm);
+  rk_tally_add(s, RK_AT_LAYER, RK_OP_ALLGATHER, 4.0 * (double)(n * s->tp.etp_size), t0);
+}
+
+static void rk_etp_all_reduce(void *user, float *buf, int64_t n) {
+  rk_state *s = user;
+  double t0 = rk_tally_begin(s, s->etp_comm, true);
+  MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, s->etp_comm);
+  rk_tally_add(s, RK_AT_LAYER, RK_OP_ALLREDUCE, 4.0 * (double)n, t0);
+}
+
+static void rk_etp_reduce_scatter(void *user, const float *full, float *loc, int64_t n) {
+  rk_state *s = user;
+  double t0 = rk_tally_begin(s, s->etp_comm, true);
+  MPI_Reduce_scatter_block(full, loc, (int)n, MPI_FLOAT, MPI_SUM, s->etp_comm);
+  rk_tally_add(s, RK_AT_LAYER, RK_OP_REDUCE_SCATTER, 4.0 * (double)(n * s->tp.etp_size), t0);
 }
 
 void rk_ep_counts(void *user, const int64_t *send, int64_t *recv, int64_t n) {
   rk_state *s = user;
+  double t0 = rk_tally_begin(s, s->ep_comm, true);
   MPI_Alltoall(send, (int)n, MPI_INT64_T, recv, (int)n, MPI_INT64_T, s->ep_comm);
+  rk_tally_add(s, RK_AT_LAYER, RK_OP_ALLTOALL, 8.0 * (double)(n * s->tp.ep_size), t0);
 }
 
 void rk_ep_rows(void *user, const float *send, const int64_t *send_rows, float *recv, const int64_t *recv_rows, int64_t H) {
@@ -251,7 +294,10 @@ void rk_ep_rows(void *user, const float *send, const int64_t *send_rows, float *
     so += sc[d];
     ro += rc[d];
   }
+  int last = ep - 1;
+  double t0 = rk_tally_begin(s, s->ep_comm, true);
   MPI_Alltoallv(send, sc, sd, MPI_FLOAT, recv, rc, rd, MPI_FLOAT, s->ep_comm);
+  rk_tally_add(s, RK_AT_LAYER, RK_OP_ALLTOALL, 4.0 * (double)(sd[last] + sc[last]), t0);
 }
 
 void rk_cp_positions(const rk_state *s, int r, int64_t *pos) {
@@ -269,7 +315,9 @@ void rk_cp_gather(void *user, const float *loc, float *full, int64_t B, int64_t 
   float *tmp = malloc((size_t)(cp * n) * sizeof *tmp);
   int64_t *pos = malloc((size_t)S * sizeof *pos);
   if (!tmp || !pos) die(1, "out of memory");
+  double t0 = rk_tally_begin(s, s->cp_comm, true);
   MPI_Allgather(loc, (int)n, MPI_FLOAT, tmp, (int)n, MPI_FLOAT, s->cp_comm);
+  rk_tally_add(s, RK_AT_LAYER, RK_OP_ALLGATHER, 4.0 * (double)(cp * n), t0);
   for (int r = 0; r < cp; r++) {
     rk_cp_positions(s, r, pos);
     for (int64_t b = 0; b < B; b++)
@@ -292,7 +340,9 @@ void rk_cp_reduce_scatter(void *user, const float *full, float *loc, int64_t B, 
       for (int64_t i = 0; i < S; i++)
         memcpy(tmp + r * n + (b * S + i) * W, full + (b * S * cp + pos[i]) * W, (size_t)W * sizeof *tmp);
   }
+  double t0 = rk_tally_begin(s, s->cp_comm, true);
   MPI_Reduce_scatter_block(tmp, loc, (int)n, MPI_FLOAT, MPI_SUM, s->cp_comm);
+  rk_tally_add(s, RK_AT_LAYER, RK_OP_REDUCE_SCATTER, 4.0 * (double)(cp * n), t0);
   free(tmp);
   free(pos);
 }
@@ -309,7 +359,8 @@ static double cpu_now_s(void) {
 }
 
 static void write_result(const rk_args *a, const rk_state *s, const double *loss, const double *time_s,
-                         const double *cpu_s, const long *rss, ap_ctx *ctx) {
+                         const double *cpu_s, const long *rss, rk_tally tally[RK_AT_N][RK_OP_N], const double *passes,
+                         ap_ctx *ctx) {
   strbuf sb = {0};
   sb_puts(&sb, "{\"format\": \"autopar-run/1\", \"model\": ");
   jx_sb_str(&sb, a->model);
@@ -346,7 +397,23 @@ static void write_result(const rk_args *a, const rk_state *s, const double *loss
   jx_sb_num(&sb, med);
   sb_puts(&sb, ", \"peak_rss_bytes\": [");
   for (int r = 0; r < s->world; r++) sb_printf(&sb, "%s%lld", r ? ", " : "", (long long)rss[r] * 1024LL);
-  sb_printf(&sb, "], \"tokens_per_step\": %lld", (long long)(s->p.gbs * s->p.seq));
+  sb_printf(&sb, "], \"tokens_per_step\": %lld, \"mpi\": [", (long long)(s->p.gbs * s->p.seq));
+  static const char *const at_names[RK_AT_N] = {"layer", "pipeline", "step_end"},
+                           *const op_names[RK_OP_N] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                                                       "send_recv", "skew"};
+  for (int i = 0, k = 0; i < RK_AT_N; i++)
+    for (int j = 0; j < RK_OP_N; j++)
+      if (tally[i][j].calls > 0)
+        sb_printf(&sb, "%s{\"at\": \"%s\", \"op\": \"%s\", \"calls\": %.6g, \"bytes\": %.6g, \"time_s\": %.6g}",
+                  k++ ? ", " : "", at_names[i], op_names[j], tally[i][j].calls, tally[i][j].bytes, tally[i][j].time_s);
+  sb_printf(&sb, "], \"minor_faults_per_step\": %.6g, \"passes_per_step\": {", s->minflt);
+  static const char *const pass_names[6] = {"forward_s", "backward_s", "weight_s", "forward_cpu_s", "backward_cpu_s",
+                                            "weight_cpu_s"};
+  for (int i = 0; i < 6; i++) {
+    sb_printf(&sb, "%s\"%s\": [", i ? "], " : "", pass_names[i]);
+    for (int r = 0; r < s->world; r++) sb_printf(&sb, "%s%.6g", r ? ", " : "", passes[6 * r + i]);
+  }
+  sb_puts(&sb, "]}");
   /* What `autopar run --record` writes into a runs.csv row: the architecture and the plan as run. */
   const ex_cfg *c = &s->m.c;
   sb_printf(&sb, ", \"arch\": {\"family\": \"%s\", \"num_layers\": %lld, \"hidden_size\": %lld, \"ffn_hidden_size\": %lld, "
@@ -429,6 +496,21 @@ int main(int argc, char **argv) {
   }
   if (!a.result) die(2, "--result: required without --check");
 
+#ifdef __GLIBC__
+  /* A step allocates and frees its activations and collective buffers (0.1-10 MiB each) every pass. glibc serves
+   * blocks above its mmap threshold (128 KiB at first, adjusted as blocks are freed) with fresh mappings and gives
+   * the heap's top back above the trim threshold, so many of those buffers page-fault on their first touch (tp 2
+   * with sequence parallelism on bench/executor.py's model: 14,558 minor faults a step). AUTOPAR_MALLOC_KEEP=1
+   * sets the mmap threshold to glibc's maximum (32 MiB, DEFAULT_MMAP_THRESHOLD_MAX in malloc/malloc.c) and turns
+   * trimming off, so freed memory stays in the heap as a caching allocator keeps it (mallopt(3)): no faults and
+   * tp 2 sp 15% faster, but the heap's fragmentation raises the peak RSS of plans with several micro-batches
+   * (dp 2 ZeRO 2 with 2 micro-batches: 94 to 108 MiB), which the memory model does not price. So it is not the
+   * default; bench/exec_effects.py (F) measures both. */
+  if (getenv("AUTOPAR_MALLOC_KEEP")) {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, -1);
+  }
+#endif
   MPI_Init(&argc, &argv);
   g_mpi = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &s.rank);
@@ -465,6 +547,16 @@ int main(int argc, char **argv) {
   s.tp.expert_whole = tps > 1 && s.p.etp == 1;
   int edp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_EDP), etp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_ETP);
   MPI_Comm_split(MPI_COMM_WORLD, (s.pp_rank * (int)s.p.edp + edp_rank) * tps + etp_rank, s.tp.ep_rank, &s.ep_comm);
+  /* The etp group: the ranks of one pipeline rank, expert-data-parallel rank and ep rank. */
+  MPI_Comm_split(MPI_COMM_WORLD, (s.pp_rank * (int)s.p.edp + edp_rank) * (int)s.p.ep + s.tp.ep_rank, etp_rank,
+                 &s.etp_comm);
+  if (tps > 1 && s.p.etp > 1 && s.p.etp < tps) {
+    s.tp.etp_rank = etp_rank;
+    s.tp.etp_size = (int)s.p.etp;
+    s.tp.etp_gather = rk_etp_gather;
+    s.tp.etp_all_reduce = rk_etp_all_reduce;
+    s.tp.etp_reduce_scatter = rk_etp_reduce_scatter;
+  }
   if (tps > 1) {
     s.scratch = calloc((size_t)s.m.n_params, sizeof *s.scratch);
     if (!s.scratch) die(1, "out of memory");
@@ -490,15 +582,19 @@ int main(int argc, char **argv) {
   bool tied_split = s.m.head == s.m.emb && s.p.chunk_rank[0] != s.p.chunk_rank[n_chunks - 1];
   int64_t emb_n = s.m.c.V * s.m.c.H;
   char msg[600];
+  s.skew_barrier = getenv("AUTOPAR_MPI_SKEW") != NULL;
   for (int64_t t = 0; t < a.steps; t++) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime(), c0 = cpu_now_s();
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
     if (s.p.zero == 3 && t > 0)
       for (int64_t k = 0; k < n_chunks; k++)
         if (s.p.chunk_rank[k] == s.pp_rank) gather_params(&s, k);
     if (t == 0 && a.fail_rank == s.rank) die(1, "failing on purpose (--fail-rank %d)", s.rank);
     memset(s.g, 0, (size_t)s.m.n_params * sizeof *s.g);
     if (s.scratch) memset(s.scratch, 0, (size_t)s.m.n_params * sizeof *s.scratch);
+    s.tallying = t > 0 || a.steps == 1;
     double l_sum = rk_pipeline_step(&s, t, msg, sizeof msg);
     if (l_sum < 0) die(1, "%s", msg);
     /* The tied embedding's gradient from the head (last chunk) joins the embedding's (chunk 0), as Megatron's
@@ -514,6 +610,8 @@ int main(int argc, char **argv) {
     double total = 0.0;
     MPI_Allreduce(&l_sum, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     double my_cpu = cpu_now_s() - c0;
+    getrusage(RUSAGE_SELF, &ru1);
+    if (s.tallying) s.minflt += (double)(ru1.ru_minflt - ru0.ru_minflt);
     MPI_Barrier(MPI_COMM_WORLD);
     time_s[t] = MPI_Wtime() - t0;
     MPI_Allreduce(&my_cpu, &cpu_s[t], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -528,10 +626,24 @@ int main(int argc, char **argv) {
   long my_rss = ru.ru_maxrss, *rss = calloc((size_t)s.world, sizeof *rss);
   if (!rss) die(1, "out of memory");
   MPI_Gather(&my_rss, 1, MPI_LONG, rss, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  rk_tally mean[RK_AT_N][RK_OP_N]; /* the mean over ranks */
+  MPI_Reduce(s.tally, mean, 3 * RK_AT_N * RK_OP_N, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  double faults = 0;
+  MPI_Reduce(&s.minflt, &faults, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  double n_tallied = (double)(a.steps > 1 ? a.steps - 1 : 1), mine[6];
+  s.minflt = faults / s.world / n_tallied;
+  for (int i = 0; i < 6; i++) mine[i] = (i < 3 ? s.pass_s : s.pass_cpu_s)[i % 3] / n_tallied;
+  double *passes = calloc((size_t)(6 * s.world), sizeof *passes); /* per rank: forward, backward, weight; CPU */
+  if (!passes) die(1, "out of memory");
+  MPI_Gather(mine, 6, MPI_DOUBLE, passes, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  for (int i = 0; i < RK_AT_N; i++)
+    for (int j = 0; j < RK_OP_N; j++)
+      mean[i][j].calls /= s.world, mean[i][j].bytes /= s.world, mean[i][j].time_s /= s.world;
   if (s.rank == 0) {
     if (a.save && ex_save(ctx, &s.m, a.save, s.w)) die(2, "%s", ap_ctx_error(ctx));
-    write_result(&a, &s, loss, time_s, cpu_s, rss, ctx);
+    write_result(&a, &s, loss, time_s, cpu_s, rss, mean, passes, ctx);
   }
+  free(passes);
   free(rss);
   free(loss);
   free(time_s);
@@ -549,6 +661,7 @@ int main(int argc, char **argv) {
   MPI_Comm_free(&s.pp_comm);
   MPI_Comm_free(&s.tp_comm);
   MPI_Comm_free(&s.ep_comm);
+  MPI_Comm_free(&s.etp_comm);
   MPI_Comm_free(&s.cp_comm);
   free(s.cp_pos);
   rk_schedule_free(&s.p);

@@ -10,6 +10,16 @@
 #include "exec/ex_sched.h"
 #include "exec/exec.h"
 
+/* Wall time inside the step's MPI calls, a diagnostic of `run --json` ("mpi"): by where the call is (the
+ * layers' tp, cp and ep collectives; the pipeline's receives and send completions; the step's end) and by
+ * collective, summed over the steps after the first. bytes as the cost model counts them (exec_cpu.c coll_s:
+ * the gathered result, the scattered input, a rank's all-to-all send buffer, one message). */
+enum { RK_AT_LAYER, RK_AT_PIPE, RK_AT_STEP, RK_AT_N };
+enum { RK_OP_ALLREDUCE, RK_OP_ALLGATHER, RK_OP_REDUCE_SCATTER, RK_OP_ALLTOALL, RK_OP_SENDRECV, RK_OP_SKEW, RK_OP_N };
+typedef struct {
+  double calls, bytes, time_s;
+} rk_tally;
+
 typedef struct {
   ex_model m;
   rk_plan p;
@@ -18,7 +28,7 @@ typedef struct {
   int rank, world;
   int pp_rank, dp_rank, tp_rank, cp_rank;
   int red_rank, red_size; /* place in the gradient-reduction (and ZeRO) group dp·cp, dp_comm */
-  MPI_Comm dp_comm, pp_comm, tp_comm, ep_comm, cp_comm;
+  MPI_Comm dp_comm, pp_comm, tp_comm, ep_comm, cp_comm, etp_comm;
   int64_t *cp_pos;        /* this rank's positions of each sequence under context parallelism (seq/cp of them) */
   ex_tp tp;       /* this rank's tensor-parallel share and its communication (tp_comm) */
   float *scratch; /* n_params floats: gradients of what every tensor-parallel rank computes whole, kept from rank 0 */
@@ -26,7 +36,16 @@ typedef struct {
   int64_t shard_lo, shard_hi; /* the range whose optimizer state this rank holds (ZeRO >= 1), else [lo, hi) */
   float *w, *g, *mom, *var;   /* mom and var cover [shard_lo, shard_hi) */
   int64_t chunk_l0[RK_MAX_CHUNKS]; /* first layer of each chunk */
+  bool tallying, tally_on, skew_barrier; /* after the first step; this call; AUTOPAR_MPI_SKEW */
+  double skew_s, minflt; /* the skew barrier's wait in this call; minor page faults of the tallied steps */
+  double pass_s[3], pass_cpu_s[3]; /* wall and thread CPU time in forward, backward and weight-gradient passes */
+  rk_tally tally[RK_AT_N][RK_OP_N];
 } rk_state;
+
+/* Around one MPI call on comm: t0 = rk_tally_begin(s, comm), the call, rk_tally_add(s, at, op, bytes, t0)
+ * (rank.c); a group of one rank is not tallied. */
+double rk_tally_begin(rk_state *s, MPI_Comm comm, bool collective);
+void rk_tally_add(rk_state *s, int at, int op, double bytes, double t0);
 
 /* `autopar-rank --profile OUT.json [--quick]` (rank_prof.c): measures the machine and writes a cluster file. */
 int rk_profile_main(int argc, char **argv);

@@ -76,7 +76,9 @@ static float *recv_from(step_ctx *c, int64_t mb, int64_t chunk, int64_t src, int
     return NULL; /* the schedule consumed before it produced */
   }
   float *b = malloc((size_t)(c->T * c->H) * sizeof *b); /* room for a whole micro-batch: the forward reuses it */
+  double t0 = rk_tally_begin(c->s, c->s->pp_comm, false);
   if (b) MPI_Recv(b, (int)(c->T_act * c->H), MPI_FLOAT, peer, tag, c->s->pp_comm, MPI_STATUS_IGNORE);
+  if (b) rk_tally_add(c->s, RK_AT_PIPE, RK_OP_SENDRECV, 4.0 * (double)(c->T_act * c->H), t0);
   return b;
 }
 
@@ -272,9 +274,12 @@ double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg) {
   if (!ok) snprintf(msg, n_msg, "out of memory");
   for (int i = 0; i < n && ok; i++) {
     const rk_item *it = &items[i];
+    double w0 = MPI_Wtime(), c0 = rk_thread_cpu_s();
     ok = it->kind == RK_F   ? run_forward(&c, t, it->mb, it->chunk, in, lab, &loss)
          : it->kind == RK_B ? run_backward(&c, t, it->mb, it->chunk, in, lab)
                             : run_weight(&c, it->mb, it->chunk);
+    int k = it->kind == RK_F ? 0 : it->kind == RK_B ? 1 : 2;
+    if (s->tallying) s->pass_s[k] += MPI_Wtime() - w0, s->pass_cpu_s[k] += rk_thread_cpu_s() - c0;
     if (!ok)
       snprintf(msg, n_msg, "step %lld: %s of micro-batch %d on chunk %d failed (out of memory or a schedule that "
                "consumes before it produces)", (long long)t + 1,

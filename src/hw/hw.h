@@ -146,9 +146,10 @@ AP_HIDDEN bool hw_topology_from_name(const char *name, hw_topology *out);
 /* Looks a device up among the presets by name or alias, case-insensitively, and copies it to *out. On an
  * unknown name returns AP_NOTFOUND with the closest names in the context's error. */
 AP_HIDDEN ap_status hw_device_find(ap_ctx *ctx, const char *name, hw_device *out);
-/* The family and dense bf16 peak of chip `chip`, read from the first device preset on it (presets.c); false
- * (family "", peak 0) when no preset is on that chip. */
-AP_HIDDEN bool hw_chip_info(const char *chip, char *family, size_t family_n, double *bf16_peak_flop_per_s);
+/* The family, vendor and dense bf16 peak of chip `chip`, read from the first device preset on it (presets.c);
+ * false (family and vendor "", peak 0) when no preset is on that chip. vendor may be NULL. */
+AP_HIDDEN bool hw_chip_info(const char *chip, char *family, size_t family_n, char *vendor, size_t vendor_n,
+                            double *bf16_peak_flop_per_s);
 /* Parses a device file held in memory; file names the text in error messages. */
 AP_HIDDEN ap_status hw_device_parse(ap_ctx *ctx, const char *file, const char *text, size_t n_bytes,
                                     hw_device *out);

@@ -131,8 +131,9 @@ void hw_preset_suggest(const char *name, bool devices, bool clusters, char *out,
   util_suggest(name, ptrs, n_names, out, cap);
 }
 
-bool hw_chip_info(const char *chip, char *family, size_t family_n, double *bf16_peak) {
+bool hw_chip_info(const char *chip, char *family, size_t family_n, char *vendor, size_t vendor_n, double *bf16_peak) {
   if (family_n) family[0] = '\0';
+  if (vendor && vendor_n) vendor[0] = '\0';
   *bf16_peak = 0;
   if (!chip || !*chip) return false;
   size_t n;
@@ -145,6 +146,8 @@ bool hw_chip_info(const char *chip, char *family, size_t family_n, double *bf16_
     if (hit) {
       const char *fam = json_string_value(json_object_get(root, "family"));
       snprintf(family, family_n, "%s", fam ? fam : "");
+      const char *ven = json_string_value(json_object_get(root, "vendor"));
+      if (vendor && vendor_n) snprintf(vendor, vendor_n, "%s", ven ? ven : "");
       *bf16_peak = json_number_value(json_object_get(json_object_get(root, "peak_flop_per_s"), "bf16"));
     }
     json_decref(root);

@@ -36,12 +36,6 @@ int64_t plan_n_devices(const plan *p) { return mul_sat(mul_sat(mul_sat(p->dp, p-
 
 int64_t plan_n_chunks(const plan *p) { return mul_sat(p->pp, p->vpp); }
 
-int64_t plan_chunk_rank(const plan *p, int64_t chunk) {
-  if (p->vpp <= 1 || p->pp <= 0) return chunk;
-  if (p->schedule == PLAN_SCHED_ZB_V) return chunk < p->pp ? chunk : 2 * p->pp - 1 - chunk;
-  return chunk % p->pp;
-}
-
 /* ---- Rank mapping ---- */
 
 /* True for the axes that live in the expert mesh only. */

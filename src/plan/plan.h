@@ -397,6 +397,8 @@ AP_HIDDEN void plan_defaults(plan *p);
 /* True when every field is equal (names compared as strings, unused stage_layers and chunk_recompute_layers
  * entries ignored, the op specs compared entry by entry). */
 AP_HIDDEN bool plan_equal(const plan *a, const plan *b);
+/* plan_equal but for the fields of skip_mask (PLAN_F bits), which are not compared. */
+AP_HIDDEN bool plan_equal_except(const plan *a, const plan *b, unsigned skip_mask);
 /* Makes *dst a deep copy of *src (src's ops duplicated). dst is overwritten as raw memory, like memcpy's
  * destination: a plan that owned ops is plan_free'd first (or its ops handed on), else they leak. AP_NOMEM
  * (dst then has no ops) only when the ops do not fit in memory; a plan without ops never fails and costs one
@@ -415,8 +417,13 @@ AP_HIDDEN int64_t plan_edp(const plan *p);
 AP_HIDDEN int64_t plan_n_devices(const plan *p);
 /* Pipeline chunks: pp·vpp. */
 AP_HIDDEN int64_t plan_n_chunks(const plan *p);
-/* The pipeline rank (0 .. pp-1) that runs chunk c (0 .. pp·vpp-1, forward order); see the header comment. */
-AP_HIDDEN int64_t plan_chunk_rank(const plan *p, int64_t chunk);
+/* The pipeline rank (0 .. pp-1) that runs chunk c (0 .. pp·vpp-1, forward order); see the header comment.
+ * Inline: the closed-form schedule reads it per chunk in the searches' innermost loops. */
+static inline int64_t plan_chunk_rank(const plan *p, int64_t chunk) {
+  if (p->vpp <= 1 || p->pp <= 0) return chunk;
+  if (p->schedule == PLAN_SCHED_ZB_V) return chunk < p->pp ? chunk : 2 * p->pp - 1 - chunk;
+  return chunk % p->pp;
+}
 
 /* ---- Rank mapping (plan.c). These assume the order is a permutation (plan_validate checks it). ---- */
 /* Whether an axis lives in the expert mesh only (etp, ep, edp). */

@@ -382,12 +382,16 @@ void plan_defaults(plan *p) {
   }
 }
 
-bool plan_equal(const plan *a, const plan *b) {
+bool plan_equal(const plan *a, const plan *b) { return plan_equal_except(a, b, 0); }
+
+bool plan_equal_except(const plan *a, const plan *b, unsigned skip_mask) {
   /* The names last: the searches compare plans of one model and cluster, which differ in their degrees. */
   for (size_t i = 0; i < AP_COUNT(table); i++)
-    if (table[i].kind != PLAN_FK_NAME && !plan_field_equal(a, b, &table[i])) return false;
+    if (table[i].kind != PLAN_FK_NAME && !((skip_mask >> table[i].id) & 1u) && !plan_field_equal(a, b, &table[i]))
+      return false;
   for (size_t i = 0; i < AP_COUNT(table); i++)
-    if (table[i].kind == PLAN_FK_NAME && !plan_field_equal(a, b, &table[i])) return false;
+    if (table[i].kind == PLAN_FK_NAME && !((skip_mask >> table[i].id) & 1u) && !plan_field_equal(a, b, &table[i]))
+      return false;
   if (a->n_ops != b->n_ops) return false;
   return a->n_ops <= 0 || memcmp(a->ops, b->ops, sizeof a->ops[0] * (size_t)a->n_ops) == 0;
 }

@@ -253,8 +253,10 @@ bool plan_stack_fused_dominates(plan_stack s) {
 
 bool plan_stack_search_fused(plan_stack s) { return plan_stack_fused_dominates(s) || plan_stack_fused_default(s); }
 
-plan_stack_grad_bytes plan_stack_grads(const plan *p) {
-  const plan_stack_info *st = plan_stack_get(p->stack);
+plan_stack_grad_bytes plan_stack_grads(const plan *p) { return plan_stack_grads_on(p, p->stack); }
+
+plan_stack_grad_bytes plan_stack_grads_on(const plan *p, plan_stack stack) {
+  const plan_stack_info *st = plan_stack_get(stack);
   if (!st) st = &stacks[PLAN_STACK_ANY];
   plan_stack_grad_bytes g = st->grad[(unsigned)p->precision < PLAN_PREC_COUNT_ ? p->precision : PLAN_PREC_BF16];
   if (p->pp <= 1) g.unsharded_pp = 0;

@@ -90,5 +90,7 @@ AP_HIDDEN bool plan_stack_fused_dominates(plan_stack s);
 AP_HIDDEN bool plan_stack_search_fused(plan_stack s);
 /* The gradient bytes per parameter of plan p (its stack, precision, ZeRO stage and pp). */
 AP_HIDDEN plan_stack_grad_bytes plan_stack_grads(const plan *p);
+/* plan_stack_grads of p run on the given stack instead of p->stack. */
+AP_HIDDEN plan_stack_grad_bytes plan_stack_grads_on(const plan *p, plan_stack stack);
 
 #endif

@@ -16,8 +16,8 @@
  * Out of sample: leave-one-source-out. Rows are grouped by their source (the text of the source column up to
  * its first space, e.g. "mosaicml/llm-foundry"); for each group the constants are fitted on the other groups
  * only and the group is predicted with them. A chip seen only in the left-out group takes the fitted
- * constants of the nearest chip of its family (calib_nearest), or keeps the constants it had before the fit
- * when there is none, which is what a user with no runs of that chip would get. */
+ * constants of the nearest chip of its family, else of its vendor (calib_nearest), or keeps the constants it
+ * had before the fit when there is none, which is what a user with no runs of that chip would get. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,8 +263,8 @@ static int collect_rows(const validate_report *rep, cost_calib *cal, const char 
 }
 
 /* After a fit that left out some rows: a chip with no training row takes the fitted compute constants of the
- * nearest chip of its family that had some (calib_tuning_for_device's rule for an unlisted chip), as a user
- * without runs of that chip would get them. */
+ * nearest chip of its family, else of its vendor, that had some (calib_tuning_for_device's rule for an unlisted
+ * chip), as a user without runs of that chip would get them. */
 static void borrow_for_unfitted(fit_state *f) {
   bool trained[CALIB_MAX_CHIPS] = {false};
   for (int i = 0; i < f->n_rows; i++)
@@ -272,7 +272,7 @@ static void borrow_for_unfitted(fit_state *f) {
   for (int d = 0; d < f->cal->n_chips; d++) {
     if (trained[d]) continue;
     const calib_chip *e = &f->cal->chips[d];
-    int s = calib_nearest(f->cal, e->name, e->family, e->bf16_peak, trained);
+    int s = calib_nearest(f->cal, e->name, e->family, e->vendor, e->bf16_peak, trained, NULL);
     if (s >= 0) f->cal->chips[d].compute = f->cal->chips[s].compute;
   }
 }

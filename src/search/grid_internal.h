@@ -84,7 +84,6 @@ typedef struct {
   grid_mesh *meshes;
   int n_meshes, cap_meshes;
   const grid_mesh *memo; /* the mesh being explored: its probe answers without a second evaluation */
-  cost_result cr;
   int64_t n_fit;
   bool stop;
   ap_status hard;

@@ -18,7 +18,7 @@ grid_eval grid_evaluate(grid *gr, const plan *p) {
   grid_eval e = {0};
   if (gr->stop) return e;
   if (gr->memo && gr->memo->probed && plan_equal(p, &gr->memo->probe)) return gr->memo->probe_res;
-  ap_status st = search_offer(gr->sr, p, &gr->cr);
+  ap_status st = search_offer(gr->sr, p, NULL);
   if (st == AP_CANCELLED) gr->stop = true;
   if (st != AP_OK && st != AP_INVALID && st != AP_CANCELLED) {
     gr->hard = st;
@@ -26,7 +26,7 @@ grid_eval grid_evaluate(grid *gr, const plan *p) {
   }
   if (search_should_stop(gr->sr)) gr->stop = true;
   if (st != AP_OK) return e;
-  const cost_result *r = &gr->cr;
+  const cost_result *r = search_offered_cost(gr->sr);
   e.valid = true;
   e.fits = r->fits;
   e.iter_s = r->iter_s;

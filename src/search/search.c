@@ -156,6 +156,8 @@ ap_status search_refine_best(search_run *sr, int k, search_refine_fn fn, void *u
   return st;
 }
 
+const cost_result *search_offered_cost(const search_run *sr) { return &sr->cur; }
+
 const search_result *search_best(const search_run *sr, int i) {
   return i >= 0 && i < sr->n_top ? &sr->top[i] : NULL;
 }
@@ -176,23 +178,13 @@ static bool better(const search_run *sr, const cost_result *a, const cost_result
   return a->iter_s < b->iter_s * (1 - TIE_EPS);
 }
 
-/* The plan with its memory savers cleared: two plans with the same key are one configuration. */
-static void config_key(const plan *p, plan *key) {
-  memcpy(key, p, sizeof *key); /* a view for plan_equal: it shares p's ops and is never freed */
-  key->recompute = PLAN_RECOMPUTE_NONE;
-  key->recompute_layers = 0;
-  key->n_chunk_recompute = 0;
-  key->zero_stage = 0;
-}
-
+/* Two plans that differ only in their memory savers are one configuration. */
 static bool same_config(const plan *a, const plan *b) {
   if (a->tp != b->tp || a->pp != b->pp || a->dp != b->dp || a->micro_batch_size != b->micro_batch_size ||
       a->vpp != b->vpp || a->schedule != b->schedule)
     return false; /* the cheap fields first: most pairs differ there */
-  plan ka, kb;
-  config_key(a, &ka);
-  config_key(b, &kb);
-  return plan_equal(&ka, &kb);
+  return plan_equal_except(a, b, PLAN_F(RECOMPUTE) | PLAN_F(RECOMPUTE_LAYERS) | PLAN_F(CHUNK_RECOMPUTE_LAYERS) |
+                                     PLAN_F(ZERO_STAGE));
 }
 
 static bool same_mesh(const plan *a, const plan *b) {

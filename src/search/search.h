@@ -157,6 +157,9 @@ AP_HIDDEN double search_mem_limit_bytes(const search_run *sr);
  * untouched) when the plan is not valid or breaks a fixed field, AP_CANCELLED when the progress callback asked
  * to stop, another status on a hard failure (out of memory). */
 AP_HIDDEN ap_status search_offer(search_run *sr, const plan *p, cost_result *cost);
+/* The cost of the plan last offered, when search_offer returned AP_OK (fits the driver's), valid until the next
+ * offer: what *cost receives, without the copy (a cost_result is 29 kB; the grid reads a few fields of each). */
+AP_HIDDEN const cost_result *search_offered_cost(const search_run *sr);
 /* True once the time budget of the search or of the running strategy is spent, or the user cancelled;
  * strategies check it between offers. */
 AP_HIDDEN bool search_should_stop(search_run *sr);

@@ -77,6 +77,8 @@ typedef struct {
   rank_cost *chunk_cost[HW_MAX_GROUPS];
   double grow_min_s, grow_max_s; /* the least and most one more layer adds to a chunk's tf + tb (chunk costs) */
   int grp_of[COST_MAX_RANKS];
+  int rank_of[PLAN_MAX_CHUNKS]; /* [c]: the rank of chunk c (plan_chunk_rank) */
+  struct split_state *split;    /* scratch for predict_sizes (vpp > 1) */
   rank_cost extras[COST_MAX_RANKS];
   rank_cost rc[COST_MAX_RANKS];      /* scratch for memory_rank, which reads rc[r] */
 } stage_dp;
@@ -320,31 +322,71 @@ static const rank_cost *chunk_costs(stage_dp *d, arena *a, int grp) {
   return d->chunk_cost[grp] = cc;
 }
 
-/* With vpp > 1: predict's figure for the chunk sizes size[0..pp·v-1] (which need not sum to L), from the chunk
- * costs, in pp·v merges rather than a pass over every layer; with lb, also cost_bound_interleaved_s of the same
- * split for one layer's growth on one rank. (Merged per chunk, the sums round differently from predict's
- * layer by layer, within a part in 10^15.) */
-static double predict_sizes(stage_dp *d, arena *a, const int32_t *size, double *lb) {
-  rank_cost rc[COST_MAX_RANKS];
+/* With vpp > 1: predict's figure for a split from the chunk costs, in merges per chunk rather than a pass over
+ * every layer. A split's state (split_state) holds each chunk's size and times and each rank's cost; rank r's
+ * cost is its chunks' costs merged in forward order, then its extras (rank_of_split), so a move of one layer
+ * between two chunks rebuilds only their ranks' costs. (Merged per chunk, the sums round differently from
+ * predict's layer by layer, within a part in 10^15; the same merges in the same order give the same bits
+ * whichever ranks are rebuilt.) */
+typedef struct split_state {
+  int32_t size[PLAN_MAX_CHUNKS];
   double ctf[PLAN_MAX_CHUNKS], ctb[PLAN_MAX_CHUNKS], ctw[PLAN_MAX_CHUNKS];
-  memset(rc, 0, sizeof(rank_cost) * (size_t)d->pp);
-  int64_t nc = (int64_t)d->pp * d->v;
-  for (int64_t c = 0; c < nc; c++) {
-    int r = (int)plan_chunk_rank(&d->p, c);
-    const rank_cost *cc = chunk_costs(d, a, d->grp_of[r]);
-    if (!cc || size[c] < 0 || size[c] > d->L) return INFINITY;
-    const rank_cost *C = &cc[size[c]];
-    cost_rank_merge(&rc[r], C);
-    rc[r].n_layers += C->n_layers;
-    ctf[c] = C->tf;
-    ctb[c] = C->tb;
-    ctw[c] = C->tw;
+  rank_cost rc[COST_MAX_RANKS];
+} split_state;
+
+/* Rank r's cost from the sizes of its chunks (and its chunk times into s); false for a size out of range. */
+static bool rank_of_split(const stage_dp *d, split_state *s, int r) {
+  const rank_cost *cc = d->chunk_cost[d->grp_of[r]];
+  rank_cost R = {0};
+  for (int j = 0; j < d->v; j++) {
+    int32_t c = d->chunk_of[r * d->v + j], n = s->size[c];
+    if (n < 0 || n > d->L) return false;
+    const rank_cost *C = &cc[n];
+    cost_rank_merge(&R, C);
+    R.n_layers += C->n_layers;
+    s->ctf[c] = C->tf;
+    s->ctb[c] = C->tb;
+    s->ctw[c] = C->tw;
   }
-  for (int r = 0; r < d->pp; r++) cost_rank_merge(&rc[r], &d->extras[r]);
+  cost_rank_merge(&R, &d->extras[r]);
+  s->rc[r] = R;
+  return true;
+}
+
+/* The state of the chunk sizes size[0..pp·v-1] (which need not sum to L); false when a size is out of range
+ * or out of memory. */
+static bool split_init(stage_dp *d, arena *a, const int32_t *size, split_state *s) {
+  int64_t nc = (int64_t)d->pp * d->v;
+  memcpy(s->size, size, sizeof(int32_t) * (size_t)nc);
+  for (int r = 0; r < d->pp; r++)
+    if (!chunk_costs(d, a, d->grp_of[r]) || !rank_of_split(d, s, r)) return false;
+  return true;
+}
+
+/* The pipeline time of state s (schedule_pipeline_s, which adds the edges to the first and last chunk's times:
+ * done here on copies of those two); with lb, also cost_bound_interleaved_s of the same split for one layer's
+ * growth on one rank. */
+static double split_time(const stage_dp *d, split_state *s, double *lb) {
+  int64_t last = (int64_t)d->pp * d->v - 1;
+  double keep[6] = {s->ctf[0], s->ctb[0], s->ctw[0], s->ctf[last], s->ctb[last], s->ctw[last]};
   cost_time tmp;
-  double t = schedule_pipeline_s(&d->p, rc, d->pp, ctf, ctb, ctw, &tmp);
-  if (lb) *lb = cost_bound_interleaved_s(&d->p, rc, d->pp, ctf, ctb, d->grow_min_s, d->grow_max_s);
+  double t = schedule_pipeline_s(&d->p, s->rc, d->pp, s->ctf, s->ctb, s->ctw, &tmp);
+  if (lb) *lb = cost_bound_interleaved_s(&d->p, s->rc, d->pp, s->ctf, s->ctb, d->grow_min_s, d->grow_max_s);
+  s->ctf[0] = keep[0], s->ctb[0] = keep[1], s->ctw[0] = keep[2];
+  s->ctf[last] = keep[3], s->ctb[last] = keep[4], s->ctw[last] = keep[5];
   return t;
+}
+
+/* Chunk c of state s grows by delta layers (its rank's cost rebuilt); false when out of range. */
+static bool split_move(const stage_dp *d, split_state *s, int64_t c, int delta) {
+  s->size[c] += delta;
+  return rank_of_split(d, s, d->rank_of[c]);
+}
+
+/* predict's figure for the chunk sizes size[0..pp·v-1] from the chunk costs (split_state). */
+static double predict_sizes(stage_dp *d, arena *a, const int32_t *size) {
+  split_state *s = d->split;
+  return split_init(d, a, size, s) ? split_time(d, s, NULL) : INFINITY;
 }
 
 ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, const plan *base, double mem_fraction,
@@ -398,6 +440,7 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
   int seen[COST_MAX_RANKS] = {0};
   for (int64_t c = 0; c < plan_n_chunks(base); c++) {
     int r = (int)plan_chunk_rank(base, c);
+    d->rank_of[c] = r;
     d->chunk_of[r * d->v + seen[r]++] = (int32_t)c;
   }
   if ((st = cost_plan_groups(ctx, env, &d->p, &d->pg))) return st;
@@ -409,8 +452,9 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
   d->arg = arena_alloc(a, sizeof(int32_t) * n_g);
   d->arg_x = arena_alloc(a, n_g);
   double *cand = arena_alloc(a, sizeof(double) * n_t);
+  d->split = d->v > 1 ? arena_alloc(a, sizeof *d->split) : NULL;
   int64_t *n = arena_alloc(a, sizeof(int64_t) * (size_t)d->pp), *best_n = arena_alloc(a, sizeof(int64_t) * (size_t)d->pp);
-  if (!d->t || !d->z || !d->g || !d->g2 || !d->arg || !d->arg_x || !cand || !n || !best_n)
+  if (!d->t || !d->z || !d->g || !d->g2 || !d->arg || !d->arg_x || !cand || !n || !best_n || (d->v > 1 && !d->split))
     return ctx_fail(ctx, AP_NOMEM, "out of memory");
   if ((st = build_table(d, a, mem_fraction))) return ctx_fail(ctx, st, "out of memory");
 
@@ -443,7 +487,7 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
     if (d->v > 1) { /* interleaved and ZB-V also pay for uneven chunks (cost/schedule.c): the exact figure */
       plan q = d->p;
       set_split(d, n, &q);
-      obj = predict_sizes(d, a, q.stage_layers, NULL);
+      obj = predict_sizes(d, a, q.stage_layers);
     }
     if (obj < best * (1 - 1e-12)) {
       best = obj;
@@ -452,53 +496,64 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
   }
   *out = d->p;
   set_split(d, best_n, out);
-  double got = d->v > 1 ? predict_sizes(d, a, out->stage_layers, NULL) : predict(d, a, out);
+  double got = d->v > 1 ? predict_sizes(d, a, out->stage_layers) : predict(d, a, out);
   if (d->v > 1) {
     /* Interleaved and ZB-V also pay for chunks that differ within a round (cost/schedule.c), which the
      * per-rank DP does not see: move single layers between chunks while that is faster and fits (at most
      * STAGE_DP_CLIMB rounds, the best move of each). With interleaving, a move out of chunk `from` is never
      * faster than cost_bound_interleaved_s of the split with that chunk one layer shorter and nothing added,
-     * with one layer's growth on one rank (grow_min_s..grow_max_s; every group's chunk costs are filled before
-     * the climb), so when
-     * that is no better than the best so far, no move out of `from` is tried; the margin of 10^-13 covers the rounding of the bound's sums (a few parts in 10^16 each). */
+     * with one layer's growth on one rank (grow_min_s..grow_max_s; every group's chunk costs are filled by
+     * split_init before the climb), so when that is no better than the best so far, no move out of `from` is
+     * tried; the margin of 10^-13 covers the rounding of the bound's sums (a few parts in 10^16 each). A move
+     * rebuilds only the two ranks it touches (split_move), which gives the bits a rebuild of every rank gives. */
     plan cur = *out;
     double t = got;
     int64_t nc = (int64_t)d->pp * d->v;
     cost_result *r = arena_alloc(a, sizeof *r);
+    split_state *s = d->split; /* predict_sizes is done with it */
     if (!r) return ctx_fail(ctx, AP_NOMEM, "out of memory");
     bool interleaved = d->p.schedule == PLAN_SCHED_INTERLEAVED_1F1B;
-    for (int q = 0; q < d->pp; q++)
-      if (!chunk_costs(d, a, d->grp_of[q])) return ctx_fail(ctx, AP_NOMEM, "out of memory");
     for (int it = 0; it < STAGE_DP_CLIMB; it++) {
       int64_t best_from = -1, best_to = -1;
       double best_t = t;
-      int32_t size[PLAN_MAX_CHUNKS];
-      memcpy(size, cur.stage_layers, sizeof(int32_t) * (size_t)nc);
+      if (!split_init(d, a, cur.stage_layers, s)) return ctx_fail(ctx, AP_NOMEM, "out of memory");
       for (int64_t from = 0; from < nc; from++) {
-        if (size[from] == 0) continue;
-        size[from]--;
+        if (s->size[from] == 0) continue;
+        int rf = d->rank_of[from];
+        split_move(d, s, from, -1);
         double lb = 0;
-        if (interleaved) predict_sizes(d, a, size, &lb);
-        if (lb * (1 - 1e-13) >= best_t * (1 - 1e-12)) {
-          size[from]++;
-          continue;
-        }
-        for (int64_t to = 0; to < nc; to++) {
-          if (from == to) continue;
-          size[to]++;
-          double tq = predict_sizes(d, a, size, NULL);
-          if (tq < best_t * (1 - 1e-12)) {
-            plan q = cur;
-            memcpy(q.stage_layers, size, sizeof(int32_t) * (size_t)nc);
-            if (cost_estimate(ctx, env, &q, r) == AP_OK && r->peak_mem_bytes <= mem_fraction * r->capacity_bytes) {
-              best_t = tq;
-              best_from = from;
-              best_to = to;
+        if (interleaved) split_time(d, s, &lb);
+        if (!(lb * (1 - 1e-13) >= best_t * (1 - 1e-12)))
+          for (int64_t to = 0; to < nc; to++) {
+            if (from == to) continue;
+            int rt = d->rank_of[to];
+            rank_cost keep_t = s->rc[rt];
+            /* The pipeline time is the larger of schedule_time_s and schedule_lockstep_s (schedule_pipeline_s):
+             * when the first, over the pp ranks, already loses, the second, over every chunk, is not needed. */
+            double tq = INFINITY, beat = best_t * (1 - 1e-12);
+            cost_time tmp;
+            if (split_move(d, s, to, +1) && schedule_time_s(&d->p, s->rc, d->pp, &tmp) < beat) tq = split_time(d, s, NULL);
+            if (tq < beat) {
+              plan q = cur;
+              memcpy(q.stage_layers, s->size, sizeof(int32_t) * (size_t)nc);
+              if (cost_estimate(ctx, env, &q, r) == AP_OK && r->peak_mem_bytes <= mem_fraction * r->capacity_bytes) {
+                best_t = tq;
+                best_from = from;
+                best_to = to;
+              }
+            }
+            /* Undo: the size, the rank's cost and the chunk's times (those of its rank's other chunks and of
+             * the rank itself are unchanged, or rebuilt from the unchanged sizes when rt == rf). */
+            s->size[to]--;
+            if (rt == rf) rank_of_split(d, s, rt);
+            else {
+              s->rc[rt] = keep_t;
+              s->ctf[to] = d->chunk_cost[d->grp_of[rt]][s->size[to]].tf;
+              s->ctb[to] = d->chunk_cost[d->grp_of[rt]][s->size[to]].tb;
+              s->ctw[to] = d->chunk_cost[d->grp_of[rt]][s->size[to]].tw;
             }
           }
-          size[to]--;
-        }
-        size[from]++;
+        split_move(d, s, from, +1);
       }
       if (!(best_t < t)) break;
       cur.stage_layers[best_from]--;
