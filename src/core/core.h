@@ -23,6 +23,16 @@
  * term. */
 static inline double ap_fmax(double a, double b) { return a > b || b != b ? a : b; }
 
+/* The greatest common divisor of two non-negative integers (Euclid); ap_gcd_i64(a, 0) = a. */
+static inline int64_t ap_gcd_i64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
 enum { CTX_MAX_PARTS = 8 };
 
 /* The context: holds the last error and the callbacks. One per thread of use. */

@@ -67,15 +67,6 @@ int64_t rank_shape_devices(const rank_shape *s) {
 
 /* ---- The lower block ---- */
 
-static int64_t gcd64(int64_t a, int64_t b) {
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 /* The period of the cluster's domains: the least common multiple of the node size and every inner level's
  * domain size, when every node group has the same ones and starts at a multiple of it (then every such domain is
  * an aligned block of its size counted from rank 0); 0 when not, or past the cluster. */
@@ -85,7 +76,7 @@ static int64_t domain_period(const hw_cluster *c) {
   for (int l = 0; l + 1 < c->n_levels; l++) {
     int64_t d = g0->levels[l].domain_devices;
     if (d < 1) return 0;
-    lam = lam / gcd64(lam, d) * d;
+    lam = lam / ap_gcd_i64(lam, d) * d;
     if (lam > c->n_devices) return 0;
   }
   for (int gi = 0; gi < c->n_groups; gi++) {
@@ -105,7 +96,7 @@ static int lower_block(const rank_shape *s, int64_t period, int64_t *f) {
   if (period <= 0) return s->n_axes;
   int64_t below = 1;
   for (int i = 0; i < s->n_axes; i++) {
-    int64_t need = period / gcd64(below, period), d = s->degree[i];
+    int64_t need = period / ap_gcd_i64(below, period), d = s->degree[i];
     for (int64_t k = need; k <= d; k += need)
       if (d % k == 0) {
         *f = k;

@@ -4,15 +4,6 @@
  * checked by the same rules as a transformer built from a Hugging Face config. */
 #include "plan/plan.h"
 
-static int64_t gcd_i64(int64_t a, int64_t b) {
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 void plan_model_facts_of(const graph *g, plan_model_facts *out) {
   plan_model_facts f = {0};
   int64_t all_blocks = 0;
@@ -28,12 +19,12 @@ void plan_model_facts_of(const graph *g, plan_model_facts *out) {
       if (op->tp_split) f.has_tp_ops = true;
       if (op->kind == OP_ATTENTION) {
         f.n_attention_ops++;
-        f.heads = gcd_i64(f.heads, op->heads);
-        f.kv_heads = gcd_i64(f.kv_heads, op->kv_heads > 0 ? op->kv_heads : op->heads);
+        f.heads = ap_gcd_i64(f.heads, op->heads);
+        f.kv_heads = ap_gcd_i64(f.kv_heads, op->kv_heads > 0 ? op->kv_heads : op->heads);
       }
       /* Routed experts are the matmuls with several weight copies (graph.h); the router and the dispatch
        * carry no expert weights of their own. */
-      if (op->kind == OP_MATMUL && op->n_experts > 1) f.n_experts = gcd_i64(f.n_experts, op->n_experts);
+      if (op->kind == OP_MATMUL && op->n_experts > 1) f.n_experts = ap_gcd_i64(f.n_experts, op->n_experts);
     }
     for (int t = 0; t < blk->n_tensors && !f.uses_seq; t++)
       for (int d = 0; d < blk->tensors[t].n_dims; d++)

@@ -144,15 +144,6 @@ static bool hetero_applies(const search_run *sr) {
   return false;
 }
 
-static int64_t gcd64(int64_t a, int64_t b) {
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 /* The values a field takes: the user's when fixed, else the list. */
 static ap_status hetero_run(search_run *sr) {
   const cost_env *env = search_env(sr);
@@ -160,7 +151,7 @@ static ap_status hetero_run(search_run *sr) {
   const hw_cluster *hc = cost_env_cluster(env);
   int64_t n_dev = hc->n_devices, group_gcd = 0, per_node = INT64_MAX;
   for (int gi = 0; gi < hc->n_groups; gi++) {
-    group_gcd = gcd64(group_gcd, hc->groups[gi].n_devices);
+    group_gcd = ap_gcd_i64(group_gcd, hc->groups[gi].n_devices);
     if (hc->groups[gi].devices_per_node < per_node) per_node = hc->groups[gi].devices_per_node;
   }
   static const int64_t tp_list[] = {1, 2, 4, 8}, mbs_list[] = {1, 2, 4, 8},
