@@ -28,8 +28,10 @@
  * With vpp > 1 (interleaved-1f1b, zb-v) a rank's chunks are not contiguous. The DP then requires every layer to
  * be of one block, so that a rank's cost depends only on how many layers it holds, gives rank r a count n_r
  * and spreads n_r over its v chunks as evenly as possible (its first n_r mod v chunks one more; a rank that
- * holds the first or the last chunk may leave it empty when it has fewer layers than chunks). Layers of
- * several blocks (dense and MoE, full and windowed attention) are split exactly with vpp = 1. */
+ * holds the first or the last chunk may leave it empty when it has fewer layers than chunks), then refines the
+ * chunks by single-layer moves from that spread and from the same counts with the first and last chunk empty
+ * (alt_split). Layers of several blocks (dense and MoE, full and windowed attention) are split exactly with
+ * vpp = 1. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
