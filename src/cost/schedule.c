@@ -71,6 +71,44 @@ double schedule_time_s(const plan *p, const rank_cost *rc, int n, cost_time *out
   return NAN;
 }
 
+/* ZB-V's latency along one path of plan/schedule.h's order (Qi et al. 2024 §6: rank r holds the down chunk r and
+ * the up chunk 2·pp−1−r, so the bottom rank b = pp−1 runs both chunks of a micro-batch back to back). With the
+ * up chunk of rank r written u_r and F, B (input gradient) and W per chunk, the order holds two facts that
+ * tests/test_closed_form_v.c checks on plan_schedule_build for pp 2 … 32 and m 1 … 8·pp:
+ *  - the bottom rank alternates F_b, F_u_b (and later B_u_b, B_b) micro-batch by micro-batch, so successive
+ *    micro-batches leave the V's turn g_F = max(F_b + F_u_b, max_r F_r) apart, and in the backward g_B apart,
+ *    the largest pair a rank runs per micro-batch there (B_u_b + B_b at the turn; B_r + W_r, B_u_r + F_u_r or
+ *    B_u_r + W_u_r where the order pairs them);
+ *  - on rank r the input-gradient pass of micro-batch k's up chunk comes after the forward of micro-batch
+ *    k + a_r, a_r = min(r, m − 1) (built at equal times, where the backward's round trip above rank r, 2r
+ *    passes, equals the forward lag of r micro-batches, 2r passes).
+ * So one path runs the forward of micro-batch a_r to rank r's up chunk (a_r·g_F later than micro-batch 0's),
+ * switches to micro-batch 0's backward there, skipping that micro-batch's round trip above r,
+ * R_r = Σ_{q<r} (F_u_q + B_u_q), and collects the other m − 1 micro-batches in the backward, then the last
+ * weight-gradient pass of rank 0's down chunk: L + W_0 + max_r (a_r·g_F − R_r) + (m − 1)·g_B, L the latency of
+ * one micro-batch (as in schedule_time_s); r = 0 gives the path without a switch, which may also collect its
+ * m − 1 micro-batches at the turn's g_F. With a bottom rank slower than the pairs above it (g_F above 2 passes
+ * of the ranks above) the switch costs up to (m − 1)·(g_F − F_u − B_u) more than micro-batch 0 alone: the
+ * simulator's 6 units per micro-batch where the step alone gave 5 on pp 32 with 2 + 1 layers per rank and 2 + 2
+ * on the bottom ones. It is the length of a path of the order, so never above what the simulator replays. */
+double schedule_zbv_switch_path_s(const plan *p, double path, const double *tf, const double *tb, const double *tw) {
+  int64_t pp = p->pp, b = pp - 1, m = p->n_micro_batches;
+  double g_f = tf[b] + tf[pp], g_b = (tb[b] - tw[b]) + (tb[pp] - tw[pp]), gain = 0, round_trip = 0;
+  for (int64_t r = 0; r < pp; r++) {
+    int64_t u = 2 * pp - 1 - r;
+    double bi = tb[r] - tw[r], bu = tb[u] - tw[u];
+    g_f = ap_fmax(g_f, tf[r]);
+    g_b = ap_fmax(g_b, ap_fmax(bi + tw[r], bu + ap_fmax(tf[u], tw[u])));
+  }
+  for (int64_t r = 0; r < pp; r++) {
+    int64_t u = 2 * pp - 1 - r;
+    gain = ap_fmax(gain, (double)(r < m - 1 ? r : m - 1) * g_f - round_trip);
+    round_trip += tf[u] + tb[u] - tw[u];
+  }
+  double mm = (double)(m - 1);
+  return path + tw[0] + ap_fmax(mm * ap_fmax(g_f, g_b), gain + mm * g_b);
+}
+
 double schedule_lockstep_s(const plan *p, const rank_cost *rc, int n, const double *chunk_tf_s,
                            const double *chunk_tb_s, const double *chunk_tw_s) {
   bool zbv = p->schedule == PLAN_SCHED_ZB_V;
@@ -138,6 +176,7 @@ double schedule_lockstep_s(const plan *p, const rank_cost *rc, int n, const doub
    * plan/schedule.h's order: tests/test_closed_form.c). The latency as in schedule_time_s, each further
    * micro-batch one step of the slowest rank behind. */
   double latency = path + rc[0].tw / 2 + (m - 1) * step_max;
+  if (v == 2) latency = ap_fmax(latency, schedule_zbv_switch_path_s(p, path, chunk_tf_s, chunk_tb_s, chunk_tw_s));
   return ap_fmax(m * ap_fmax(max, skew_max) + (zfill - zfill_max), latency);
 }
 
