@@ -287,8 +287,9 @@ AP_HIDDEN cost_mem memory_rank(const cost_env *env, const plan *p, const rank_co
 /* The allocator reserve plan p's stack holds, as a fraction of its transient bytes (memory.c): memory.
  * reserve_fraction, times memory.expandable_factor where the stack runs expandable segments. */
 AP_HIDDEN double cost_reserve_fraction(const cost_env *env, const plan *p);
-/* The NCCL communicators pipeline rank r of plan p holds (memory.c), each memory.comm_bytes of device memory. */
-AP_HIDDEN int cost_nccl_comms(const plan *p, int r);
+/* The NCCL communicators pipeline rank r of plan p holds (memory.c), each memory.comm_bytes of device memory;
+ * p2p_pairs: its stack sends pipeline tensors one at a time (plan_stack_mem.p2p_pairs). */
+AP_HIDDEN int cost_nccl_comms(const plan *p, int r, bool p2p_pairs);
 
 /* The piecewise costs (rank.c): the pieces cost_estimate builds every rank from, so that a dynamic programme
  * over splits predicts the finished plan's pipeline time (schedule_time_s on the ranks' tf + tb) and memory
