@@ -85,13 +85,15 @@ static const cost_tuning_param params[] = {
      "TUNING: the CUDA context, outside the framework's allocator: about 0.5 GiB on Hopper with lazily loaded "
      "modules (stack.c [BS-ctx] for eager loading); NCCL's buffers are memory.comm_bytes per communicator. "
      "PyTorch's reserved-memory figure leaves both out."},
-    {"memory.comm_bytes", COST_SCOPE_GLOBAL, MEM(comm_bytes), "bytes", 0.0, 2.0 * GiB, 0.6 * GiB, true, 0, 2,
+    {"memory.comm_bytes", COST_SCOPE_GLOBAL, MEM(comm_bytes), "bytes", 0.0, 4.0 * GiB, 0.6 * GiB, true, 0, 2,
      "NVIDIA/nccl#964 (2023): on 4 A100 with NVLink, the first 4 MB all-reduce of each PyTorch process group "
      "adds 544 MB of device memory for a group of 2 ranks and 688 MB for more; NVIDIA/nccl#864 (S. Jeaugey): "
      "each communicator has its own buffers, linear in its channels (NCCL_BUFFSIZE, 4 MiB for the Simple "
      "protocol, per channel and peer; NCCL docs, Environment Variables), unless split with shared resources, "
-     "which the stacks here do not ask for. TUNING: 0.6 GiB, between the two; fitted to the nvidia-smi peaks "
-     "(`autopar calibrate`, memory fit). Which communicators a rank holds: memory.c, cost_nccl_comms."},
+     "which the stacks here do not ask for; up to 4 GiB where many channels connect (NVIDIA/nccl#1685: an "
+     "all-to-all over 32 channels on 8 H100 took 3.3 GB). TUNING: 0.6 GiB, between the two A100 figures; fitted "
+     "to the nvidia-smi peaks (`autopar calibrate`, memory fit). Which communicators a rank holds: memory.c, "
+     "cost_nccl_comms."},
     {"memory.reserve_fraction", COST_SCOPE_GLOBAL, MEM(reserve_fraction), "1", 0.0, 1.0, 0.15, true, 0, 3,
      "TUNING: the PyTorch caching allocator keeps freed blocks cached and splits large ones, so what it reserves "
      "exceeds the live tensors; the excess comes from the blocks allocated and freed through the iteration "
