@@ -1,7 +1,6 @@
 /* Differential test of the closed-form pipeline time (cost/schedule.c) against the event-driven simulator
  * (cost/sim.c, which replays plan/schedule.h's per-stage orders) on uneven splits, m = 1 … 2·pp, every schedule
- * kind; and the facts of the ZB-V order that the closed form's switch path (schedule_zbv_switch_path_s) rests
- * on. Issue 10: a ZB-V plan of gpt3-175b (pp 32, 16 micro-batches, uneven split) was priced 5.5% under its
+ * kind; and the facts of the ZB-V order that the closed form's two paths (schedule_zbv_paths_s) rest on. Issue 10: a ZB-V plan of gpt3-175b (pp 32, 16 micro-batches, uneven split) was priced 5.5% under its
  * simulation; the reproduction, pp 32 with 2 + 1 layers per rank and 2 + 2 on one to eight bottom ranks, took
  * 6 units per micro-batch in the simulator where the closed form's step said 5. tests/test_closed_form.c holds
  * the planner's top plans and uniform stages; this file the synthetic uneven splits. */
@@ -23,9 +22,10 @@ static void zb_v_plan(plan *p, int64_t pp, int64_t m) {
   p->n_micro_batches = m;
 }
 
-/* The order's facts (schedule.c, above schedule_zbv_switch_path_s): on rank r the input-gradient pass of
+/* The order's facts (schedule.c, above schedule_zbv_paths_s): on rank r the input-gradient pass of
  * micro-batch 0's up chunk comes after a_r + 1 forwards of that chunk, a_r = min(r, m − 1); the bottom rank's
- * forwards alternate its down and up chunk micro-batch by micro-batch. */
+ * forwards alternate its down and up chunk micro-batch by micro-batch, and for m <= pp all of them come before
+ * its first input-gradient pass. */
 static void test_zb_v_order_facts(void **state) {
   (void)state;
   ap_ctx *ctx = ap_ctx_new();
@@ -49,8 +49,11 @@ static void test_zb_v_order_facts(void **state) {
         n++;
       }
       int64_t want = 0; /* the bottom rank's forwards: chunk pp−1 then pp of micro-batch 0, then of 1, … */
+      bool seen_b = false;
       for (size_t i = o.first[pp - 1]; i < o.first[pp]; i++) {
+        seen_b |= o.items[i].pass == SCHED_B;
         if (o.items[i].pass != SCHED_F) continue;
+        if (seen_b && m <= pp && ++n_bad) print_message("pp %lld m %lld: bottom forward after a backward\n", (long long)pp, (long long)m);
         int64_t c = o.items[i].chunk, mb = o.items[i].micro_batch;
         if ((c != (want % 2 ? pp : pp - 1) || mb != want / 2) && ++n_bad)
           print_message("pp %lld m %lld: bottom forward %lld is chunk %lld mb %lld\n", (long long)pp, (long long)m,
@@ -113,11 +116,11 @@ static double simulate(ap_ctx *ctx, const plan *p) {
 
 static const double ratios[][3] = {{1, 1, 1}, {1, 1.5, 1.5}, {1, 1.2, 1}};
 
-/* The switch path is the length of a path of the order, so never above the simulated time (sends included).
- * On the issue's reproduction the closed form is within 5% of the simulator for m <= pp/2 (exact without
- * sends: the switch path is the critical path there; before it, 5.4% under at pp 32, m 16). What is left,
- * held at its measured ceiling: pp/2 < m < pp, up to 9.5% under (the phases of the V overlap), and m >= pp
- * with F:B:W 1:1.5:1.5, up to 6% over (schedule_lockstep_s's steady-state skew term, older than this test). */
+/* The two paths are lengths of paths of the order, so never above the simulated time (sends included).
+ * On the issue's reproduction the closed form is within 5% of the simulator for m < pp (before them: 5.4% under
+ * at m <= pp/2, 12.6% under for pp/2 < m < pp; exact for m <= pp/2 without sends, where the switch path is the
+ * critical path). What is left, held at its measured ceiling: m >= pp with F:B:W 1:1.5:1.5, up to 6% over
+ * (schedule_lockstep_s's steady-state skew term, older than this test). */
 static void test_zb_v_switch_path(void **state) {
   (void)state;
   ap_ctx *ctx = ap_ctx_new();
@@ -135,16 +138,16 @@ static void test_zb_v_switch_path(void **state) {
             double closed = setup(&p, family, nbot, (unsigned)(nbot * 1000 + pp), ratios[q], p2p, rc);
             double path = 0;
             for (int64_t i = 0; i < pp; i++) path += rc[i].tf + rc[i].tb - rc[i].tw;
-            double sw = schedule_zbv_switch_path_s(&p, path, r.chunk_tf_s, r.chunk_tb_s, r.chunk_tw_s);
+            double sw = schedule_zbv_paths_s(&p, path, r.chunk_tf_s, r.chunk_tb_s, r.chunk_tw_s);
             double sim = simulate(ctx, &p);
             if (sw > sim * (1 + 1e-12) && ++n_above)
               print_message("switch path above the simulation: pp %lld m %lld family %d: %.6g > %.6g\n", (long long)pp,
                             (long long)m, family, sw, sim);
             if (family == 0) {
               double e = fabs(closed - sim) / sim;
-              int regime = 2 * m <= pp ? 0 : m < pp ? 1 : 2; /* 1, 2: docs/cost-model.md, not met there yet */
+              int regime = 2 * m <= pp ? 0 : m < pp ? 1 : 2; /* 2: docs/cost-model.md, not met there yet */
               worst[regime] = fmax(worst[regime], e);
-              if (e > (double[]){0.05, 0.095, 0.06}[regime] && ++n_far)
+              if (e > (regime == 2 ? 0.06 : 0.05) && ++n_far)
                 print_message("pp %lld nbot %lld m %lld F:B:W %g:%g:%g: closed form %.4g, simulated %.4g\n", (long long)pp,
                               (long long)nbot, (long long)m, ratios[q][0], ratios[q][1], ratios[q][2], closed, sim);
               if (2 * m <= pp && q < 2) assert_true(fabs(closed - sim) <= 1e-9 * sim);

@@ -277,11 +277,12 @@ AP_HIDDEN double schedule_time_s(const plan *p, const rank_cost *rc, int n_ranks
  * larger of this and schedule_time_s (they are equal on even splits). */
 AP_HIDDEN double schedule_lockstep_s(const plan *p, const rank_cost *rc, int n_ranks, const double *chunk_tf_s,
                                      const double *chunk_tb_s, const double *chunk_tw_s);
-/* ZB-V (vpp 2): the latency of the path of plan/schedule.h's order that switches from a later micro-batch's
- * forward to micro-batch 0's backward (schedule.c derives it); path is Σ_r (tf + tb − tw) of the ranks. A path
- * length, so never above the simulated time; schedule_lockstep_s takes it as a lower bound of its latency. */
-AP_HIDDEN double schedule_zbv_switch_path_s(const plan *p, double path, const double *chunk_tf_s,
-                                            const double *chunk_tb_s, const double *chunk_tw_s);
+/* ZB-V (vpp 2): the longer of two paths of plan/schedule.h's order, the one that switches from a later
+ * micro-batch's forward to micro-batch 0's backward and the one along the bottom rank (schedule.c derives
+ * them); path is Σ_r (tf + tb − tw) of the ranks. At or below the simulated time (tests/test_closed_form_v.c);
+ * schedule_lockstep_s takes the larger of it and its latency. */
+AP_HIDDEN double schedule_zbv_paths_s(const plan *p, double path, const double *chunk_tf_s,
+                                      const double *chunk_tb_s, const double *chunk_tw_s);
 /* The pipeline time cost_estimate reports: adds the ranks' non-layer blocks (edge_*) to the first and last of
  * the layer-only chunk times (modified in place), then the larger of schedule_time_s and schedule_lockstep_s.
  * The searches' predictors call it with the same pieces, so they predict what cost_estimate computes. */

@@ -71,7 +71,7 @@ double schedule_time_s(const plan *p, const rank_cost *rc, int n, cost_time *out
   return NAN;
 }
 
-/* ZB-V's latency along one path of plan/schedule.h's order (Qi et al. 2024 §6: rank r holds the down chunk r and
+/* ZB-V's latency along two paths of plan/schedule.h's order (Qi et al. 2024 §6: rank r holds the down chunk r and
  * the up chunk 2·pp−1−r, so the bottom rank b = pp−1 runs both chunks of a micro-batch back to back). With the
  * up chunk of rank r written u_r and F, B (input gradient) and W per chunk, the order holds two facts that
  * tests/test_closed_form_v.c checks on plan_schedule_build for pp 2 … 32 and m 1 … 8·pp:
@@ -90,8 +90,24 @@ double schedule_time_s(const plan *p, const rank_cost *rc, int n, cost_time *out
  * m − 1 micro-batches at the turn's g_F. With a bottom rank slower than the pairs above it (g_F above 2 passes
  * of the ranks above) the switch costs up to (m − 1)·(g_F − F_u − B_u) more than micro-batch 0 alone: the
  * simulator's 6 units per micro-batch where the step alone gave 5 on pp 32 with 2 + 1 layers per rank and 2 + 2
- * on the bottom ones. It is the length of a path of the order, so never above what the simulator replays. */
-double schedule_zbv_switch_path_s(const plan *p, double path, const double *tf, const double *tb, const double *tw) {
+ * on the bottom ones. A second path stays on the bottom rank: for m <= pp its order runs every forward before its
+ * first input-gradient pass (a_b = m − 1), so from micro-batch 0's arrival, Σ_{q<b} F_q, it runs all of its
+ * m·t_b (both chunks' F, B and W) with one wait: micro-batch 0's backward comes back from rank m − 1, the lowest
+ * rank that holds it behind the last forward, Σ_{m−1 <= q < b} (F_u_q + B_u_q) (pp 8, 6 micro-batches, one
+ * 2 + 2 bottom rank: 90 units, the simulation, where the switch path gives 82). Both follow paths of the order
+ * (the bottom path exactly, given the facts; the switch path's per-micro-batch pairs where the order runs them
+ * back to back), so they stay at or below what the simulator replays: tests/test_closed_form_v.c checks it on
+ * 2,520 uneven cases with and without sends. */
+static double zbv_bottom_path_s(const plan *p, const double *tf, const double *tb, const double *tw) {
+  int64_t pp = p->pp, b = pp - 1, m = p->n_micro_batches;
+  if (m > pp) return 0;
+  double t = (double)m * (tf[b] + tb[b] + tf[pp] + tb[pp]);
+  for (int64_t q = 0; q < b; q++) t += tf[q];
+  for (int64_t q = m - 1; q < b; q++) t += tf[2 * pp - 1 - q] + tb[2 * pp - 1 - q] - tw[2 * pp - 1 - q];
+  return t;
+}
+
+double schedule_zbv_paths_s(const plan *p, double path, const double *tf, const double *tb, const double *tw) {
   int64_t pp = p->pp, b = pp - 1, m = p->n_micro_batches;
   double g_f = tf[b] + tf[pp], g_b = (tb[b] - tw[b]) + (tb[pp] - tw[pp]), gain = 0, round_trip = 0;
   for (int64_t r = 0; r < pp; r++) {
@@ -106,7 +122,7 @@ double schedule_zbv_switch_path_s(const plan *p, double path, const double *tf, 
     round_trip += tf[u] + tb[u] - tw[u];
   }
   double mm = (double)(m - 1);
-  return path + tw[0] + ap_fmax(mm * ap_fmax(g_f, g_b), gain + mm * g_b);
+  return ap_fmax(path + tw[0] + ap_fmax(mm * ap_fmax(g_f, g_b), gain + mm * g_b), zbv_bottom_path_s(p, tf, tb, tw));
 }
 
 double schedule_lockstep_s(const plan *p, const rank_cost *rc, int n, const double *chunk_tf_s,
@@ -176,7 +192,7 @@ double schedule_lockstep_s(const plan *p, const rank_cost *rc, int n, const doub
    * plan/schedule.h's order: tests/test_closed_form.c). The latency as in schedule_time_s, each further
    * micro-batch one step of the slowest rank behind. */
   double latency = path + rc[0].tw / 2 + (m - 1) * step_max;
-  if (v == 2) latency = ap_fmax(latency, schedule_zbv_switch_path_s(p, path, chunk_tf_s, chunk_tb_s, chunk_tw_s));
+  if (v == 2) latency = ap_fmax(latency, schedule_zbv_paths_s(p, path, chunk_tf_s, chunk_tb_s, chunk_tw_s));
   return ap_fmax(m * ap_fmax(max, skew_max) + (zfill - zfill_max), latency);
 }
 
