@@ -1,6 +1,7 @@
 /* Tests of the planner: the search driver, the grid strategy and `autopar plan`'s library side.
- *  - differential: on small instances the grid's top plans equal those of a brute-force enumeration, written
- *    here from the candidate space documented in grid.c, that costs every candidate without pruning;
+ *  - differential: on ten small instances the grid's top plans equal those of a brute-force enumeration, written
+ *    here from the candidate space documented in grid.c, that costs every candidate without pruning, and the
+ *    whole planner (every strategy) returns no worse than that exhaustive best;
  *  - determinism (two runs give the same plans), every returned plan valid and within the memory limit;
  *  - --fix honoured, a bad --fix an input error, an infeasible problem AP_INFEASIBLE with the closest plans;
  *  - the time budget stops a search; the progress callback can cancel one;
@@ -248,6 +249,12 @@ static const struct {
     {"llama-3-8b", "h100:8", 64, 8192, 0.5},
     {"mixtral-8x7b", "dgx-h100:2x8", 64, 4096, 1.0},
     {"gpt2-xl", "a100:8", 48, 1024, 0.12},
+    {"gpt2", "h100:8", 64, 1024, 1.0},
+    {"qwen3-30b-a3b", "dgx-h100:2x8", 64, 4096, 0.6},
+    {"mistral-7b", "dgx-a100-40gb:2x8", 128, 4096, 0.9},
+    {"llama-2-13b", "dgx-a100-80gb:2x8", 96, 4096, 0.45},
+    {"qwen2.5-7b", "dgx-b200:1x8", 32, 16384, 1.0},
+    {"llama-3-8b", "dgx-h100:4x8", 256, 8192, 0.3},
 };
 
 static void test_grid_equals_brute_force(void **state) {
@@ -290,8 +297,19 @@ static void test_grid_equals_brute_force(void **state) {
       brief(&b.best[0].p, w, sizeof w);
       fail_msg("%s: grid's best %s, brute force's %s", bf_cases[ci].model, g, w);
     }
-    printf("# %s on %s: grid costed %lld plans, brute force %lld; best %.4g s\n", bf_cases[ci].model,
-           bf_cases[ci].cluster, (long long)st.n_evaluated, (long long)b.n_costed, res[0].r.iter_s);
+    /* The whole planner (every strategy: the grid, then stage and layer DP refining its best, the others) never
+     * returns worse than the exhaustive best of the grid's space (it may find better: uneven splits). */
+    search_opts all = o;
+    all.strategies = 0;
+    search_result *full = NULL;
+    int n_full = 0;
+    if (search_run_all(f.ctx, f.env, &all, &full, &n_full, NULL)) fail_msg("%s: %s", bf_cases[ci].model, ap_ctx_error(f.ctx));
+    if (full[0].r.iter_s > b.best[0].iter_s * (1 + 1e-9))
+      fail_msg("%s: the planner's best %.9g s, the exhaustive search's %.9g s", bf_cases[ci].model, full[0].r.iter_s,
+               b.best[0].iter_s);
+    printf("# %s on %s: grid costed %lld plans, brute force %lld; best %.4g s, whole planner %.4g s\n", bf_cases[ci].model,
+           bf_cases[ci].cluster, (long long)st.n_evaluated, (long long)b.n_costed, res[0].r.iter_s, full[0].r.iter_s);
+    search_results_free(full, n_full);
     free(b.best);
     search_results_free(res, n);
     fixture_free(&f);
