@@ -2,6 +2,7 @@
 # CLI tests: one case per line of the table below, "EXIT|ARGS|TEXT": run `autopar ARGS`, expect exit status
 # EXIT and TEXT somewhere in its stdout or stderr. Errors must be one line. Prints "ok"/"not ok" per case.
 bin=${1:-bin/autopar}
+abs_bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin") # for cases that run from another directory
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf '{"model_type": "llama",\n  "hidden_size": 64,\n  "num_hidden_layers": 2,, }\n' >"$tmp/malformed.json"
@@ -135,6 +136,8 @@ done <<CASES
 0|export --plan data/plans/llama-3-70b-64xh100.json --format torchtitan-toml|[parallelism]
 2|export --plan data/plans/llama-3-70b-64xh100.json --format torchtitan|no core-attention recompute
 0|plan --model data/models/llama-3-8b.json --cluster h100:8 --gbs 64 --seq 4096 --export json -o $tmp/hf.json >/dev/null && $bin export --plan $tmp/hf.json --format megatron|--rotary-base 500000
+0|plan --model data/models/llama-3-8b.json --cluster h100:8 --gbs 64 --seq 4096 --export json -o $tmp/hfr.json >/dev/null && cd / && "$abs_bin" export --plan $tmp/hfr.json --format megatron|--rotary-base 500000
+2|plan --model mixtral-8x7b --cluster dgx-h100:4x8 --gbs 256 --seq 4096 --top 1 --export torchtitan -o $tmp/tt.py; test ! -e $tmp/tt.py && exit 2|(the first refused: torchtitan export: torchtitan has no mixtral-8x7b model
 0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --export torchtitan 2>/dev/null|config.parallelism.data_parallel_shard_degree
 0|export --plan data/plans/llama-3-70b-64xh100.json --format json|"format":"autopar-plan/1"
 0|export --plan data/plans/llama-3-70b-64xh100.json --format megatron -o $tmp/megatron.sh && cat $tmp/megatron.sh|--use-distributed-optimizer
@@ -265,7 +268,9 @@ done <<CASES
 0+onnx|estimate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --json|"format": "autopar-graph-estimate/1"
 0+onnx|simulate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json|simulated
 0+onnx|export --plan $tmp/gp.json --model examples/onnx/resnet50.onnx --format json|"format": "autopar-plan/2"
-2+onnx|export --plan $tmp/gp.json --format json|name it with --model
+0+onnx|export --plan $tmp/gp.json --format json -o $tmp/gpx.json && (cd / && "$abs_bin" export --plan $tmp/gpx.json --format json -o $tmp/gpx2.json) && cmp $tmp/gpx.json $tmp/gpx2.json && cmp $tmp/gp.json $tmp/gpx.json && echo same-bytes|same-bytes
+2+onnx|export --plan $tmp/gp.json --format json -o $tmp/gpn.json >/dev/null && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d.pop('model_path'); json.dump(d, open(sys.argv[1], 'w'))" $tmp/gpn.json && "$bin" export --plan $tmp/gpn.json --format json -o $tmp/gpn2.json; test ! -e $tmp/gpn2.json && exit 2|records no model_path: name the model with --model
+2+onnx|export --plan $tmp/gp.json --format json -o $tmp/gpm.json >/dev/null && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['model_path']='/nonexistent/net.onnx'; json.dump(d, open(sys.argv[1], 'w'))" $tmp/gpm.json && "$bin" export --plan $tmp/gpm.json --format json|gpm.json: model_path: "/nonexistent/net.onnx" does not load
 2+onnx|export --plan $tmp/gp.json --model examples/onnx/resnet50.onnx --format megatron|exports as json only, not megatron
 2+onnx|estimate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --tp 2|takes only --model, --cluster, --plan, --json, --calibration, --report
 2+onnx|simulate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --tp 2|takes only --model, --cluster, --plan, --json, --calibration, --report, --trace and --max-events

@@ -350,6 +350,15 @@ ap_status util_path_inside(ap_ctx *ctx, const char *base_dir, const char *rel, c
   return st;
 }
 
+bool util_abs_path(const char *path, char *out, size_t n) {
+  char *real = realpath(path, NULL); /* libc's allocation: copied, then released with libc's free */
+  if (!real) return false;
+  bool fits = strlen(real) < n;
+  if (fits) memcpy(out, real, strlen(real) + 1);
+  mem_free_libc(real);
+  return fits;
+}
+
 const char *util_basename(const char *path) {
   const char *s = strrchr(path, '/');
   return s ? s + 1 : path;
