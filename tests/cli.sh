@@ -137,7 +137,9 @@ done <<CASES
 2|export --plan data/plans/llama-3-70b-64xh100.json --format torchtitan|no core-attention recompute
 0|plan --model data/models/llama-3-8b.json --cluster h100:8 --gbs 64 --seq 4096 --export json -o $tmp/hf.json >/dev/null && $bin export --plan $tmp/hf.json --format megatron|--rotary-base 500000
 0|plan --model data/models/llama-3-8b.json --cluster h100:8 --gbs 64 --seq 4096 --export json -o $tmp/hfr.json >/dev/null && cd / && "$abs_bin" export --plan $tmp/hfr.json --format megatron|--rotary-base 500000
-2|plan --model mixtral-8x7b --cluster dgx-h100:4x8 --gbs 256 --seq 4096 --top 1 --export torchtitan -o $tmp/tt.py; test ! -e $tmp/tt.py && exit 2|(the first refused: torchtitan export: torchtitan has no mixtral-8x7b model
+2|plan --model mixtral-8x7b --cluster dgx-h100:4x8 --gbs 256 --seq 4096 --top 1 --export torchtitan -o $tmp/tt.py; test ! -e $tmp/tt.py && exit 2|plan: stack torchtitan: torchtitan has no mixtral-8x7b model
+2|plan --model mixtral-8x7b --cluster dgx-h100:4x8 --gbs 256 --seq 4096 --top 1 --stack torchtitan|plan: stack torchtitan: torchtitan has no mixtral-8x7b model
+2|plan --model gpt-oss-20b --cluster dgx-h100:4x8 --gbs 256 --seq 4096 --top 1 --export megatron -o $tmp/goss.sh; test ! -e $tmp/goss.sh && exit 2|(the first refused: megatron export: Megatron-LM cannot build gpt-oss-20b as it is: it has learned attention sinks
 0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --export torchtitan 2>/dev/null|config.parallelism.data_parallel_shard_degree
 0|export --plan data/plans/llama-3-70b-64xh100.json --format json|"format":"autopar-plan/1"
 0|export --plan data/plans/llama-3-70b-64xh100.json --format megatron -o $tmp/megatron.sh && cat $tmp/megatron.sh|--use-distributed-optimizer

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/jsonx.h"
+#include "plan/export.h"
 #include "plan/plan_api.h"
 #include "report/plan_doc.h"
 #include "model/model.h"
@@ -266,6 +267,12 @@ static ap_status build_opts(ap_ctx *ctx, const ap_model *model, const hw_cluster
   if (stk == PLAN_STACK_COUNT_ || stk == PLAN_STACK_DEFAULT) {
     stk = plan_stack_default(facts.has_layers);
   }
+  /* A stack that lacks the model runs none of its plans (issue 10): torchtitan trains only its own models. */
+  if (stk == PLAN_STACK_TORCHTITAN && !tt_trains_family(model_graph(model)))
+    return ctx_fail(ctx, AP_UNSUPPORTED,
+                    "plan: stack torchtitan: torchtitan has no %s model (model_type \"%s\"); it trains llama3, qwen3, "
+                    "deepseek_v3 and gpt_oss (torchtitan/models/ @ b5bcd76c); plan for another --stack",
+                    model_graph(model)->name, model_graph(model)->model_type ? model_graph(model)->model_type : "");
   so->fixed.stack = stk;
   (void)hc;
   return AP_OK;
