@@ -136,6 +136,9 @@ AP_API const ap_part *ap_part_ilp(void);
 /* Writes text to path atomically: to a temporary file in the same folder, then renamed over path, so that a
  * failure never leaves a partial file. AP_IO names the path and the reason. */
 AP_API ap_status ap_write_file(ap_ctx *ctx, const char *path, const char *text);
+/* AP_OK when ap_write_file(path) could succeed now (the folder exists and takes a new file, the target is
+ * writable), else AP_IO naming the path and the reason; writes nothing. For checks before long work. */
+AP_API ap_status ap_check_writable(ap_ctx *ctx, const char *path);
 
 /* ---- Models ----------------------------------------------------------------------------------- */
 

@@ -194,6 +194,8 @@ done <<CASES
 0|estimate --model llama-3-8b --cluster h100:8 --tp 2 --dp 4 --stack torchtitan --json|"stack":"torchtitan"
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --export bogus|unknown export format "bogus"
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 -o $tmp/x.sh|-o/--output needs --export FORMAT
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --export megatron -o $tmp/nodir/x.sh > $tmp/nodir.out; test -s $tmp/nodir.out && exit 3; exit 2|nodir/x.sh: cannot write: No such file or directory
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --report $tmp/nodir/r.html > $tmp/nodir.out; test -s $tmp/nodir.out && exit 3; exit 2|nodir/r.html: cannot write: No such file or directory
 0|validate $tmp/small_runs.csv --search|search: the planner's best is at least as fast as the row's plan on 2 of 2
 0|validate $tmp/named_runs.csv --json|"note":"architecture of the built-in preset data/models/gpt-oss-120b.json
 0|validate $tmp/small_runs.csv --search --json|"best_predicted_tokens_per_s_per_gpu"

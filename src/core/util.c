@@ -392,3 +392,10 @@ ap_status ap_write_file(ap_ctx *ctx, const char *path, const char *text) {
   if (!text) return ctx_fail(ctx, AP_INVALID, "ap_write_file: %s: text must not be NULL", path);
   return util_write_file_atomic(ctx, path, text);
 }
+
+ap_status ap_check_writable(ap_ctx *ctx, const char *path) {
+  API_ENTER(ctx);
+  if (!ctx) return AP_INVALID;
+  if (!path || !*path) return ctx_fail(ctx, AP_INVALID, "ap_check_writable: expected a file name, got %s", path ? "\"\"" : "NULL");
+  return util_check_writable(ctx, path);
+}
