@@ -414,6 +414,55 @@ static void test_winner_independent_of_top_k(void **state) {
   }
 }
 
+/* Per-chunk recompute counts run only where the stack takes them (plan/stack.c chunk_recompute): Megatron-LM
+ * takes one count per pipeline stage, so its winner carries none that differ and exports as it is, while the
+ * unrestricted space's winner on the same problem uses them (issue 10: `--export megatron` silently picked
+ * another plan, 0.8% slower, when the layer DP's per-chunk winner was refused by the exporter). */
+static bool chunk_counts_differ(const plan *p) {
+  for (int32_t c = 1; c < p->n_chunk_recompute; c++)
+    if (p->chunk_recompute_layers[c] != p->chunk_recompute_layers[0]) return true;
+  return false;
+}
+
+static void test_stack_chunk_recompute(void **state) {
+  (void)state;
+  plan p;
+  plan_defaults(&p);
+  p.pp = 2;
+  p.recompute = PLAN_RECOMPUTE_FULL;
+  p.n_chunk_recompute = 2;
+  p.chunk_recompute_layers[0] = 3;
+  p.chunk_recompute_layers[1] = 1;
+  char why[160];
+  assert_false(plan_stack_runs(PLAN_STACK_MEGATRON_LM, &p, why, sizeof why));
+  assert_non_null(strstr(why, "one recompute layer count for every pipeline chunk"));
+  assert_false(plan_stack_runs(PLAN_STACK_DEEPSPEED, &p, why, sizeof why));
+  assert_false(plan_stack_runs(PLAN_STACK_TORCHTITAN, &p, why, sizeof why));
+  assert_true(plan_stack_runs(PLAN_STACK_ANY, &p, why, sizeof why));
+  assert_true(plan_stack_runs(PLAN_STACK_AUTOPAR, &p, why, sizeof why));
+  p.chunk_recompute_layers[1] = 3; /* equal counts are one count */
+  assert_true(plan_stack_runs(PLAN_STACK_MEGATRON_LM, &p, why, sizeof why));
+
+  /* Llama-3-70B on 16 DGX H100 at gbs 1024: before, the megatron-lm winner was the layer DP's per-chunk list. */
+  fixture f;
+  fixture_load(&f, "llama-3-70b", "dgx-h100:16x8");
+  search_opts o = search_opts_defaults();
+  o.global_batch_size = 1024;
+  o.seq_length = 4096;
+  o.top_k = 3;
+  o.fixed.stack = PLAN_STACK_MEGATRON_LM;
+  search_result *res = NULL;
+  int n = 0;
+  if (search_run_all(f.ctx, f.env, &o, &res, &n, NULL)) fail_msg("%s", ap_ctx_error(f.ctx));
+  for (int i = 0; i < n; i++) {
+    assert_false(chunk_counts_differ(&res[i].p));
+    ap_plan ap = {.p = res[i].p, .dp_set = true, .n_micro_set = true, .gbs_set = true, .loss_set = true};
+    if (ap_export_check(f.ctx, f.model, &ap, "megatron")) fail_msg("#%d: %s", i + 1, ap_ctx_error(f.ctx));
+  }
+  search_results_free(res, n);
+  fixture_free(&f);
+}
+
 /* The driver's seeded streams: the same seed and strategy give the same numbers, another seed or strategy
  * others; the stream is uniform enough that its mean over many draws is near one half. */
 static void test_seeded_streams(void **state) {
@@ -868,6 +917,7 @@ int main(void) {
       cmocka_unit_test(test_grid_equals_brute_force),
       cmocka_unit_test(test_deterministic_valid_and_fitting),
       cmocka_unit_test(test_winner_independent_of_top_k),
+      cmocka_unit_test(test_stack_chunk_recompute),
       cmocka_unit_test(test_seeded_streams),
       cmocka_unit_test(test_strategy_budget),
       cmocka_unit_test(test_fix_honoured),

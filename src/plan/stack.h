@@ -66,6 +66,8 @@ typedef struct {
   bool pp_sync_after;    /* with pp > 1 the gradient reduction and the parameter gather run after the last
                           * backward of the step, overlapped with nothing (DeepSpeed's pipeline engine) */
   plan_stack_loss loss;  /* its losses (above); fused_loss says whether it has a fused one */
+  bool chunk_recompute;  /* runs a different full-recompute layer count per pipeline chunk (plan.h
+                          * chunk_recompute_layers, the layer DP's plans); the frameworks take one count */
 } plan_stack_info;
 
 /* The row of stack s (NULL for PLAN_STACK_DEFAULT or out of range). */
