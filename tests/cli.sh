@@ -187,7 +187,7 @@ done <<CASES
 2|plan --model llama-3-8b --cluster h100:8|--model, --cluster and --global-batch-size (--gbs) are required
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --objective fast|--objective must be throughput or memory
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --max-mem-fraction x|--max-mem-fraction: expected a number
-0|plan --model llama-3-8b --cluster dgx-a100-40gb:2x8 --gbs 256 --seq 4096 --top 1 --max-mem-fraction 0.7 --json | python3 -c "import json,sys; d=json.load(sys.stdin); print('within', d['plans'][0]['memory']['peak_bytes'] <= 0.7 * 40 * 2**30, d['mem_limit_bytes'] == 0.7 * 40 * 2**30, d['plans'][0]['memory']['reserve_fraction'] > 0)"|within True True True
+0|plan --model llama-3-8b --cluster dgx-a100-40gb:2x8 --gbs 256 --seq 4096 --top 1 --max-mem-fraction 0.7 --json > $tmp/mf.json && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('within', d['plans'][0]['memory']['peak_bytes'] <= 0.7 * 40 * 2**30, d['mem_limit_bytes'] == 0.7 * 40 * 2**30, d['plans'][0]['memory']['reserve_fraction'] > 0)" $tmp/mf.json|within True True True
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --stack megatron|--stack must be one of megatron-lm
 2|plan --model llama-3-8b --cluster dgx-h100:2x8 --gbs 64 --fix pp=2,schedule=zb-v,vpp=2|megatron-lm does not run the zb-v schedule
 0|plan --model llama-3-8b --cluster dgx-h100:2x8 --gbs 64 --fix pp=2,schedule=zb-v,vpp=2 --stack any --top 1|zb-v
