@@ -6,6 +6,13 @@
 #include "cost/bound.h"
 #include "cost/internal.h"
 
+/* ZB-V's order (plan/schedule.h, built at equal times) admits one new micro-batch per step only while at most
+ * pp/2 are in flight: a rank holds chunk r and chunk 2·pp - 1 - r, so from then on each micro-batch also waits
+ * for the passes of the up chunk, one more step each, until the pipeline is full at m = pp. The extra steps:
+ * min(m, pp) - pp/2 when positive (the simulator's slope is two steps per micro-batch between pp/2 and pp;
+ * tests/test_closed_form.c). */
+static double zbv_half_fill(double m, int n) { return ap_fmax(0, (m < (double)n ? m : (double)n) - (double)n / 2); }
+
 double schedule_time_s(const plan *p, const rank_cost *rc, int n, cost_time *out) {
   (void)out; /* the breakdown is filled by estimate.c from the per-rank sums */
   double m = (double)p->n_micro_batches, v = (double)p->vpp;
@@ -64,7 +71,7 @@ double schedule_time_s(const plan *p, const rank_cost *rc, int n, cost_time *out
   case PLAN_SCHED_ZB_H1:
     return ap_fmax(m * max + (zb_sum - zb_max), path + tw0 + (m - 1) * step_h1);
   case PLAN_SCHED_ZB_V:
-    return ap_fmax(m * max + (zbv_sum - zbv_max), path + tw0 / 2 + (m - 1) * step_v);
+    return ap_fmax(m * max + (zbv_sum - zbv_max), path + tw0 / 2 + (m - 1 + zbv_half_fill(m, n)) * step_v);
   case PLAN_SCHED_COUNT_:
     break;
   }
@@ -137,7 +144,7 @@ double schedule_lockstep_s(const plan *p, const rank_cost *rc, int n, const doub
    * more at larger pp), the larger of the two waits counting (what the simulator replays of
    * plan/schedule.h's order: tests/test_closed_form.c). The latency as in schedule_time_s, each further
    * micro-batch one step of the slowest rank behind. */
-  double latency = path + rc[0].tw / 2 + (m - 1) * step_max;
+  double latency = path + rc[0].tw / 2 + (m - 1 + zbv_half_fill(m, n)) * step_max;
   return ap_fmax(m * ap_fmax(max, skew_max) + (zfill - zfill_max), latency);
 }
 
