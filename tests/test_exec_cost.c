@@ -3,7 +3,9 @@
  * the executor's GEMM FLOP (forward, input and weight gradients of every linear layer and the head, counted
  * here from the model's sizes) times the seconds per FLOP; the change from ZeRO 0 to ZeRO 1 on dp 2 is exactly
  * the moments it shards less the reduce-scatter's shard buffer, 8·N − (8·N/2 + 4·N/2) = 2·N bytes; and a plan
- * of another stack on the same cluster is not priced this way. */
+ * of another stack on the same cluster is not priced this way; a collective is priced by interpolating the
+ * profile's measured points (the step's gradient all-reduce moves with the point above its size by exactly the
+ * interpolation weight). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +17,9 @@
 
 static char dir[64];
 
-/* A cluster of n cpu-rank devices whose inline profile prices every GEMM at spf seconds per FLOP. */
-static void write_cluster(const char *path, int n, double spf) {
+/* A cluster of n cpu-rank devices whose inline profile prices every GEMM at spf seconds per FLOP; ar_points, when
+ * not NULL, is the all-reduce's "points" array. */
+static void write_cluster_pts(const char *path, int n, double spf, const char *ar_points) {
   FILE *f = fopen(path, "w");
   assert_non_null(f);
   fprintf(f, "{\"name\": \"t\", \"device\": {\"name\": \"cpu-rank\", \"vendor\": \"cpu\", \"peak_flop_per_s\": {\"fp32\": %g, "
@@ -38,11 +41,14 @@ static void write_cluster(const char *path, int n, double spf) {
              "\"base_rss_bytes\": 2e7}, \"comm\": [");
   const char *ops[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"};
   for (int i = 0; i < 5; i++)
-    fprintf(f, "%s{\"op\": \"%s\", \"ranks\": 2, \"alpha_s\": 1e-5, \"bw_Bps\": 1e9}", i ? ", " : "", ops[i]);
+    fprintf(f, "%s{\"op\": \"%s\", \"ranks\": 2, \"alpha_s\": 1e-5, \"bw_Bps\": 1e9%s%s}", i ? ", " : "", ops[i],
+            i == 0 && ar_points ? ", \"points\": " : "", i == 0 && ar_points ? ar_points : "");
   fprintf(f, "]}}, \"devices_per_node\": %d, \"n_nodes\": 1, \"levels\": [{\"name\": \"shm\", \"bw_Bps\": 1e9, "
              "\"latency_s\": 1e-6}]}\n", n);
   fclose(f);
 }
+
+static void write_cluster(const char *path, int n, double spf) { write_cluster_pts(path, n, spf, NULL); }
 
 /* Iteration time and peak memory of plan_json on cluster, from `estimate --json` through the library. */
 static void estimate(const char *cluster, const char *plan_json, double *iter_s, double *peak_bytes) {
@@ -116,6 +122,34 @@ static void test_zero1_shards_the_moments(void **s) {
   assert_true(t0 > 0 && t1 > 0);
 }
 
+/* dp 2 with ZeRO 0 all-reduces the whole gradient (4·N bytes) at the step's end: with measured points the price
+ * is interpolated between the two points around 4·N, so raising the largest point by d raises the iteration time
+ * by exactly d·(4N − 65536)/(1e7 − 65536); and a point below its predecessor is taken at its predecessor's time. */
+static void test_collective_points_interpolate(void **s) {
+  (void)s;
+  char ca[96], cb[96], cc[96];
+  snprintf(ca, sizeof ca, "%s/pa.json", dir);
+  snprintf(cb, sizeof cb, "%s/pb.json", dir);
+  snprintf(cc, sizeof cc, "%s/pc.json", dir);
+  write_cluster_pts(ca, 2, 1e-11, "[{\"bytes\": 4096, \"time_s\": 1e-5}, {\"bytes\": 65536, \"time_s\": 2e-5}, "
+                                 "{\"bytes\": 1e7, \"time_s\": 1e-2}]");
+  write_cluster_pts(cb, 2, 1e-11, "[{\"bytes\": 4096, \"time_s\": 1e-5}, {\"bytes\": 65536, \"time_s\": 2e-5}, "
+                                 "{\"bytes\": 1e7, \"time_s\": 3e-2}]");
+  write_cluster_pts(cc, 2, 1e-11, "[{\"bytes\": 4096, \"time_s\": 1e-5}, {\"bytes\": 65536, \"time_s\": 1e-6}, "
+                                 "{\"bytes\": 1e7, \"time_s\": 1e-2}]");
+  const char *plan = "{\"global_batch_size\": 8, \"seq_length\": 16, \"precision\": \"fp32\", \"stack\": \"autopar\", "
+                     "\"parallel\": {\"dp\": 2}, \"pipeline\": {\"micro_batch_size\": 4}, \"optimizer\": {\"zero_stage\": 0}}";
+  double ta, tb, tc, m;
+  estimate(ca, plan, &ta, &m);
+  estimate(cb, plan, &tb, &m);
+  estimate(cc, plan, &tc, &m);
+  double N = 2 * 256 * 64 + 4 * (64 * 128 + 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64, x = 4 * N;
+  assert_true(x > 65536 && x < 1e7);
+  assert_true(fabs((tb - ta) - 2e-2 * (x - 65536) / (1e7 - 65536)) < 1e-9);
+  /* the 65536-byte point of cc (1e-6 s) is raised to 1e-5 s: the segment from it is 9e-6 s higher at its start */
+  assert_true(fabs((tc - ta) - -1e-5 * (1e7 - x) / (1e7 - 65536)) < 1e-9);
+}
+
 static int setup(void **s) {
   (void)s;
   snprintf(dir, sizeof dir, "/tmp/ap_test_exec_cost.XXXXXX");
@@ -133,6 +167,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_time_is_the_executors_flop),
       cmocka_unit_test(test_zero1_shards_the_moments),
+      cmocka_unit_test(test_collective_points_interpolate),
   };
   return cmocka_run_group_tests_name("exec_cost", tests, setup, teardown);
 }

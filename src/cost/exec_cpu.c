@@ -97,6 +97,23 @@ ap_status exec_cpu_profile_parse(ap_ctx *ctx, const char *file, const void *root
     out->comm[q].op = (exec_coll)c;
     out->comm[q].ranks = ranks;
     out->comm[q].alpha_s = alpha, out->comm[q].bw_Bps = bw;
+    json_t *pts = json_object_get(e, "points"), *pt;
+    if (pts && !json_is_array(pts)) return jx_fail(&es, "points", "expected an array of {bytes, time_s}");
+    size_t j;
+    json_array_foreach(pts, j, pt) {
+      char pwhere[96];
+      snprintf(pwhere, sizeof pwhere, "comm[%zu].points[%zu]", i, j);
+      jx_src ps = {ctx, file, pwhere};
+      double b = 0, t = 0;
+      if ((st = jx_f64(&ps, pt, "bytes", true, 1, 1e15, &b, NULL)) || (st = jx_f64(&ps, pt, "time_s", true, 1e-12, 1e3, &t, NULL)))
+        return st;
+      int np = out->comm[q].n_points;
+      if (np == EXEC_CPU_MAX_POINTS) return jx_fail(&ps, "bytes", "more than %d points", EXEC_CPU_MAX_POINTS);
+      if (np > 0 && b <= out->comm[q].bytes[np - 1]) return jx_fail(&ps, "bytes", "expected sizes in ascending order");
+      /* a larger message never takes less time: a point below its predecessor is the noise of a least-of */
+      out->comm[q].bytes[np] = b, out->comm[q].time_s[np] = np > 0 ? fmax(t, out->comm[q].time_s[np - 1]) : t;
+      out->comm[q].n_points++;
+    }
   }
   out->present = true;
   return AP_OK;
@@ -135,8 +152,13 @@ static double gemm_s(const exec_cpu_profile *x, exec_layout lay, double m, doubl
 }
 
 /* Seconds of one collective over `ranks` ranks of a buffer of `bytes` (the whole buffer: the gathered result,
- * the scattered input, a rank's all-to-all send buffer, one message): the profile's fit for that collective at
- * that group size, else at the nearest measured size. */
+ * the scattered input, a rank's all-to-all send buffer, one message), from the profile's measurement of that
+ * collective at that group size, else at the nearest measured size. Where the profile has measured points
+ * (rank_prof.c: the executor's message sizes, from 4 KiB to past the caches), the time is interpolated linearly
+ * between the two points around `bytes`, the smallest point's time below it (latency) and the last segment's
+ * seconds per byte past the largest: a single alpha-beta line fitted at the in-cache sizes is 3-4x below a
+ * reduce-scatter of a 16 MiB gradient, which no longer fits the caches (docs/executor.md "What separates
+ * measured from predicted", I). Without points, the alpha-beta fit. */
 static double coll_s(const exec_cpu_profile *x, exec_coll op, int64_t ranks, double bytes) {
   if (ranks <= 1 || bytes <= 0) return 0;
   int best = -1;
@@ -144,7 +166,14 @@ static double coll_s(const exec_cpu_profile *x, exec_coll op, int64_t ranks, dou
     if (x->comm[i].op != op) continue;
     if (best < 0 || llabs((long long)(x->comm[i].ranks - ranks)) < llabs((long long)(x->comm[best].ranks - ranks))) best = i;
   }
-  return best < 0 ? 0 : x->comm[best].alpha_s + bytes / x->comm[best].bw_Bps;
+  if (best < 0) return 0;
+  const double *b = x->comm[best].bytes, *t = x->comm[best].time_s;
+  int n = x->comm[best].n_points;
+  if (n < 2) return x->comm[best].alpha_s + bytes / x->comm[best].bw_Bps;
+  if (bytes <= b[0]) return t[0];
+  int k = 1;
+  while (k < n - 1 && bytes > b[k]) k++;
+  return t[k - 1] + (bytes - b[k - 1]) * (t[k] - t[k - 1]) / (b[k] - b[k - 1]);
 }
 
 /* The layer's sizes as the executor reads them (ex_cfg), from the graph's ops. */

@@ -6,8 +6,10 @@
  *    transformer layer produces (qkv, attn_out, mlp_up, mlp_down, lm_head for a few hidden sizes and token
  *    counts); time is the slowest rank's least of the repetitions, since a step waits for the slowest rank;
  *  - memory bandwidth: memcpy of a buffer far above the caches, bytes = 2·size (read and write) per copy;
- *  - MPI alpha-beta per collective (all-reduce, all-gather, reduce-scatter, all-to-all, send/recv) for each
- *    group size used (2, 4, … and the world): t(bytes) = alpha + bytes/bw (fit_alpha_beta).
+ *  - MPI collectives (all-reduce, all-gather, reduce-scatter, all-to-all, send/recv) for each group size used
+ *    (2, 4, … and the world) at 4 KiB … 16 MiB with the caches as a step leaves them (time_coll): the measured
+ *    points, which the executor's cost model interpolates, and the alpha-beta fit t = alpha + bytes/bw
+ *    (fit_alpha_beta), which the cluster's link level takes.
  * A CPU has no datasheet figure here, so the profile's fp32 "peak" is its fastest measured GEMM and the
  * efficiencies are relative to it (stated in the file's peak_source). The device also states that rate as its
  * bf16 peak, since the executor runs all work in fp32 and the cost model rates some work (attention core,
@@ -93,8 +95,13 @@ static double time_gemm(const gemm_shape *g, double budget_s, int *reps_out) {
   return slowest_least(t, reps, MPI_COMM_WORLD);
 }
 
-/* One collective of `bytes` (per rank's full buffer) over comm, timed reps times; the slowest rank's least of the repetitions. */
-static double time_coll(int kind, int64_t bytes, MPI_Comm comm, int reps) {
+/* One collective of `bytes` (per rank's full buffer) over comm, timed reps times as a training step meets it
+ * (the compute-interleaved pattern): before each repetition every rank writes its send buffer, as the kernel
+ * that produced it does, and then writes `evict` (a buffer of several times the core's L2 cache, standing for
+ * the GEMMs between two collectives of a step), so the collective reads and writes buffers that are not hot in
+ * the caches, unlike a loop over one hot buffer (bench/exec_effects.py G: in a step a 1 MiB all-gather or
+ * reduce-scatter took 1.5-3x the hot loop's time). The slowest rank's least of the repetitions. */
+static double time_coll(int kind, int64_t bytes, MPI_Comm comm, int reps, char *evict, size_t evict_bytes) {
   int me, n;
   MPI_Comm_rank(comm, &me);
   MPI_Comm_size(comm, &n);
@@ -103,6 +110,8 @@ static double time_coll(int kind, int64_t bytes, MPI_Comm comm, int reps) {
   if (!a || !b) MPI_Abort(MPI_COMM_WORLD, 1);
   double t[32];
   for (int r = 0; r <= reps; r++) { /* the first is a warm-up */
+    for (int64_t i = 0; i < count; i++) a[i] = (float)(i & 1023) * 1e-3f + (float)r;
+    memset(evict, r, evict_bytes);
     MPI_Barrier(comm);
     double t0 = MPI_Wtime();
     switch (kind) {
@@ -205,9 +214,16 @@ int rk_profile_main(int argc, char **argv) {
   int groups[MAX_GROUPS], ng = 0;
   for (int g = 2; g < world && ng < MAX_GROUPS - 1; g *= 2) groups[ng++] = g;
   if (world >= 2) groups[ng++] = world;
-  static const int64_t sizes_full[] = {4096, 65536, 1 << 20, 4 << 20}, sizes_quick[] = {4096, 1 << 20};
+  /* Message sizes from a pipeline boundary's or a tensor-parallel gather's (64 KiB-4 MiB) to a whole model's
+   * gradient at the step's end (16 MiB: past the caches, where a collective's rate drops 3-4x below its
+   * in-cache rate); the cost model interpolates between them (exec_cpu.c coll_s). */
+  static const int64_t sizes_full[] = {4096, 65536, 1 << 20, 4 << 20, 16 << 20}, sizes_quick[] = {4096, 1 << 20, 16 << 20};
   const int64_t *sizes = quick ? sizes_quick : sizes_full;
-  int nsz = quick ? 2 : 4, creps = quick ? 3 : 7;
+  int nsz = quick ? 3 : 5, creps = quick ? 3 : 7;
+  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  size_t evict_bytes = (size_t)(l2 > 0 ? 4 * l2 : 4 << 20); /* 4x the core's L2 (glibc sysconf; 4 MiB if unknown) */
+  char *evict = malloc(evict_bytes);
+  if (!evict) MPI_Abort(MPI_COMM_WORLD, 1);
   double ct[MAX_GROUPS][N_COLL][MAX_SIZES], alpha[MAX_GROUPS][N_COLL], beta[MAX_GROUPS][N_COLL];
   for (int gi = 0; gi < ng; gi++) {
     MPI_Comm comm;
@@ -216,7 +232,7 @@ int rk_profile_main(int argc, char **argv) {
       for (int c = 0; c < N_COLL; c++) {
         double xb[MAX_SIZES];
         for (int si = 0; si < nsz; si++) {
-          ct[gi][c][si] = time_coll(c, sizes[si], comm, creps);
+          ct[gi][c][si] = time_coll(c, sizes[si], comm, creps, evict, evict_bytes);
           xb[si] = (double)sizes[si];
         }
         fit_alpha_beta(xb, ct[gi][c], nsz, &alpha[gi][c], &beta[gi][c]);
@@ -225,6 +241,7 @@ int rk_profile_main(int argc, char **argv) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
   }
+  free(evict);
   MPI_Allreduce(&base_rss, &base_rss_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   int rc = 0;
   if (me == 0) {
@@ -268,8 +285,10 @@ int rk_profile_main(int argc, char **argv) {
                "collectives: MPI_Wtime; all ranks at once after a barrier; the slowest rank's "
                "least of the repetitions\", \"gemm\": \"cblas_sgemm row-major y = x W^T, OpenBLAS, 1 thread per rank\", \"memory\": "
                "\"memcpy of %lld bytes, bytes = 2 x size\", \"comm\": \"OpenMPI collectives on MPI_COMM_WORLD "
-               "subgroups; bw the best throughput of the sizes >= 64 KiB, alpha the least t - bytes/bw\"},\n",
-            (long long)buf_bytes);
+               "subgroups, each repetition after every rank wrote its send buffer and %zu bytes (4x its L2 cache), as "
+               "a step's kernels leave the caches; points: the slowest rank's least time per size; bw the best "
+               "throughput of the sizes >= 64 KiB, alpha the least t - bytes/bw\"},\n",
+            (long long)buf_bytes, evict_bytes);
     fprintf(f, "      \"gemm\": [\n");
     for (int i = 0; i < ns; i++) {
       const gemm_shape *g = &shapes[i];
