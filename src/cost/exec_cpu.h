@@ -37,6 +37,8 @@ typedef struct {
     double alpha_s, bw_Bps;
     int n_points; /* the measured sizes, ascending, times made non-decreasing; 0: the fit alone */
     double bytes[EXEC_CPU_MAX_POINTS], time_s[EXEC_CPU_MAX_POINTS];
+    int n_in_step; /* in_step_points: the same collective between a layer's GEMMs (rank_prof.c), ascending */
+    double in_bytes[EXEC_CPU_MAX_POINTS], in_time_s[EXEC_CPU_MAX_POINTS];
   } comm[EXEC_CPU_MAX_COMM];
 } exec_cpu_profile;
 
