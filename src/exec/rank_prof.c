@@ -264,7 +264,7 @@ int rk_profile_main(int argc, char **argv) {
   char *evict = malloc(evict_bytes);
   if (!evict) MPI_Abort(MPI_COMM_WORLD, 1);
   /* In-step times (time_coll_in_step) at the sizes of a layer's collectives, up to 4 MiB, after a q|k|v GEMM of
-   * bench/executor.py's model (512 tokens, hidden 256: about 3 ms here). */
+   * the GEMM table (hidden 256, 512 tokens: about 3 ms on this machine's cores). */
   const gemm_shape in_g = {"qkv", "nt", 256, 512, 768, 256};
   float *gx = malloc((size_t)(in_g.m * in_g.k) * sizeof *gx), *gw = malloc((size_t)(in_g.n * in_g.k) * sizeof *gw),
         *gy = malloc((size_t)(in_g.m * in_g.n) * sizeof *gy);
