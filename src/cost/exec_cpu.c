@@ -13,8 +13,9 @@
  *    (and the tensor-parallel scratch copy), the optimizer moments of what it updates, the saved activations
  *    exactly as ex_layer.c allocates them per recompute policy times the micro-batches in flight, one layer's
  *    working set and the head's logits.
- * The schedule, its bubble and the pipeline sends stay estimate.c's, so the simulator and the searches see the
- * same chunk times. Sources: the executor's code (src/exec/ex_layer.c, ex_moe.c, rank.c, rank_pipe.c) for what
+ * The aggregation stays estimate.c's, so the simulator and the searches see the same chunk times; estimate.c
+ * takes a pipeline plan's time from the simulator's replay of the schedule's lists, which the executor runs as
+ * they are. Layer collectives are priced in step (coll_in_s), the step's end ones in isolation (coll_s). Sources: the executor's code (src/exec/ex_layer.c, ex_moe.c, rank.c, rank_pipe.c) for what
  * runs; the measurements are the profile's, one set per machine, none per plan. */
 #include <math.h>
 #include <stdio.h>

@@ -3,8 +3,9 @@
  * the executor's kernels (the profile's "executor" object), the layer, pipeline-send, synchronisation,
  * optimizer and memory pieces of the cost model are the executor's own: what its code does, priced with the
  * profile's measured GEMM table by shape and layout, its per-unit kernel times, the collectives' measured
- * times by message size (their alpha-beta fits where a profile has no points) and the process's base resident set (docs/executor.md "Cost model"). The pipeline schedule and the
- * aggregation stay those of estimate.c, so searches and the simulator see the same chunk times. */
+ * times by message size, isolated and in step (their alpha-beta fits where a profile has no points), and the
+ * process's base resident set (docs/executor.md "Cost model"). The aggregation stays estimate.c's (a pipeline
+ * plan's time the simulator's replay of its lists), so searches and the simulator see the same chunk times. */
 #ifndef AP_COST_EXEC_CPU_H
 #define AP_COST_EXEC_CPU_H
 
