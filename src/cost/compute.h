@@ -22,6 +22,8 @@ typedef struct {
   double moe_gemm_factor;  /* efficiency of grouped expert GEMMs relative to a dense GEMM of the same shape */
   double op_latency_s;     /* host time to issue one kernel: a layer is never faster than its kernels' issue */
   double gemm_fixed_s;     /* device time of one GEMM kernel besides its FLOPs (launch gap, prologue, epilogue) */
+  double moe_host_s;       /* host time to issue one MoE layer, forward and backward, for one micro-batch, on
+                            * stacks whose MoE layers wait on the tokens per expert (plan_stack_info.moe_host_sync) */
 } compute_tuning;
 
 /* Defaults for a device with no fitted constants; their sources are in the table of tuning.c. */

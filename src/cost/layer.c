@@ -5,6 +5,14 @@
 #include <math.h>
 
 #include "cost/internal.h"
+#include "plan/stack.h"
+
+/* Whether plan p's stack waits on the tokens per expert in every MoE forward (plan_stack_info.moe_host_sync). */
+static bool cost_stack_moe_host_sync(const cost_env *env, const plan *p) {
+  const plan_stack_info *st =
+      plan_stack_get(p->stack == PLAN_STACK_DEFAULT ? plan_stack_default(env->facts.has_layers) : p->stack);
+  return st && st->moe_host_sync;
+}
 
 layer_cost cost_block(const cost_env *env, const plan *p, const plan_groups *pg, int bi, double b, double s) {
   return cost_block_on(env, 0, p, pg, bi, b, s);
@@ -98,6 +106,15 @@ layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const pl
   lc.fwd_s = fmax(lc.fwd_s, issue_s);
   if (2.0 * issue_s > lc.bwd_s && lc.bwd_s > 0) lc.wgrad_s *= 2.0 * issue_s / lc.bwd_s; /* its share stays */
   lc.bwd_s = fmax(lc.bwd_s, 2.0 * issue_s);
+  /* A MoE layer of a stack that waits on the tokens per expert in every forward (plan/stack.c [MLM-moe-sync])
+   * starts each layer with an empty GPU queue: the layer cannot take less than the host's time to issue it,
+   * moe_host_s forward and backward (tuning.c), split as the kernels are (one forward, two backward). */
+  if (blk->is_moe && cost_stack_moe_host_sync(env, p)) {
+    double h = cm->tuning.moe_host_s;
+    lc.fwd_s = fmax(lc.fwd_s, h / 3.0);
+    if (2.0 * h / 3.0 > lc.bwd_s && lc.bwd_s > 0) lc.wgrad_s *= 2.0 * h / 3.0 / lc.bwd_s;
+    lc.bwd_s = fmax(lc.bwd_s, 2.0 * h / 3.0);
+  }
   lc.recompute_sel_s = fmax(lc.recompute_sel_s, (double)n_attention * lat);
   lc.recompute_op_s = fmax(lc.recompute_op_s, (double)n_op_recomputed * lat);
   lc.recompute_full_s = lc.fwd_s;

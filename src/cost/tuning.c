@@ -50,6 +50,15 @@ static const cost_tuning_param params[] = {
      "run one cuBLAS GEMM per local expert (NVIDIA/TransformerEngine transformer_engine/common/gemm/"
      "cublaslt_gemm.cu @5c62f72, multi_stream_cublas_gemm, over 4 compute streams), so a layer pays it once "
      "per local expert and pass (compute_op)."},
+    {"moe_host_s", COST_SCOPE_DEVICE, C(moe_host_s), "s", 0.0, 0.03, 0.006, true, 15, 0,
+     "TUNING: the host time of one Megatron-Core MoE layer (attention and MoE, forward and backward) for one "
+     "micro-batch. Its forward waits on the tokens per expert every time (plan/stack.c [MLM-moe-sync]), so the "
+     "host cannot run ahead of the GPU by more than a layer and the layer takes at least this long (cost_block); "
+     "Megatron-Core's MoE guide names this host-bound regime and its remedies, CUDA graphs and larger micro-"
+     "batches (megatron/core/transformer/moe/README.md @d98e8a64, \"CPU Overhead Bottleneck\"). Default: several "
+     "hundred eager kernels a layer (router, permutation, all-to-alls, per-expert quantisation and grouped "
+     "GEMMs, attention; forward and twice backward) at 10-20 us of PyTorch and Python dispatch each, 6 ms; "
+     "fitted per chip, since the host CPU comes with the system (DGX H100/B200 Xeon, GB200 Grace)."},
     /* ---- global: communication, overlap, memory ---- */
     {"bus_eff.scale_up", COST_SCOPE_GLOBAL, M(bus_eff[COMM_LINK_SCALE_UP]), "1", 0.05, 1.0, 0.82, true, 8, 0,
      "NVIDIA/nccl-tests#212 (S. Jeaugey, NCCL): H100 NVLink line rate 450 GB/s, about 370 GB/s effective busBw "

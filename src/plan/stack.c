@@ -115,7 +115,19 @@
  *      1573MiB for cuda kernels (probably about the same for 80GB ...)", measured with torch.ones(1).cuda() and
  *      nvidia-smi on the 2022 software the megatron-deepspeed rows ran (CUDA 11, every module loaded at start);
  *      CUDA 11.7 and later load modules lazily (CUDA_MODULE_LOADING=LAZY, PyTorch's default since 2.0), which
- *      memory.context_bytes counts. */
+ *      memory.context_bytes counts.
+ *  [MLM-moe-sync] NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py @d98e8a64: the
+ *      all-to-all dispatcher copies the tokens per expert (the all-to-all's input and output splits, the grouped
+ *      GEMM's token counts) to the host on a side stream and waits for them (_maybe_dtoh_and_synchronize,
+ *      d2h_event.synchronize()) at cuda_sync_point, set to before_ep_alltoall with ep or tp > 1 and to
+ *      before_finish otherwise, unless expert inputs are padded to capacity (moe_pad_expert_input_to_capacity);
+ *      the all-gather dispatcher calls tokens_per_expert .cpu(); experts.py passes the counts to Transformer
+ *      Engine's grouped GEMM as a host list (tokens_per_expert.tolist()). So every dropless MoE layer's forward
+ *      waits for the GPU. Megatron-Bridge (its MoE perf configs, e.g. scripts/performance/
+ *      configs/qwen3/workload_base_configs.py @v0.2.0: the recipe's alltoall dispatcher, flex with hybridep on
+ *      GB200, CUDA graphs of moe_router and moe_preprocess only, which keep the wait) and NeMo run Megatron-
+ *      Core's MoE layer. DeepSpeed's MoE pads to capacity and
+ *      torchtitan's is not verified: not marked. */
 #include <stdio.h>
 #include <string.h>
 
@@ -152,42 +164,42 @@ static const plan_stack_info stacks[PLAN_STACK_DEFAULT] = {
                                 RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true, true, 0,
                                 "Transformer Engine fused attention", GRADS(G(4), G(2), G(4)),
                                 "[MLM-sched] [MLM-args] [MLM-rc] [MLM-ddp] [MLM-ce] [MLM-fce]", MEM_DEFAULT, false, false, false,
-                                LOSS_MEGATRON(false)},
+                                LOSS_MEGATRON(false), true},
     [PLAN_STACK_MEGATRON_BRIDGE] = {"megatron-bridge", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3),
                                     Z(0) | Z(1), RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true,
                                     true, 1,
                                     "Transformer Engine fused attention", GRADS(G(2), G(2), G(2)),
                                     "[MLM-sched] [MLM-ddp] [MB-mp] [MLM-fce] [MB-fce]", MEM_DEFAULT, false, false, false,
-                                    LOSS_MEGATRON(true)},
+                                    LOSS_MEGATRON(true), true},
     [PLAN_STACK_NEMO] = {"nemo", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                          RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true, true, 0,
                          "Transformer Engine fused attention", GRADS(G(4), G(2), G(4)), "[MLM-sched] [NeMo-mp] [MLM-fce] [NeMo-fce]", MEM_DEFAULT, false, false,
-                         false, LOSS_MEGATRON(true)},
+                         false, LOSS_MEGATRON(true), true},
     [PLAN_STACK_MEGATRON_DEEPSPEED] = {"megatron-deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                                        RC(NONE) | RC(SELECTIVE) | RC(FULL), true, true, false, false, false, 0,
                                        "unfused: baddbmm, fused scale-mask-softmax, bmm",
                                        GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)),
                                        "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [BS-ctx] [MDS-attn]",
-                                       MEM_BIGSCIENCE, true, false, true, LOSS_OWN},
+                                       MEM_BIGSCIENCE, true, false, true, LOSS_OWN, false},
     [PLAN_STACK_TORCHTITAN] = {"torchtitan", SCH(GPIPE) | SCH(1F1B) | SCH(INTERLEAVED_1F1B) | SCH(ZB_V),
                                Z(0) | Z(2) | Z(3), Z(0) | Z(2) | Z(3), RC(NONE) | RC(OP) | RC(FULL), true, true, true,
                                true, false, 0, "PyTorch SDPA (flash: FlashAttention-2)",
                                GRADS(GB(4, 0, 4), GB(4, 0, 4), GB(4, 0, 4)), "[TT] [TT-loss] [ATen-ce] [TT-fce] [FA2]", MEM_TORCHTITAN,
-                               false, true, false, LOSS_TORCHTITAN},
+                               false, true, false, LOSS_TORCHTITAN, false},
     [PLAN_STACK_LLM_FOUNDRY] = {"llm-foundry", 0, Z(2) | Z(3), 0, RC(NONE) | RC(FULL), false, false, false, false, true,
                                 0, "flash-attn (FlashAttention-2)", GRADS(G(4), G(4), G(4)), "[LF] [LF-ce] [FA-ce] [ATen-ce] [FA2]",
-                                MEM_LLM_FOUNDRY, false, true, false, LOSS_LLM_FOUNDRY},
+                                MEM_LLM_FOUNDRY, false, true, false, LOSS_LLM_FOUNDRY, false},
     [PLAN_STACK_DEEPSPEED] = {"deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1), RC(NONE) | RC(FULL), true,
                               false, false, false, false, 0, "the model's own", GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)),
                               "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [DS-loss]", MEM_DEEPSPEED,
-                              false, false, true, LOSS_OWN},
+                              false, false, true, LOSS_OWN, false},
     [PLAN_STACK_AUTOPAR] = {"autopar", ALL_SCHED, Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1) | Z(2) | Z(3), ALL_RC, true, true,
                             true, true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)),
                             "the reference executor: every schedule of plan/schedule.h", MEM_DEFAULT, false, false, false,
-                            LOSS_IN_PLACE},
+                            LOSS_IN_PLACE, false},
     [PLAN_STACK_ANY] = {"any", ALL_SCHED, Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1) | Z(2) | Z(3), ALL_RC, true, true, true,
                         true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)), "the whole space, for what-if studies",
-                        MEM_DEFAULT, false, false, false, LOSS_IN_PLACE},
+                        MEM_DEFAULT, false, false, false, LOSS_IN_PLACE, false},
 };
 
 const plan_stack_info *plan_stack_get(plan_stack s) { return (unsigned)s < PLAN_STACK_DEFAULT ? &stacks[s] : NULL; }

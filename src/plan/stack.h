@@ -66,6 +66,9 @@ typedef struct {
   bool pp_sync_after;    /* with pp > 1 the gradient reduction and the parameter gather run after the last
                           * backward of the step, overlapped with nothing (DeepSpeed's pipeline engine) */
   plan_stack_loss loss;  /* its losses (above); fused_loss says whether it has a fused one */
+  bool moe_host_sync;    /* its dropless MoE layers copy the tokens per expert to the host and wait for them in
+                          * every forward (Megatron-Core, stack.c [MLM-moe-sync]): the host cannot run ahead of
+                          * the GPU across MoE layers (cost/layer.c, compute_tuning.moe_host_s) */
 } plan_stack_info;
 
 /* The row of stack s (NULL for PLAN_STACK_DEFAULT or out of range). */

@@ -118,7 +118,7 @@ static bool param_applies(const fit_state *f, const calib_param *k, int dev) {
     const cal_row *r = &f->rows[i];
     if (r->fold == f->exclude_fold || (dev >= 0 && r->dev != dev) || !(f->memory ? r->mem : r->tput)) continue;
     if (strcmp(k->name, "fp8_gemm_speedup") == 0 && !r->fp8) continue;
-    if (strcmp(k->name, "moe_gemm_factor") == 0 && !r->moe) continue;
+    if ((strcmp(k->name, "moe_gemm_factor") == 0 || strcmp(k->name, "moe_host_s") == 0) && !r->moe) continue;
     if (strcmp(k->name, "overlap.ep") == 0 && !r->moe) continue;
     return true;
   }

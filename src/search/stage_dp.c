@@ -28,8 +28,10 @@
  * With vpp > 1 (interleaved-1f1b, zb-v) a rank's chunks are not contiguous. The DP then requires every layer to
  * be of one block, so that a rank's cost depends only on how many layers it holds, gives rank r a count n_r
  * and spreads n_r over its v chunks as evenly as possible (its first n_r mod v chunks one more; a rank that
- * holds the first or the last chunk may leave it empty when it has fewer layers than chunks). Layers of
- * several blocks (dense and MoE, full and windowed attention) are split exactly with vpp = 1. */
+ * holds the first or the last chunk may leave it empty when it has fewer layers than chunks), then refines the
+ * chunks by single-layer moves from that spread and from the same counts with the first and last chunk empty
+ * (alt_split). Layers of several blocks (dense and MoE, full and windowed attention) are split exactly with
+ * vpp = 1. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -389,6 +391,97 @@ static double predict_sizes(stage_dp *d, arena *a, const int32_t *size) {
   return split_init(d, a, size, s) ? split_time(d, s, NULL) : INFINITY;
 }
 
+/* The split of rank counts n with every transformer's first and last chunk empty and each rank's other chunks
+ * as even as possible (spread over them); false when that is no different from set_split's or leaves a middle
+ * chunk empty. */
+static bool alt_split(const stage_dp *d, const int64_t *n, plan *out) {
+  if (!cost_env_facts(d->env)->has_layers) return false;
+  int64_t n_chunks = (int64_t)d->pp * d->v;
+  bool differs = false;
+  out->n_stage_layers = (int32_t)n_chunks;
+  for (int r = 0; r < d->pp; r++) {
+    int64_t inner = 0;
+    for (int j = 0; j < d->v; j++) {
+      int64_t c = d->chunk_of[r * d->v + j];
+      inner += c != 0 && c != n_chunks - 1;
+    }
+    if (inner == 0 || n[r] < inner) return false;
+    for (int j = 0, k = 0; j < d->v; j++) {
+      int64_t c = d->chunk_of[r * d->v + j];
+      int32_t size = c == 0 || c == n_chunks - 1 ? 0 : (int32_t)(n[r] / inner + (k++ < n[r] % inner ? 1 : 0));
+      differs |= size != out->stage_layers[c];
+      out->stage_layers[c] = size;
+    }
+  }
+  return differs;
+}
+
+/* Refines split *cur (pipeline time *t) by single-layer moves between chunks (vpp > 1). Interleaved and ZB-V
+ * also pay for chunks that differ within a round (cost/schedule.c), which the
+ * per-rank DP does not see: move single layers between chunks while that is faster and fits (at most
+ * STAGE_DP_CLIMB rounds, the best move of each). With interleaving, a move out of chunk `from` is never
+ * faster than cost_bound_interleaved_s of the split with that chunk one layer shorter and nothing added,
+ * with one layer's growth on one rank (grow_min_s..grow_max_s; every group's chunk costs are filled by
+ * split_init before the climb), so when that is no better than the best so far, no move out of `from` is
+ * tried; the margin of 10^-13 covers the rounding of the bound's sums (a few parts in 10^16 each). A move
+ * rebuilds only the two ranks it touches (split_move), which gives the bits a rebuild of every rank gives. */
+static ap_status climb(stage_dp *d, ap_ctx *ctx, arena *a, const cost_env *env, double mem_fraction, plan *cur,
+                       double *t) {
+  int64_t nc = (int64_t)d->pp * d->v;
+  cost_result *r = arena_alloc(a, sizeof *r);
+  split_state *s = d->split; /* predict_sizes is done with it */
+  if (!r) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  bool interleaved = d->p.schedule == PLAN_SCHED_INTERLEAVED_1F1B;
+  for (int it = 0; it < STAGE_DP_CLIMB; it++) {
+    int64_t best_from = -1, best_to = -1;
+    double best_t = *t;
+    if (!split_init(d, a, cur->stage_layers, s)) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+    for (int64_t from = 0; from < nc; from++) {
+      if (s->size[from] == 0) continue;
+      int rf = d->rank_of[from];
+      split_move(d, s, from, -1);
+      double lb = 0;
+      if (interleaved) split_time(d, s, &lb);
+      if (!(lb * (1 - 1e-13) >= best_t * (1 - 1e-12)))
+        for (int64_t to = 0; to < nc; to++) {
+          if (from == to) continue;
+          int rt = d->rank_of[to];
+          rank_cost keep_t = s->rc[rt];
+          /* The pipeline time is the larger of schedule_time_s and schedule_lockstep_s (schedule_pipeline_s):
+           * when the first, over the pp ranks, already loses, the second, over every chunk, is not needed. */
+          double tq = INFINITY, beat = best_t * (1 - 1e-12);
+          cost_time tmp;
+          if (split_move(d, s, to, +1) && schedule_time_s(&d->p, s->rc, d->pp, &tmp) < beat) tq = split_time(d, s, NULL);
+          if (tq < beat) {
+            plan q = *cur;
+            memcpy(q.stage_layers, s->size, sizeof(int32_t) * (size_t)nc);
+            if (cost_estimate(ctx, env, &q, r) == AP_OK && r->peak_mem_bytes <= mem_fraction * r->capacity_bytes) {
+              best_t = tq;
+              best_from = from;
+              best_to = to;
+            }
+          }
+          /* Undo: the size, the rank's cost and the chunk's times (those of its rank's other chunks and of
+           * the rank itself are unchanged, or rebuilt from the unchanged sizes when rt == rf). */
+          s->size[to]--;
+          if (rt == rf) rank_of_split(d, s, rt);
+          else {
+            s->rc[rt] = keep_t;
+            s->ctf[to] = d->chunk_cost[d->grp_of[rt]][s->size[to]].tf;
+            s->ctb[to] = d->chunk_cost[d->grp_of[rt]][s->size[to]].tb;
+            s->ctw[to] = d->chunk_cost[d->grp_of[rt]][s->size[to]].tw;
+          }
+        }
+      split_move(d, s, from, +1);
+    }
+    if (!(best_t < *t)) break;
+    cur->stage_layers[best_from]--;
+    cur->stage_layers[best_to]++;
+    *t = best_t;
+  }
+  return AP_OK;
+}
+
 ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, const plan *base, double mem_fraction,
                                 plan *out, double *pipeline_s) {
   ap_status st = plan_validate(ctx, base, cost_env_graph(env), cost_env_cluster(env)->n_devices, "stage DP");
@@ -498,67 +591,22 @@ ap_status search_stage_dp_split(ap_ctx *ctx, arena *a, const cost_env *env, cons
   set_split(d, best_n, out);
   double got = d->v > 1 ? predict_sizes(d, a, out->stage_layers) : predict(d, a, out);
   if (d->v > 1) {
-    /* Interleaved and ZB-V also pay for chunks that differ within a round (cost/schedule.c), which the
-     * per-rank DP does not see: move single layers between chunks while that is faster and fits (at most
-     * STAGE_DP_CLIMB rounds, the best move of each). With interleaving, a move out of chunk `from` is never
-     * faster than cost_bound_interleaved_s of the split with that chunk one layer shorter and nothing added,
-     * with one layer's growth on one rank (grow_min_s..grow_max_s; every group's chunk costs are filled by
-     * split_init before the climb), so when that is no better than the best so far, no move out of `from` is
-     * tried; the margin of 10^-13 covers the rounding of the bound's sums (a few parts in 10^16 each). A move
-     * rebuilds only the two ranks it touches (split_move), which gives the bits a rebuild of every rank gives. */
+    /* Two starting points: the DP's spread, and the same rank counts with every transformer's first and last
+     * chunk left empty (alt_split): a heavy embedding or head may want its chunk empty even where its rank has
+     * layers for it, and single-layer moves cannot cross the ridge between the two (moving a layer off the
+     * boundary chunk alone unbalances the ranks). The faster that fits wins. */
     plan cur = *out;
     double t = got;
-    int64_t nc = (int64_t)d->pp * d->v;
-    cost_result *r = arena_alloc(a, sizeof *r);
-    split_state *s = d->split; /* predict_sizes is done with it */
-    if (!r) return ctx_fail(ctx, AP_NOMEM, "out of memory");
-    bool interleaved = d->p.schedule == PLAN_SCHED_INTERLEAVED_1F1B;
-    for (int it = 0; it < STAGE_DP_CLIMB; it++) {
-      int64_t best_from = -1, best_to = -1;
-      double best_t = t;
-      if (!split_init(d, a, cur.stage_layers, s)) return ctx_fail(ctx, AP_NOMEM, "out of memory");
-      for (int64_t from = 0; from < nc; from++) {
-        if (s->size[from] == 0) continue;
-        int rf = d->rank_of[from];
-        split_move(d, s, from, -1);
-        double lb = 0;
-        if (interleaved) split_time(d, s, &lb);
-        if (!(lb * (1 - 1e-13) >= best_t * (1 - 1e-12)))
-          for (int64_t to = 0; to < nc; to++) {
-            if (from == to) continue;
-            int rt = d->rank_of[to];
-            rank_cost keep_t = s->rc[rt];
-            /* The pipeline time is the larger of schedule_time_s and schedule_lockstep_s (schedule_pipeline_s):
-             * when the first, over the pp ranks, already loses, the second, over every chunk, is not needed. */
-            double tq = INFINITY, beat = best_t * (1 - 1e-12);
-            cost_time tmp;
-            if (split_move(d, s, to, +1) && schedule_time_s(&d->p, s->rc, d->pp, &tmp) < beat) tq = split_time(d, s, NULL);
-            if (tq < beat) {
-              plan q = cur;
-              memcpy(q.stage_layers, s->size, sizeof(int32_t) * (size_t)nc);
-              if (cost_estimate(ctx, env, &q, r) == AP_OK && r->peak_mem_bytes <= mem_fraction * r->capacity_bytes) {
-                best_t = tq;
-                best_from = from;
-                best_to = to;
-              }
-            }
-            /* Undo: the size, the rank's cost and the chunk's times (those of its rank's other chunks and of
-             * the rank itself are unchanged, or rebuilt from the unchanged sizes when rt == rf). */
-            s->size[to]--;
-            if (rt == rf) rank_of_split(d, s, rt);
-            else {
-              s->rc[rt] = keep_t;
-              s->ctf[to] = d->chunk_cost[d->grp_of[rt]][s->size[to]].tf;
-              s->ctb[to] = d->chunk_cost[d->grp_of[rt]][s->size[to]].tb;
-              s->ctw[to] = d->chunk_cost[d->grp_of[rt]][s->size[to]].tw;
-            }
-          }
-        split_move(d, s, from, +1);
+    if ((st = climb(d, ctx, a, env, mem_fraction, &cur, &t))) return st;
+    plan alt = *out;
+    if (alt_split(d, best_n, &alt)) {
+      double t_alt = predict_sizes(d, a, alt.stage_layers);
+      cost_result *r = arena_alloc(a, sizeof *r);
+      if (!r) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+      if (t_alt < INFINITY && cost_estimate(ctx, env, &alt, r) == AP_OK && r->peak_mem_bytes <= mem_fraction * r->capacity_bytes) {
+        if ((st = climb(d, ctx, a, env, mem_fraction, &alt, &t_alt))) return st;
+        if (t_alt < t * (1 - 1e-12)) cur = alt, t = t_alt;
       }
-      if (!(best_t < t)) break;
-      cur.stage_layers[best_from]--;
-      cur.stage_layers[best_to]++;
-      t = best_t;
     }
     *out = cur;
     got = t;
