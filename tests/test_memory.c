@@ -40,6 +40,14 @@ static void check_result(const cost_env *env, const plan *p, const cost_result *
       fail_msg("%s stage %d: parts add up to %.17g, total %.17g", what, i, parts_sum(m), m->total);
     double transient = m->activations + m->logits + m->buffers + m->step;
     assert_rel_close(m->reserve + 1.0, rf * transient + 1.0, 1e-12);
+    /* The context: the CUDA context, a stack's eagerly loaded modules, one communicator's buffers per group. */
+    const plan_stack_info *si = plan_stack_get(p->stack);
+    double eager = si ? si->mem.eager_context_bytes : 0;
+    if (!cost_exec_cpu_on(env, 0, p))
+      assert_rel_close(m->context, env->tuning.memory.context_bytes + eager +
+                                       env->tuning.memory.comm_bytes *
+                                           cost_nccl_comms(p, i, si && si->mem.p2p_pairs),
+                        1e-12);
   }
   assert_true(r->fits == (r->peak_mem_bytes <= r->capacity_bytes && r->host_mem_bytes <= r->host_capacity_bytes));
   jd d;
@@ -148,6 +156,43 @@ static void test_parts_add_up(void **state) {
   assert_true(n_checked >= 300);
 }
 
+/* The NCCL communicators a rank holds (memory.c cost_nccl_comms): one per parallel group of more than one rank,
+ * one per pipeline neighbour, and the default group unless the rank's one group is the world. */
+static void test_nccl_comms(void **state) {
+  (void)state;
+  static const struct {
+    int64_t tp, pp, dp, cp, ep;
+    int rank;
+    bool pairs;
+    int want;
+  } cases[] = {
+      {1, 1, 1, 1, 1, 0, true, 0},  /* one device: no communicator */
+      {1, 1, 8, 1, 1, 0, false, 1}, /* FSDP or DDP over the default group */
+      {8, 1, 1, 1, 1, 0, true, 1},  /* tensor parallel over every rank */
+      {8, 1, 4, 1, 1, 0, true, 3},  /* tp, dp and the default group */
+      {8, 12, 4, 1, 1, 0, true, 4}, /* BigScience's tp 8 pp 12 dp 4, first stage: tp, dp, the next stage, default */
+      {8, 12, 4, 1, 1, 5, true, 5}, /* a middle stage: both neighbours */
+      {8, 12, 4, 1, 1, 11, true, 4},
+      {8, 12, 4, 1, 1, 5, false, 4}, /* batched sends: the pipeline group's one communicator */
+      {8, 12, 4, 1, 1, 0, false, 4},
+      {1, 4, 1, 1, 1, 0, true, 2},  /* pp only: the next stage and the default group */
+      {1, 4, 1, 1, 1, 0, false, 1}, /* pp only, batched: the pipeline group is every rank */
+      {2, 1, 2, 2, 1, 0, true, 4},  /* tp, cp, the dp-cp gradient group, default */
+      {1, 2, 1, 1, 1, 0, true, 1},  /* pp 2: the one pair is every rank */
+      {1, 1, 8, 1, 4, 0, true, 3},  /* dp 8 (the world) ep 4: ep, the expert-data-parallel group (edp 2), default */
+  };
+  for (size_t i = 0; i < AP_COUNT(cases); i++) {
+    plan p;
+    plan_defaults(&p);
+    p.tp = cases[i].tp, p.pp = cases[i].pp, p.dp = cases[i].dp, p.cp = cases[i].cp, p.ep = cases[i].ep;
+    int got = cost_nccl_comms(&p, cases[i].rank, cases[i].pairs);
+    if (got != cases[i].want)
+      fail_msg("case %zu (tp%lld pp%lld dp%lld cp%lld ep%lld rank %d): %d communicators, expected %d", i,
+               (long long)p.tp, (long long)p.pp, (long long)p.dp, (long long)p.cp, (long long)p.ep, cases[i].rank,
+               got, cases[i].want);
+  }
+}
+
 /* The issue's example: Llama-3-70B on 64 H100, tp 4, pp 2, ZeRO 2; the parts add up to the total, the
  * reserve among them. */
 static void test_estimate_example(void **state) {
@@ -225,6 +270,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parts_add_up),
       cmocka_unit_test(test_estimate_example),
+      cmocka_unit_test(test_nccl_comms),
       cmocka_unit_test(test_advice_every_saver),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,7 +19,8 @@
  * the stack table (plan/stack.h, plan_stack_mem). */
 typedef struct {
   double overhead_bytes;     /* library workspaces inside the framework's allocator (cuBLAS, fused kernels) */
-  double context_bytes;      /* CUDA context and NCCL buffers, outside the framework's allocator */
+  double context_bytes;      /* the CUDA context, outside the framework's allocator */
+  double comm_bytes;         /* one NCCL communicator's buffers, outside it too, per group a rank is in */
   double grad_bytes_per_param; /* 4: Megatron keeps fp32 main grads; 2: bf16 grads */
   double loss_bytes_per_logit; /* peak bytes per logit element while the loss runs, the 16-bit logits included */
   /* The caching allocator's reserve: bytes it holds beyond the live tensors (freed blocks kept cached, split
@@ -127,7 +128,7 @@ typedef struct {
   double step;      /* the optimizer step's transient copies of the gradients (plan_stack_mem) */
   double workspace; /* library workspaces (memory.overhead_bytes) */
   double reserve;   /* the caching allocator's reserve (memory.reserve_fraction) */
-  double context;   /* CUDA context and NCCL buffers, outside the allocator (memory.context_bytes) */
+  double context;   /* CUDA context and NCCL buffers, outside the allocator (memory.context_bytes, comm_bytes) */
   double total;     /* the sum of all the parts above: what nvidia-smi shows at the rank's peak */
 } cost_mem;
 
@@ -286,6 +287,9 @@ AP_HIDDEN cost_mem memory_rank(const cost_env *env, const plan *p, const rank_co
 /* The allocator reserve plan p's stack holds, as a fraction of its transient bytes (memory.c): memory.
  * reserve_fraction, times memory.expandable_factor where the stack runs expandable segments. */
 AP_HIDDEN double cost_reserve_fraction(const cost_env *env, const plan *p);
+/* The NCCL communicators pipeline rank r of plan p holds (memory.c), each memory.comm_bytes of device memory;
+ * p2p_pairs: its stack sends pipeline tensors one at a time (plan_stack_mem.p2p_pairs). */
+AP_HIDDEN int cost_nccl_comms(const plan *p, int r, bool p2p_pairs);
 
 /* The piecewise costs (rank.c): the pieces cost_estimate builds every rank from, so that a dynamic programme
  * over splits predicts the finished plan's pipeline time (schedule_time_s on the ranks' tf + tb) and memory

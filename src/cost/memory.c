@@ -52,6 +52,27 @@ double cost_reserve_fraction(const cost_env *env, const plan *p) {
   return mt->reserve_fraction * (stack_mem(p, env->facts.has_layers).expandable_segments ? mt->expandable_factor : 1.0);
 }
 
+int cost_nccl_comms(const plan *p, int r, bool p2p_pairs) {
+  /* PyTorch's ProcessGroupNCCL (pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, commit not
+   * pinned) creates a communicator per process group on its first collective, and for send/recv one per pair of
+   * peers (getKeySendRecv: the key "low:high"); each has its own buffers (tuning.c memory.comm_bytes,
+   * NVIDIA/nccl#864, #964). A rank holds one per parallel group of more than one rank it communicates in:
+   * tensor, context, the data-parallel gradient group (dp·cp), expert and expert-data parallel; for the
+   * pipeline, one per neighbour where the stack sends one tensor at a time (plan_stack_mem.p2p_pairs), else the
+   * pipeline group's one; and the default group of torch.distributed.init_process_group, which every launch
+   * makes and whose barrier is a collective. A group over every rank is taken to be that default group (FSDP
+   * and DDP without a process group, a one-dimensional DeviceMesh), not a second communicator. */
+  int64_t world = p->tp * p->pp * p->dp * p->cp, edp = plan_edp(p);
+  if (world <= 1) return 0;
+  int64_t sizes[7] = {p->tp, p->cp, p->dp * p->cp, p->ep, p->ep > 1 ? edp : 1, 1, 1};
+  if (p->pp > 1 && !p2p_pairs) sizes[5] = p->pp;
+  if (p->pp > 1 && p2p_pairs && r > 0) sizes[5] = 2;
+  if (p->pp > 1 && p2p_pairs && r < p->pp - 1) sizes[6] = 2;
+  int n = 1; /* the default group */
+  for (size_t k = 0; k < AP_COUNT(sizes); k++) n += sizes[k] > 1 && sizes[k] < world;
+  return n;
+}
+
 cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s) {
   if (cost_exec_cpu_on(env, cost_rank_group(env, p, r, NULL), p)) return cost_exec_cpu_memory(env, p, rc, r, b, s);
   const rank_cost *R = &rc[r];
@@ -107,7 +128,7 @@ cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, in
   mem.workspace = mt->overhead_bytes;
   /* The allocator's reserve grows with the bytes allocated and freed through the iteration (cost.h). */
   mem.reserve = cost_reserve_fraction(env, p) * (mem.activations + mem.logits + mem.buffers + mem.step);
-  mem.context = mt->context_bytes + sm.eager_context_bytes;
+  mem.context = mt->context_bytes + sm.eager_context_bytes + mt->comm_bytes * cost_nccl_comms(p, r, sm.p2p_pairs);
   mem.total = mem.params + mem.grads + mem.optimizer + mem.activations + mem.logits + mem.buffers + mem.step +
               mem.workspace + mem.reserve + mem.context;
   return mem;

@@ -90,10 +90,20 @@ static const cost_tuning_param params[] = {
      "TUNING: cuBLAS/cuDNN workspaces and framework buffers inside the allocator: cuBLAS takes up to 32 MiB of "
      "workspace per stream (CUDA toolkit docs, cublasSetWorkspace) and fused kernels keep a few more buffers; "
      "0.5 GiB."},
-    {"memory.context_bytes", COST_SCOPE_GLOBAL, MEM(context_bytes), "bytes", 0.0, 4.0 * GiB, 0.75 * GiB, true, 0, 1,
-     "TUNING: the CUDA context takes about 0.5 GiB on Hopper and NCCL's channel buffers a few hundred MiB "
-     "(NCCL_BUFFSIZE 4 MiB per channel and peer); PyTorch's reserved-memory figure leaves both out."},
-    {"memory.reserve_fraction", COST_SCOPE_GLOBAL, MEM(reserve_fraction), "1", 0.0, 1.0, 0.15, true, 0, 2,
+    {"memory.context_bytes", COST_SCOPE_GLOBAL, MEM(context_bytes), "bytes", 0.0, 4.0 * GiB, 0.5 * GiB, true, 0, 1,
+     "TUNING: the CUDA context, outside the framework's allocator: about 0.5 GiB on Hopper with lazily loaded "
+     "modules (stack.c [BS-ctx] for eager loading); NCCL's buffers are memory.comm_bytes per communicator. "
+     "PyTorch's reserved-memory figure leaves both out."},
+    {"memory.comm_bytes", COST_SCOPE_GLOBAL, MEM(comm_bytes), "bytes", 0.0, 4.0 * GiB, 0.6 * GiB, true, 0, 2,
+     "NVIDIA/nccl#964 (2023): on 4 A100 with NVLink, the first 4 MB all-reduce of each PyTorch process group "
+     "adds 544 MB of device memory for a group of 2 ranks and 688 MB for more; NVIDIA/nccl#864 (S. Jeaugey): "
+     "each communicator has its own buffers, linear in its channels (NCCL_BUFFSIZE, 4 MiB for the Simple "
+     "protocol, per channel and peer; NCCL docs, Environment Variables), unless split with shared resources, "
+     "which the stacks here do not ask for; up to 4 GiB where many channels connect (NVIDIA/nccl#1685: an "
+     "all-to-all over 32 channels on 8 H100 took 3.3 GB). TUNING: 0.6 GiB, between the two A100 figures; fitted "
+     "to the nvidia-smi peaks (`autopar calibrate`, memory fit). Which communicators a rank holds: memory.c, "
+     "cost_nccl_comms."},
+    {"memory.reserve_fraction", COST_SCOPE_GLOBAL, MEM(reserve_fraction), "1", 0.0, 1.0, 0.15, true, 0, 3,
      "TUNING: the PyTorch caching allocator keeps freed blocks cached and splits large ones, so what it reserves "
      "exceeds the live tensors; the excess comes from the blocks allocated and freed through the iteration "
      "(activations, logits, buffers, the step's copies), not from the states allocated once (c10/cuda/"
@@ -101,7 +111,7 @@ static const cost_tuning_param params[] = {
      "fails); reserved exceeds allocated by 5-20% of the total in published runs (PyTorch docs, \"CUDA memory "
      "management\"), 0.15 of the transient bytes. Fitted to the measured peaks of runs.csv (`autopar calibrate`, "
      "memory fit)."},
-    {"memory.expandable_factor", COST_SCOPE_GLOBAL, MEM(expandable_factor), "1", 0.0, 1.0, 0.5, true, 0, 3,
+    {"memory.expandable_factor", COST_SCOPE_GLOBAL, MEM(expandable_factor), "1", 0.0, 1.0, 0.5, true, 0, 4,
      "TUNING: with expandable_segments:True the allocator maps a block's pages into one growing segment instead "
      "of caching whole segments (PyTorch docs, \"CUDA memory management\", expandable_segments), so its reserve "
      "is a fraction of the classic allocator's; fitted to the rows of stacks that launch with it (torchtitan)."},

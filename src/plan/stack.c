@@ -131,7 +131,15 @@
  *      configs/qwen3/workload_base_configs.py @v0.2.0: the recipe's alltoall dispatcher, flex with hybridep on
  *      GB200, CUDA graphs of moe_router and moe_preprocess only, which keep the wait) and NeMo run Megatron-
  *      Core's MoE layer. DeepSpeed's MoE pads to capacity and
- *      torchtitan's is not verified: not marked. */
+ *      torchtitan's is not verified: not marked.
+ *  [DS-p2p] deepspeedai/DeepSpeed deepspeed/runtime/pipe/p2p.py (commit not pinned): send and recv move one
+ *      tensor with torch.distributed.send/recv to the neighbouring stage's rank (a broadcast in a two-rank group
+ *      on PyTorch before 1.8); PyTorch's ProcessGroupNCCL opens one communicator per pair of peers for a single
+ *      send/recv (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, getKeySendRecv; commit not pinned).
+ *  [MLM-p2p] Megatron-Core megatron/core/model_parallel_config.py: batch_p2p_comm = True ("Use batch_isend_irecv
+ *      instead of individual isend/irecv calls"), overlap_p2p_comm = False; torch.distributed.pipelining's
+ *      schedules batch their sends and receives the same way (torchtitan's pipelines); ProcessGroupNCCL runs a
+ *      batched P2P on the group's own communicator, as a collective (commit not pinned). */
 #include <stdio.h>
 #include <string.h>
 
@@ -146,14 +154,15 @@
 #define GRADS(b, f, e) {[PLAN_PREC_BF16] = b, [PLAN_PREC_FP16] = f, [PLAN_PREC_FP8] = e}
 #define G(g) {g, 0, 0}
 #define GB(g, u, upp) {g, u, upp}
-/* Memory mechanisms (plan_stack_mem): DeepSpeed's optimizers [DS-step] [DS-bucket] and BigScience's context
+/* Memory mechanisms (plan_stack_mem): DeepSpeed's optimizers [DS-step] [DS-bucket], its pipeline's single
+ * send/recv [DS-p2p] (Megatron's and torchtitan's pipelines batch theirs [MLM-p2p]) and BigScience's context
  * [BS-ctx]; torchtitan's loss [TT-loss]; llm-foundry's unfused torch_crossentropy [LF-ce], the same ATen path
  * as torchtitan's (12 bytes; its default fused loss is plan_stack_loss's). */
-#define MEM_DEFAULT {0, 0, 0, 0, false, 0}
-#define MEM_DEEPSPEED {6.0, 8.0, 5e8, 0, false, 0}
-#define MEM_BIGSCIENCE {6.0, 8.0, 5e8, 0, false, 1573.0 * 1048576.0}
-#define MEM_TORCHTITAN {0, 0, 0, 12.0, true, 0}
-#define MEM_LLM_FOUNDRY {0, 0, 0, 12.0, false, 0}
+#define MEM_DEFAULT {0, 0, 0, 0, false, 0, false}
+#define MEM_DEEPSPEED {6.0, 8.0, 5e8, 0, false, 0, true}
+#define MEM_BIGSCIENCE {6.0, 8.0, 5e8, 0, false, 1573.0 * 1048576.0, true}
+#define MEM_TORCHTITAN {0, 0, 0, 12.0, true, 0, false}
+#define MEM_LLM_FOUNDRY {0, 0, 0, 12.0, false, 0, false}
 /* Losses (plan_stack_loss): fused by default, fused bytes per logit, unfused forward and backward bytes moved,
  * fused ones. Megatron's unfused and native fused [MLM-ce] [MLM-fce]; PyTorch's [ATen-ce]; flash-attn's [FA-ce];
  * an in-place fused kernel (2 bytes: the logits) at the loss op's own traffic for autopar and any. */

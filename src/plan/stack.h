@@ -28,11 +28,15 @@ typedef struct {
  * memory.loss_bytes_per_logit); and whether its launch scripts turn on the caching allocator's expandable
  * segments, which keep fragmentation low (memory.reserve_fraction then applies with memory.expandable_factor);
  * and the CUDA context its software takes where it loads every kernel module at start (CUDA before 11.7, or
- * CUDA_MODULE_LOADING=EAGER): bytes beyond the lazily loaded context memory.context_bytes counts. */
+ * CUDA_MODULE_LOADING=EAGER): bytes beyond the lazily loaded context memory.context_bytes counts; and whether
+ * its pipeline sends one tensor at a time (torch.distributed.send/recv), for which PyTorch opens a communicator
+ * per pair of neighbours, rather than batching them (batch_isend_irecv), which runs on the pipeline group's one
+ * communicator (stack.c [DS-p2p] [MLM-p2p]; cost/memory.c cost_nccl_comms). */
 typedef struct {
   double step_bytes_zero, step_bytes_nozero, bucket_elems, loss_bytes_per_logit;
   bool expandable_segments;
   double eager_context_bytes; /* the CUDA context its software measured with eager module loading; 0: lazy */
+  bool p2p_pairs;             /* pipeline send/recv one at a time: one communicator per neighbour */
 } plan_stack_mem;
 
 /* The loss of a stack (cost/memory.c, cost/compute.c; stack.c [MLM-ce] … [FA-ce]): whether it runs its fused
