@@ -202,7 +202,8 @@ failing-allocator:
 	  LDFLAGS="-fsanitize=address,undefined" build/asan/tests/test_nomem
 	AUTOPAR_NOMEM_FULL=1 build/asan/tests/test_nomem
 
-example: $(BIN)
+# Everything `all` builds (the shared libraries too), so that README's Python lines work after it alone.
+example: all
 	$(BIN) plan --model llama-3-70b --cluster dgx-h100:8x8 --gbs 1024 --seq 8192
 
 bench: $(LIB_A) $(PART_LIBS_A)

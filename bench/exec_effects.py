@@ -18,12 +18,13 @@ step (median of the steps after the first) and the 1-minute load average before 
      GEMM and kernel rates of the two.
   E. OpenBLAS threads: the threads of each rank process while it runs and the CPU time each used
      (/proc/PID/task), to show one computing thread per rank (OPENBLAS_NUM_THREADS=1 from `autopar run`).
-  F. Page faults: tp 2 with sequence parallelism, and dp 2 ZeRO 2 with 2 micro-batches, with glibc's default
-     allocation policy and with freed memory kept in the heap (AUTOPAR_MALLOC_KEEP=1, src/exec/rank.c): minor
-     faults, time and peak RSS per step.
+  F. Page faults: tp 2 with sequence parallelism, pp 2 1f1b, and dp 2 ZeRO 2 with 2 micro-batches, under the
+     executor's three allocation policies (AUTOPAR_MALLOC, src/exec/rank.c): glibc's default throughout, the
+     default `cache` (glibc's for the first step, then trimming off: freed memory stays mapped for the next
+     step) and `keep` (mmap threshold 32 MiB and no trimming from the start): minor faults, time and peak RSS.
   G. Collectives inside a step: tp 2 with sequence parallelism with AUTOPAR_MPI_SKEW=1 (a barrier before each
-     collective, timed apart): each collective's own time per call against the profile's alpha-beta fit at its
-     size, and the wait for the group's last rank (skew: preemption and noise, which the model has no term for).
+     collective, timed apart): each collective's own time per call against the profile's price at its size (its
+     measured points interpolated, as src/cost/exec_cpu.c coll_s does), and the wait for the group's last rank (skew: preemption and noise, which the model has no term for).
   H. memcpy by the distance of destination from source modulo 4096 (libc's memcpy through ctypes, 256 KiB, the
      size the profile's copy rate is timed at): the profile's copy once used two blocks malloc'd one after the
      other, 16 bytes apart modulo 4096, which on this machine is a slow case.
@@ -41,6 +42,24 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import executor  # noqa: E402  (the sweep's model, plan helper, session and load helpers)
+
+
+def coll_price(fit, b):
+    """The cost model's price of one collective of b bytes from the profile's entry (src/cost/exec_cpu.c coll_s):
+    its points interpolated linearly (the least point's time below it, the last segment's slope past the
+    largest), the alpha-beta fit where it has fewer than two points."""
+    pts = fit.get("points", [])
+    if len(pts) < 2:
+        return fit["alpha_s"] + b / fit["bw_Bps"]
+    xs, ts = [p["bytes"] for p in pts], []
+    for p in pts:
+        ts.append(max(p["time_s"], ts[-1]) if ts else p["time_s"])
+    if b <= xs[0]:
+        return ts[0]
+    k = 1
+    while k < len(xs) - 1 and b > xs[k]:
+        k += 1
+    return ts[k - 1] + (b - xs[k - 1]) * (ts[k] - ts[k - 1]) / (xs[k] - xs[k - 1])
 
 
 def run(a, work, name, plan, env=None, own_session=True, mpirun=None, watch=False):
@@ -166,9 +185,10 @@ def main():
     if "F" in a.only:
         print("F. page faults and the heap policy:")
         z2 = plan({"dp": 2}, {"micro_batch_size": 2}, {"zero_stage": 2})
-        for label, pl in (("tp 2 sp", tp), ("dp 2 ZeRO 2, 2 micro-batches", z2)):
-            for pol, env in (("glibc default", None), ("freed memory kept", {"AUTOPAR_MALLOC_KEEP": "1"})):
-                r = run(a, work, "f-" + pol.split()[0], pl, env=env)
+        pp = plan({"pp": 2}, {"micro_batch_size": 2, "schedule": "1f1b"})
+        for label, pl in (("tp 2 sp", tp), ("pp 2 1f1b", pp), ("dp 2 ZeRO 2, 2 micro-batches", z2)):
+            for pol in ("glibc", "cache", "keep"):
+                r = run(a, work, "f-" + pol, pl, env={"AUTOPAR_MALLOC": pol})
                 print(line(f"{label}, {pol}: {r.get('faults', 0):.0f} faults/step, {r.get('rss', 0):.1f} MiB", r),
                       flush=True)
     if "G" in a.only:
@@ -185,9 +205,9 @@ def main():
                 continue
             f = fits.get((m["op"], 2))
             b = m["bytes"] / m["calls"]
-            fit = f["alpha_s"] + b / f["bw_Bps"] if f else float("nan")
+            fit = coll_price(f, b) if f else float("nan")
             print(f"  {m['at']:9s} {m['op']:14s} {m['calls'] / r['steps']:4.0f} calls/step of {b / 2**20:6.2f} MiB: "
-                  f"{1e3 * m['time_s'] / m['calls']:.3f} ms/call measured, {1e3 * fit:.3f} ms the profile's fit "
+                  f"{1e3 * m['time_s'] / m['calls']:.3f} ms/call measured, {1e3 * fit:.3f} ms the profile's price "
                   f"(x{m['time_s'] / m['calls'] / fit:.2f}); {1e3 * per_step:.1f} ms/step")
     if "H" in a.only:
         print("H. memcpy of 256 KiB by (destination - source) mod 4096 (libc memcpy via ctypes, thread CPU time):")

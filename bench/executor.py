@@ -141,7 +141,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default="bin/autopar")
     ap.add_argument("--cluster", help="a cluster file from autopar profile (default: profile now)")
-    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=8,
+                    help="steps per plan (default 8: the median of the 7 after the first, so that one step slowed "
+                         "by another job or the host moves it little)")
     ap.add_argument("--keep", help="folder for the plans, runs.csv and cluster (default: a temporary one)")
     ap.add_argument("--runs", help="compare an existing runs.csv of this sweep (from --keep) instead of running it")
     ap.add_argument("--nice", type=int, default=-10, help="autogroup nice of each run's own session (default -10)")
@@ -170,7 +172,8 @@ def main():
         spread = {n: (float("nan"), float("nan"), float("nan"), float("nan")) for n in names}
     # The planner's top plan for the Llama model on this cluster (stack autopar: what the executor runs), run
     # with the sweep so that "is it the measured fastest" is measured, not assumed.
-    top_path = os.path.join(work, "planner-top.json")
+    # (re-predicting a kept sweep, the plan that ran stays in planner-top.json; today's top goes beside it)
+    top_path = os.path.join(work, "planner-top.replan.json" if a.runs else "planner-top.json")
     top = subprocess.run([a.bin, "plan", "--model", models["llama"], "--cluster", cluster, "--gbs", str(GBS), "--seq",
                           str(SEQ), "--top", "1", "--fix", "precision=fp32", "--stack", "autopar", "--export", "json",
                           "-o", top_path], capture_output=True, text=True)

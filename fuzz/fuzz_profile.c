@@ -2,7 +2,8 @@
  * compute_profile_parse with a fresh arena and a zeroed compute model. A failure must leave a message in the
  * context; a profile that reads is then queried through compute_gemm_eff for every dtype and a few shapes,
  * whose answer must be a fraction of the peak in [0, 1]; an executor profile (its "executor" object, read by
- * cost/exec_cpu.c) must come back complete. Seeds: fuzz/seeds/profile/ (cpu-executor.json from autopar profile). */
+ * cost/exec_cpu.c) must come back complete. Seeds: fuzz/seeds/profile/ (cpu-executor.json and cpu-executor-instep.json, with the collectives' in-step
+ * points, from autopar profile; the latter's GEMM table trimmed). */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +30,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       /* the executor's part (exec_cpu.c): at least one GEMM, every figure finite and non-negative */
       if (cm.exec && (!cm.exec->present || cm.exec->n_gemm < 1 || !(cm.exec->attn_fwd_s >= 0) || !(cm.exec->base_rss_bytes >= 0)))
         __builtin_trap();
+      /* the collectives' measured points (isolated and in step): ascending sizes, positive times */
+      for (int q = 0; cm.exec && q < cm.exec->n_comm; q++)
+        for (int w = 0; w < 2; w++) {
+          int np = w ? cm.exec->comm[q].n_in_step : cm.exec->comm[q].n_points;
+          const double *b = w ? cm.exec->comm[q].in_bytes : cm.exec->comm[q].bytes;
+          const double *t = w ? cm.exec->comm[q].in_time_s : cm.exec->comm[q].time_s;
+          if (np < 0 || np > EXEC_CPU_MAX_POINTS) __builtin_trap();
+          for (int i = 0; i < np; i++)
+            if (!(t[i] > 0) || (i > 0 && !(b[i] > b[i - 1]))) __builtin_trap();
+        }
       for (int dt = 0; dt < HW_DTYPE_COUNT; dt++)
         for (size_t i = 0; i < sizeof dims / sizeof *dims; i++) {
           double m = dims[i], n = dims[(i + 1) % (sizeof dims / sizeof *dims)], k = dims[(i + 2) % (sizeof dims / sizeof *dims)];

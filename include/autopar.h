@@ -136,6 +136,9 @@ AP_API const ap_part *ap_part_ilp(void);
 /* Writes text to path atomically: to a temporary file in the same folder, then renamed over path, so that a
  * failure never leaves a partial file. AP_IO names the path and the reason. */
 AP_API ap_status ap_write_file(ap_ctx *ctx, const char *path, const char *text);
+/* AP_OK when ap_write_file(path) could succeed now (the folder exists and takes a new file, the target is
+ * writable), else AP_IO naming the path and the reason; writes nothing. For checks before long work. */
+AP_API ap_status ap_check_writable(ap_ctx *ctx, const char *path);
 
 /* ---- Models ----------------------------------------------------------------------------------- */
 
@@ -152,8 +155,9 @@ AP_API void ap_model_free(ap_model *model);
 AP_API int64_t ap_model_params_total(const ap_model *model);
 AP_API int64_t ap_model_params_active(const ap_model *model);
 AP_API const char *ap_model_name(const ap_model *model);
-/* What ap_model_load read the model from: the path it was given, or the preset name; the model's name for a
- * model built otherwise. A plan records it ("model") so that `export --plan` finds the model again. */
+/* What ap_model_load read the model from: the file's absolute path (the path as given where it does not
+ * resolve), or the preset name; the model's name for a model built otherwise. A plan records it ("model") so
+ * that `export --plan` finds the model again, from any directory. */
 AP_API const char *ap_model_spec(const ap_model *model);
 
 /* Describes the model at sequence length seq as JSON (keys documented in docs/model-inputs.md, among them
@@ -451,7 +455,8 @@ AP_API ap_status ap_graph_plan_simulate(ap_ctx *ctx, const ap_model *model, cons
  * JSON; AP_INVALID naming the field as the plan reader does. */
 AP_API ap_status ap_graph_plan_render(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
                                       const char *doc_json, int format, char **out);
-/* The plan checked and written again as autopar-plan/2 JSON, on the cluster its "cluster" field names. */
+/* The plan checked and written again as autopar-plan/2 JSON, on the cluster its "cluster" field names; model NULL:
+ * the model file its "model_path" field names (AP_INVALID when it names none). */
 AP_API ap_status ap_graph_plan_export(ap_ctx *ctx, const ap_model *model, const ap_plan *plan, char **out);
 /* Each op's legal strategies on the cluster's default mesh (JSON or text). */
 AP_API ap_status ap_describe_sharding(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,

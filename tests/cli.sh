@@ -2,6 +2,7 @@
 # CLI tests: one case per line of the table below, "EXIT|ARGS|TEXT": run `autopar ARGS`, expect exit status
 # EXIT and TEXT somewhere in its stdout or stderr. Errors must be one line. Prints "ok"/"not ok" per case.
 bin=${1:-bin/autopar}
+abs_bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin") # for cases that run from another directory
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf '{"model_type": "llama",\n  "hidden_size": 64,\n  "num_hidden_layers": 2,, }\n' >"$tmp/malformed.json"
@@ -135,6 +136,10 @@ done <<CASES
 0|export --plan data/plans/llama-3-70b-64xh100.json --format torchtitan-toml|[parallelism]
 2|export --plan data/plans/llama-3-70b-64xh100.json --format torchtitan|no core-attention recompute
 0|plan --model data/models/llama-3-8b.json --cluster h100:8 --gbs 64 --seq 4096 --export json -o $tmp/hf.json >/dev/null && $bin export --plan $tmp/hf.json --format megatron|--rotary-base 500000
+0|plan --model data/models/llama-3-8b.json --cluster h100:8 --gbs 64 --seq 4096 --export json -o $tmp/hfr.json >/dev/null && cd / && "$abs_bin" export --plan $tmp/hfr.json --format megatron|--rotary-base 500000
+2|plan --model mixtral-8x7b --cluster dgx-h100:4x8 --gbs 256 --seq 4096 --top 1 --export torchtitan -o $tmp/tt.py; test ! -e $tmp/tt.py && exit 2|plan: stack torchtitan: torchtitan has no mixtral-8x7b model
+2|plan --model mixtral-8x7b --cluster dgx-h100:4x8 --gbs 256 --seq 4096 --top 1 --stack torchtitan|plan: stack torchtitan: torchtitan has no mixtral-8x7b model
+2|plan --model gpt-oss-20b --cluster dgx-h100:4x8 --gbs 256 --seq 4096 --top 1 --export megatron -o $tmp/goss.sh; test ! -e $tmp/goss.sh && exit 2|(the first refused: megatron export: Megatron-LM cannot build gpt-oss-20b as it is: it has learned attention sinks
 0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --export torchtitan 2>/dev/null|config.parallelism.data_parallel_shard_degree
 0|export --plan data/plans/llama-3-70b-64xh100.json --format json|"format":"autopar-plan/1"
 0|export --plan data/plans/llama-3-70b-64xh100.json --format megatron -o $tmp/megatron.sh && cat $tmp/megatron.sh|--use-distributed-optimizer
@@ -182,6 +187,7 @@ done <<CASES
 2|plan --model llama-3-8b --cluster h100:8|--model, --cluster and --global-batch-size (--gbs) are required
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --objective fast|--objective must be throughput or memory
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --max-mem-fraction x|--max-mem-fraction: expected a number
+0|plan --model llama-3-8b --cluster dgx-a100-40gb:2x8 --gbs 256 --seq 4096 --top 1 --max-mem-fraction 0.7 --json > $tmp/mf.json && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('within', d['plans'][0]['memory']['peak_bytes'] <= 0.7 * 40 * 2**30, d['mem_limit_bytes'] == 0.7 * 40 * 2**30, d['plans'][0]['memory']['reserve_fraction'] > 0)" $tmp/mf.json|within True True True
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --stack megatron|--stack must be one of megatron-lm
 2|plan --model llama-3-8b --cluster dgx-h100:2x8 --gbs 64 --fix pp=2,schedule=zb-v,vpp=2|megatron-lm does not run the zb-v schedule
 0|plan --model llama-3-8b --cluster dgx-h100:2x8 --gbs 64 --fix pp=2,schedule=zb-v,vpp=2 --stack any --top 1|zb-v
@@ -189,6 +195,8 @@ done <<CASES
 0|estimate --model llama-3-8b --cluster h100:8 --tp 2 --dp 4 --stack torchtitan --json|"stack":"torchtitan"
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --export bogus|unknown export format "bogus"
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 -o $tmp/x.sh|-o/--output needs --export FORMAT
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --export megatron -o $tmp/nodir/x.sh > $tmp/nodir.out; test -s $tmp/nodir.out && exit 3; exit 2|nodir/x.sh: cannot write: No such file or directory
+2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --report $tmp/nodir/r.html > $tmp/nodir.out; test -s $tmp/nodir.out && exit 3; exit 2|nodir/r.html: cannot write: No such file or directory
 0|validate $tmp/small_runs.csv --search|search: the planner's best is at least as fast as the row's plan on 2 of 2
 0|validate $tmp/named_runs.csv --json|"note":"architecture of the built-in preset data/models/gpt-oss-120b.json
 0|validate $tmp/small_runs.csv --search --json|"best_predicted_tokens_per_s_per_gpu"
@@ -265,7 +273,9 @@ done <<CASES
 0+onnx|estimate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --json|"format": "autopar-graph-estimate/1"
 0+onnx|simulate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json|simulated
 0+onnx|export --plan $tmp/gp.json --model examples/onnx/resnet50.onnx --format json|"format": "autopar-plan/2"
-2+onnx|export --plan $tmp/gp.json --format json|name it with --model
+0+onnx|export --plan $tmp/gp.json --format json -o $tmp/gpx.json && (cd / && "$abs_bin" export --plan $tmp/gpx.json --format json -o $tmp/gpx2.json) && cmp $tmp/gpx.json $tmp/gpx2.json && cmp $tmp/gp.json $tmp/gpx.json && echo same-bytes|same-bytes
+2+onnx|export --plan $tmp/gp.json --format json -o $tmp/gpn.json >/dev/null && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d.pop('model_path'); json.dump(d, open(sys.argv[1], 'w'))" $tmp/gpn.json && "$bin" export --plan $tmp/gpn.json --format json -o $tmp/gpn2.json; test ! -e $tmp/gpn2.json && exit 2|records no model_path: name the model with --model
+2+onnx|export --plan $tmp/gp.json --format json -o $tmp/gpm.json >/dev/null && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['model_path']='/nonexistent/net.onnx'; json.dump(d, open(sys.argv[1], 'w'))" $tmp/gpm.json && "$bin" export --plan $tmp/gpm.json --format json|gpm.json: model_path: "/nonexistent/net.onnx" does not load
 2+onnx|export --plan $tmp/gp.json --model examples/onnx/resnet50.onnx --format megatron|exports as json only, not megatron
 2+onnx|estimate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --tp 2|takes only --model, --cluster, --plan, --json, --calibration, --report
 2+onnx|simulate --model examples/onnx/resnet50.onnx --cluster h100-sxm:8 --plan $tmp/gp.json --tp 2|takes only --model, --cluster, --plan, --json, --calibration, --report, --trace and --max-events

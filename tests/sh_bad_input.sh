@@ -27,6 +27,7 @@ printf '{"format":"autopar-plan/1","model":"gpt2","global_batch_size":1,"seq_len
 printf '{"format":"autopar-plan/1","model":"gpt2","global_batch_size":8,"seq_length":1024,"parallel":{"dp":1,"tp":8,"pp":1,"cp":1},"pipeline":{"micro_batch_size":1,"n_micro_batches":8}}' >"$T/badtp.json"
 head='id,model,model_config,gpu,num_gpus,global_batch_size,seq_length,micro_batch_size,tp,pp,dp,precision,outcome,measured_tokens_per_s_per_gpu'
 printf '%s\na,gpt2,gpt2.json,a100-80gb,8,64,1024,1,1,1,8,bf16,ok,10000\n' "$head" >"$T/runs.csv"
+sed 's|"model_path": "[^"]*"|"model_path": 7|' fuzz/seeds/plan2/mlp3-h100x8-model-path.json >"$T/gp_badpath.json"
 cp "$T/gpt2copy.json" "$T/models/gpt2.json"
 printf '%s\na,gpt2,../../../../etc/passwd,a100-80gb,8,64,1024,1,1,1,8,bf16,ok,10000\n' "$head" >"$T/dotdot.csv"
 printf '%s\na,gpt2,/etc/passwd,a100-80gb,8,64,1024,1,1,1,8,bf16,ok,10000\n' "$head" >"$T/abs.csv"

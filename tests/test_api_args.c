@@ -64,6 +64,9 @@ static void test_null_and_bad_arguments(void **state) {
   PROBE(x, ap_write_file(x, "", "text"));
   PROBE(x, ap_write_file(x, "build/never-written.txt", NULL));
   PROBE(NULL, ap_write_file(NULL, "build/never-written.txt", "text"));
+  PROBE(x, ap_check_writable(x, NULL));
+  PROBE(x, ap_check_writable(x, ""));
+  PROBE(NULL, ap_check_writable(NULL, "build/never-written.txt"));
 
   PROBE(x, ap_model_load(x, "gpt2", NULL));
   PROBE(x, ap_model_load(x, NULL, &m));

@@ -1,6 +1,7 @@
 /* Tests of the planner: the search driver, the grid strategy and `autopar plan`'s library side.
- *  - differential: on small instances the grid's top plans equal those of a brute-force enumeration, written
- *    here from the candidate space documented in grid.c, that costs every candidate without pruning;
+ *  - differential: on ten small instances the grid's top plans equal those of a brute-force enumeration, written
+ *    here from the candidate space documented in grid.c, that costs every candidate without pruning, and the
+ *    whole planner (every strategy) returns no worse than that exhaustive best;
  *  - determinism (two runs give the same plans), every returned plan valid and within the memory limit;
  *  - --fix honoured, a bad --fix an input error, an infeasible problem AP_INFEASIBLE with the closest plans;
  *  - the time budget stops a search; the progress callback can cancel one;
@@ -248,6 +249,12 @@ static const struct {
     {"llama-3-8b", "h100:8", 64, 8192, 0.5},
     {"mixtral-8x7b", "dgx-h100:2x8", 64, 4096, 1.0},
     {"gpt2-xl", "a100:8", 48, 1024, 0.12},
+    {"gpt2", "h100:8", 64, 1024, 1.0},
+    {"qwen3-30b-a3b", "dgx-h100:2x8", 64, 4096, 0.6},
+    {"mistral-7b", "dgx-a100-40gb:2x8", 128, 4096, 0.9},
+    {"llama-2-13b", "dgx-a100-80gb:2x8", 96, 4096, 0.45},
+    {"qwen2.5-7b", "dgx-b200:1x8", 32, 16384, 1.0},
+    {"llama-3-8b", "dgx-h100:4x8", 256, 8192, 0.3},
 };
 
 static void test_grid_equals_brute_force(void **state) {
@@ -290,8 +297,19 @@ static void test_grid_equals_brute_force(void **state) {
       brief(&b.best[0].p, w, sizeof w);
       fail_msg("%s: grid's best %s, brute force's %s", bf_cases[ci].model, g, w);
     }
-    printf("# %s on %s: grid costed %lld plans, brute force %lld; best %.4g s\n", bf_cases[ci].model,
-           bf_cases[ci].cluster, (long long)st.n_evaluated, (long long)b.n_costed, res[0].r.iter_s);
+    /* The whole planner (every strategy: the grid, then stage and layer DP refining its best, the others) never
+     * returns worse than the exhaustive best of the grid's space (it may find better: uneven splits). */
+    search_opts all = o;
+    all.strategies = 0;
+    search_result *full = NULL;
+    int n_full = 0;
+    if (search_run_all(f.ctx, f.env, &all, &full, &n_full, NULL)) fail_msg("%s: %s", bf_cases[ci].model, ap_ctx_error(f.ctx));
+    if (full[0].r.iter_s > b.best[0].iter_s * (1 + 1e-9))
+      fail_msg("%s: the planner's best %.9g s, the exhaustive search's %.9g s", bf_cases[ci].model, full[0].r.iter_s,
+               b.best[0].iter_s);
+    printf("# %s on %s: grid costed %lld plans, brute force %lld; best %.4g s, whole planner %.4g s\n", bf_cases[ci].model,
+           bf_cases[ci].cluster, (long long)st.n_evaluated, (long long)b.n_costed, res[0].r.iter_s, full[0].r.iter_s);
+    search_results_free(full, n_full);
     free(b.best);
     search_results_free(res, n);
     fixture_free(&f);
@@ -394,6 +412,55 @@ static void test_winner_independent_of_top_k(void **state) {
     search_results_free(first, n_first);
     fixture_free(&f);
   }
+}
+
+/* Per-chunk recompute counts run only where the stack takes them (plan/stack.c chunk_recompute): Megatron-LM
+ * takes one count per pipeline stage, so its winner carries none that differ and exports as it is, while the
+ * unrestricted space's winner on the same problem uses them (issue 10: `--export megatron` silently picked
+ * another plan, 0.8% slower, when the layer DP's per-chunk winner was refused by the exporter). */
+static bool chunk_counts_differ(const plan *p) {
+  for (int32_t c = 1; c < p->n_chunk_recompute; c++)
+    if (p->chunk_recompute_layers[c] != p->chunk_recompute_layers[0]) return true;
+  return false;
+}
+
+static void test_stack_chunk_recompute(void **state) {
+  (void)state;
+  plan p;
+  plan_defaults(&p);
+  p.pp = 2;
+  p.recompute = PLAN_RECOMPUTE_FULL;
+  p.n_chunk_recompute = 2;
+  p.chunk_recompute_layers[0] = 3;
+  p.chunk_recompute_layers[1] = 1;
+  char why[160];
+  assert_false(plan_stack_runs(PLAN_STACK_MEGATRON_LM, &p, why, sizeof why));
+  assert_non_null(strstr(why, "one recompute layer count for every pipeline chunk"));
+  assert_false(plan_stack_runs(PLAN_STACK_DEEPSPEED, &p, why, sizeof why));
+  assert_false(plan_stack_runs(PLAN_STACK_TORCHTITAN, &p, why, sizeof why));
+  assert_true(plan_stack_runs(PLAN_STACK_ANY, &p, why, sizeof why));
+  assert_true(plan_stack_runs(PLAN_STACK_AUTOPAR, &p, why, sizeof why));
+  p.chunk_recompute_layers[1] = 3; /* equal counts are one count */
+  assert_true(plan_stack_runs(PLAN_STACK_MEGATRON_LM, &p, why, sizeof why));
+
+  /* Llama-3-70B on 16 DGX H100 at gbs 1024: before, the megatron-lm winner was the layer DP's per-chunk list. */
+  fixture f;
+  fixture_load(&f, "llama-3-70b", "dgx-h100:16x8");
+  search_opts o = search_opts_defaults();
+  o.global_batch_size = 1024;
+  o.seq_length = 4096;
+  o.top_k = 3;
+  o.fixed.stack = PLAN_STACK_MEGATRON_LM;
+  search_result *res = NULL;
+  int n = 0;
+  if (search_run_all(f.ctx, f.env, &o, &res, &n, NULL)) fail_msg("%s", ap_ctx_error(f.ctx));
+  for (int i = 0; i < n; i++) {
+    assert_false(chunk_counts_differ(&res[i].p));
+    ap_plan ap = {.p = res[i].p, .dp_set = true, .n_micro_set = true, .gbs_set = true, .loss_set = true};
+    if (ap_export_check(f.ctx, f.model, &ap, "megatron")) fail_msg("#%d: %s", i + 1, ap_ctx_error(f.ctx));
+  }
+  search_results_free(res, n);
+  fixture_free(&f);
 }
 
 /* The driver's seeded streams: the same seed and strategy give the same numbers, another seed or strategy
@@ -850,6 +917,7 @@ int main(void) {
       cmocka_unit_test(test_grid_equals_brute_force),
       cmocka_unit_test(test_deterministic_valid_and_fitting),
       cmocka_unit_test(test_winner_independent_of_top_k),
+      cmocka_unit_test(test_stack_chunk_recompute),
       cmocka_unit_test(test_seeded_streams),
       cmocka_unit_test(test_strategy_budget),
       cmocka_unit_test(test_fix_honoured),

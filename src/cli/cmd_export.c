@@ -53,13 +53,9 @@ int cmd_export(ap_ctx *ctx, int argc, char **argv) {
   char *text = NULL;
   ap_status st = ap_plan_load(ctx, plan_path, &p);
   bool graph_plan = !st && ap_plan_format(p) == 2; /* an op-level plan: read against its graph, written as JSON */
-  if (graph_plan && (strcmp(format, "json") != 0 || !model)) {
-    if (strcmp(format, "json") != 0)
-      fprintf(stderr, "autopar export: %s: an autopar-plan/2 plan (a general graph's op-level plan) exports as json "
-              "only, not %s\n", plan_path, format);
-    else
-      fprintf(stderr, "autopar export: %s: an autopar-plan/2 plan is read against its graph: name it with --model\n",
-              plan_path);
+  if (graph_plan && strcmp(format, "json") != 0) {
+    fprintf(stderr, "autopar export: %s: an autopar-plan/2 plan (a general graph's op-level plan) exports as json "
+            "only, not %s\n", plan_path, format);
     ap_plan_free(p);
     return EXIT_BAD_INPUT;
   }

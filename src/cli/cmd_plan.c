@@ -166,7 +166,10 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
   ap_cluster *c = NULL;
   ap_plan *cmp = NULL, *best = NULL;
   char *out = NULL, *exported = NULL;
-  ap_status st = calibration ? ap_ctx_set_calibration(ctx, calibration) : AP_OK;
+  /* The files it will write, before the search: a folder that does not exist fails now, with nothing printed. */
+  ap_status st = output ? ap_check_writable(ctx, output) : AP_OK;
+  if (!st && report) st = ap_check_writable(ctx, report);
+  if (!st && calibration) st = ap_ctx_set_calibration(ctx, calibration);
   if (!st) st = ap_model_load(ctx, model, &m);
   if (!st) st = ap_cluster_load(ctx, cluster, &c);
   if (!st && compare) st = ap_plan_load(ctx, compare, &cmp);

@@ -182,6 +182,9 @@ AP_HIDDEN ap_status util_path_inside(ap_ctx *ctx, const char *base_dir, const ch
 AP_HIDDEN const char *util_relpath_problem(const char *rel);
 /* The base name of a path without folders ("a/b/c.json" -> "c.json"). */
 AP_HIDDEN const char *util_basename(const char *path);
+/* The absolute, resolved path of an existing file into out (n bytes): false when it does not resolve or does
+ * not fit. */
+AP_HIDDEN bool util_abs_path(const char *path, char *out, size_t n);
 /* True when s ends with suffix. */
 AP_HIDDEN bool util_ends_with(const char *s, const char *suffix);
 /* Parses a strictly positive decimal integer (with optional k/M/G suffixes meaning 10^3/10^6/10^9);

@@ -350,6 +350,15 @@ ap_status util_path_inside(ap_ctx *ctx, const char *base_dir, const char *rel, c
   return st;
 }
 
+bool util_abs_path(const char *path, char *out, size_t n) {
+  char *real = realpath(path, NULL); /* libc's allocation: copied, then released with libc's free */
+  if (!real) return false;
+  bool fits = strlen(real) < n;
+  if (fits) memcpy(out, real, strlen(real) + 1);
+  mem_free_libc(real);
+  return fits;
+}
+
 const char *util_basename(const char *path) {
   const char *s = strrchr(path, '/');
   return s ? s + 1 : path;
@@ -382,4 +391,11 @@ ap_status ap_write_file(ap_ctx *ctx, const char *path, const char *text) {
   if (!path || !*path) return ctx_fail(ctx, AP_INVALID, "ap_write_file: expected a file name, got %s", path ? "\"\"" : "NULL");
   if (!text) return ctx_fail(ctx, AP_INVALID, "ap_write_file: %s: text must not be NULL", path);
   return util_write_file_atomic(ctx, path, text);
+}
+
+ap_status ap_check_writable(ap_ctx *ctx, const char *path) {
+  API_ENTER(ctx);
+  if (!ctx) return AP_INVALID;
+  if (!path || !*path) return ctx_fail(ctx, AP_INVALID, "ap_check_writable: expected a file name, got %s", path ? "\"\"" : "NULL");
+  return util_check_writable(ctx, path);
 }

@@ -13,8 +13,9 @@
  *    (and the tensor-parallel scratch copy), the optimizer moments of what it updates, the saved activations
  *    exactly as ex_layer.c allocates them per recompute policy times the micro-batches in flight, one layer's
  *    working set and the head's logits.
- * The schedule, its bubble and the pipeline sends stay estimate.c's, so the simulator and the searches see the
- * same chunk times. Sources: the executor's code (src/exec/ex_layer.c, ex_moe.c, rank.c, rank_pipe.c) for what
+ * The aggregation stays estimate.c's, so the simulator and the searches see the same chunk times; estimate.c
+ * takes a pipeline plan's time from the simulator's replay of the schedule's lists, which the executor runs as
+ * they are. Layer collectives are priced in step (coll_in_s), the step's end ones in isolation (coll_s). Sources: the executor's code (src/exec/ex_layer.c, ex_moe.c, rank.c, rank_pipe.c) for what
  * runs; the measurements are the profile's, one set per machine, none per plan. */
 #include <math.h>
 #include <stdio.h>
@@ -97,6 +98,28 @@ ap_status exec_cpu_profile_parse(ap_ctx *ctx, const char *file, const void *root
     out->comm[q].op = (exec_coll)c;
     out->comm[q].ranks = ranks;
     out->comm[q].alpha_s = alpha, out->comm[q].bw_Bps = bw;
+    for (int which = 0; which < 2; which++) {
+      const char *key = which ? "in_step_points" : "points";
+      json_t *pts = json_object_get(e, key), *pt;
+      if (pts && !json_is_array(pts)) return jx_fail(&es, key, "expected an array of {bytes, time_s}");
+      int *np = which ? &out->comm[q].n_in_step : &out->comm[q].n_points;
+      double *pb = which ? out->comm[q].in_bytes : out->comm[q].bytes, *pv = which ? out->comm[q].in_time_s : out->comm[q].time_s;
+      size_t j;
+      json_array_foreach(pts, j, pt) {
+        char pwhere[96];
+        snprintf(pwhere, sizeof pwhere, "comm[%zu].%s[%zu]", i, key, j);
+        jx_src ps = {ctx, file, pwhere};
+        double b = 0, t = 0;
+        if ((st = jx_f64(&ps, pt, "bytes", true, 1, 1e15, &b, NULL)) || (st = jx_f64(&ps, pt, "time_s", true, 1e-12, 1e3, &t, NULL)))
+          return st;
+        if (*np == EXEC_CPU_MAX_POINTS) return jx_fail(&ps, "bytes", "more than %d points", EXEC_CPU_MAX_POINTS);
+        if (*np > 0 && b <= pb[*np - 1]) return jx_fail(&ps, "bytes", "expected sizes in ascending order");
+        /* a larger message never takes less time in isolation: a point below its predecessor is the noise of a
+         * least-of (in a step the wait for a partner dominates small sizes, so those points stay as measured) */
+        pb[*np] = b, pv[*np] = !which && *np > 0 ? fmax(t, pv[*np - 1]) : t;
+        (*np)++;
+      }
+    }
   }
   out->present = true;
   return AP_OK;
@@ -135,16 +158,54 @@ static double gemm_s(const exec_cpu_profile *x, exec_layout lay, double m, doubl
 }
 
 /* Seconds of one collective over `ranks` ranks of a buffer of `bytes` (the whole buffer: the gathered result,
- * the scattered input, a rank's all-to-all send buffer, one message): the profile's fit for that collective at
- * that group size, else at the nearest measured size. */
-static double coll_s(const exec_cpu_profile *x, exec_coll op, int64_t ranks, double bytes) {
-  if (ranks <= 1 || bytes <= 0) return 0;
+ * the scattered input, a rank's all-to-all send buffer, one message), from the profile's measurement of that
+ * collective at that group size, else at the nearest measured size. Where the profile has measured points
+ * (rank_prof.c: the executor's message sizes, from 4 KiB to past the caches), the time is interpolated linearly
+ * between the two points around `bytes`, the smallest point's time below it (latency) and the last segment's
+ * seconds per byte past the largest: a single alpha-beta line fitted at the in-cache sizes is 3-4x below a
+ * reduce-scatter of a 16 MiB gradient, which no longer fits the caches (docs/executor.md "What separates
+ * measured from predicted", I). Without points, the alpha-beta fit. */
+/* Linear interpolation of n points (b ascending) at bytes: the first point's value below it, the last segment
+ * extended past the last. */
+static double interp(const double *b, const double *t, int n, double bytes) {
+  if (bytes <= b[0] || n == 1) return t[0];
+  int k = 1;
+  while (k < n - 1 && bytes > b[k]) k++;
+  return t[k - 1] + (bytes - b[k - 1]) * (t[k] - t[k - 1]) / (b[k] - b[k - 1]);
+}
+
+/* The profile's entry for collective op at the group size nearest `ranks`, -1 when none. */
+static int coll_entry(const exec_cpu_profile *x, exec_coll op, int64_t ranks) {
   int best = -1;
   for (int i = 0; i < x->n_comm; i++) {
     if (x->comm[i].op != op) continue;
     if (best < 0 || llabs((long long)(x->comm[i].ranks - ranks)) < llabs((long long)(x->comm[best].ranks - ranks))) best = i;
   }
-  return best < 0 ? 0 : x->comm[best].alpha_s + bytes / x->comm[best].bw_Bps;
+  return best;
+}
+
+static double coll_s(const exec_cpu_profile *x, exec_coll op, int64_t ranks, double bytes) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  int best = coll_entry(x, op, ranks);
+  if (best < 0) return 0;
+  if (x->comm[best].n_points < 2) return x->comm[best].alpha_s + bytes / x->comm[best].bw_Bps;
+  return interp(x->comm[best].bytes, x->comm[best].time_s, x->comm[best].n_points, bytes);
+}
+
+/* Seconds of a blocking collective inside a pass, between two of a layer's kernels: its isolated price (coll_s)
+ * plus what the profile measured such a collective to take beyond that in the compute-interleaved pattern
+ * (in_step_points, rank_prof.c time_coll_in_step: colder buffers and the wait for a partner whose kernel ran
+ * longer), that excess interpolated between the measured sizes and kept at the largest's past it. A profile
+ * without in_step_points: the isolated price. */
+static double coll_in_s(const exec_cpu_profile *x, exec_coll op, int64_t ranks, double bytes) {
+  double t = coll_s(x, op, ranks, bytes);
+  int best = ranks > 1 && bytes > 0 ? coll_entry(x, op, ranks) : -1;
+  if (best < 0 || x->comm[best].n_in_step == 0) return t;
+  const double *b = x->comm[best].in_bytes, *v = x->comm[best].in_time_s;
+  int n = x->comm[best].n_in_step;
+  double excess[EXEC_CPU_MAX_POINTS];
+  for (int i = 0; i < n; i++) excess[i] = fmax(0, v[i] - coll_s(x, op, ranks, b[i]));
+  return t + (bytes >= b[n - 1] ? excess[n - 1] : interp(b, excess, n, bytes));
 }
 
 /* The layer's sizes as the executor reads them (ex_cfg), from the graph's ops. */
@@ -234,7 +295,7 @@ layer_cost cost_exec_cpu_block(const cost_env *env, int group, const plan *p, co
     /* The head (ex_head_loss) and the embedding run whole on every tensor-parallel rank, over the rank's T rows;
      * under sequence parallelism the head's input is gathered first and its gradient sliced back. */
     acc f = {0}, bw = {0}, w = {0};
-    double gather = sp ? coll_s(x, EXEC_COLL_ALLGATHER, p->tp, act_bytes) + act_bytes * cpy : 0;
+    double gather = sp ? coll_in_s(x, EXEC_COLL_ALLGATHER, p->tp, act_bytes) + act_bytes * cpy : 0;
     if (blk->role == BLOCK_HEAD) {
       /* ex_head_loss runs the head's backward too, in the forward pass of the last chunk (rank_pipe.c
        * run_forward): the loss and its gradient, the head's two gradient GEMMs and the final norm's backward,
@@ -264,15 +325,15 @@ layer_cost cost_exec_cpu_block(const cost_env *env, int group, const plan *p, co
   double norm_f = TL * H * x->norm_fwd_s, norm_b = TL * H * x->norm_bwd_s;
   /* Sequence-parallel gather before a column matmul (and reduce-scatter after a row matmul), each with its
    * rearranging copy (rank.c rk_tp_all_gather_seq); without sequence parallelism the row output all-reduced. */
-  double ag = sp ? coll_s(x, EXEC_COLL_ALLGATHER, p->tp, act_bytes) + act_bytes * cpy : 0;
-  double rs = sp ? coll_s(x, EXEC_COLL_REDUCE_SCATTER, p->tp, act_bytes) + act_bytes * cpy
-              : p->tp > 1 ? coll_s(x, EXEC_COLL_ALLREDUCE, p->tp, act_bytes) : act_bytes * cpy;
+  double ag = sp ? coll_in_s(x, EXEC_COLL_ALLGATHER, p->tp, act_bytes) + act_bytes * cpy : 0;
+  double rs = sp ? coll_in_s(x, EXEC_COLL_REDUCE_SCATTER, p->tp, act_bytes) + act_bytes * cpy
+              : p->tp > 1 ? coll_in_s(x, EXEC_COLL_ALLREDUCE, p->tp, act_bytes) : act_bytes * cpy;
   /* the backward of a column matmul's input without sequence parallelism: Megatron's f, an all-reduce */
-  double col_in_bwd = sp ? rs : p->tp > 1 ? coll_s(x, EXEC_COLL_ALLREDUCE, p->tp, act_bytes) : 0;
+  double col_in_bwd = sp ? rs : p->tp > 1 ? coll_in_s(x, EXEC_COLL_ALLREDUCE, p->tp, act_bytes) : 0;
   double row_out_bwd = sp ? ag : 0;
   double kv_bytes = 4 * b * Sk * 2 * kvl;
-  double cp_f = p->cp > 1 ? coll_s(x, EXEC_COLL_ALLGATHER, p->cp, kv_bytes) + kv_bytes * cpy : 0;
-  double cp_b = p->cp > 1 ? coll_s(x, EXEC_COLL_REDUCE_SCATTER, p->cp, kv_bytes) + kv_bytes * cpy : 0;
+  double cp_f = p->cp > 1 ? coll_in_s(x, EXEC_COLL_ALLGATHER, p->cp, kv_bytes) + kv_bytes * cpy : 0;
+  double cp_b = p->cp > 1 ? coll_in_s(x, EXEC_COLL_REDUCE_SCATTER, p->cp, kv_bytes) + kv_bytes * cpy : 0;
   double rope = d.gelu ? 0 : T * (nhl + nkvl) * d.hd * x->rope_s;
   double resid = 6 * TL * H * cpy; /* x + y read, written: 12 bytes an element, at the copy rate of 2 bytes/byte */
   double act_f = T * Fl * (d.gelu ? x->gelu_fwd_s : x->swiglu_fwd_s), act_b = T * Fl * (d.gelu ? x->gelu_bwd_s : x->swiglu_bwd_s);
@@ -302,7 +363,8 @@ layer_cost cost_exec_cpu_block(const cost_env *env, int group, const plan *p, co
      * the routed copies go to their experts' ranks and back by all-to-all; the local experts' rows are, routing
      * balanced, T·K in all; the expert outputs are all-reduced over tp and the rank's rows kept. */
     double rows = Tm * d.K, n_local = d.E / ep, rows_e = rows / n_local, send = 4 * rows * H;
-    double a2a = p->ep > 1 ? 2 * coll_s(x, EXEC_COLL_ALLTOALL, p->ep, 8 * ep * n_local) +
+    /* the counts' exchange follows the router's kernels (in step); the rows' exchange follows it at once */
+    double a2a = p->ep > 1 ? 2 * coll_in_s(x, EXEC_COLL_ALLTOALL, p->ep, 8 * ep * n_local) +
                                  coll_s(x, EXEC_COLL_ALLTOALL, p->ep, send) * 2
                            : 0;
     /* over the etp group: the rows gathered (forward: the input; backward: the output gradient), the routed
@@ -310,9 +372,9 @@ layer_cost cost_exec_cpu_block(const cost_env *env, int group, const plan *p, co
     int64_t eg = plan_etp(p);
     double m_bytes = 4 * Tm * H;
     bool split = eg > 1 && sp;
-    double e_ag = split ? coll_s(x, EXEC_COLL_ALLGATHER, eg, m_bytes) + (eg == p->tp ? m_bytes * cpy : 0) : 0;
-    double e_rs = split ? coll_s(x, EXEC_COLL_REDUCE_SCATTER, eg, m_bytes) + (eg == p->tp ? m_bytes * cpy : 0) : 0;
-    double tp_out = split ? coll_s(x, EXEC_COLL_ALLREDUCE, eg, send) : 0;
+    double e_ag = split ? coll_in_s(x, EXEC_COLL_ALLGATHER, eg, m_bytes) + (eg == p->tp ? m_bytes * cpy : 0) : 0;
+    double e_rs = split ? coll_in_s(x, EXEC_COLL_REDUCE_SCATTER, eg, m_bytes) + (eg == p->tp ? m_bytes * cpy : 0) : 0;
+    double tp_out = !split ? 0 : p->ep > 1 ? coll_s(x, EXEC_COLL_ALLREDUCE, eg, send) : coll_in_s(x, EXEC_COLL_ALLREDUCE, eg, send);
     acc ef = {0}, eb = {0}, ew = {0};
     lin_fwd(x, &ef, Tm, d.E, H);
     lin_bwd(x, &eb, &ew, Tm, d.E, H);

@@ -2,9 +2,10 @@
  * `autopar profile` (cost layer, exec_cpu.c). Where a plan's stack is autopar and its device's profile carries
  * the executor's kernels (the profile's "executor" object), the layer, pipeline-send, synchronisation,
  * optimizer and memory pieces of the cost model are the executor's own: what its code does, priced with the
- * profile's measured GEMM table by shape and layout, its per-unit kernel times, the collectives' alpha-beta
- * fits and the process's base resident set (docs/executor.md "Cost model"). The pipeline schedule and the
- * aggregation stay those of estimate.c, so searches and the simulator see the same chunk times. */
+ * profile's measured GEMM table by shape and layout, its per-unit kernel times, the collectives' measured
+ * times by message size, isolated and in step (their alpha-beta fits where a profile has no points), and the
+ * process's base resident set (docs/executor.md "Cost model"). The aggregation stays estimate.c's (a pipeline
+ * plan's time the simulator's replay of its lists), so searches and the simulator see the same chunk times. */
 #ifndef AP_COST_EXEC_CPU_H
 #define AP_COST_EXEC_CPU_H
 
@@ -13,7 +14,7 @@
 
 #include "core/core.h"
 
-enum { EXEC_CPU_MAX_GEMM = 256, EXEC_CPU_MAX_COMM = 48 };
+enum { EXEC_CPU_MAX_GEMM = 256, EXEC_CPU_MAX_COMM = 48, EXEC_CPU_MAX_POINTS = 8 };
 typedef enum { EXEC_COLL_ALLREDUCE, EXEC_COLL_ALLGATHER, EXEC_COLL_REDUCE_SCATTER, EXEC_COLL_ALLTOALL, EXEC_COLL_SENDRECV,
                EXEC_COLL_COUNT_ } exec_coll;
 /* GEMM layouts as cblas_sgemm is called (row-major): y = x·Wᵀ (forward), dx = dy·W (input gradient),
@@ -35,6 +36,10 @@ typedef struct {
     exec_coll op;
     int64_t ranks;
     double alpha_s, bw_Bps;
+    int n_points; /* the measured sizes, ascending, times made non-decreasing; 0: the fit alone */
+    double bytes[EXEC_CPU_MAX_POINTS], time_s[EXEC_CPU_MAX_POINTS];
+    int n_in_step; /* in_step_points: the same collective between a layer's GEMMs (rank_prof.c), ascending */
+    double in_bytes[EXEC_CPU_MAX_POINTS], in_time_s[EXEC_CPU_MAX_POINTS];
   } comm[EXEC_CPU_MAX_COMM];
 } exec_cpu_profile;
 

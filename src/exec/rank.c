@@ -496,17 +496,28 @@ int main(int argc, char **argv) {
   }
   if (!a.result) die(2, "--result: required without --check");
 
+  /* Allocation (docs/executor.md "Allocation"). A step allocates and frees its activations and collective
+   * buffers (0.1-10 MiB each) every pass. Under glibc's default policy blocks above the mmap threshold (128 KiB
+   * at first, raised to the size of each mmapped block freed; DEFAULT_MMAP_THRESHOLD_MAX 32 MiB) come from fresh
+   * mappings, and the heap's top is given back to the kernel whenever more than the trim threshold (twice the
+   * mmap threshold) is free at it (glibc malloc/malloc.c: free, systrim), so the next pass page-faults on its
+   * first touch of every page again: tp 2 with sequence parallelism on bench/executor.py's model took 14,300
+   * minor faults a step, pp 2 1f1b 7,700, dp 2 9,700. A training runtime keeps freed memory for the next step
+   * (PyTorch's CUDACachingAllocator caches the blocks it got, c10/cuda/CUDACachingAllocator.cpp, and the first
+   * iteration settles the pool). So by default (`cache`) the rank runs the first step under glibc's policy,
+   * whose thresholds adapt to the step's blocks, then turns trimming off, which also freezes the adapted mmap
+   * threshold (mallopt(3) M_TRIM_THRESHOLD; do_set_trim_threshold sets no_dyn_threshold): later steps reuse the
+   * heap the first one grew, at the same peak resident set (bench/executor.py's 23 plans: within 0.5 MiB of
+   * glibc's policy) and with 4-12x fewer faults. AUTOPAR_MALLOC=glibc keeps glibc's policy throughout;
+   * AUTOPAR_MALLOC=keep sets the mmap threshold to 32 MiB and trimming off from the start (no faults at all, but
+   * heap fragmentation raises the peak RSS of plans with several micro-batches: dp 2 ZeRO 2 with 2 micro-batches
+   * 94 to 108 MiB). bench/exec_effects.py (F) measures the three. */
+  const char *malloc_policy = getenv("AUTOPAR_MALLOC");
+  if (!malloc_policy || !*malloc_policy) malloc_policy = "cache";
+  if (strcmp(malloc_policy, "cache") != 0 && strcmp(malloc_policy, "glibc") != 0 && strcmp(malloc_policy, "keep") != 0)
+    die(2, "AUTOPAR_MALLOC: expected cache, glibc or keep, got \"%s\"", malloc_policy);
 #ifdef __GLIBC__
-  /* A step allocates and frees its activations and collective buffers (0.1-10 MiB each) every pass. glibc serves
-   * blocks above its mmap threshold (128 KiB at first, adjusted as blocks are freed) with fresh mappings and gives
-   * the heap's top back above the trim threshold, so many of those buffers page-fault on their first touch (tp 2
-   * with sequence parallelism on bench/executor.py's model: 14,558 minor faults a step). AUTOPAR_MALLOC_KEEP=1
-   * sets the mmap threshold to glibc's maximum (32 MiB, DEFAULT_MMAP_THRESHOLD_MAX in malloc/malloc.c) and turns
-   * trimming off, so freed memory stays in the heap as a caching allocator keeps it (mallopt(3)): no faults and
-   * tp 2 sp 15% faster, but the heap's fragmentation raises the peak RSS of plans with several micro-batches
-   * (dp 2 ZeRO 2 with 2 micro-batches: 94 to 108 MiB), which the memory model does not price. So it is not the
-   * default; bench/exec_effects.py (F) measures both. */
-  if (getenv("AUTOPAR_MALLOC_KEEP")) {
+  if (strcmp(malloc_policy, "keep") == 0) {
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, -1);
   }
@@ -612,6 +623,9 @@ int main(int argc, char **argv) {
     double my_cpu = cpu_now_s() - c0;
     getrusage(RUSAGE_SELF, &ru1);
     if (s.tallying) s.minflt += (double)(ru1.ru_minflt - ru0.ru_minflt);
+#ifdef __GLIBC__
+    if (t == 0 && strcmp(malloc_policy, "cache") == 0) mallopt(M_TRIM_THRESHOLD, -1); /* see "Allocation" above */
+#endif
     MPI_Barrier(MPI_COMM_WORLD);
     time_s[t] = MPI_Wtime() - t0;
     MPI_Allreduce(&my_cpu, &cpu_s[t], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);

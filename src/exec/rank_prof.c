@@ -6,8 +6,10 @@
  *    transformer layer produces (qkv, attn_out, mlp_up, mlp_down, lm_head for a few hidden sizes and token
  *    counts); time is the slowest rank's least of the repetitions, since a step waits for the slowest rank;
  *  - memory bandwidth: memcpy of a buffer far above the caches, bytes = 2·size (read and write) per copy;
- *  - MPI alpha-beta per collective (all-reduce, all-gather, reduce-scatter, all-to-all, send/recv) for each
- *    group size used (2, 4, … and the world): t(bytes) = alpha + bytes/bw (fit_alpha_beta).
+ *  - MPI collectives (all-reduce, all-gather, reduce-scatter, all-to-all, send/recv) for each group size used
+ *    (2, 4, … and the world) at 4 KiB … 16 MiB with the caches as a step leaves them (time_coll): the measured
+ *    points, which the executor's cost model interpolates, and the alpha-beta fit t = alpha + bytes/bw
+ *    (fit_alpha_beta), which the cluster's link level takes.
  * A CPU has no datasheet figure here, so the profile's fp32 "peak" is its fastest measured GEMM and the
  * efficiencies are relative to it (stated in the file's peak_source). The device also states that rate as its
  * bf16 peak, since the executor runs all work in fp32 and the cost model rates some work (attention core,
@@ -93,32 +95,78 @@ static double time_gemm(const gemm_shape *g, double budget_s, int *reps_out) {
   return slowest_least(t, reps, MPI_COMM_WORLD);
 }
 
-/* One collective of `bytes` (per rank's full buffer) over comm, timed reps times; the slowest rank's least of the repetitions. */
-static double time_coll(int kind, int64_t bytes, MPI_Comm comm, int reps) {
+/* One collective of count floats (each rank's full buffer: the gathered result, the scattered input) over comm. */
+static void run_coll(int kind, const float *a, float *b, int64_t count, MPI_Comm comm) {
   int me, n;
   MPI_Comm_rank(comm, &me);
   MPI_Comm_size(comm, &n);
-  int64_t count = bytes / 4, part = count / n;
+  int64_t part = count / n;
+  switch (kind) {
+  case 0: MPI_Allreduce(a, b, (int)count, MPI_FLOAT, MPI_SUM, comm); break;
+  case 1: MPI_Allgather(a, (int)part, MPI_FLOAT, b, (int)part, MPI_FLOAT, comm); break;
+  case 2: MPI_Reduce_scatter_block(a, b, (int)part, MPI_FLOAT, MPI_SUM, comm); break;
+  case 3: MPI_Alltoall(a, (int)part, MPI_FLOAT, b, (int)part, MPI_FLOAT, comm); break;
+  default: /* pairs (0,1), (2,3), …: one message each way, as a pipeline stage boundary sends */
+    if ((me ^ 1) < n)
+      MPI_Sendrecv(a, (int)count, MPI_FLOAT, me ^ 1, 7, b, (int)count, MPI_FLOAT, me ^ 1, 7, comm, MPI_STATUS_IGNORE);
+  }
+}
+
+/* One collective of `bytes` (per rank's full buffer) over comm, timed reps times as a training step meets it
+ * (the compute-interleaved pattern): before each repetition every rank writes its send buffer, as the kernel
+ * that produced it does, and then writes `evict` (a buffer of several times the core's L2 cache, standing for
+ * the GEMMs between two collectives of a step), so the collective reads and writes buffers that are not hot in
+ * the caches, unlike a loop over one hot buffer (bench/exec_effects.py G: in a step a 1 MiB all-gather or
+ * reduce-scatter took 1.5-3x the hot loop's time). The slowest rank's least of the repetitions. */
+static double time_coll(int kind, int64_t bytes, MPI_Comm comm, int reps, char *evict, size_t evict_bytes) {
+  int64_t count = bytes / 4;
   float *a = calloc((size_t)count + 1, sizeof *a), *b = calloc((size_t)count + 1, sizeof *b);
   if (!a || !b) MPI_Abort(MPI_COMM_WORLD, 1);
   double t[32];
   for (int r = 0; r <= reps; r++) { /* the first is a warm-up */
+    for (int64_t i = 0; i < count; i++) a[i] = (float)(i & 1023) * 1e-3f + (float)r;
+    memset(evict, r, evict_bytes);
     MPI_Barrier(comm);
     double t0 = MPI_Wtime();
-    switch (kind) {
-    case 0: MPI_Allreduce(a, b, (int)count, MPI_FLOAT, MPI_SUM, comm); break;
-    case 1: MPI_Allgather(a, (int)part, MPI_FLOAT, b, (int)part, MPI_FLOAT, comm); break;
-    case 2: MPI_Reduce_scatter_block(a, b, (int)part, MPI_FLOAT, MPI_SUM, comm); break;
-    case 3: MPI_Alltoall(a, (int)part, MPI_FLOAT, b, (int)part, MPI_FLOAT, comm); break;
-    default: /* pairs (0,1), (2,3), …: one message each way, as a pipeline stage boundary sends */
-      if ((me ^ 1) < n)
-        MPI_Sendrecv(a, (int)count, MPI_FLOAT, me ^ 1, 7, b, (int)count, MPI_FLOAT, me ^ 1, 7, comm, MPI_STATUS_IGNORE);
-    }
+    run_coll(kind, a, b, count, comm);
     if (r) t[r - 1] = MPI_Wtime() - t0;
   }
   free(a);
   free(b);
   return slowest_least(t, reps, comm);
+}
+
+/* The in-step time of one collective of `bytes` over comm: what a collective between two of a layer's GEMMs
+ * costs (the compute-interleaved pattern). After a barrier every rank runs `reps` times a layer GEMM (the
+ * shape g: the executor's q|k|v projection of bench/executor.py's model), writes the send buffer and calls the
+ * collective; the time of the sequence less the rank's own GEMM and writing time, per collective, is what the
+ * collective took in place, waits for a partner whose GEMM ran longer included (a step's ranks drift apart by
+ * their kernels' jitter, and every blocking collective waits for the last); the slowest rank's, the least of
+ * `trials` sequences. */
+static double time_coll_in_step(int kind, int64_t bytes, MPI_Comm comm, int reps, int trials, const gemm_shape *g,
+                                const float *gx, const float *gw, float *gy) {
+  int64_t count = bytes / 4;
+  float *a = calloc((size_t)count + 1, sizeof *a), *b = calloc((size_t)count + 1, sizeof *b);
+  if (!a || !b) MPI_Abort(MPI_COMM_WORLD, 1);
+  double best = INFINITY;
+  for (int tr = 0; tr <= trials; tr++) { /* the first is a warm-up */
+    double own = 0;
+    MPI_Barrier(comm);
+    double t0 = MPI_Wtime();
+    for (int r = 0; r < reps; r++) {
+      double c0 = MPI_Wtime();
+      run_gemm(g, gx, gw, gy);
+      for (int64_t i = 0; i < count; i++) a[i] = gy[i % (g->m * g->n)];
+      own += MPI_Wtime() - c0;
+      run_coll(kind, a, b, count, comm);
+    }
+    double mine = (MPI_Wtime() - t0 - own) / reps, worst = 0;
+    MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, comm);
+    if (tr) best = fmin(best, worst);
+  }
+  free(a);
+  free(b);
+  return best;
 }
 
 /* t = alpha + beta·bytes from n points (sizes ascending): the bandwidth 1/beta is the best measured throughput
@@ -205,9 +253,27 @@ int rk_profile_main(int argc, char **argv) {
   int groups[MAX_GROUPS], ng = 0;
   for (int g = 2; g < world && ng < MAX_GROUPS - 1; g *= 2) groups[ng++] = g;
   if (world >= 2) groups[ng++] = world;
-  static const int64_t sizes_full[] = {4096, 65536, 1 << 20, 4 << 20}, sizes_quick[] = {4096, 1 << 20};
+  /* Message sizes from a pipeline boundary's or a tensor-parallel gather's (64 KiB-4 MiB) to a whole model's
+   * gradient at the step's end (16 MiB: past the caches, where a collective's rate drops 3-4x below its
+   * in-cache rate); the cost model interpolates between them (exec_cpu.c coll_s). */
+  static const int64_t sizes_full[] = {4096, 65536, 1 << 20, 4 << 20, 16 << 20}, sizes_quick[] = {4096, 1 << 20, 16 << 20};
   const int64_t *sizes = quick ? sizes_quick : sizes_full;
-  int nsz = quick ? 2 : 4, creps = quick ? 3 : 7;
+  int nsz = quick ? 3 : 5, creps = quick ? 3 : 7;
+  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  size_t evict_bytes = (size_t)(l2 > 0 ? 4 * l2 : 4 << 20); /* 4x the core's L2 (glibc sysconf; 4 MiB if unknown) */
+  char *evict = malloc(evict_bytes);
+  if (!evict) MPI_Abort(MPI_COMM_WORLD, 1);
+  /* In-step times (time_coll_in_step) at the sizes of a layer's collectives, up to 4 MiB, after a q|k|v GEMM of
+   * the GEMM table (hidden 256, 512 tokens: about 3 ms on this machine's cores). */
+  const gemm_shape in_g = {"qkv", "nt", 256, 512, 768, 256};
+  float *gx = malloc((size_t)(in_g.m * in_g.k) * sizeof *gx), *gw = malloc((size_t)(in_g.n * in_g.k) * sizeof *gw),
+        *gy = malloc((size_t)(in_g.m * in_g.n) * sizeof *gy);
+  if (!gx || !gw || !gy) MPI_Abort(MPI_COMM_WORLD, 1);
+  fill(gx, in_g.m * in_g.k);
+  fill(gw, in_g.n * in_g.k);
+  int n_in = 0; /* the sizes timed in step: those up to 4 MiB */
+  while (n_in < nsz && sizes[n_in] <= (4 << 20)) n_in++;
+  static double cin[MAX_GROUPS][N_COLL][MAX_SIZES];
   double ct[MAX_GROUPS][N_COLL][MAX_SIZES], alpha[MAX_GROUPS][N_COLL], beta[MAX_GROUPS][N_COLL];
   for (int gi = 0; gi < ng; gi++) {
     MPI_Comm comm;
@@ -216,7 +282,8 @@ int rk_profile_main(int argc, char **argv) {
       for (int c = 0; c < N_COLL; c++) {
         double xb[MAX_SIZES];
         for (int si = 0; si < nsz; si++) {
-          ct[gi][c][si] = time_coll(c, sizes[si], comm, creps);
+          ct[gi][c][si] = time_coll(c, sizes[si], comm, creps, evict, evict_bytes);
+          if (si < n_in) cin[gi][c][si] = time_coll_in_step(c, sizes[si], comm, quick ? 4 : 8, quick ? 1 : 3, &in_g, gx, gw, gy);
           xb[si] = (double)sizes[si];
         }
         fit_alpha_beta(xb, ct[gi][c], nsz, &alpha[gi][c], &beta[gi][c]);
@@ -225,6 +292,10 @@ int rk_profile_main(int argc, char **argv) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
   }
+  free(evict);
+  free(gx);
+  free(gw);
+  free(gy);
   MPI_Allreduce(&base_rss, &base_rss_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   int rc = 0;
   if (me == 0) {
@@ -268,8 +339,12 @@ int rk_profile_main(int argc, char **argv) {
                "collectives: MPI_Wtime; all ranks at once after a barrier; the slowest rank's "
                "least of the repetitions\", \"gemm\": \"cblas_sgemm row-major y = x W^T, OpenBLAS, 1 thread per rank\", \"memory\": "
                "\"memcpy of %lld bytes, bytes = 2 x size\", \"comm\": \"OpenMPI collectives on MPI_COMM_WORLD "
-               "subgroups; bw the best throughput of the sizes >= 64 KiB, alpha the least t - bytes/bw\"},\n",
-            (long long)buf_bytes);
+               "subgroups, each repetition after every rank wrote its send buffer and %zu bytes (4x its L2 cache), as "
+               "a step's kernels leave the caches; points: the slowest rank's least time per size; bw the best "
+               "throughput of the sizes >= 64 KiB, alpha the least t - bytes/bw; in_step_points: per collective, "
+               "the wall time of a sequence of (a 512x768x256 GEMM, writing the send buffer, the collective) less "
+               "the rank's own GEMM and writing, the slowest rank's least of 3 sequences of 8\"},\n",
+            (long long)buf_bytes, evict_bytes);
     fprintf(f, "      \"gemm\": [\n");
     for (int i = 0; i < ns; i++) {
       const gemm_shape *g = &shapes[i];
@@ -302,6 +377,9 @@ int rk_profile_main(int argc, char **argv) {
                 groups[gi], alpha[gi][c], 1.0 / beta[gi][c]);
         for (int si = 0; si < nsz; si++)
           fprintf(f, "%s{\"bytes\": %lld, \"time_s\": %.6g}", si ? ", " : "", (long long)sizes[si], ct[gi][c][si]);
+        fprintf(f, "], \"in_step_points\": [");
+        for (int si = 0; si < n_in; si++)
+          fprintf(f, "%s{\"bytes\": %lld, \"time_s\": %.6g}", si ? ", " : "", (long long)sizes[si], cin[gi][c][si]);
         fprintf(f, "]}%s\n", gi + 1 == ng && c + 1 == N_COLL ? "" : ",");
       }
     fprintf(f, "      ]\n    }\n  },\n  \"devices_per_node\": %d,\n  \"n_nodes\": 1,\n", world);

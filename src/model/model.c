@@ -146,7 +146,11 @@ ap_status ap_model_load(ap_ctx *ctx, const char *spec, ap_model **out) {
     if (st) return st;
     st = onnx ? model_parse_onnx(ctx, spec, text, n, out) : model_parse(ctx, spec, text, n, out);
     free(text);
-    if (!st && !((*out)->spec = arena_strdup((*out)->a, spec))) {
+    /* The absolute path, so that a plan recording it (ap_model_spec) finds the file from any directory; the
+     * path as given where it cannot be resolved. */
+    char abs[4096];
+    bool resolved = !st && util_abs_path(spec, abs, sizeof abs);
+    if (!st && !((*out)->spec = arena_strdup((*out)->a, resolved ? abs : spec))) {
       ap_model_free(*out);
       *out = NULL;
       return ctx_fail(ctx, AP_NOMEM, "out of memory");

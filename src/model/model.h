@@ -11,7 +11,7 @@ struct ap_model {
   graph g;
   int64_t published_params_total; /* from a preset's metadata; 0 when unknown */
   int64_t published_params_active;
-  const char *spec; /* the path ap_model_load read it from (arena); NULL for presets and built models */
+  const char *spec; /* the absolute path of the file ap_model_load read (arena); NULL for presets, built models */
 };
 
 AP_HIDDEN const graph *model_graph(const ap_model *m);

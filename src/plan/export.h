@@ -116,6 +116,9 @@ AP_HIDDEN const char *tt_schedule_name(plan_schedule s);
 /* The flavor of torchtitan's registries (version TT_CURRENT or TT_TOML) whose sizes are g's, or
  * AP_UNSUPPORTED naming what torchtitan has. */
 AP_HIDDEN ap_status tt_model_of(ap_ctx *ctx, const char *format, const graph *g, unsigned version, const tt_flavor **out);
+/* Whether torchtitan has a model of g's family at all (any version): a stack that lacks the model runs no plan
+ * of it, whatever its sizes (a missing flavor of a known family is the registry's to add, not a limit). */
+AP_HIDDEN bool tt_trains_family(const graph *g);
 /* The checks both forms share: precision, loss, recompute counts, rank order. */
 AP_HIDDEN ap_status tt_common_check(ap_ctx *ctx, const char *format, const plan *p, const graph *g);
 /* The module_fqns_per_model_part lists, one line per chunk, each line after indent. */

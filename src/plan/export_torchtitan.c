@@ -72,6 +72,12 @@ const tt_flavor tt_flavors[] = {
 };
 const size_t tt_n_flavors = AP_COUNT(tt_flavors);
 
+bool tt_trains_family(const graph *g) {
+  for (size_t i = 0; i < tt_n_flavors; i++)
+    if (g->model_type && strcmp(tt_flavors[i].family, g->model_type) == 0) return true;
+  return false;
+}
+
 ap_status tt_model_of(ap_ctx *ctx, const char *format, const graph *g, unsigned version, const tt_flavor **out) {
   *out = NULL;
   plan_model_facts f;

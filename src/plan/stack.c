@@ -11,7 +11,11 @@
  *      unless --grad-reduce-in-bf16; fp16 keeps them in the parameter dtype.
  *  [MLM-rc] Megatron-Core megatron/core/transformer/transformer_config.py: recompute_granularity full /
  *      selective, and with selective recompute_modules (core_attn, layernorm, mlp, moe_act, …): per-module
- *      checkpointing, which plan.h's "op" kind models.
+ *      checkpointing, which plan.h's "op" kind models. @d98e8a64: recompute_num_layers is one Optional[int],
+ *      "the number of transformer layers to recompute within each pipeline stage" (method block) or per
+ *      recompute unit (uniform): one count for every chunk. DeepSpeed's activation_checkpoint_interval
+ *      (runtime/pipe/module.py) and torchtitan's activation_checkpoint config are one setting for the whole
+ *      model too; only autopar's executor and the what-if space take a count per chunk.
  *  [MLM-ddp] Megatron-Core distributed_data_parallel_config.py: data_parallel_sharding_strategy no_shard /
  *      optim / optim_grads / optim_grads_params (Megatron-FSDP), the distributed optimizer being ZeRO-1.
  *  [MB-mp] NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/training/mixed_precision.py @05097809: bf16_mixed
@@ -173,42 +177,42 @@ static const plan_stack_info stacks[PLAN_STACK_DEFAULT] = {
                                 RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true, true, 0,
                                 "Transformer Engine fused attention", GRADS(G(4), G(2), G(4)),
                                 "[MLM-sched] [MLM-args] [MLM-rc] [MLM-ddp] [MLM-ce] [MLM-fce]", MEM_DEFAULT, false, false, false,
-                                LOSS_MEGATRON(false), true},
+                                LOSS_MEGATRON(false), true, false},
     [PLAN_STACK_MEGATRON_BRIDGE] = {"megatron-bridge", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3),
                                     Z(0) | Z(1), RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true,
                                     true, 1,
                                     "Transformer Engine fused attention", GRADS(G(2), G(2), G(2)),
                                     "[MLM-sched] [MLM-ddp] [MB-mp] [MLM-fce] [MB-fce]", MEM_DEFAULT, false, false, false,
-                                    LOSS_MEGATRON(true), true},
+                                    LOSS_MEGATRON(true), true, false},
     [PLAN_STACK_NEMO] = {"nemo", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                          RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true, true, 0,
                          "Transformer Engine fused attention", GRADS(G(4), G(2), G(4)), "[MLM-sched] [NeMo-mp] [MLM-fce] [NeMo-fce]", MEM_DEFAULT, false, false,
-                         false, LOSS_MEGATRON(true), true},
+                         false, LOSS_MEGATRON(true), true, false},
     [PLAN_STACK_MEGATRON_DEEPSPEED] = {"megatron-deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                                        RC(NONE) | RC(SELECTIVE) | RC(FULL), true, true, false, false, false, 0,
                                        "unfused: baddbmm, fused scale-mask-softmax, bmm",
                                        GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)),
                                        "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [BS-ctx] [MDS-attn]",
-                                       MEM_BIGSCIENCE, true, false, true, LOSS_OWN, false},
+                                       MEM_BIGSCIENCE, true, false, true, LOSS_OWN, false, false},
     [PLAN_STACK_TORCHTITAN] = {"torchtitan", SCH(GPIPE) | SCH(1F1B) | SCH(INTERLEAVED_1F1B) | SCH(ZB_V),
                                Z(0) | Z(2) | Z(3), Z(0) | Z(2) | Z(3), RC(NONE) | RC(OP) | RC(FULL), true, true, true,
                                true, false, 0, "PyTorch SDPA (flash: FlashAttention-2)",
                                GRADS(GB(4, 0, 4), GB(4, 0, 4), GB(4, 0, 4)), "[TT] [TT-loss] [ATen-ce] [TT-fce] [FA2]", MEM_TORCHTITAN,
-                               false, true, false, LOSS_TORCHTITAN, false},
+                               false, true, false, LOSS_TORCHTITAN, false, false},
     [PLAN_STACK_LLM_FOUNDRY] = {"llm-foundry", 0, Z(2) | Z(3), 0, RC(NONE) | RC(FULL), false, false, false, false, true,
                                 0, "flash-attn (FlashAttention-2)", GRADS(G(4), G(4), G(4)), "[LF] [LF-ce] [FA-ce] [ATen-ce] [FA2]",
-                                MEM_LLM_FOUNDRY, false, true, false, LOSS_LLM_FOUNDRY, false},
+                                MEM_LLM_FOUNDRY, false, true, false, LOSS_LLM_FOUNDRY, false, false},
     [PLAN_STACK_DEEPSPEED] = {"deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1), RC(NONE) | RC(FULL), true,
                               false, false, false, false, 0, "the model's own", GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)),
                               "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [DS-loss]", MEM_DEEPSPEED,
-                              false, false, true, LOSS_OWN, false},
+                              false, false, true, LOSS_OWN, false, false},
     [PLAN_STACK_AUTOPAR] = {"autopar", ALL_SCHED, Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1) | Z(2) | Z(3), ALL_RC, true, true,
                             true, true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)),
                             "the reference executor: every schedule of plan/schedule.h", MEM_DEFAULT, false, false, false,
-                            LOSS_IN_PLACE, false},
+                            LOSS_IN_PLACE, false, true},
     [PLAN_STACK_ANY] = {"any", ALL_SCHED, Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1) | Z(2) | Z(3), ALL_RC, true, true, true,
                         true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)), "the whole space, for what-if studies",
-                        MEM_DEFAULT, false, false, false, LOSS_IN_PLACE, false},
+                        MEM_DEFAULT, false, false, false, LOSS_IN_PLACE, false, true},
 };
 
 const plan_stack_info *plan_stack_get(plan_stack s) { return (unsigned)s < PLAN_STACK_DEFAULT ? &stacks[s] : NULL; }
@@ -245,6 +249,10 @@ bool plan_stack_runs(plan_stack s, const plan *p, char *why, size_t n) {
   if (p->cp > 1 && !st->context_parallel) return snprintf(why, n, "%s has no context parallelism", st->name), false;
   if (p->ep > 1 && !st->expert_parallel) return snprintf(why, n, "%s has no expert parallelism", st->name), false;
   if (p->fused_loss && !st->fused_loss) return snprintf(why, n, "%s has no fused in-place loss", st->name), false;
+  if (p->n_chunk_recompute > 1 && !st->chunk_recompute)
+    for (int32_t c = 1; c < p->n_chunk_recompute; c++)
+      if (p->chunk_recompute_layers[c] != p->chunk_recompute_layers[0])
+        return snprintf(why, n, "%s takes one recompute layer count for every pipeline chunk [MLM-rc]", st->name), false;
   return true;
 }
 

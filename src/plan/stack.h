@@ -73,6 +73,8 @@ typedef struct {
   bool moe_host_sync;    /* its dropless MoE layers copy the tokens per expert to the host and wait for them in
                           * every forward (Megatron-Core, stack.c [MLM-moe-sync]): the host cannot run ahead of
                           * the GPU across MoE layers (cost/layer.c, compute_tuning.moe_host_s) */
+  bool chunk_recompute;  /* runs a different full-recompute layer count per pipeline chunk (plan.h
+                          * chunk_recompute_layers, the layer DP's plans); the frameworks take one count */
 } plan_stack_info;
 
 /* The row of stack s (NULL for PLAN_STACK_DEFAULT or out of range). */

@@ -211,14 +211,34 @@ ap_status ap_graph_plan_export(ap_ctx *ctx, const ap_model *model, const ap_plan
     st = ctx_fail(ctx, st, "%s: cluster: \"%.128s\" does not load: %s", ap->origin, cname, why);
   }
   if (st) return st;
+  /* Without a model, the file the plan records (model_path: the planner writes it for a model read from a file). */
+  ap_model *owned = NULL;
+  if (!model) {
+    const char *path = NULL;
+    st = gplan_read_model_path(ctx, ap->origin, ap->doc2, &path);
+    if (!st && !path)
+      st = ctx_fail(ctx, AP_INVALID, "%s: an autopar-plan/2 plan is read against its graph, and this one records no "
+                    "model_path: name the model with --model", ap->origin);
+    if (!st && (st = ap_model_load(ctx, path, &owned))) {
+      char why[512];
+      snprintf(why, sizeof why, "%s", ap_ctx_error(ctx));
+      st = ctx_fail(ctx, st, "%s: model_path: \"%.200s\" does not load: %s", ap->origin, path, why);
+    }
+    model = owned;
+  }
+  if (st) {
+    ap_cluster_free(cl);
+    return st;
+  }
   const hw_cluster *c = hw_cluster_of(cl);
   gplan_read_info info;
   gplan_result r;
   st = read_plan(ctx, model, c, ap, &info, &r);
   strbuf sb = {0};
-  if (!st) gpr_plan_write(&sb, model_graph(model), c, info.gbs, &r, true);
+  if (!st) gpr_plan_write(&sb, model_graph(model), model->spec, c, info.gbs, &r, true);
   else gplan_result_free(&r);
   if (!st) st = finish(ctx, &sb, &r, out);
+  ap_model_free(owned);
   ap_cluster_free(cl);
   return st;
 }
@@ -241,7 +261,7 @@ ap_status ap_graph_plan_render(ap_ctx *ctx, const ap_model *model, const ap_clus
   gplan_result r;
   ap_status st = gplan_read(ctx, "plan document", root, g, c, gpr_cluster_spec(c, cspec, sizeof cspec), &info, &r);
   strbuf sb = {0};
-  if (!st) gpr_plan_write(&sb, g, c, info.gbs, &r, format == AP_OUT_JSON);
+  if (!st) gpr_plan_write(&sb, g, model->spec, c, info.gbs, &r, format == AP_OUT_JSON);
   if (st) gplan_result_free(&r);
   else st = finish(ctx, &sb, &r, out);
   json_decref(root);

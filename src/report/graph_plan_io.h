@@ -29,9 +29,10 @@ AP_HIDDEN void gpr_stages_json(strbuf *sb, const hw_cluster *c, const gplan_resu
 /* The text lines of a plan of several stages (nothing for one): each stage's ops, submesh, mesh, time per
  * micro-batch, send/recv and memory with its in-flight micro-batches. */
 AP_HIDDEN void gpr_stages_text(strbuf *sb, const gplan_result *r);
-/* The whole autopar-plan/2 document of a planner (or reader) result (json), or the planner's text of it. */
-AP_HIDDEN void gpr_plan_write(strbuf *sb, const graph *g, const hw_cluster *c, int64_t gbs, const gplan_result *r,
-                              bool json);
+/* The whole autopar-plan/2 document of a planner (or reader) result (json), or the planner's text of it;
+ * model_path (NULL = none) is the model's file, recorded as "model_path". */
+AP_HIDDEN void gpr_plan_write(strbuf *sb, const graph *g, const char *model_path, const hw_cluster *c, int64_t gbs,
+                              const gplan_result *r, bool json);
 
 /* The pipeline timeline of r (graph_trace.c) as a Chrome trace-event document, as the transformer's `simulate
  * --trace` writes one (report/trace.h): a process per stage (compute and communication threads) and one per

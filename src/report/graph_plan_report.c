@@ -287,6 +287,10 @@ static void write_json(strbuf *sb, const graph *g, const hw_cluster *c, const gp
   const shard_mesh *m = &r->mesh;
   sb_puts(sb, "{\"format\": \"autopar-plan/2\", \"model\": ");
   json_str(sb, g->name);
+  if (o->model_path) { /* so that `export --plan` finds the graph again without --model */
+    sb_puts(sb, ", \"model_path\": ");
+    json_str(sb, o->model_path);
+  }
   char cspec[256];
   sb_puts(sb, ", \"cluster\": ");
   json_str(sb, gpr_cluster_spec(c, cspec, sizeof cspec));
@@ -384,6 +388,7 @@ ap_status ap_graph_plan(ap_ctx *ctx, const ap_model *model, const ap_cluster *cl
   *out = NULL;
   gplan_opts o;
   to_gplan(opts, &o);
+  o.model_path = model->spec;
   const graph *g = model_graph(model);
   const hw_cluster *c = hw_cluster_of(cluster);
   gplan_result r;
@@ -496,10 +501,12 @@ ap_status ap_describe_sharding(ap_ctx *ctx, const ap_model *model, const ap_clus
 }
 
 /* The document and text writers, for the /2 reader's export and render (graph_plan_eval.c). */
-void gpr_plan_write(strbuf *sb, const graph *g, const hw_cluster *c, int64_t gbs, const gplan_result *r, bool json) {
+void gpr_plan_write(strbuf *sb, const graph *g, const char *model_path, const hw_cluster *c, int64_t gbs,
+                    const gplan_result *r, bool json) {
   gplan_opts o;
   gplan_opts_init(&o);
   o.gbs = gbs;
+  o.model_path = model_path;
   if (json) write_json(sb, g, c, &o, r);
   else write_text(sb, g, c, &o, r);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/jsonx.h"
+#include "plan/export.h"
 #include "plan/plan_api.h"
 #include "report/plan_doc.h"
 #include "model/model.h"
@@ -148,17 +149,20 @@ static void cluster_spec(const hw_cluster *hc, char *out, size_t n) {
   snprintf(out, n, "%.*s", len, o);
 }
 
-/* Keeps only plans the exporter can write (ap_plan_search's export_format). */
+/* Keeps only plans the exporter can write (ap_plan_search's export_format), and the exporter's reason for the
+ * first it refused, which the message says when it refuses them all. */
 typedef struct {
   const ap_model *model;
   const char *format;
+  char first_refusal[512];
 } admit_ctx;
 
 static bool admit_export(void *user, const plan *p) {
-  const admit_ctx *a = user;
+  admit_ctx *a = user;
   ap_ctx scratch = {0};
   ap_plan ap = {.p = *p, .dp_set = true, .n_micro_set = true, .gbs_set = true, .loss_set = true};
   ap_status st = ap_export_check(&scratch, a->model, &ap, a->format);
+  if (st && !a->first_refusal[0]) snprintf(a->first_refusal, sizeof a->first_refusal, "%.500s", scratch.error);
   ctx_clear(&scratch);
   return st == AP_OK;
 }
@@ -175,7 +179,7 @@ static void compare_cost(const cost_env *env, const ap_plan *given, const search
   c->batch_differs = c->p.global_batch_size != so->global_batch_size || pseq != seq;
   ap_ctx scratch = {0};
   c->valid = cost_estimate(&scratch, env, &c->p, c->r) == AP_OK;
-  if (!c->valid) snprintf(c->error, sizeof c->error, "%s", scratch.error);
+  if (!c->valid) snprintf(c->error, sizeof c->error, "%.500s", scratch.error);
 }
 
 /* Why the search did not return the --compare plan c although it is no slower than the winner best: the first
@@ -263,6 +267,12 @@ static ap_status build_opts(ap_ctx *ctx, const ap_model *model, const hw_cluster
   if (stk == PLAN_STACK_COUNT_ || stk == PLAN_STACK_DEFAULT) {
     stk = plan_stack_default(facts.has_layers);
   }
+  /* A stack that lacks the model runs none of its plans (issue 10): torchtitan trains only its own models. */
+  if (stk == PLAN_STACK_TORCHTITAN && !tt_trains_family(model_graph(model)))
+    return ctx_fail(ctx, AP_UNSUPPORTED,
+                    "plan: stack torchtitan: torchtitan has no %s model (model_type \"%s\"); it trains llama3, qwen3, "
+                    "deepseek_v3 and gpt_oss (torchtitan/models/ @ b5bcd76c); plan for another --stack",
+                    model_graph(model)->name, model_graph(model)->model_type ? model_graph(model)->model_type : "");
   so->fixed.stack = stk;
   (void)hc;
   return AP_OK;
@@ -284,7 +294,7 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
   search_opts so;
   ap_status st = build_opts(ctx, model, hc, o, &so, spec);
   if (st) return st;
-  admit_ctx adm = {model, o->export_format};
+  admit_ctx adm = {model, o->export_format, ""};
   if (o->export_format) {
     /* An unknown format fails now, not as "nothing fits". */
     ap_ctx probe = ctx_child(ctx);
@@ -341,9 +351,9 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
     if (st == AP_INFEASIBLE && lv + 1 == AP_COUNT(levels)) break;
   }
   if (st == AP_UNSUPPORTED && o->export_format && stats.n_not_admitted > 0)
-    st = ctx_fail(ctx, AP_UNSUPPORTED, "--export %s: none of the plans that fit can be written as %s (docs/exports.md "
-                  "lists what it cannot express; --fix can steer the search to what it can)",
-                  o->export_format, o->export_format);
+    st = ctx_fail(ctx, AP_UNSUPPORTED, "--export %s: none of the plans that fit can be written as %s (the first refused: %s; "
+                  "docs/exports.md lists what it cannot express; --fix can steer the search to what it can)",
+                  o->export_format, o->export_format, adm.first_refusal[0] ? adm.first_refusal : "no reason given");
   char message[1024];
   snprintf(message, sizeof message, "%s", ap_ctx_error(ctx));
   if (o->compare && st == AP_OK && n > 0) compare_reason(env, &so, &stats, &res[0], &cmp);

@@ -20,6 +20,7 @@ typedef struct {
   uint64_t seed;
   int n_mesh_shapes;         /* 0 = every factorisation; else only the listed shapes */
   int64_t mesh_shapes[8][2]; /* [rows, cols]; rows 1 means a 1-axis mesh of cols devices */
+  const char *model_path;    /* the model's file (ap_model_spec), which the plan document records; NULL = none */
 } gplan_opts;
 
 AP_HIDDEN void gplan_opts_init(gplan_opts *o);

@@ -14,7 +14,7 @@
 
 /* The keys of the document (report/graph_plan_report.c writes them). The stages' per-stage figures and "mfu"
  * are recomputed (type-checked only); "search.inter_op" is the record of the pass that made the plan, kept. */
-static const char *const TOP_KEYS[] = {"format", "model", "cluster", "global_batch_size", "seq", "micro_batches",
+static const char *const TOP_KEYS[] = {"format", "model", "model_path", "cluster", "global_batch_size", "seq", "micro_batches",
                                        "micro_batch_size", "mesh", "stages", "search", "time", "mfu", "memory",
                                        "explain", "ops"};
 static const char *const MESH_KEYS[] = {"shape", "levels"};
@@ -277,6 +277,7 @@ static ap_status read_header(const jx_src *top, json_t *root, const graph *g, co
   if ((st = jx_str(top, root, "format", true, &format, NULL))) return st;
   if (strcmp(format, GPLAN_FORMAT) != 0) return jx_fail(top, "format", "expected \"%s\", got \"%s\"", GPLAN_FORMAT, format);
   if ((st = jx_str(top, root, "model", false, &name, NULL))) return st;
+  if ((st = jx_str(top, root, "model_path", false, &name, NULL))) return st;
   if ((st = jx_str(top, root, "cluster", false, &name, NULL))) return st;
   int64_t mbs = 0, seq = 0;
   if ((st = jx_i64(top, root, "global_batch_size", true, 1, (int64_t)1 << 40, &h->gbs, NULL))) return st;
@@ -544,6 +545,13 @@ ap_status gplan_read_cluster_name(ap_ctx *ctx, const char *file, json_t *root, c
   if (!st && strcmp(format, GPLAN_FORMAT) != 0) st = jx_fail(&top, "format", "expected \"%s\"", GPLAN_FORMAT);
   if (!st) st = jx_str(&top, root, "cluster", true, cluster, NULL);
   return st;
+}
+
+ap_status gplan_read_model_path(ap_ctx *ctx, const char *file, json_t *root, const char **path) {
+  jx_src top = {ctx, file, ""};
+  *path = NULL;
+  if (!json_is_object(root)) return ctx_fail(ctx, AP_INVALID, "%s: a plan must be a JSON object", file);
+  return jx_str(&top, root, "model_path", false, path, NULL);
 }
 
 ap_status gplan_read(ap_ctx *ctx, const char *file, json_t *root, const graph *g, const hw_cluster *c,

@@ -27,6 +27,8 @@ AP_HIDDEN ap_status gplan_read(ap_ctx *ctx, const char *file, json_t *root, cons
 
 /* Only the header fields (format, model, cluster), for a reader that needs the cluster before the graph. */
 AP_HIDDEN ap_status gplan_read_cluster_name(ap_ctx *ctx, const char *file, json_t *root, const char **cluster);
+/* The model file the document records ("model_path"), or NULL in *path when it records none. */
+AP_HIDDEN ap_status gplan_read_model_path(ap_ctx *ctx, const char *file, json_t *root, const char **path);
 
 /* ---- The reader's stage part (graph_plan_read_stages.c), for graph_plan_read.c ---- */
 
