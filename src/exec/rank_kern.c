@@ -2,7 +2,7 @@
  * rank_prof.c): what the cost model of the stack `autopar` on a CPU device (src/cost/exec_cpu.c) needs besides
  * the GEMM table and the collectives' alpha-beta fits. Each kernel is the executor's real function (ex_ops.c,
  * ex_train.c), run by every rank at once as a training step runs them (one OpenBLAS thread each), timed as the
- * slowest rank's least of the repetitions in the thread's CPU time (rk_thread_cpu_s), and reported per unit of
+ * slowest rank's median of the repetitions in the thread's CPU time (rk_thread_cpu_s), and reported per unit of
  * work:
  *  - RMSNorm forward and backward, per element of [T, H]; SwiGLU and the tanh GELU forward and backward, per
  *    element of their output; rotate-half RoPE, per rotated element of q and k;
@@ -64,7 +64,7 @@ static void run_kern(kbufs *k, kern which) {
   }
 }
 
-/* Seconds of one run of the kernel: reps runs after a warm-up, every rank in step; the slowest rank's least. */
+/* Seconds of one run of the kernel: reps runs after a warm-up, every rank in step; the slowest rank's median. */
 static double time_kern(kbufs *k, kern which, int reps) {
   double t[16];
   if (reps > 16) reps = 16;
@@ -76,7 +76,7 @@ static double time_kern(kbufs *k, kern which, int reps) {
     t[i] = rk_thread_cpu_s() - t0;
   }
   qsort(t, (size_t)reps, sizeof *t, cmp_d);
-  double med = t[0], worst = 0; /* the least, as rank_prof.c's slowest_least */
+  double med = t[reps / 2], worst = 0; /* the median, as rank_prof.c's slowest_median */
   MPI_Allreduce(&med, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return worst;
 }
