@@ -49,11 +49,14 @@ static ap_status read_write(ap_ctx *ctx, const char *text, size_t n, const hw_cl
   gplan_read_info info;
   gplan_result r;
   st = gplan_read(ctx, "plan2.json", root, model_graph(model), c, NULL, &info, &r);
+  /* The recorded model file (export --plan reads it), written back as read. */
+  const char *model_path = NULL;
+  if (!st) st = gplan_read_model_path(ctx, "plan2.json", root, &model_path);
   if (!st) {
     strbuf sb = {0}, tb = {0};
-    gpr_plan_write(&sb, model_graph(model), c, info.gbs, &r, true);
+    gpr_plan_write(&sb, model_graph(model), model_path, c, info.gbs, &r, true);
     *out = sb_take(&sb);
-    gpr_plan_write(&tb, model_graph(model), c, info.gbs, &r, false); /* the text ap_graph_plan_render gives */
+    gpr_plan_write(&tb, model_graph(model), model_path, c, info.gbs, &r, false); /* the text ap_graph_plan_render gives */
     free(sb_take(&tb));
     /* The pipeline's timeline (search/graph_pipe.c), as simulate plays it: it ends, after no pass's end. */
     gpipe_stage ps[GST_MAX_LAYERS];
