@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "testutil.h"
+#include "cost_fixture.h"
 
 #include "cost/internal.h"
 #include "plan/stack.h"
@@ -47,36 +48,6 @@ static int layer_block(const graph *g) {
   for (int i = 0; i < g->n_blocks; i++)
     if (g->blocks[i].role == BLOCK_LAYER) return i;
   return -1;
-}
-
-/* A model on a cluster and its cost environment (m, cluster and env), freed with env_close. With model NULL,
- * f->ctx and f->m are the caller's (a model it built). */
-typedef struct {
-  ap_ctx *ctx;
-  ap_model *m;
-  ap_cluster *cl;
-  cost_env *env;
-  const graph *g;
-} env_fixture;
-
-static void env_open(env_fixture *f, const char *model, const char *cluster) {
-  if (model) {
-    f->ctx = ap_ctx_new();
-    f->m = NULL;
-    assert_int_equal(ap_model_load(f->ctx, model, &f->m), AP_OK);
-  }
-  f->cl = NULL;
-  f->env = NULL;
-  assert_int_equal(ap_cluster_load(f->ctx, cluster, &f->cl), AP_OK);
-  assert_int_equal(cost_env_new(f->ctx, f->m, f->cl, NULL, &f->env), AP_OK);
-  f->g = model_graph(f->m);
-}
-
-static void env_close(env_fixture *f) {
-  cost_env_free(f->env);
-  ap_cluster_free(f->cl);
-  ap_model_free(f->m);
-  ap_ctx_free(f->ctx);
 }
 
 /* The first op of a layer block of the given kind (and name, unless NULL). */

@@ -10,6 +10,7 @@
 #include "cost/internal.h"
 #include "hw/hw.h"
 #include "testutil.h"
+#include "cost_fixture.h"
 
 /* ---- The brute force ---- */
 
@@ -261,27 +262,6 @@ static void test_counts_match_stride_groups(void **state) {
 
 /* ---- Plans the previous rule mis-costed ---- */
 
-typedef struct {
-  ap_ctx *ctx;
-  ap_model *m;
-  ap_cluster *cl;
-  cost_env *env;
-} fixture;
-
-static void open_env(fixture *f, const char *model, const char *cluster) {
-  f->ctx = ap_ctx_new();
-  assert_int_equal(ap_model_load(f->ctx, model, &f->m), AP_OK);
-  assert_int_equal(ap_cluster_load(f->ctx, cluster, &f->cl), AP_OK);
-  assert_int_equal(cost_env_new(f->ctx, f->m, f->cl, NULL, &f->env), AP_OK);
-}
-
-static void close_env(fixture *f) {
-  cost_env_free(f->env);
-  ap_cluster_free(f->cl);
-  ap_model_free(f->m);
-  ap_ctx_free(f->ctx);
-}
-
 /* tp 2, dp 2, pp 4 on two nodes of 8 (Megatron's default order): a pipeline stage is 4 ranks, so the hop from
  * stage 1 (ranks 4-7) to stage 2 (ranks 8-11) leaves the node, though pp's stride (4) is below the node. The
  * previous rule took the pairs one stride apart inside blocks of two strides ({0,4}, {8,12}: all in a node) and
@@ -289,8 +269,8 @@ static void close_env(fixture *f) {
  * slowest send/recv, which the closed form prices every hop at, is the network's. */
 static void test_pp_hop_crossing_nodes(void **state) {
   (void)state;
-  fixture f;
-  open_env(&f, "llama-3.1-8b", "dgx-h100:2x8");
+  env_fixture f;
+  env_open(&f, "llama-3.1-8b", "dgx-h100:2x8");
   plan p;
   plan_defaults(&p);
   p.tp = 2, p.dp = 2, p.pp = 4, p.sequence_parallel = true;
@@ -322,7 +302,7 @@ static void test_pp_hop_crossing_nodes(void **state) {
   p.tp = 8, p.dp = 1, p.pp = 2;
   assert_int_equal(cost_plan_groups(f.ctx, f.env, &p, &pg), AP_OK);
   assert_int_equal(pg.pp_level[0], net);
-  close_env(&f);
+  env_close(&f);
 }
 
 /* tp 2, cp 2, pp 2, dp 2 on two nodes of 8 with Megatron's --use-tp-pp-dp-mapping (tp-cp-ep-pp-dp): pp lies
@@ -334,8 +314,8 @@ static void test_pp_hop_crossing_nodes(void **state) {
  * faster than the previous rule said, and equals the four-rank group's time exactly. */
 static void test_dp_cp_split_by_pp(void **state) {
   (void)state;
-  fixture f;
-  open_env(&f, "llama-3.1-8b", "dgx-h100:2x8");
+  env_fixture f;
+  env_open(&f, "llama-3.1-8b", "dgx-h100:2x8");
   plan p;
   plan_defaults(&p);
   p.tp = 2, p.cp = 2, p.pp = 2, p.dp = 2, p.sequence_parallel = true;
@@ -365,7 +345,7 @@ static void test_dp_cp_split_by_pp(void **state) {
   assert_int_equal(pg.dp.n_ranks, 4);
   assert_int_equal(pg.dp.n_levels, 1);
   assert_int_equal(pg.pp_level[0], c->n_levels - 1);
-  close_env(&f);
+  env_close(&f);
 }
 
 int main(void) {

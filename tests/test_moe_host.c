@@ -6,35 +6,12 @@
 #include <stdlib.h>
 
 #include "testutil.h"
+#include "cost_fixture.h"
 
 #include "cost/internal.h"
 #include "model/model.h"
 #include "plan/plan_api.h"
 #include "plan/stack.h"
-
-typedef struct {
-  ap_ctx *ctx;
-  ap_model *m;
-  ap_cluster *cl;
-  cost_env *env;
-  const graph *g;
-} fixture;
-
-static void open_env(fixture *f) {
-  f->ctx = ap_ctx_new();
-  f->m = NULL, f->cl = NULL, f->env = NULL;
-  assert_int_equal(ap_model_load(f->ctx, "qwen3-30b-a3b", &f->m), AP_OK);
-  assert_int_equal(ap_cluster_load(f->ctx, "dgx-h100:8", &f->cl), AP_OK);
-  assert_int_equal(cost_env_new(f->ctx, f->m, f->cl, NULL, &f->env), AP_OK);
-  f->g = model_graph(f->m);
-}
-
-static void close_env(fixture *f) {
-  cost_env_free(f->env);
-  ap_cluster_free(f->cl);
-  ap_model_free(f->m);
-  ap_ctx_free(f->ctx);
-}
 
 /* The first layer block that is (or is not) a MoE layer; -1 if none. */
 static int block_of(const graph *g, bool moe) {
@@ -43,7 +20,7 @@ static int block_of(const graph *g, bool moe) {
   return -1;
 }
 
-static layer_cost block_cost(fixture *f, plan_stack stack, double host_s, int bi) {
+static layer_cost block_cost(env_fixture *f, plan_stack stack, double host_s, int bi) {
   plan p;
   plan_defaults(&p);
   p.dp = 8, p.ep = 8, p.seq_length = 4096, p.stack = stack;
@@ -57,8 +34,8 @@ static layer_cost block_cost(fixture *f, plan_stack stack, double host_s, int bi
 
 static void test_megatron_moe_layer_is_host_bound(void **state) {
   (void)state;
-  fixture f;
-  open_env(&f);
+  env_fixture f;
+  env_open(&f, "qwen3-30b-a3b", "dgx-h100:8");
   int moe = block_of(f.g, true);
   assert_true(moe >= 0);
   const plan_stack stacks[] = {PLAN_STACK_MEGATRON_LM, PLAN_STACK_MEGATRON_BRIDGE, PLAN_STACK_NEMO};
@@ -76,13 +53,13 @@ static void test_megatron_moe_layer_is_host_bound(void **state) {
     assert_rel_close(low.fwd_s, gpu.fwd_s, 1e-12);
     assert_rel_close(low.bwd_s, gpu.bwd_s, 1e-12);
   }
-  close_env(&f);
+  env_close(&f);
 }
 
 static void test_other_stacks_and_dense_layers_keep_gpu_time(void **state) {
   (void)state;
-  fixture f;
-  open_env(&f);
+  env_fixture f;
+  env_open(&f, "qwen3-30b-a3b", "dgx-h100:8");
   int moe = block_of(f.g, true);
   const plan_stack others[] = {PLAN_STACK_TORCHTITAN, PLAN_STACK_AUTOPAR, PLAN_STACK_ANY};
   for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
@@ -91,14 +68,9 @@ static void test_other_stacks_and_dense_layers_keep_gpu_time(void **state) {
     assert_rel_close(host.fwd_s, gpu.fwd_s, 1e-12);
     assert_rel_close(host.bwd_s, gpu.bwd_s, 1e-12);
   }
-  close_env(&f);
+  env_close(&f);
   /* A dense layer on Megatron-LM: Llama's layers have no experts. */
-  f.ctx = ap_ctx_new();
-  f.m = NULL, f.cl = NULL, f.env = NULL;
-  assert_int_equal(ap_model_load(f.ctx, "llama-3.1-8b", &f.m), AP_OK);
-  assert_int_equal(ap_cluster_load(f.ctx, "dgx-h100:8", &f.cl), AP_OK);
-  assert_int_equal(cost_env_new(f.ctx, f.m, f.cl, NULL, &f.env), AP_OK);
-  f.g = model_graph(f.m);
+  env_open(&f, "llama-3.1-8b", "dgx-h100:8");
   int dense = block_of(f.g, false);
   assert_true(dense >= 0);
   plan p;
@@ -113,7 +85,7 @@ static void test_other_stacks_and_dense_layers_keep_gpu_time(void **state) {
   layer_cost host = cost_block(f.env, &p, &pg, dense, 1, 4096);
   assert_rel_close(host.fwd_s, gpu.fwd_s, 1e-12);
   assert_rel_close(host.bwd_s, gpu.bwd_s, 1e-12);
-  close_env(&f);
+  env_close(&f);
 }
 
 int main(void) {
