@@ -114,8 +114,8 @@ ap_status exec_cpu_profile_parse(ap_ctx *ctx, const char *file, const void *root
           return st;
         if (*np == EXEC_CPU_MAX_POINTS) return jx_fail(&ps, "bytes", "more than %d points", EXEC_CPU_MAX_POINTS);
         if (*np > 0 && b <= pb[*np - 1]) return jx_fail(&ps, "bytes", "expected sizes in ascending order");
-        /* a larger message never takes less time in isolation: a point below its predecessor is the noise of a
-         * least-of (in a step the wait for a partner dominates small sizes, so those points stay as measured) */
+        /* a larger message never takes less time in isolation: a point below its predecessor is the noise of
+         * measuring (in a step the wait for a partner dominates small sizes, so those points stay as measured) */
         pb[*np] = b, pv[*np] = !which && *np > 0 ? fmax(t, pv[*np - 1]) : t;
         (*np)++;
       }
@@ -157,14 +157,6 @@ static double gemm_s(const exec_cpu_profile *x, exec_layout lay, double m, doubl
   return w > 0 ? 2 * m * n * k * v / w : 0;
 }
 
-/* Seconds of one collective over `ranks` ranks of a buffer of `bytes` (the whole buffer: the gathered result,
- * the scattered input, a rank's all-to-all send buffer, one message), from the profile's measurement of that
- * collective at that group size, else at the nearest measured size. Where the profile has measured points
- * (rank_prof.c: the executor's message sizes, from 4 KiB to past the caches), the time is interpolated linearly
- * between the two points around `bytes`, the smallest point's time below it (latency) and the last segment's
- * seconds per byte past the largest: a single alpha-beta line fitted at the in-cache sizes is 3-4x below a
- * reduce-scatter of a 16 MiB gradient, which no longer fits the caches (docs/executor.md "What separates
- * measured from predicted", I). Without points, the alpha-beta fit. */
 /* Linear interpolation of n points (b ascending) at bytes: the first point's value below it, the last segment
  * extended past the last. */
 static double interp(const double *b, const double *t, int n, double bytes) {
@@ -184,12 +176,24 @@ static int coll_entry(const exec_cpu_profile *x, exec_coll op, int64_t ranks) {
   return best;
 }
 
+/* Seconds of `bytes` through the profile's comm entry e: its measured points interpolated, else its fit. */
+static double entry_s(const exec_cpu_profile *x, int e, double bytes) {
+  if (x->comm[e].n_points < 2) return x->comm[e].alpha_s + bytes / x->comm[e].bw_Bps;
+  return interp(x->comm[e].bytes, x->comm[e].time_s, x->comm[e].n_points, bytes);
+}
+
+/* Seconds of one collective over `ranks` ranks of a buffer of `bytes` (the whole buffer: the gathered result,
+ * the scattered input, a rank's all-to-all send buffer, one message), from the profile's measurement of that
+ * collective at that group size, else at the nearest measured size. Where the profile has measured points
+ * (rank_prof.c: the executor's message sizes, from 4 KiB to past the caches), the time is interpolated linearly
+ * between the two points around `bytes`, the smallest point's time below it (latency) and the last segment's
+ * seconds per byte past the largest: a single alpha-beta line fitted at the in-cache sizes is 3-4x below a
+ * reduce-scatter of a 16 MiB gradient, which no longer fits the caches (docs/executor.md "What separates
+ * measured from predicted", I). Without points, the alpha-beta fit. */
 static double coll_s(const exec_cpu_profile *x, exec_coll op, int64_t ranks, double bytes) {
   if (ranks <= 1 || bytes <= 0) return 0;
   int best = coll_entry(x, op, ranks);
-  if (best < 0) return 0;
-  if (x->comm[best].n_points < 2) return x->comm[best].alpha_s + bytes / x->comm[best].bw_Bps;
-  return interp(x->comm[best].bytes, x->comm[best].time_s, x->comm[best].n_points, bytes);
+  return best < 0 ? 0 : entry_s(x, best, bytes);
 }
 
 /* Seconds of a blocking collective inside a pass, between two of a layer's kernels: its isolated price (coll_s)
@@ -198,13 +202,14 @@ static double coll_s(const exec_cpu_profile *x, exec_coll op, int64_t ranks, dou
  * longer), that excess interpolated between the measured sizes and kept at the largest's past it. A profile
  * without in_step_points: the isolated price. */
 static double coll_in_s(const exec_cpu_profile *x, exec_coll op, int64_t ranks, double bytes) {
-  double t = coll_s(x, op, ranks, bytes);
   int best = ranks > 1 && bytes > 0 ? coll_entry(x, op, ranks) : -1;
-  if (best < 0 || x->comm[best].n_in_step == 0) return t;
+  if (best < 0) return 0;
+  double t = entry_s(x, best, bytes);
+  if (x->comm[best].n_in_step == 0) return t;
   const double *b = x->comm[best].in_bytes, *v = x->comm[best].in_time_s;
   int n = x->comm[best].n_in_step;
   double excess[EXEC_CPU_MAX_POINTS];
-  for (int i = 0; i < n; i++) excess[i] = fmax(0, v[i] - coll_s(x, op, ranks, b[i]));
+  for (int i = 0; i < n; i++) excess[i] = fmax(0, v[i] - entry_s(x, best, b[i]));
   return t + (bytes >= b[n - 1] ? excess[n - 1] : interp(b, excess, n, bytes));
 }
 
