@@ -15,7 +15,7 @@
 
 #include "autopar.h"
 #include "model/model.h"
-#include "search/graph_plan.h"
+#include "search/graph/graph_plan.h"
 
 static double cpu_s(void) { return (double)clock() / CLOCKS_PER_SEC; }
 

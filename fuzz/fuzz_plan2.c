@@ -1,4 +1,4 @@
-/* libFuzzer target for the reader of op-level plans, autopar-plan/2 (src/search/graph_plan_read.c): bytes go
+/* libFuzzer target for the reader of op-level plans, autopar-plan/2 (src/search/graph/graph_plan_read.c): bytes go
  * through jx_parse and gplan_read against a built-in op graph without layer blocks (mlp-3) on a one-axis and a
  * two-axis cluster (loaded once), so that the strict checks, the spec matching against every strategy of
  * every op and the group agreement meet whatever the parser accepts. A plan that reads is written again by the
@@ -19,7 +19,7 @@
 #include "hw/hw.h"
 #include "model/model.h"
 #include "report/graph_plan_io.h"
-#include "search/graph_plan_read.h"
+#include "search/graph/graph_plan_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* libFuzzer target for the sharding-problem reader (src/search/problem.c, problem_reduce.c): bytes go through
+/* libFuzzer target for the sharding-problem reader (src/search/solve/problem.c, problem_reduce.c): bytes go through
  * jx_parse and sp_from_json; a problem that reads is scored on two choices (all first strategies, all last)
  * with sp_eval and solved by the greedy strategy, whose choice must score the same objective it reports, so
  * that the reduction's tables meet whatever the reader accepts. Seeds: fuzz/seeds/sharding_problem/. */
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/jsonx.h"
-#include "search/solve.h"
+#include "search/solve/solve.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

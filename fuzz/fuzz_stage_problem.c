@@ -1,4 +1,4 @@
-/* libFuzzer target for the stage-problem reader (src/search/problem.c): bytes go through jx_parse and
+/* libFuzzer target for the stage-problem reader (src/search/solve/problem.c): bytes go through jx_parse and
  * stp_from_json; a small problem that reads (at most 8 layers and 16 devices, so that one input stays fast) is
  * solved by the inter-op DP, whose stages must cover the layers in order on exactly n_devices at stage costs
  * that exist. Seeds: fuzz/seeds/stage_problem/. */
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/jsonx.h"
-#include "search/solve.h"
+#include "search/solve/solve.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,8 +11,8 @@
 
 #include "core/jsonx.h"
 #include "core/rng.h"
-#include "search/problem.h"
-#include "search/solve.h"
+#include "search/solve/problem.h"
+#include "search/solve/solve.h"
 
 enum { GEN_MAX_N = 64, GEN_MAX_S = 6, GEN_MAX_E = 256, GEN_MAX_T = 16 };
 

@@ -13,7 +13,7 @@
 #include "cost/internal.h"
 #include "model/model.h"
 #include "plan/schedule.h"
-#include "search/search.h"
+#include "search/recipe/search.h"
 
 /* The simulated pipeline time of p with the chunk times of r (the test fails on an error). */
 static double simulate(ap_ctx *ctx, const plan *p, const cost_result *r) {

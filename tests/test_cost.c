@@ -15,7 +15,7 @@
 #include "model/model.h"
 #include "plan/plan_api.h"
 #include "plan/schedule.h"
-#include "search/search.h"
+#include "search/recipe/search.h"
 
 /* A GPT layer as Korthikanti et al. assume it: 16-bit activations, 1-byte dropout masks, GeLU MLP f = 4h, no
  * flash attention. */

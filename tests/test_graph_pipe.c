@@ -9,8 +9,8 @@
 #include "testmodels.h"
 
 #include "hw/hw.h"
-#include "search/graph_pipe.h"
-#include "search/graph_sim.h"
+#include "search/graph/graph_pipe.h"
+#include "search/graph/graph_sim.h"
 
 static const gpipe_event *find_ev(const gpipe_event *ev, size_t n, gpipe_kind k, int stage, int64_t mb) {
   for (size_t i = 0; i < n; i++)

@@ -16,9 +16,9 @@
 
 #include "hw/hw.h"
 #include "model/graph.h"
-#include "search/graph_plan.h"
-#include "search/graph_sim.h"
-#include "search/graph_stages.h"
+#include "search/graph/graph_plan.h"
+#include "search/graph/graph_sim.h"
+#include "search/graph/graph_stages.h"
 
 /* x[B, H] -> fc1 [H, 4H] -> gelu -> fc2 [4H, H] -> loss. */
 static graph *mlp(arena *a, ap_ctx *ctx, int64_t hidden) {

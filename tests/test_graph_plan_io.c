@@ -16,7 +16,7 @@
 #include "model/graph.h"
 #include "model/model.h"
 #include "report/graph_plan_io.h"
-#include "search/graph_plan.h"
+#include "search/graph/graph_plan.h"
 #include "onnx.pb-c.h"
 
 static ap_ctx *io_ctx(void) {

@@ -17,7 +17,7 @@
 #include "cost/cost.h"
 #include "plan/plan_api.h"
 #include "report/plan_report.h"
-#include "search/search.h"
+#include "search/recipe/search.h"
 
 enum { K = 5 };
 

@@ -1,5 +1,5 @@
 /* Tests of heterogeneous clusters: the cost model costs each pipeline rank on its own node group's device
- * (cost_rank_group), and the proportional split (src/search/hetero.c) gives the faster group more layers and
+ * (cost_rank_group), and the proportional split (src/search/recipe/hetero.c) gives the faster group more layers and
  * beats the even split under the cost model; the stage DP then reaches the optimum of the split, checked
  * against brute force. The cluster is one DGX A100 80GB node and one DGX H100 node. */
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include "cost/internal.h"
 #include "hw/hw.h"
 #include "model/model.h"
-#include "search/search.h"
+#include "search/recipe/search.h"
 
 static const char mixed_json[] =
     "{\"name\":\"mixed\",\"node_groups\":[{\"node\":\"dgx-a100-80gb\",\"n_nodes\":1},{\"node\":\"dgx-h100\",\"n_nodes\":1}]}";

@@ -1,4 +1,4 @@
-/* Tests of the layer-wise DP (src/search/layer_dp.c) against brute force, and of per-chunk recompute in the
+/* Tests of the layer-wise DP (src/search/recipe/layer_dp.c) against brute force, and of per-chunk recompute in the
  * cost model. On small models every assignment of a full-recompute count to every chunk is costed with
  * cost_estimate under a memory limit that binds (between the peak with no recompute and the peak with all of
  * it); the DP's plan must fit, cost what the DP predicted and be as fast as the fastest assignment that fits. */
@@ -10,7 +10,7 @@
 #include "cost/internal.h"
 #include "model/model.h"
 #include "model/transformer.h"
-#include "search/search.h"
+#include "search/recipe/search.h"
 
 
 typedef struct {

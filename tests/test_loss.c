@@ -11,8 +11,8 @@
 #include "cost/internal.h"
 #include "plan/plan_api.h"
 #include "plan/stack.h"
-#include "search/complete.h"
-#include "search/search.h"
+#include "search/recipe/complete.h"
+#include "search/recipe/search.h"
 
 typedef struct {
   ap_ctx *ctx;

@@ -22,7 +22,7 @@
 #include "plan/stack.h"
 #include "report/plan_report.h"
 #include "report/validate.h"
-#include "search/search.h"
+#include "search/recipe/search.h"
 
 /* Sanitizer builds run several times slower: the reference-runs test then keeps to the smaller rows. */
 #if defined(__SANITIZE_ADDRESS__)

@@ -1,7 +1,7 @@
 /* The stochastic searches on a real model's sharding problem (the "onnx" part, so listed in mk/onnx.mk): MCMC
  * on the shipped GPT-2-small-shaped decoder (examples/onnx/gpt2_small.onnx, gbs 64) over 2-axis meshes, up to
  * 25 strategies per group, within 2% of the ILP's optimum at the issue's budget of 20,000 evaluations, seeded.
- * Before its tree-block moves and its temperature in ms (src/search/mcmc.c) it ended 57% above on
+ * Before its tree-block moves and its temperature in ms (src/search/solve/mcmc.c) it ended 57% above on
  * dgx-h100:4x8's [4, 8] mesh, where the optimum moves the batch split to the other mesh axis than the chain's
  * first basin. The figures for every family, model and mesh are in bench/search.txt. Without the "ilp" part
  * the optimum is not at hand and the test says so and skips. */
@@ -9,7 +9,7 @@
 
 #include "hw/hw.h"
 #include "model/model.h"
-#include "search/graph_plan.h"
+#include "search/graph/graph_plan.h"
 
 static void check_mesh(ap_ctx *ctx, const ap_model *m, const char *cluster, int64_t rows, int64_t cols) {
   ap_cluster *cl = NULL;

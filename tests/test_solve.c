@@ -1,11 +1,11 @@
-/* Tests of the problem-file solvers that need no optional part (src/search/problem*.c, inter_op.c, elim_dp.c,
+/* Tests of the problem-file solvers that need no optional part (src/search/solve/problem*.c, inter_op.c, elim_dp.c,
  * greedy.c, mcmc.c, mcts.c, rl.c, recursive.c, solve_api.c): the stage DP against brute force, the elimination
  * DP against brute force on chains, trees and series-parallel graphs, the heuristics within 2% of the exact
  * optimum on 50-node trees at 20,000 evaluations, the readers' messages on bad files, and the "ilp" strategy
  * without its part. The ILP's own tests are in test_solve_ilp.c (built with the part). */
 #include "testutil.h"
 
-#include "search/tree_block.h"
+#include "search/solve/tree_block.h"
 #include "solve_gen.h"
 
 /* ---- Stage problems ---- */

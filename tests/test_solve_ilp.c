@@ -1,4 +1,4 @@
-/* Tests of the intra-op ILP (src/search/sharding_ilp.c, the "ilp" part; listed in mk/ilp.mk, so they run only
+/* Tests of the intra-op ILP (src/search/solve/sharding_ilp.c, the "ilp" part; listed in mk/ilp.mk, so they run only
  * where the part is built): the ILP against brute force on random small sharding problems with followers
  * (chains of them included), aliases, null entries, memory budgets and the over-budget penalty; the LP bound
  * below the optimum; MCMC, MCTS and RL within 2% of the ILP's optimum on random problems of 20 to 50 nodes at

@@ -1,4 +1,4 @@
-/* Tests of the stage DP (src/search/stage_dp.c) against brute force: on small models (12 to 24 layers, pp 2 to
+/* Tests of the stage DP (src/search/recipe/stage_dp.c) against brute force: on small models (12 to 24 layers, pp 2 to
  * 4, with and without a heavy LM head, with layers of two kinds, under every schedule, with and without a
  * binding memory limit) every split of the layers into chunks is costed with cost_estimate, and
  * the DP's plan must fit, must cost what the DP predicted, and must be as fast as the fastest split that fits. */
@@ -10,7 +10,7 @@
 #include "cost/internal.h"
 #include "model/model.h"
 #include "model/transformer.h"
-#include "search/search.h"
+#include "search/recipe/search.h"
 
 
 typedef struct {

@@ -16,7 +16,7 @@
 #include "model/model.h"
 #include "report/runs_csv.h"
 #include "report/validate.h"
-#include "search/complete.h"
+#include "search/recipe/complete.h"
 
 /* ---- CSV reader ---- */
 

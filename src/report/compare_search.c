@@ -17,8 +17,8 @@
 #include "core/jsonx.h"
 #include "model/model.h"
 #include "report/compare_search.h"
-#include "search/graph_plan.h"
-#include "search/graph_sim.h"
+#include "search/graph/graph_plan.h"
+#include "search/graph/graph_sim.h"
 
 typedef struct {
   const char *name;

@@ -16,8 +16,8 @@
 #include "model/model.h"
 #include "plan/plan_api.h"
 #include "report/graph_plan_io.h"
-#include "search/graph_plan_read.h"
-#include "search/graph_pipe.h"
+#include "search/graph/graph_plan_read.h"
+#include "search/graph/graph_pipe.h"
 
 /* Reads the plan against the model's graph on cluster c. */
 static ap_status read_plan(ap_ctx *ctx, const ap_model *model, const hw_cluster *c, const ap_plan *ap,

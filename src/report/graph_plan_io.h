@@ -4,8 +4,8 @@
 #ifndef AP_REPORT_GRAPH_PLAN_IO_H
 #define AP_REPORT_GRAPH_PLAN_IO_H
 
-#include "search/graph_pipe.h"
-#include "search/graph_plan.h"
+#include "search/graph/graph_pipe.h"
+#include "search/graph/graph_plan.h"
 
 /* A spec as JSON (["S0", "R"]) and as text ("S0,R"; "-" for a spec of no dims). */
 AP_HIDDEN void gpr_spec_json(strbuf *sb, const shard_spec *s);

@@ -6,7 +6,7 @@
 #define AP_REPORT_PLAN_DOC_H
 
 #include "core/jdoc.h"
-#include "search/search.h"
+#include "search/recipe/search.h"
 
 /* The plan given with --compare, costed beside the winner. */
 typedef struct {

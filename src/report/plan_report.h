@@ -5,7 +5,7 @@
 #ifndef AP_REPORT_PLAN_REPORT_H
 #define AP_REPORT_PLAN_REPORT_H
 
-#include "search/search.h"
+#include "search/recipe/search.h"
 
 /* Parses a --fix list, "tp=8,pp=4,order=tp,cp,ep,pp,dp": each key=value goes to ap_plan_set on *base and sets
  * its bit in *mask (complete_bit and SEARCH_BIT_*); a comma-separated token without '=' continues the value

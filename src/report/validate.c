@@ -19,8 +19,8 @@
 #include "report/runs_csv.h"
 #include "report/validate.h"
 #include "report/validate_internal.h"
-#include "search/complete.h"
-#include "search/search.h"
+#include "search/recipe/complete.h"
+#include "search/recipe/search.h"
 
 static const char *const mem_names[] = {
 #define X(e, s) s,

@@ -10,7 +10,7 @@
 #include "cost/result_doc.h"
 #include "plan/summary.h"
 #include "report/validate.h"
-#include "search/complete.h"
+#include "search/recipe/complete.h"
 
 /* ---- The document -------------------------------------------------------------------------------------------- */
 

@@ -1,0 +1,123 @@
+/* The registry of solve strategies and what they share (search layer; see solve.h): options, the budget,
+ * the finishing of a heuristic's result, and the core side of the "ilp" strategy, which reaches CBC only
+ * through the optional part (search/ilp.h). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "search/solve/ilp.h"
+#include "search/solve/solve.h"
+
+static const solve_strategy strategies[] = {
+    {"ilp", "exact intra-op ILP through CBC, LP relaxation as lower bound (Alpa)", true, solve_ilp, NULL},
+    {"inter-op", "exact stage DP over layer ranges, submeshes and configs (Alpa)", true, NULL, solve_inter_op},
+    {"elim-dp", "exact elimination DP on series-parallel (incl. tree and chain) problems", true, solve_elim_dp, NULL},
+    {"greedy", "sharding propagation along edges from annotations or the cheapest node (GSPMD)", false, solve_greedy,
+     NULL},
+    {"mcmc", "Metropolis search over per-node strategies (FlexFlow)", false, solve_mcmc, NULL},
+    {"mcts", "UCT tree search over per-node decisions", false, solve_mcts, NULL},
+    {"rl", "REINFORCE with a softmax policy per node", false, solve_rl, NULL},
+    {"recursive", "recursive bisection of the nodes with exact re-optimisation of small blocks", false, solve_recursive,
+     NULL},
+};
+
+const solve_strategy *solve_strategies(size_t *n_out) {
+  *n_out = AP_COUNT(strategies);
+  return strategies;
+}
+
+const solve_strategy *solve_strategy_find(const char *name) {
+  for (size_t i = 0; i < AP_COUNT(strategies); i++)
+    if (strcmp(strategies[i].name, name) == 0) return &strategies[i];
+  return NULL;
+}
+
+void solve_opts_init(solve_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->max_evals = 20000;
+  o->time_budget_s = 60;
+  o->seed = 1;
+  o->mcmc_alpha = 1.2;
+}
+
+double solve_clock_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void solve_budget_start(solve_budget *b, const solve_opts *o) {
+  b->max_evals = o->max_evals;
+  b->n_evals = 0;
+  b->limit_s = o->time_budget_s;
+  b->t0_s = solve_clock_s();
+  b->out = false;
+  b->progress = o->progress;
+}
+
+bool solve_budget_spend(solve_budget *b) {
+  b->n_evals++;
+  if (b->max_evals > 0 && b->n_evals >= b->max_evals) b->out = true;
+  if (b->limit_s > 0 && (b->n_evals & 63) == 0 && solve_clock_s() - b->t0_s >= b->limit_s) b->out = true;
+  if (b->progress && (b->n_evals & 1023) == 0) {
+    double f = b->max_evals > 0 ? (double)b->n_evals / (double)b->max_evals
+                                : b->limit_s > 0 ? (solve_clock_s() - b->t0_s) / b->limit_s : 0;
+    if (ctx_progress(b->progress, f < 1 ? f : 1, "solve")) b->out = true;
+  }
+  return b->out;
+}
+
+double solve_budget_left_s(const solve_budget *b) {
+  if (b->limit_s <= 0) return INFINITY;
+  double left = b->limit_s - (solve_clock_s() - b->t0_s);
+  return left > 0 ? left : 0;
+}
+
+void solve_finish_heuristic(const sp_problem *p, const int32_t *best, sp_score s, const solve_budget *b,
+                            sp_result *r) {
+  memcpy(r->choice, best, (size_t)p->n_groups * sizeof *best);
+  r->status = s.violation > 0 ? SOLVE_INFEASIBLE : SOLVE_FEASIBLE;
+  r->objective = s.objective;
+  r->lower_bound = NAN;
+  r->n_evals = b->n_evals;
+}
+
+/* A strategy and its unary cost, for sorting a group's allowed strategies. */
+typedef struct {
+  int32_t k;
+  double cost;
+} ranked;
+
+static int ranked_cmp(const void *x, const void *y) {
+  const ranked *a = x, *b = y;
+  if (a->cost != b->cost) return a->cost < b->cost ? -1 : 1;
+  return (a->k > b->k) - (a->k < b->k);
+}
+
+int32_t **solve_allowed_lists(arena *a, const sp_problem *p, int32_t **n_allowed_out) {
+  int32_t **lists = arena_alloc(a, (size_t)p->n_groups * sizeof *lists);
+  int32_t *n_allowed = arena_alloc(a, (size_t)p->n_groups * sizeof *n_allowed);
+  if (!lists || !n_allowed) return NULL;
+  for (int32_t g = 0; g < p->n_groups; g++) {
+    ranked *tmp = arena_alloc(a, (size_t)p->n_s[g] * sizeof *tmp);
+    lists[g] = arena_alloc(a, (size_t)p->n_s[g] * sizeof **lists);
+    if (!tmp || !lists[g]) return NULL;
+    int32_t n = 0;
+    for (int32_t k = 0; k < p->n_s[g]; k++)
+      if (sp_allowed(p, g, k)) tmp[n++] = (ranked){k, p->unary[g][k]};
+    qsort(tmp, (size_t)n, sizeof *tmp, ranked_cmp);
+    for (int32_t i = 0; i < n; i++) lists[g][i] = tmp[i].k;
+    n_allowed[g] = n;
+  }
+  *n_allowed_out = n_allowed;
+  return lists;
+}
+
+ap_status solve_ilp(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r) {
+  const ilp_ops *ops = ctx_part_ops(ctx, "ilp");
+  if (!ops)
+    return ctx_fail(ctx, AP_UNSUPPORTED,
+                    "the intra-op ILP (part \"ilp\", CBC) is not built into this autopar (build without "
+                    "CORE_ONLY=1, or pick another --strategy such as elim-dp or mcmc)");
+  return solve_elim_presolved(ctx, p, o, r, ops->solve_sharding);
+}
