@@ -11,7 +11,7 @@
 #include "report/html.h"
 
 /* Chart geometry, in CSS pixels. */
-enum { CHART_W = 960, PLOT_H = 340, MARGIN = 50 };
+enum { CHART_W = 960, PLOT_H = 340 };
 
 /* Colours of the parts of a breakdown (the timeline's are html_timeline.c's). */
 static const html_part_style time_parts[] = {
@@ -88,24 +88,30 @@ static void section_plan(strbuf *sb, const html_inputs *in) {
     if (isfinite(x) && x > 0) total += x;
   }
   if (!(total > 0)) return;
-  sb_printf(sb, "<section id=\"time-breakdown\"><h2>Where the time goes</h2>\n<svg width=\"%d\" height=\"40\" role=\"img\">",
+  /* One bar of the iteration on a time axis from 0, the legend naming the parts it holds. */
+  html_scale xs = html_scale_zero(HTML_Q_TIME, total, 30, CHART_W - 30);
+  sb_printf(sb, "<section id=\"time-breakdown\">\n<h2>Where the time goes</h2>\n<svg id=\"breakdown-chart\" width=\"%d\" height=\"84\" role=\"img\">",
             CHART_W);
-  double x0 = 0;
+  html_axis(sb, &xs, false, 40, NAN, "time on the critical pipeline rank, one iteration");
+  double t0 = 0;
+  html_part_style shown[AP_COUNT(time_parts)];
+  size_t n_shown = 0;
   for (size_t i = 0; i < AP_COUNT(time_parts); i++) {
     double x = html_num(tb, time_parts[i].key);
     if (!(isfinite(x) && x > 0)) continue;
-    double w = x / total * CHART_W;
-    sb_printf(sb, "<rect class=\"part\" x=\"%.2f\" y=\"4\" width=\"%.2f\" height=\"30\" fill=\"%s\"><title>%s: ", x0, w,
-              time_parts[i].color, time_parts[i].label);
+    shown[n_shown++] = time_parts[i];
+    sb_printf(sb, "<rect class=\"part\" x=\"%.2f\" y=\"6\" width=\"%.2f\" height=\"30\" fill=\"%s\"><title>%s: ", html_px(&xs, t0),
+              html_px(&xs, t0 + x) - html_px(&xs, t0), time_parts[i].color, time_parts[i].label);
     html_put_time(sb, x);
-    sb_puts(sb, "</title></rect>");
-    x0 += w;
+    sb_printf(sb, " (%.1f%%)</title></rect>", 100 * x / total);
+    t0 += x;
   }
   sb_puts(sb, "</svg>\n");
-  html_legend(sb, time_parts, AP_COUNT(time_parts));
+  html_legend(sb, shown, n_shown);
   sb_puts(sb, "</section>\n");
 }
 
+/* Memory per device, one stacked bar per pipeline stage on an axis from 0, against the device's capacity. */
 static void section_memory(strbuf *sb, json_t *est) {
   json_t *mem = est ? json_object_get(est, "memory") : NULL, *stages = mem ? json_object_get(mem, "stages") : NULL;
   if (!json_is_array(stages) || json_array_size(stages) == 0) return;
@@ -117,154 +123,51 @@ static void section_memory(strbuf *sb, json_t *est) {
     if (isfinite(t) && t > top) top = t;
   }
   if (!(top > 0)) return;
+  enum { LEFT = 90, BOTTOM = 40, TOP = 16 };
   size_t n = json_array_size(stages);
-  double bw = fmin(60, (CHART_W - 2 * MARGIN) / (double)n * 0.7), step = (CHART_W - 2 * MARGIN) / (double)n;
-  double sy = (PLOT_H - 40) / (top * 1.05);
-  sb_printf(sb, "<section id=\"memory\"><h2>Memory per device, by pipeline stage</h2>\n<svg width=\"%d\" height=\"%d\" role=\"img\">\n",
+  double step = (CHART_W - LEFT - 20) / (double)n, bw = fmin(60, step * 0.7);
+  html_scale ys = html_scale_zero(HTML_Q_BYTES, top * 1.04, PLOT_H - BOTTOM, TOP);
+  sb_printf(sb, "<section id=\"memory\"><h2>Memory per device, by pipeline stage</h2>\n<svg id=\"memory-chart\" width=\"%d\" height=\"%d\" role=\"img\">\n",
             CHART_W, PLOT_H);
+  html_axis(sb, &ys, true, LEFT, CHART_W - 20, "memory per device");
   size_t n_parts;
   const cost_mem_part *mp = cost_mem_parts(&n_parts);
-  html_part_style legend_parts[AP_COUNT(mem_colors)];
   if (n_parts > AP_COUNT(mem_colors)) n_parts = AP_COUNT(mem_colors);
-  for (size_t k = 0; k < n_parts; k++) legend_parts[k] = (html_part_style){mp[k].key, mp[k].label, mem_colors[k]};
+  bool used[AP_COUNT(mem_colors)] = {false};
   json_array_foreach(stages, i, s) {
-    double y = PLOT_H - 20, x = MARGIN + (double)i * step;
+    double b0 = 0, x = LEFT + 10 + (double)i * step;
     for (size_t k = 0; k < n_parts; k++) {
       double b = html_num(s, mp[k].key);
       if (!(isfinite(b) && b > 0)) continue;
+      used[k] = true;
+      double y1 = html_px(&ys, b0), y0 = html_px(&ys, b0 + b);
       sb_printf(sb, "<rect class=\"part\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>stage %zu %s: ", x,
-                y - b * sy, bw, b * sy, mem_colors[k], i, mp[k].label);
+                y0, bw, y1 - y0, mem_colors[k], i, mp[k].label);
       html_put_bytes(sb, b);
       sb_puts(sb, "</title></rect>");
-      y -= b * sy;
+      b0 += b;
     }
-    sb_printf(sb, "<text x=\"%.1f\" y=\"%d\" class=\"lbl\">stage %zu</text>\n", x, PLOT_H - 5, i);
+    sb_printf(sb, "<text x=\"%.1f\" y=\"%d\" class=\"lbl\" text-anchor=\"middle\">stage %zu</text>", x + bw / 2, PLOT_H - BOTTOM + 16, i);
+    sb_printf(sb, "<text x=\"%.1f\" y=\"%.1f\" class=\"lbl\" text-anchor=\"middle\">", x + bw / 2, html_px(&ys, b0) - 4);
+    html_put_bytes(sb, b0);
+    sb_puts(sb, "</text>\n");
   }
   if (isfinite(cap)) {
-    double y = PLOT_H - 20 - cap * sy;
-    sb_printf(sb, "<line id=\"capacity\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" class=\"cap\"/><text x=\"%d\" y=\"%.1f\" class=\"lbl\">capacity ",
-              MARGIN / 2, CHART_W - MARGIN / 2, y, y, CHART_W - 260, y - 4);
+    double y = html_px(&ys, cap);
+    sb_printf(sb, "<line id=\"capacity\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" class=\"cap\"><title>device memory ", LEFT,
+              CHART_W - 20, y, y);
+    html_put_bytes(sb, cap);
+    sb_printf(sb, "</title></line><text x=\"%d\" y=\"%.1f\" class=\"lbl\" text-anchor=\"end\">device memory ", CHART_W - 24, y - 4);
     html_put_bytes(sb, cap);
     sb_puts(sb, "</text>");
   }
   sb_puts(sb, "</svg>\n");
-  html_legend(sb, legend_parts, n_parts);
+  html_legend_open(sb);
+  for (size_t k = 0; k < n_parts; k++)
+    if (used[k]) html_legend_item(sb, mem_colors[k], mp[k].label, HTML_SW_BOX);
+  if (isfinite(cap)) html_legend_item(sb, "#cc0000", "device memory", HTML_SW_DASH);
+  html_legend_close(sb);
   sb_puts(sb, "</section>\n");
-}
-
-typedef struct {
-  double t, m;
-  bool fits, pareto, best;
-  const char *label;
-} point;
-
-/* A point's peak memory and whether it fits: space[] entries carry peak_mem_bytes and fits, plans[] entries
- * the cost result's memory object (docs/json.md, autopar-search/2). */
-static double point_peak(json_t *e) {
-  json_t *m = json_object_get(e, "memory");
-  return m ? html_num(m, "peak_bytes") : html_num(e, "peak_mem_bytes");
-}
-static bool point_fits(json_t *e) {
-  json_t *m = json_object_get(e, "memory");
-  return !json_is_false(json_object_get(m ? m : e, "fits"));
-}
-
-/* The explored space: every costed plan the search document lists (space[], else plans[]), iteration time
- * against peak memory, the Pareto front (no other plan both faster and leaner) joined, the winner marked. */
-static ap_status section_space(strbuf *sb, json_t *search) {
-  json_t *sp = search ? json_object_get(search, "space") : NULL;
-  bool from_plans = !json_is_array(sp) || json_array_size(sp) == 0;
-  if (from_plans) sp = search ? json_object_get(search, "plans") : NULL;
-  size_t n = json_is_array(sp) ? json_array_size(sp) : 0;
-  if (n == 0) return AP_OK;
-  point *pt = calloc(n + 1, sizeof *pt); /* + 1: the winner, when the sample of space[] missed it */
-  if (!pt) return AP_NOMEM;
-  size_t np = 0, i;
-  json_t *e;
-  double tmax = 0, mmax = 0, tmin = INFINITY;
-  json_array_foreach(sp, i, e) {
-    double t = html_num(e, "iteration_time_s"), m = point_peak(e);
-    if (!(isfinite(t) && t > 0 && isfinite(m) && m > 0)) continue;
-    pt[np] = (point){t, m, point_fits(e), false, i == 0 && from_plans, html_str(e, "summary")};
-    tmax = fmax(tmax, t), mmax = fmax(mmax, m), tmin = fmin(tmin, t);
-    np++;
-  }
-  json_t *best = json_array_get(json_object_get(search, "plans"), 0);
-  double bt = html_num(best, "iteration_time_s"), bm = point_peak(best);
-  bool have_best = from_plans;
-  for (size_t a = 0; a < np && !from_plans; a++)
-    if (pt[a].t == bt && pt[a].m == bm) pt[a].best = have_best = true;
-  if (!have_best && isfinite(bt) && bt > 0 && isfinite(bm) && bm > 0) {
-    pt[np++] = (point){bt, bm, point_fits(best), false, true, html_str(best, "summary")};
-    tmax = fmax(tmax, bt), mmax = fmax(mmax, bm), tmin = fmin(tmin, bt);
-  }
-  for (size_t a = 0; a < np; a++) {
-    bool dominated = false;
-    for (size_t b = 0; b < np && !dominated; b++)
-      dominated = b != a && pt[b].fits && pt[b].t <= pt[a].t && pt[b].m <= pt[a].m && (pt[b].t < pt[a].t || pt[b].m < pt[a].m);
-    pt[a].pareto = pt[a].fits && !dominated;
-  }
-  if (np == 0) {
-    free(pt);
-    return AP_OK;
-  }
-  /* Axes span the points (with a margin), not zero upwards: the plans of one search are often close. */
-  double mmin = INFINITY;
-  for (size_t a = 0; a < np; a++) mmin = fmin(mmin, pt[a].m);
-  double t0 = tmin - 0.05 * (tmax - tmin) - 1e-12, m0 = mmin - 0.05 * (mmax - mmin) - 1;
-  double t1 = tmax + 0.05 * (tmax - tmin) + 1e-12, m1 = mmax + 0.05 * (mmax - mmin) + 1;
-  double sx = (CHART_W - 2 * MARGIN) / (t1 - t0), sy = (PLOT_H - 2 * MARGIN) / (m1 - m0);
-  sb_printf(sb, "<section id=\"space\"><h2>Explored plans: iteration time against peak memory</h2>\n"
-                "<p>%zu plans%s; the Pareto front joins the plans no other fitting plan beats on both; the winner is the large mark.</p>\n"
-                "<svg width=\"%d\" height=\"%d\" role=\"img\">\n",
-            np, from_plans ? " (the reported ones)" : "", CHART_W, PLOT_H);
-  sb_printf(sb, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" class=\"axis\"/><line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" class=\"axis\"/>",
-            MARGIN, PLOT_H - MARGIN, CHART_W - MARGIN, PLOT_H - MARGIN, MARGIN, MARGIN / 2, MARGIN, PLOT_H - MARGIN);
-  sb_printf(sb, "<text x=\"%d\" y=\"%d\" class=\"lbl\" text-anchor=\"end\">iteration time (", CHART_W - MARGIN, PLOT_H - 12);
-  html_put_time(sb, t0);
-  sb_puts(sb, " … ");
-  html_put_time(sb, t1);
-  sb_printf(sb, ")</text><text x=\"4\" y=\"%d\" class=\"lbl\">peak memory (", MARGIN / 2 - 6);
-  html_put_bytes(sb, m0);
-  sb_puts(sb, " … ");
-  html_put_bytes(sb, m1);
-  sb_puts(sb, ")</text>\n");
-  /* The front, left to right by time (insertion sort of the front's indices: it is short). */
-  size_t nf = 0;
-  size_t *front = calloc(np, sizeof *front);
-  if (!front) {
-    free(pt);
-    return AP_NOMEM;
-  }
-  for (size_t a = 0; a < np; a++)
-    if (pt[a].pareto) {
-      size_t k = nf++;
-      while (k > 0 && pt[front[k - 1]].t > pt[a].t) front[k] = front[k - 1], k--;
-      front[k] = a;
-    }
-  if (nf > 1) {
-    sb_puts(sb, "<polyline id=\"pareto\" class=\"pareto\" points=\"");
-    for (size_t k = 0; k < nf; k++)
-      sb_printf(sb, "%.1f,%.1f ", MARGIN + (pt[front[k]].t - t0) * sx, PLOT_H - MARGIN - (pt[front[k]].m - m0) * sy);
-    sb_puts(sb, "\"/>\n");
-  }
-  free(front);
-  for (size_t a = 0; a < np; a++) {
-    sb_printf(sb, "<circle class=\"%s%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"%d\"%s><title>", pt[a].fits ? "fit" : "nofit",
-              pt[a].pareto ? " front" : "", MARGIN + (pt[a].t - t0) * sx, PLOT_H - MARGIN - (pt[a].m - m0) * sy, pt[a].best ? 8 : 3,
-              pt[a].best ? " id=\"winner\"" : "");
-    if (pt[a].label) {
-      html_esc(sb, pt[a].label);
-      sb_puts(sb, ": ");
-    }
-    html_put_time(sb, pt[a].t);
-    sb_puts(sb, ", ");
-    html_put_bytes(sb, pt[a].m);
-    sb_puts(sb, "</title></circle>\n");
-  }
-  sb_puts(sb, "</svg></section>\n");
-  free(pt);
-  return AP_OK;
 }
 
 /* The runner-ups and what each loses on: the part of the time breakdown where it is slowest against the
@@ -298,82 +201,33 @@ static void section_runner_ups(strbuf *sb, json_t *search) {
       sb_puts(sb, "–");
     }
     sb_puts(sb, "</td><td>");
-    html_put_bytes(sb, point_peak(p));
+    html_put_bytes(sb, html_point_peak(p));
     sb_puts(sb, "</td></tr>\n");
   }
   sb_puts(sb, "</table></section>\n");
 }
 
-/* Predicted against measured tokens/s per GPU (log-log, the diagonal is a perfect prediction), and the error
- * per device type and stack. */
-static ap_status section_validate(strbuf *sb, json_t *val) {
-  json_t *rows = val ? json_object_get(val, "rows") : NULL;
-  if (!json_is_array(rows) || json_array_size(rows) == 0) return AP_OK;
-  double lo = INFINITY, hi = 0;
-  size_t i;
-  json_t *r;
-  json_array_foreach(rows, i, r) {
-    double p = html_num(r, "predicted_tokens_per_s_per_gpu"), m = html_num(r, "measured_tokens_per_s_per_gpu");
-    if (p > 0 && m > 0) lo = fmin(lo, fmin(p, m)), hi = fmax(hi, fmax(p, m));
-  }
-  if (!(hi > lo)) return AP_OK;
-  double llo = log10(lo) - 0.1, lhi = log10(hi) + 0.1, s = (PLOT_H - 2 * MARGIN) / (lhi - llo);
-  json_t *sum = json_object_get(val, "summary");
-  sb_printf(sb, "<section id=\"validate\"><h2>Predicted against measured</h2>\n<p>throughput MAPE %.1f%%, median %.1f%% over %.0f rows</p>\n",
-            100 * html_num(sum, "mape"), 100 * html_num(sum, "median_ape"), html_num(sum, "n"));
-  sb_printf(sb, "<svg width=\"%d\" height=\"%d\" role=\"img\">\n", PLOT_H, PLOT_H);
-  sb_printf(sb, "<line class=\"diag\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", MARGIN, PLOT_H - MARGIN, PLOT_H - MARGIN, MARGIN);
-  sb_printf(sb, "<text x=\"%d\" y=\"%d\" class=\"lbl\">measured tokens/s per GPU (log)</text>", MARGIN, PLOT_H - 12);
-  json_array_foreach(rows, i, r) {
-    double p = html_num(r, "predicted_tokens_per_s_per_gpu"), m = html_num(r, "measured_tokens_per_s_per_gpu");
-    if (!(p > 0 && m > 0)) continue;
-    double ape = html_num(r, "ape");
-    sb_printf(sb, "<circle class=\"row%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\"><title>", ape > 0.25 ? " far" : "", MARGIN + (log10(m) - llo) * s,
-              PLOT_H - MARGIN - (log10(p) - llo) * s);
-    html_esc(sb, html_str(r, "id"));
-    sb_printf(sb, ": predicted %.0f, measured %.0f (%.1f%%)</title></circle>\n", p, m, 100 * ape);
-  }
-  sb_puts(sb, "</svg>\n<table class=\"grid\" id=\"error-by-group\"><tr><th>device</th><th>stack</th><th>rows</th><th>MAPE</th></tr>\n");
-  /* Groups by (gpu, stack), in order of first appearance; quadratic, but a runs table has hundreds of rows. */
-  size_t n = json_array_size(rows);
-  bool *done = calloc(n, sizeof *done);
-  if (!done) return AP_NOMEM;
-  for (size_t a = 0; a < n; a++) {
-    if (done[a]) continue;
-    json_t *ra = json_array_get(rows, a);
-    const char *g = html_str(ra, "gpu") ? html_str(ra, "gpu") : "?", *st = html_str(ra, "stack") ? html_str(ra, "stack") : "–";
-    double sum_ape = 0;
-    size_t k = 0;
-    for (size_t b = a; b < n; b++) {
-      json_t *rb = json_array_get(rows, b);
-      const char *gb = html_str(rb, "gpu") ? html_str(rb, "gpu") : "?", *sb2 = html_str(rb, "stack") ? html_str(rb, "stack") : "–";
-      if (done[b] || strcmp(g, gb) != 0 || strcmp(st, sb2) != 0) continue;
-      done[b] = true;
-      double ape = html_num(rb, "ape");
-      if (isfinite(ape)) sum_ape += ape, k++;
-    }
-    sb_puts(sb, "<tr><td>");
-    html_esc(sb, g);
-    sb_puts(sb, "</td><td>");
-    html_esc(sb, st);
-    sb_printf(sb, "</td><td>%zu</td><td>%.1f%%</td></tr>\n", k, k ? 100 * sum_ape / (double)k : 0.0);
-  }
-  free(done);
-  sb_puts(sb, "</table></section>\n");
-  return AP_OK;
-}
-
+/* Colours here and in the sections' legends are the same (test_report.py matches every mark's colour with a
+ * legend entry). */
 static const char page_css[] =
     "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1000px}"
     "h1{font-size:22px}h2{font-size:17px;margin-top:28px}code{background:#f3f3f3;padding:1px 4px}"
     "table{border-collapse:collapse}th,td{padding:3px 10px;text-align:left;border-bottom:1px solid #e5e5e5}"
-    ".kv th{color:#555;font-weight:500}.legend span{margin-right:14px;font-size:12px}"
-    ".legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}"
+    ".kv th{color:#555;font-weight:500}.legend span{margin-right:14px;font-size:12px;white-space:nowrap}"
+    ".legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle;box-sizing:border-box}"
+    ".legend .sw-dot{border-radius:50%}.legend .sw-line{height:3px;width:16px}"
+    ".legend .sw-dash{height:0;width:16px;border-top:2px dashed}.legend .sw-outline{border:2px solid}"
+    ".legend .sw-tri{width:0;height:0;border-left:5px solid transparent;border-right:5px solid transparent;border-bottom:9px solid}"
     ".lbl{font-size:11px;fill:#444}.idle{fill:#fbe3e3}.cap{stroke:#c00;stroke-dasharray:6 3;stroke-width:2}"
-    ".axis{stroke:#888}.pareto{fill:none;stroke:#2a7;stroke-width:2}.fit{fill:#4e79a7;opacity:.55}"
-    ".nofit{fill:#aaa;opacity:.4}.front{fill:#2a7;opacity:.9}#winner{fill:#d62728;opacity:1}"
-    ".diag{stroke:#888;stroke-dasharray:4 3}.row{fill:#4e79a7;opacity:.7}.row.far{fill:#e15759}"
+    ".limit{stroke:#ff7f0e;stroke-dasharray:6 3;stroke-width:2}"
+    ".axis-line,.tick{stroke:#666}.grid{stroke:#eee}.tick-label{font-size:11px;fill:#333}"
+    ".axis-title{font-size:12px;fill:#222}"
+    ".pareto{fill:none;stroke:#2a7;stroke-width:2}.fit{fill:#4e79a7;opacity:.55}"
+    ".nofit{fill:#aaa;opacity:.4}.front{fill:#2a7;opacity:.9}#winner{fill:#d62728;opacity:1}.off{fill:#8c564b}"
+    ".diag{stroke:#888;stroke-dasharray:4 3}.band{stroke:#bbb}.row{fill:#4e79a7;opacity:.7}.row.far{fill:#e15759}"
+    ".zoom-window{fill:none;stroke:#333;stroke-width:1.5}.pass-lbl{font-size:9px;fill:#fff;pointer-events:none}"
     ".cmp-fam{fill:#4e79a7}.cmp-base{fill:#bab0ac}tr.baseline td{color:#666}"
+    ".warn{background:#fff4e5;border-left:4px solid #e8a33d;padding:6px 10px}"
     "#detail{position:fixed;right:12px;bottom:12px;background:#fff;border:1px solid #ccc;padding:6px 10px;display:none}";
 
 /* The page's only script: clicking a mark shows its tooltip text in a fixed box (for touch screens, where
@@ -401,13 +255,13 @@ ap_status html_report(ap_ctx *ctx, const html_inputs *in, char **html_out) {
     sb_puts(&sb, "</code></p>\n");
   }
   section_plan(&sb, in);
-  if (!in->graph_plan) html_section_timeline(&sb, in->trace); /* a graph plan's is in its stages section */
+  bool ok = in->graph_plan || html_section_timeline(&sb, in->trace); /* a graph plan's is in its stages section */
   json_t *res = NULL;
   (void)shown_plan(in, &res);
   section_memory(&sb, in->estimate);
-  ap_status st = section_space(&sb, in->search);
+  ap_status st = ok ? html_section_space(&sb, in->search) : AP_NOMEM;
   if (!st) section_runner_ups(&sb, in->search);
-  if (!st) st = section_validate(&sb, in->validate);
+  if (!st) st = html_section_validate(&sb, in->validate);
   if (!st) html_section_compare_search(&sb, in->compare_search);
   if (!st && !html_section_graph_plan(&sb, in->graph_plan, in->trace)) st = AP_NOMEM;
   sb_printf(&sb, "<div id=\"detail\"></div>\n<script>%s</script>\n</body></html>\n", page_js);

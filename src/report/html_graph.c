@@ -106,11 +106,11 @@ static void section_table(strbuf *sb, json_t *doc) {
 /* One lane per stage: its time per micro-batch and its send/recv, on one scale; then, when the plan was
  * simulated, the timeline of its micro-batches (the trace of `simulate --trace`). The document itself states no
  * schedule, so without a trace no timeline is drawn, and the page says so. */
-static void section_stages(strbuf *sb, json_t *doc, json_t *trace) {
+static bool section_stages(strbuf *sb, json_t *doc, json_t *trace) {
   json_t *st = json_object_get(doc, "stages");
   if (!json_is_array(st) || !json_array_size(st)) {
     sb_puts(sb, "<section id=\"graph-stages\"><h2>Pipeline stages</h2><p>The document lists no stages.</p></section>\n");
-    return;
+    return true;
   }
   double top = 0;
   size_t i, n = json_array_size(st);
@@ -170,7 +170,7 @@ static void section_stages(strbuf *sb, json_t *doc, json_t *trace) {
     sb_printf(sb, "</td><td>%.0f</td></tr>\n", html_num(s, "in_flight"));
   }
   sb_puts(sb, "</table></section>\n");
-  html_section_timeline(sb, trace);
+  return html_section_timeline(sb, trace);
 }
 
 /* The plan's peak against the limit: the document carries one peak for the plan (the largest stage's), not one
@@ -271,7 +271,7 @@ static bool section_ops(strbuf *sb, json_t *doc) {
 bool html_section_graph_plan(strbuf *sb, json_t *doc, json_t *trace) {
   if (!doc) return true;
   section_table(sb, doc);
-  section_stages(sb, doc, trace);
+  if (!section_stages(sb, doc, trace)) return false;
   section_memory(sb, doc);
   return section_ops(sb, doc);
 }

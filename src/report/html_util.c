@@ -48,9 +48,23 @@ const char *html_style_color(const html_part_style *t, size_t n, const char *key
   return "#999999";
 }
 
+void html_legend_open(strbuf *sb) { sb_puts(sb, "<div class=\"legend\">"); }
+void html_legend_close(strbuf *sb) { sb_puts(sb, "</div>\n"); }
+
+/* A swatch is an <i> whose colour is its background (box, dot, line) or its border (dashed line, outline), so
+ * that the colour of every mark can be matched with its legend entry (tests/python/test_report.py). */
+void html_legend_item(strbuf *sb, const char *color, const char *label, html_swatch shape) {
+  static const char *const cls[] = {[HTML_SW_BOX] = "sw-box", [HTML_SW_DOT] = "sw-dot", [HTML_SW_LINE] = "sw-line",
+                                    [HTML_SW_DASH] = "sw-dash", [HTML_SW_OUTLINE] = "sw-outline", [HTML_SW_TRIANGLE] = "sw-tri"};
+  bool border = shape == HTML_SW_DASH || shape == HTML_SW_OUTLINE || shape == HTML_SW_TRIANGLE;
+  sb_printf(sb, "<span class=\"key\"><i class=\"%s\" style=\"%s:%s\"></i>", cls[shape],
+            shape == HTML_SW_TRIANGLE ? "border-bottom-color" : border ? "border-color" : "background", color);
+  html_esc(sb, label);
+  sb_puts(sb, "</span>");
+}
+
 void html_legend(strbuf *sb, const html_part_style *t, size_t n) {
-  sb_puts(sb, "<div class=\"legend\">");
-  for (size_t i = 0; i < n; i++)
-    sb_printf(sb, "<span><i style=\"background:%s\"></i>%s</span>", t[i].color, t[i].label);
-  sb_puts(sb, "</div>\n");
+  html_legend_open(sb);
+  for (size_t i = 0; i < n; i++) html_legend_item(sb, t[i].color, t[i].label, HTML_SW_BOX);
+  html_legend_close(sb);
 }

@@ -8,6 +8,7 @@
 
 #include "core/jdoc.h"
 #include "cost/result_doc.h"
+#include "plan/stack.h"
 #include "plan/summary.h"
 #include "report/validate.h"
 #include "search/recipe/complete.h"
@@ -27,6 +28,9 @@ static void put_row(jd *d, json_t *rows, const validate_row *v) {
   jd_int(d, o, "line", v->line);
   jd_str(d, o, "model", v->model);
   jd_str(d, o, "gpu", v->gpu);
+  /* The stack the row was predicted on: its stack column (or --stack), else the default of a transformer's. */
+  jd_str(d, o, "stack", plan_stack_name(v->plan.stack == PLAN_STACK_DEFAULT ? plan_stack_default(true) : v->plan.stack));
+  jd_bool(d, o, "stack_stated", v->plan.stack != PLAN_STACK_DEFAULT);
   jd_int(d, o, "num_gpus", v->num_gpus);
   jd_str(d, o, "outcome", v->measured_oom ? "oom" : "ok");
   if (v->has_mem) {
