@@ -44,23 +44,22 @@ static void table(strbuf *sb, json_t *fams) {
   sb_puts(sb, "</table>\n");
 }
 
-/* Bars of the best iteration time, from an axis origin a little below the smallest time shown (the families'
- * times are often within a few percent of each other; the origin is printed). */
+/* Bars of the best iteration time on an axis from 0 (the families' times are often within a few percent of each
+ * other: each bar is labelled with its time and its gap to the LP bound), the LP bound as a dashed line. */
 static void chart(strbuf *sb, json_t *fams, double lp) {
-  double lo = isfinite(lp) && lp > 0 ? lp : INFINITY, hi = 0;
+  double hi = isfinite(lp) && lp > 0 ? lp : 0;
   size_t i, n = 0;
   json_t *f;
   json_array_foreach(fams, i, f) {
     double b = html_num(f, "best_s");
-    if (isfinite(b) && b > 0) lo = fmin(lo, b), hi = fmax(hi, b), n++;
+    if (isfinite(b) && b > 0) hi = fmax(hi, b), n++;
   }
   if (n == 0) return;
-  double x0 = lo - 0.1 * (hi - lo) - 0.02 * lo, x1 = hi + 0.02 * (hi - lo) + 1e-15;
-  if (x0 < 0) x0 = 0;
-  double sx = (CMP_W - CMP_LABEL_W - CMP_RIGHT) / (x1 - x0);
-  int height = CMP_TOP + (int)json_array_size(fams) * (CMP_BAR_H + CMP_GAP) + 30;
+  int height = CMP_TOP + (int)json_array_size(fams) * (CMP_BAR_H + CMP_GAP) + 50;
+  html_scale xs = html_scale_zero(HTML_Q_TIME, hi, CMP_LABEL_W, CMP_W - CMP_RIGHT);
   sb_printf(sb, "<svg id=\"compare-chart\" width=\"%d\" height=\"%d\" role=\"img\">\n", CMP_W, height);
   int y = CMP_TOP;
+  bool any_base = false, any_fam = false;
   json_array_foreach(fams, i, f) {
     const char *name = html_str(f, "name");
     double b = html_num(f, "best_s");
@@ -68,7 +67,9 @@ static void chart(strbuf *sb, json_t *fams, double lp) {
     html_esc(sb, name ? name : "?");
     sb_puts(sb, "</text>");
     if (isfinite(b) && b > 0) {
-      double w = fmax(1.0, (b - x0) * sx);
+      double w = fmax(1.0, html_px(&xs, b) - CMP_LABEL_W);
+      if (is_baseline(name)) any_base = true;
+      else any_fam = true;
       sb_printf(sb, "<rect class=\"%s\" x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\"><title>", is_baseline(name) ? "cmp-base" : "cmp-fam",
                 CMP_LABEL_W, y, w, CMP_BAR_H);
       html_esc(sb, name ? name : "?");
@@ -87,17 +88,19 @@ static void chart(strbuf *sb, json_t *fams, double lp) {
     y += CMP_BAR_H + CMP_GAP;
   }
   if (isfinite(lp) && lp > 0) {
-    double x = CMP_LABEL_W + (lp - x0) * sx;
+    double x = html_px(&xs, lp);
     sb_printf(sb, "<line id=\"lp-bound\" class=\"cap\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"><title>LP lower bound ", x,
               CMP_TOP - 8, x, y);
     html_put_time(sb, lp);
     sb_printf(sb, "</title></line><text x=\"%.1f\" y=\"%d\" class=\"lbl\">LP bound</text>", x + 4, CMP_TOP - 10);
   }
-  sb_printf(sb, "<text x=\"%d\" y=\"%d\" class=\"lbl\">best iteration time; axis from ", CMP_LABEL_W, y + 16);
-  html_put_time(sb, x0);
-  sb_puts(sb, " to ");
-  html_put_time(sb, x1);
-  sb_puts(sb, "</text>\n</svg>\n");
+  html_axis(sb, &xs, false, y + 2, NAN, "best iteration time");
+  sb_puts(sb, "</svg>\n");
+  html_legend_open(sb);
+  if (any_fam) html_legend_item(sb, "#4e79a7", "search family", HTML_SW_BOX);
+  if (any_base) html_legend_item(sb, "#bab0ac", "baseline", HTML_SW_BOX);
+  if (isfinite(lp) && lp > 0) html_legend_item(sb, "#cc0000", "LP lower bound", HTML_SW_DASH);
+  html_legend_close(sb);
 }
 
 void html_section_compare_search(strbuf *sb, json_t *doc) {

@@ -122,26 +122,33 @@ static bool section_stages(strbuf *sb, json_t *doc, json_t *trace) {
   }
   sb_puts(sb, "<section id=\"graph-stages\"><h2>Pipeline stages</h2>\n");
   if (top > 0) {
-    double sx = (G_W - G_LABEL_W - 20) / top;
-    sb_printf(sb, "<svg id=\"graph-stages-chart\" width=\"%d\" height=\"%zu\" role=\"img\">\n", G_W, n * (G_LANE_H + 6) + 6);
+    html_scale xs = html_scale_zero(HTML_Q_TIME, top, G_LABEL_W, G_W - 20);
+    int h = (int)n * (G_LANE_H + 6) + 6;
+    sb_printf(sb, "<svg id=\"graph-stages-chart\" width=\"%d\" height=\"%d\" role=\"img\">\n", G_W, h + 44);
+    bool any_comm = false;
     json_array_foreach(st, i, s) {
       double y0 = 3 + (double)i * (G_LANE_H + 6), x = html_num(s, "time_per_micro_batch_s"), c = html_num(s, "send_recv_s");
       sb_printf(sb, "<text x=\"0\" y=\"%.1f\" class=\"lbl\">stage %zu</text>", y0 + 15, i);
-      double w = isfinite(x) && x > 0 ? x * sx : 0;
+      double w = isfinite(x) && x > 0 ? html_px(&xs, x) - G_LABEL_W : 0;
       sb_printf(sb, "<rect class=\"part\" x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"#4e79a7\"><title>stage %zu: ",
                 G_LABEL_W, y0, w, G_LANE_H, i);
       html_put_time(sb, x);
       sb_puts(sb, " per micro-batch</title></rect>");
       if (isfinite(c) && c > 0) {
+        any_comm = true;
         sb_printf(sb, "<rect class=\"part\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"#9c755f\"><title>stage %zu send/recv: ",
-                  G_LABEL_W + w, y0, c * sx, G_LANE_H, i);
+                  G_LABEL_W + w, y0, html_px(&xs, c) - G_LABEL_W, G_LANE_H, i);
         html_put_time(sb, c);
         sb_puts(sb, "</title></rect>");
       }
       sb_puts(sb, "\n");
     }
-    sb_puts(sb, "</svg>\n<div class=\"legend\"><span><i style=\"background:#4e79a7\"></i>time per micro-batch</span>"
-                "<span><i style=\"background:#9c755f\"></i>send/recv</span></div>\n");
+    html_axis(sb, &xs, false, h, NAN, "time per micro-batch");
+    sb_puts(sb, "</svg>\n");
+    html_legend_open(sb);
+    html_legend_item(sb, "#4e79a7", "time per micro-batch", HTML_SW_BOX);
+    if (any_comm) html_legend_item(sb, "#9c755f", "send/recv", HTML_SW_BOX);
+    html_legend_close(sb);
   }
   if (trace)
     sb_puts(sb, "<p>Each bar is one stage's time per micro-batch as the plan prices it; the simulated timeline of "
@@ -181,20 +188,26 @@ static void section_memory(strbuf *sb, json_t *doc) {
   sb_puts(sb, "<section id=\"graph-memory\"><h2>Memory per device</h2>\n");
   double top = fmax(isfinite(peak) ? peak : 0, isfinite(lim) ? lim : 0);
   if (top > 0) {
-    double sx = (G_W - G_LABEL_W - 20) / (top * 1.05);
-    sb_printf(sb, "<svg id=\"graph-memory-chart\" width=\"%d\" height=\"40\" role=\"img\"><text x=\"0\" y=\"22\" class=\"lbl\">plan peak</text>", G_W);
+    html_scale xs = html_scale_zero(HTML_Q_BYTES, top * 1.02, G_LABEL_W, G_W - 20);
+    sb_printf(sb, "<svg id=\"graph-memory-chart\" width=\"%d\" height=\"84\" role=\"img\"><text x=\"0\" y=\"22\" class=\"lbl\">plan peak</text>", G_W);
     if (isfinite(peak) && peak > 0) {
-      sb_printf(sb, "<rect class=\"part\" x=\"%d\" y=\"6\" width=\"%.1f\" height=\"24\" fill=\"#59a14f\"><title>peak: ", G_LABEL_W, peak * sx);
+      sb_printf(sb, "<rect class=\"part\" x=\"%d\" y=\"6\" width=\"%.1f\" height=\"24\" fill=\"#59a14f\"><title>peak: ", G_LABEL_W,
+                html_px(&xs, peak) - G_LABEL_W);
       html_put_bytes(sb, peak);
       sb_puts(sb, "</title></rect>");
     }
     if (isfinite(lim) && lim > 0) {
-      double x = G_LABEL_W + lim * sx;
-      sb_printf(sb, "<line id=\"graph-capacity\" x1=\"%.1f\" x2=\"%.1f\" y1=\"0\" y2=\"40\" class=\"cap\"><title>limit: ", x, x);
+      double x = html_px(&xs, lim);
+      sb_printf(sb, "<line id=\"graph-capacity\" x1=\"%.1f\" x2=\"%.1f\" y1=\"0\" y2=\"36\" class=\"cap\"><title>limit: ", x, x);
       html_put_bytes(sb, lim);
       sb_puts(sb, "</title></line>");
     }
+    html_axis(sb, &xs, false, 36, NAN, "memory per device");
     sb_puts(sb, "</svg>\n");
+    html_legend_open(sb);
+    if (isfinite(peak) && peak > 0) html_legend_item(sb, "#59a14f", "plan peak", HTML_SW_BOX);
+    if (isfinite(lim) && lim > 0) html_legend_item(sb, "#cc0000", "limit", HTML_SW_DASH);
+    html_legend_close(sb);
   }
   sb_puts(sb, "<p>The plan document gives one peak per device for the whole plan, with several stages the largest "
               "stage's with its in-flight micro-batches (docs/graph-plan.md); the dashed line is the limit. It carries "

@@ -5,7 +5,7 @@
  * so bubbles show as gaps. html.c draws it for a transformer plan, html_graph.c inside a graph plan's stages
  * section.
  *
- * Readable at any number of micro-batches: when every lane's passes fit the width at MIN_PASS_PX or more each,
+ * Readable at any number of micro-batches: when every lane's passes fit the width at EXACT_PASS_PX or more each,
  * the iteration is drawn pass by pass (class "work"), each wide enough labelled with its micro-batch. Otherwise
  * (a real plan has hundreds of micro-batches: one pass would be a pixel or less, a barcode) the whole iteration
  * is drawn aggregated, each BIN_PX-wide column of a lane filled in proportion to the time it spends on each kind
@@ -18,8 +18,8 @@
 
 #include "report/html.h"
 
-enum { CHART_W = 960, LANE_H = 18, LANE_GAP = 6, LABEL_W = 150, RIGHT = 20, AXIS_H = 44, BIN_PX = 3, MIN_PASS_PX = 8,
-       LABEL_PX = 16, WINDOW_PASS_PX = 24, MAX_PIDS = 512 };
+enum { CHART_W = 960, LANE_H = 18, LANE_GAP = 6, LABEL_W = 150, RIGHT = 20, AXIS_H = 44, BIN_PX = 3, EXACT_PASS_PX = 20,
+       LABEL_PX = 12, WINDOW_PASS_PX = 24, MAX_PIDS = 512 };
 
 /* Trace categories of the simulators (report/trace.c, report/graph_trace.c): compute kinds and transfers. */
 static const html_part_style trace_parts[] = {
@@ -249,7 +249,7 @@ bool html_section_timeline(strbuf *sb, json_t *trace) {
   int n_lanes = 2 * n_pid;
   double width = CHART_W - LABEL_W - RIGHT;
   size_t most = max_per_lane(e, n, INFINITY);
-  bool agg = (double)most * MIN_PASS_PX > width;
+  bool agg = (double)most * EXACT_PASS_PX > width;
   double window = agg ? steady_window(e, n, width) : 0;
   bool used[N_CATS] = {false}, virt = false;
   for (size_t i = 0; i < n; i++) used[e[i].cat] = true, virt = virt || e[i].chunk >= n_pid;

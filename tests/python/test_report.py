@@ -17,7 +17,9 @@ import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import autopar  # noqa: E402
+import report_measure as rm  # noqa: E402
 
 n = 0
 failed = 0
@@ -81,6 +83,89 @@ def colours(path):
     return seen
 
 
+def check_charts(meas, what, sections):
+    """Every axis of every chart readable (ticks with units, from 0 for times and bytes, evenly placed, not
+    overlapping, titled) and every colour drawn in the sections explained by a legend entry."""
+    for s in meas["svgs"]:
+        for a in s["axes"]:
+            bad = rm.axis_problems(a)
+            check("%s: #%s's %s axis (%s) reads: %s" % (what, s["id"], a["axis"], a["title"] or a["quantity"],
+                  ", ".join(t["text"] for t in a["ticks"][:6])), not bad, "; ".join(bad))
+    for sec in sections:
+        missing = rm.legend_problems(meas, sec)
+        check("%s: every colour drawn in #%s has a legend entry" % (what, sec), not missing, "unexplained %s" % missing)
+
+
+def check_line_at(meas, what, chart, line_id, axis_name, value):
+    """The line line_id of chart is where chart's axis (x or y) puts value, within 1.5 px."""
+    s = rm.svg(meas, chart)
+    box = s["lines"].get(line_id) if s else None
+    ax = next((a for a in s["axes"] if a["axis"] == axis_name), None) if s else None
+    at = rm.position(ax, value) if ax else None
+    got = None if box is None else ((box["t"] + box["b"]) / 2 if axis_name == "y" else (box["l"] + box["r"]) / 2)
+    check("%s: #%s is at %.4g on #%s's %s axis" % (what, line_id, value, chart, axis_name),
+          at is not None and got is not None and abs(at - got) < 1.5, "line at %s, axis puts it at %s" % (got, at))
+
+
+def check_timeline(meas, what, many):
+    """The timeline reads at its micro-batch count: with many passes the whole is aggregated (a bounded number of
+    marks per pixel of width, no pass rectangles) beside a window drawn pass by pass; every pass rectangle drawn
+    is at least 4 px wide where it is a forward or backward pass, and passes carry labels."""
+    whole, zoom = rm.svg(meas, "timeline-whole"), rm.svg(meas, "timeline-zoom")
+    check("%s: the timeline's whole view is drawn" % what, whole is not None)
+    if whole is None:
+        return
+    width = whole["box"]["r"] - whole["box"]["l"]
+    check("%s: the whole timeline draws at most one mark per pixel of width (%d marks, %.0f px)" % (what, whole["n_shapes"], width),
+          whole["n_shapes"] <= width)
+    passes = [s for s in (whole, zoom) if s and s["work"]]
+    fb = [w["w"] for s in passes for w in s["work"] if w["fill"] in ("#4e79a7", "#f28e2b")]
+    check("%s: every forward and backward pass drawn is at least 4 px wide (%d drawn, narrowest %.1f px)" %
+          (what, len(fb), min(fb) if fb else 0), fb and min(fb) >= 4)
+    check("%s: passes are labelled with their micro-batch (%d labels)" % (what, sum(s["labels"] for s in passes)),
+          sum(s["labels"] for s in passes) >= 8)
+    if many:
+        check("%s: many micro-batches: the whole is aggregated (%d paths, no pass rectangles) and a window is drawn pass by pass"
+              % (what, whole["agg"]), whole["agg"] > 0 and not whole["work"] and zoom is not None and len(zoom["work"]) > 20)
+        check("%s: the window is outlined on the whole" % what, "zoom-window" in whole["lines"])
+    else:
+        check("%s: few micro-batches: the whole is drawn pass by pass, no window" % what, whole["work"] and zoom is None)
+
+
+def plot_checks(d, common, page, est, search, val):
+    """The report's charts as rendered and read off the screen (tests/python/report_measure.py): the main page
+    (a plan of 256 micro-batches: aggregated timeline), and the estimate of one with 32 (pass by pass)."""
+    meas = rm.measure(page, common, d, "measured-main")
+    check("the main report renders and is measured", meas is not None)
+    if meas is None:
+        return
+    check_charts(meas, "report", ("time-breakdown", "timeline", "memory", "space", "validate"))
+    check_line_at(meas, "report", "memory-chart", "capacity", "y", est["memory"]["capacity_bytes"])
+    check_line_at(meas, "report", "space-chart", "space-capacity", "y", search["device_memory_bytes"])
+    check_timeline(meas, "report (256 micro-batches)", True)
+    for sid in ("breakdown-chart", "memory-chart", "space-chart", "validate-chart", "timeline-whole", "timeline-zoom"):
+        s = rm.svg(meas, sid)
+        want = {"x"} if sid.startswith(("breakdown", "timeline")) else {"y"} if sid == "memory-chart" else {"x", "y"}
+        check("report: #%s has its axes (%s)" % (sid, " and ".join(sorted(want))),
+              s is not None and {a["axis"] for a in s["axes"]} == want)
+    if val is not None:
+        with open(page, encoding="utf-8") as f:
+            html = f.read()
+        table = html[html.find('id="error-by-group"'):html.find("</table>", html.find('id="error-by-group"'))]
+        stacks = re.findall(r"<tr><td>[^<]*</td><td>([^<]*)</td>", table)
+        check("validate: the stack column names each group's stack (%s)" % sorted(set(stacks)),
+              stacks and all(re.fullmatch(r"[a-z][a-z-]+", x) for x in stacks))
+    bin_ = sys.argv[1] if len(sys.argv) > 1 else "bin/autopar"
+    small = os.path.join(d, "est-8.html")
+    r = subprocess.run([bin_, "estimate", "--model", "llama-3-8b", "--cluster", "dgx-h100:2x8", "--gbs", "16", "--seq", "4096",
+                        "--tp", "2", "--pp", "4", "--report", small], capture_output=True, text=True, timeout=300)
+    meas = rm.measure(small, common, d, "measured-est") if r.returncode == 0 else None
+    check("estimate --report of 8 micro-batches renders and is measured", meas is not None, r.stderr)
+    if meas is not None:
+        check_charts(meas, "estimate", ("time-breakdown", "timeline", "memory"))
+        check_timeline(meas, "estimate (8 micro-batches)", False)
+
+
 def cli_reports(d, common):
     """--report through the CLI: plan (search, the winner's estimate and simulation), estimate, simulate and
     validate each write a page that holds the parts of their documents, and the command's stdout is what it
@@ -140,7 +225,13 @@ def compare_search_report(d, common):
     fams = json.loads(js.stdout)["families"] if js.returncode == 0 else []
     if not os.path.exists(page):
         return
-    dom = subprocess.run(common + ["--dump-dom", "file://" + page], capture_output=True, text=True, timeout=120).stdout
+    meas = rm.measure(page, common, d, "measured-cmp")
+    dom = meas["dom"] if meas else ""
+    if meas:
+        doc = json.loads(js.stdout) if js.returncode == 0 else {}
+        check_charts(meas, "compare-search", ("compare-search",))
+        if doc.get("lp_bound_s"):
+            check_line_at(meas, "compare-search", "compare-chart", "lp-bound", "x", doc["lp_bound_s"])
     for sid in ("compare-search", "compare-table", "compare-chart", "lp-bound"):
         check("compare-search --report: the DOM holds #%s" % sid, 'id="%s"' % sid in dom)
     table = dom[dom.find('id="compare-table"'):dom.find("</table>", dom.find('id="compare-table"'))]
@@ -179,8 +270,11 @@ def graph_plan_report(d, common):
             html = f.read()
         urls = re.findall(r"(?:src|href)\s*=\s*[\"']?(?:https?:)?//", html)
         check("the graph-plan report names no external URL", not urls, str(urls[:3]))
-        dom = subprocess.run(common + ["--dump-dom", "file://" + page], capture_output=True, text=True,
-                             timeout=120).stdout
+        meas = rm.measure(page, common, d, "measured-graph")
+        dom = meas["dom"] if meas else ""
+        if meas:
+            check_charts(meas, "graph plan", ("graph-stages", "graph-memory"))
+            check_line_at(meas, "graph plan", "graph-memory-chart", "graph-capacity", "x", doc["memory"]["limit_bytes"])
         for sid in ("graph-plan-table", "graph-stages", "graph-stages-chart", "graph-memory", "graph-capacity",
                     "graph-ops"):
             check("graph plan --report: the DOM holds #%s" % sid, 'id="%s"' % sid in dom)
@@ -263,7 +357,8 @@ def main():
                                schedule="interleaved-1f1b")
         search = autopar.plan("llama-3-8b", "dgx-h100:2x8", 64, seq=4096, top=8)
         tr = os.path.join(d, "trace.json")
-        autopar.simulate("llama-3-8b", "dgx-h100:2x8", tr, gbs=16, seq=4096, tp=2, pp=4, vpp=2,
+        # A real plan's trace: 256 micro-batches (dp 2), hundreds of passes per stage.
+        autopar.simulate("llama-3-8b", "dgx-h100:2x8", tr, gbs=512, seq=4096, tp=2, pp=4, vpp=2,
                          schedule="interleaved-1f1b")
         with open(tr) as f:
             trace = json.load(f)
@@ -276,8 +371,10 @@ def main():
             html = f.read()
         urls = re.findall(r"(?:src|href)\s*=\s*[\"']?(?:https?:)?//", html) + re.findall(r"url\(\s*['\"]?https?:", html)
         check("the report names no external URL", not urls, str(urls[:3]))
-        common = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                  "--user-data-dir=" + os.path.join(d, "profile")]
+        # The flags of /work/shared/docs/NOTES.md's machines: no background networking on a closed network.
+        common = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--hide-scrollbars", "--user-data-dir=" + os.path.join(d, "profile")]
         shot = os.path.join(d, "shot.png")
         subprocess.run(common + ["--screenshot=" + shot, "--window-size=1100,3200", "file://" + page],
                        capture_output=True, timeout=120)
@@ -293,8 +390,9 @@ def main():
         check("the script ran (data-rendered on body)", re.search(r'data-rendered="[1-9]', dom) is not None)
         for sid in ("plan-table", "time-breakdown", "timeline", "memory", "space", "runner-ups"):
             check("the DOM holds section #%s" % sid, 'id="%s"' % sid in dom)
-        check("the timeline has one compute and one comm lane per stage (8 lanes)", dom.count('class="idle"') == 8)
-        check("the timeline draws work items", dom.count('class="work"') > 50)
+        whole = dom[dom.find('id="timeline-whole"'):dom.find("</svg>", dom.find('id="timeline-whole"'))]
+        check("the timeline has one compute and one comm lane per stage (8 lanes)", whole.count('class="idle"') == 8)
+        check("the timeline draws work items (the window pass by pass)", dom.count('class="work"') > 50)
         check("memory bars for 4 stages and the capacity line", dom.count(">stage ") >= 4 and 'id="capacity"' in dom)
         check("the space marks the winner", 'id="winner"' in dom)
         check("runner-ups are listed with what they lose on", dom.count('class="runner-up"') == 7)
@@ -302,6 +400,7 @@ def main():
             check("the DOM holds section #validate with a mark per row",
                   'id="validate"' in dom and dom.count('<circle class="row') == len(val["rows"]))
             check("error per device and stack", 'id="error-by-group"' in dom)
+        plot_checks(d, common, page, est, search, val)
         cli_reports(d, common)
         compare_search_report(d, common)
         graph_plan_report(d, common)
