@@ -11,6 +11,8 @@
 #   make example    the main job on a built-in example: plan Llama-3-70B on 64 H100
 #   make bench      benchmarks (not part of the test suite)
 #   make CORE_ONLY=1 ...   the same without the optional parts (below)
+#   make V=1 ...    every command line in full (by default one short line per step, as the Linux kernel's
+#                   Kbuild and automake's silent rules print: "  CC      src/cost/comm.c")
 
 CC       ?= cc
 PREFIX   ?= /usr/local
@@ -26,6 +28,17 @@ CPPFLAGS += -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L
 CFLAGS   += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden
 LDLIBS   += -ljansson -lm
 FUZZ_SECONDS ?= 20
+
+# Quiet by default: $(call say,CC,file) prints one short line, $(Q) hides the command; V=1 shows the commands.
+V ?= 0
+ifeq ($(V),1)
+Q   :=
+say  = :
+else
+Q   := @
+say  = printf '  %-7s %s\n' '$(1)' '$(2)'
+MAKEFLAGS += --no-print-directory
+endif
 
 # Optional parts (docs/build.md): each mk/<part>.mk names its sources (PART_SRC_<part>), the compiler flags and
 # libraries its third-party dependency needs (PART_CFLAGS_<part>, PART_LIBS_<part>), its tests (PART_TESTS_<part>)
@@ -74,27 +87,33 @@ $(DEPS): scripts/deps.sh
 
 $(BUILD)/tools/embed: tools/embed.c | $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -O1 $(WARN) -o $@ $<
+	@$(call say,CC,$<)
+	$(Q)$(CC) -std=c11 -O1 $(WARN) -o $@ $<
 
 $(GEN_DATA): $(BUILD)/tools/embed $(DATA)
 	@mkdir -p $(@D)
-	$(BUILD)/tools/embed $@.tmp $(DATA) && mv $@.tmp $@
+	@$(call say,EMBED,$@)
+	$(Q)$(BUILD)/tools/embed $@.tmp $(DATA) && mv $@.tmp $@
 
 $(BUILD)/obj/gen/embedded_data.o: $(GEN_DATA)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	@$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/obj/%.o: %.c | $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+	@$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(LIB_A): $(OBJ_LIB)
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	@$(call say,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(LIB_SO): $(OBJ_LIB)
 	@mkdir -p $(@D)
-	$(CC) -shared -o $@ $^ $(LDFLAGS) $(LDLIBS)
+	@$(call say,LD,$@)
+	$(Q)$(CC) -shared -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 # A part's objects: its own flags on top of the library's; one static library per part.
 define PART_RULES
@@ -103,26 +122,30 @@ endef
 $(foreach p,$(PARTS),$(eval $(call PART_RULES,$(PART_SRC_$(p)),$(PART_CFLAGS_$(p)))))
 $(BUILD)/lib/libautopar-%.a: $(LIB_A)
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $(PART_OBJ_$*)
+	@$(call say,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $(PART_OBJ_$*)
 $(foreach p,$(PARTS),$(eval PART_OBJ_$(p) := $(patsubst %.c,$(BUILD)/obj/%.o,$(PART_SRC_$(p)))))
 $(foreach p,$(PARTS),$(eval $(BUILD)/lib/libautopar-$(p).a: $(PART_OBJ_$(p))))
 
 # The core with every built part in one shared library, for hosts that load one file (the Python module).
 $(LIB_FULL_SO): $(OBJ_LIB) $(foreach p,$(PARTS),$(PART_OBJ_$(p)))
 	@mkdir -p $(@D)
-	$(CC) -shared -o $@ $^ $(LDFLAGS) $(PART_LDLIBS) $(LDLIBS)
+	@$(call say,LD,$@)
+	$(Q)$(CC) -shared -o $@ $^ $(LDFLAGS) $(PART_LDLIBS) $(LDLIBS)
 
 $(BUILD)/obj/src/cli/parts.o: CPPFLAGS += $(PART_DEFS)
 $(BUILD)/obj/src/cli/parts.o: Makefile
 
 $(BIN): $(OBJ_CLI) $(LIB_A) $(PART_LIBS_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $(OBJ_CLI) $(PART_LIBS_A) $(LIB_A) $(LDFLAGS) $(PART_LDLIBS) $(LDLIBS)
+	@$(call say,LD,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(OBJ_CLI) $(PART_LIBS_A) $(LIB_A) $(LDFLAGS) $(PART_LDLIBS) $(LDLIBS)
 
 # Tests reach module internals, so they link the static library and see src/.
 $(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(LIB_A) $(PART_LIBS_A)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(PART_DEFS) $(foreach p,$(PARTS),$(PART_CFLAGS_$(p))) $(CFLAGS) -Wno-missing-prototypes -o $@ $< \
+	@$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(PART_DEFS) $(foreach p,$(PARTS),$(PART_CFLAGS_$(p))) $(CFLAGS) -Wno-missing-prototypes -o $@ $< \
 	  $(PART_LIBS_A) $(LIB_A) $(LDFLAGS) $(PART_LDLIBS) $(LDLIBS) -lcmocka
 
 test: $(TEST_BIN) $(BIN) $(LIB_FULL_SO)
@@ -202,9 +225,19 @@ failing-allocator:
 	  LDFLAGS="-fsanitize=address,undefined" build/asan/tests/test_nomem
 	AUTOPAR_NOMEM_FULL=1 build/asan/tests/test_nomem
 
-# Everything `all` builds (the shared libraries too), so that README's Python lines work after it alone.
-example: all
-	$(BIN) plan --model llama-3-70b --cluster dgx-h100:8x8 --gbs 1024 --seq 8192
+# Everything `all` builds (the shared libraries too), so that README's Python lines work after it alone. The
+# build's lines go to $(BUILD)/example-build.log (shown when it fails; V=1 prints them), so that the plan is what
+# the command shows.
+example: | $(DEPS)
+ifeq ($(V),1)
+	$(MAKE) all
+else
+	@mkdir -p $(BUILD); printf 'make example: building (log: %s) ... ' $(BUILD)/example-build.log; \
+	  if $(MAKE) all >$(BUILD)/example-build.log 2>&1; then echo done; \
+	  else echo failed; tail -n 30 $(BUILD)/example-build.log; exit 1; fi
+endif
+	@echo '$$ $(BIN) plan --model llama-3-70b --cluster dgx-h100:8x8 --gbs 1024 --seq 8192'
+	@$(BIN) plan --model llama-3-70b --cluster dgx-h100:8x8 --gbs 1024 --seq 8192
 
 bench: $(LIB_A) $(PART_LIBS_A)
 	@mkdir -p $(BUILD)/bench

@@ -209,6 +209,9 @@ AP_API const char *ap_plan_key(size_t i, const char **help);
 AP_API const char *ap_plan_key_aliases(size_t i);
 /* For an integer (or 0/1) key: its range in *min and *max, and 1; 0 for the others (names, lists, enums). */
 AP_API int ap_plan_key_range(size_t i, int64_t *min, int64_t *max);
+/* 1 when the i-th key reads k, M and G as 2^10, 2^20 and 2^30 (seq_length: "8k" = 8192, a context length as
+ * practitioners count it), 0 when as 10^3, 10^6 and 10^9 (every other integer key) or past the last. */
+AP_API int ap_plan_key_binary_suffix(size_t i);
 /* The plan as autopar JSON (docs/plan-format.md); the caller frees *json_out with ap_free. */
 AP_API ap_status ap_plan_json(ap_ctx *ctx, const ap_plan *plan, char **json_out);
 /* 2 for an op-level plan of a general graph (a file of format "autopar-plan/2", which ap_plan_load keeps

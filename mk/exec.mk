@@ -20,7 +20,8 @@ EXEC_RANK_OBJ    := $(EXEC_RANK_SRC:%.c=$(BUILD)/obj/%.o)
 $(EXEC_RANK_OBJ): CPPFLAGS += $(PART_CFLAGS_exec)
 $(EXEC_RANK_BIN): $(EXEC_RANK_OBJ) $(BUILD)/lib/libautopar-exec.a $(BUILD)/lib/libautopar.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $(EXEC_RANK_OBJ) $(BUILD)/lib/libautopar-exec.a $(BUILD)/lib/libautopar.a $(LDFLAGS) \
+	@$(call say,LD,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(EXEC_RANK_OBJ) $(BUILD)/lib/libautopar-exec.a $(BUILD)/lib/libautopar.a $(LDFLAGS) \
 	  $(EXEC_MPI_LIBS) $(PART_LIBS_exec) $(LDLIBS)
 test: $(EXEC_RANK_BIN)
 endif

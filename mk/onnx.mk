@@ -12,7 +12,8 @@ PART_TESTS_onnx  := tests/test_onnx.c tests/test_graph_plan_io.c tests/test_sear
 
 $(ONNX_GEN)/onnx.pb-c.c $(ONNX_GEN)/onnx.pb-c.h &: $(ONNX_PROTO) | $(BUILD)/.deps
 	@mkdir -p $(ONNX_GEN)
-	protoc-c --proto_path=$(dir $(ONNX_PROTO)) --c_out=$(ONNX_GEN) $(ONNX_PROTO)
+	@$(call say,PROTOC,$(ONNX_PROTO))
+	$(Q)protoc-c --proto_path=$(dir $(ONNX_PROTO)) --c_out=$(ONNX_GEN) $(ONNX_PROTO)
 
 $(BUILD)/obj/src/model/onnx_pb.o: $(ONNX_GEN)/onnx.pb-c.h
 $(BUILD)/obj/src/cli/parts.o: mk/onnx.mk

@@ -9,15 +9,16 @@
 
 #include "cli/cli.h"
 
-/* A decimal integer with an optional k, M or G suffix (10^3, 10^6, 10^9); false on anything else or on
- * overflow. */
-static bool parse_count(const char *s, int64_t *out) {
+/* A decimal integer with an optional k, M or G suffix (10^3, 10^6, 10^9; with binary, 2^10, 2^20, 2^30: a
+ * sequence length, "8k" = 8192, ap_plan_key_binary_suffix); false on anything else or on overflow. */
+static bool parse_count(const char *s, bool binary, int64_t *out) {
   if (!s || *s < '0' || *s > '9') return false;
   errno = 0;
   char *end = NULL;
   long long v = strtoll(s, &end, 10);
   if (errno) return false;
-  long long mul = *end == 'k' || *end == 'K' ? 1000 : *end == 'M' ? 1000000 : *end == 'G' ? 1000000000 : 1;
+  long long k = binary ? 1024 : 1000;
+  long long mul = *end == 'k' || *end == 'K' ? k : *end == 'M' ? k * k : *end == 'G' ? k * k * k : 1;
   if (mul > 1) end++;
   if (*end || v > INT64_MAX / mul) return false;
   *out = v * mul;
@@ -222,9 +223,9 @@ bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int 
         fprintf(err_stream(), "autopar %s: option %s has no range (src/cli/args.c int_ranges)\n", cmd, name);
         return false;
       }
-      if (!parse_count(val, &v) || v < min || v > max) {
+      int fi = field_index(o->name);
+      if (!parse_count(val, fi >= 0 && ap_plan_key_binary_suffix((size_t)fi), &v) || v < min || v > max) {
         /* A plan field typed by an alias also names its canonical key ("--gbs (global_batch_size)"). */
-        int fi = field_index(o->name);
         const char *key = fi >= 0 ? ap_plan_key((size_t)fi, NULL) : NULL;
         bool alias = key && !same_key(key, strlen(key), name + 2, strlen(name + 2));
         fprintf(err_stream(), "autopar %s: option %s%s%s%s: expected an integer in [%lld, %lld], got \"%s\"\n", cmd, name,

@@ -190,5 +190,8 @@ AP_HIDDEN bool util_ends_with(const char *s, const char *suffix);
 /* Parses a strictly positive decimal integer (with optional k/M/G suffixes meaning 10^3/10^6/10^9);
  * returns false on anything else. */
 AP_HIDDEN bool util_parse_i64(const char *s, int64_t *out);
+/* The same with binary suffixes when binary is true: k, M and G mean 2^10, 2^20 and 2^30, as practitioners
+ * count tokens of context ("8k" = 8192; plan field seq_length, PLAN_FF_BINARY_SUFFIX). */
+AP_HIDDEN bool util_parse_count(const char *s, bool binary, int64_t *out);
 
 #endif

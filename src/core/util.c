@@ -369,16 +369,18 @@ bool util_ends_with(const char *s, const char *suffix) {
   return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-bool util_parse_i64(const char *s, int64_t *out) {
+bool util_parse_i64(const char *s, int64_t *out) { return util_parse_count(s, false, out); }
+
+bool util_parse_count(const char *s, bool binary, int64_t *out) {
   if (!s || !*s || !isdigit((unsigned char)*s)) return false;
   errno = 0;
   char *end = NULL;
   long long v = strtoll(s, &end, 10);
   if (errno || v <= 0) return false;
   long long mul = 1;
-  if (*end == 'k' || *end == 'K') mul = 1000, end++;
-  else if (*end == 'M') mul = 1000000, end++;
-  else if (*end == 'G') mul = 1000000000, end++;
+  if (*end == 'k' || *end == 'K') mul = binary ? 1024 : 1000, end++;
+  else if (*end == 'M') mul = binary ? 1048576 : 1000000, end++;
+  else if (*end == 'G') mul = binary ? 1073741824 : 1000000000, end++;
   if (*end) return false;
   if (v > INT64_MAX / mul) return false;
   *out = v * mul;

@@ -339,6 +339,7 @@ enum {
   PLAN_FF_PROBLEM = 2u,      /* part of the problem (the batch): --fix refuses it; required in runs.csv */
   PLAN_FF_OMIT_DEFAULT = 4u, /* the JSON writer leaves it out at its default (older files keep their form) */
   PLAN_FF_NO_KEY = 8u,       /* not set by name: no CLI flag, no ap_plan_set or --fix key (model, cluster) */
+  PLAN_FF_BINARY_SUFFIX = 16u, /* k/M/G read as 2^10/2^20/2^30: a context length, "8k" = 8192 (util_parse_count) */
 };
 
 typedef struct {

@@ -149,6 +149,11 @@ const char *ap_plan_key_aliases(size_t i) {
   return f ? f->aliases : NULL;
 }
 
+int ap_plan_key_binary_suffix(size_t i) {
+  const plan_field *f = keyed_field(i);
+  return f && (f->flags & PLAN_FF_BINARY_SUFFIX) ? 1 : 0;
+}
+
 int ap_plan_key_range(size_t i, int64_t *min, int64_t *max) {
   const plan_field *f = keyed_field(i);
   if (!f || (f->kind != PLAN_FK_INT && f->kind != PLAN_FK_BOOL)) return 0;

@@ -55,7 +55,8 @@ static const plan_field table[] = {
     {PLAN_F_GLOBAL_BATCH_SIZE, PLAN_FK_INT, "", "global_batch_size", "gbs", "global_batch_size",
      M(global_batch_size), 0, 1, PLAN_MAX_COUNT, 1, NO_ENUM, "", NULL, PLAN_FF_PROBLEM, "global batch, sequences"},
     {PLAN_F_SEQ_LENGTH, PLAN_FK_INT, "", "seq_length", "seq", "seq_length", M(seq_length), 0, 0, PLAN_MAX_SEQ, 0,
-     NO_ENUM, "", NULL, PLAN_FF_PROBLEM, "sequence length, tokens (0 = the model's default)"},
+     NO_ENUM, "", NULL, PLAN_FF_PROBLEM | PLAN_FF_BINARY_SUFFIX,
+     "sequence length, tokens; 8k = 8192, 32k = 32768, as context lengths are counted (0 = the model's pretraining context)"},
     {PLAN_F_DP, PLAN_FK_INT, "parallel", "dp", "", "dp", M(dp), 0, 1, PLAN_MAX_DEGREE, 1,
      NO_ENUM, "", NULL, PLAN_FF_SEARCHED, "data-parallel degree"},
     {PLAN_F_TP, PLAN_FK_INT, "parallel", "tp", "tensor_model_parallel_size", "tp", M(tp), 0, 1, PLAN_MAX_DEGREE, 1,
@@ -232,13 +233,13 @@ bool plan_field_equal(const plan *a, const plan *b, const plan_field *f) {
   }
 }
 
-/* An integer in the field's range: plain decimal with an optional k/M/G suffix (util_parse_i64), or 0 where
- * the range admits it. */
-static bool parse_int(const char *text, int64_t min, int64_t max, int64_t *out) {
+/* An integer in the field's range: plain decimal with an optional k/M/G suffix (util_parse_count: binary for a
+ * field flagged PLAN_FF_BINARY_SUFFIX, else decimal), or 0 where the range admits it. */
+static bool parse_int(const char *text, const plan_field *f, int64_t *out) {
   int64_t v = 0;
   if (strcmp(text, "0") == 0) v = 0;
-  else if (!util_parse_i64(text, &v)) return false;
-  if (v < min || v > max) return false;
+  else if (!util_parse_count(text, (f->flags & PLAN_FF_BINARY_SUFFIX) != 0, &v)) return false;
+  if (v < f->min || v > f->max) return false;
   *out = v;
   return true;
 }
@@ -264,7 +265,7 @@ ap_status plan_field_parse(ap_ctx *ctx, const plan_field *f, const char *shown, 
   switch (f->kind) {
   case PLAN_FK_INT: {
     int64_t v = 0;
-    if (!parse_int(text, f->min, f->max, &v)) {
+    if (!parse_int(text, f, &v)) {
       if (f->min > 0)
         return ctx_fail(ctx, AP_INVALID, "--%s: expected a positive integer (%s), got \"%s\"", shown, f->help, text);
       return ctx_fail(ctx, AP_INVALID, "--%s: expected an integer in [%lld, %lld] (%s), got \"%s\"", shown,
