@@ -181,6 +181,9 @@ AP_API ap_status ap_cluster_load(ap_ctx *ctx, const char *spec, ap_cluster **out
 AP_API void ap_cluster_free(ap_cluster *cluster);
 AP_API int64_t ap_cluster_n_devices(const ap_cluster *cluster);
 AP_API ap_status ap_cluster_describe_json(ap_ctx *ctx, const ap_cluster *cluster, char **json_out);
+/* The same for people: rendered from that JSON document (what it is, its origin, what a shorthand without a
+ * count was taken to mean, each node group's device, host side and links). The caller frees with ap_free. */
+AP_API ap_status ap_cluster_describe_text(ap_ctx *ctx, const ap_cluster *cluster, char **text_out);
 AP_API ap_status ap_clusters_list_json(ap_ctx *ctx, char **json_out);
 AP_API ap_status ap_clusters_list_text(ap_ctx *ctx, char **text_out);
 

@@ -115,8 +115,15 @@ done <<CASES
 0|plan --model gpt2 --cluster h100:8 --global-batch-size 8 --seq-length 512 --top 1 --fix micro-batch-size=1|mbs 1
 2|describe --model llama-3-70b --bogus|unknown option --bogus
 0|clusters|dgx-h100
-0|clusters --show dgx-h100:8x8|"n_devices":64
-0|clusters --show h100:64|"n_devices":64
+0|clusters --show dgx-h100:8x8|devices   64
+0|clusters --show dgx-h100:8x8 --json|"n_devices":64
+0|clusters --show h100:64 --json|"n_devices":64
+0|clusters --show h100|assumed   cluster h100 names no device count: 1 node of 8 h100-sxm
+0|clusters --show h100 --json|"assumed":"cluster h100 names no device count
+0|clusters --show h100:8|node group 0: 1 node of 8 devices (dgx-h100)
+0|clusters --show dgx-h100 --json|"nvme_bytes":30720000000000
+0|clusters --show dgx-h100|NVMe 30.72 TB at 28 GB/s
+0|clusters --show gb300-nvl72|host      not stated: no offload
 2|clusters --show dgx-h1000|did you mean
 0|validate ../shared/reference/runs.csv --json|"mape"
 0|validate ../shared/reference/runs.csv|oom agreement

@@ -315,7 +315,7 @@ case("describe", ["describe", "--model", "deepseek-v3"], "autopar-describe/1", c
 case("models", ["models"], "autopar-models/1", check_models)
 case("clusters", ["clusters"], "autopar-clusters/1", check_clusters)
 try:
-    rc, js, err = run(["clusters", "--show", "dgx-h100:8x8"])
+    rc, js, err = run(["clusters", "--show", "dgx-h100:8x8", "--json"])
     tag = json.loads(js).get("format")
     report(tag == "autopar-cluster/1", "clusters --show carries its tag", "format %r" % tag)
     rc, js, err = run(["export", "--plan", PLAN, "--format", "json"])

@@ -25,14 +25,15 @@ int cmd_clusters(ap_ctx *ctx, int argc, char **argv) {
   bool json = false, help = false;
   const char *show = NULL;
   cli_opt opts[] = {{"json", OPT_FLAG, "print JSON (format autopar-clusters/1, docs/json.md)", &json},
-                    {"show", OPT_STRING, "describe one cluster as JSON, a cluster file (autopar-cluster/1; preset, "
-                                         "shorthand such as h100:64, or file)", &show},
+                    {"show", OPT_STRING, "describe one cluster (a preset, a shorthand such as h100:64, or a file); with "
+                                         "--json as a cluster file (autopar-cluster/1)", &show},
                     {"help", OPT_FLAG, "show this help", &help}};
   const char *pos[1];
   int n_pos;
   if (!cli_parse("clusters", argc, argv, opts, 3, pos, 0, &n_pos)) return EXIT_BAD_INPUT;
   if (help) {
-    cli_usage("clusters", "[--json] [--show SPEC]\n\nLists the built-in cluster presets, or describes one.", opts, 3);
+    cli_usage("clusters", "[--json] [--show SPEC]\n\nLists the built-in cluster presets, or describes one (text; --json: the "
+              "cluster file autopar-cluster/1, or the list as autopar-clusters/1).", opts, 3);
     return 0;
   }
   char *out = NULL;
@@ -40,7 +41,7 @@ int cmd_clusters(ap_ctx *ctx, int argc, char **argv) {
   if (show) {
     ap_cluster *c = NULL;
     st = ap_cluster_load(ctx, show, &c);
-    if (!st) st = ap_cluster_describe_json(ctx, c, &out);
+    if (!st) st = json ? ap_cluster_describe_json(ctx, c, &out) : ap_cluster_describe_text(ctx, c, &out);
     ap_cluster_free(c);
   } else {
     st = json ? ap_clusters_list_json(ctx, &out) : ap_clusters_list_text(ctx, &out);

@@ -145,6 +145,8 @@ typedef struct {
   double reserve_fraction; /* the allocator reserve the peak rank's total holds, of its transient bytes (memory.c) */
   double host_mem_bytes;      /* host memory per node that offload takes; 0 without offload */
   double host_capacity_bytes; /* the node's host memory; 0 without offload */
+  double nvme_bytes;          /* NVMe per node that offload to NVMe takes; 0 without */
+  double nvme_capacity_bytes; /* the node's NVMe capacity with NVMe offload; 0 without, or not stated */
   bool fits;                  /* device memory, and host memory when offloading */
   double tokens_per_iter, tokens_per_s, tokens_per_s_per_device;
   /* FLOP per iteration under three conventions (DESIGN.md; COSTMODEL.md §1.3-1.5): PaLM model FLOP (6N + 12LHQT

@@ -190,11 +190,13 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   if (cost_exec_cpu_on(env, rank_group[crit], p)) /* the reference executor's step end (exec_cpu.c) */
     cost_exec_cpu_step(env, p, rc, n_ranks, &out->time.dp_comm, &out->time.optimizer);
   /* Offload (offload.c): the step runs on the host instead, and the moved states cross the host link. */
-  ap_status ost = cost_offload(ctx, env, p, rank_group[crit], opt_params, &out->time.offload, &out->host_mem_bytes);
+  ap_status ost = cost_offload(ctx, env, p, rank_group[crit], opt_params, &out->time.offload, &out->host_mem_bytes,
+                               &out->nvme_bytes);
   if (ost) return ost;
   if (p->offload_optimizer != PLAN_OFFLOAD_NONE) out->time.optimizer = 0;
   out->host_capacity_bytes =
       out->host_mem_bytes > 0 ? cost_env_cluster(env)->groups[rank_group[crit]].host.mem_bytes : 0;
+  out->nvme_capacity_bytes = out->nvme_bytes > 0 ? cost_env_cluster(env)->groups[rank_group[crit]].host.nvme_bytes : 0;
   out->iter_s = pipe_s + out->time.dp_comm + out->time.optimizer + out->time.offload;
 
   /* Memory per pipeline rank. The peak rank is the one with the least headroom on its own device; on one
@@ -214,7 +216,9 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
       out->capacity_bytes = rank_cap[r];
     }
   }
-  out->fits = out->peak_mem_bytes <= out->capacity_bytes && out->host_mem_bytes <= out->host_capacity_bytes;
+  /* NVMe capacity is checked where the cluster states it (else the answer says it was not: cost/assume.c). */
+  out->fits = out->peak_mem_bytes <= out->capacity_bytes && out->host_mem_bytes <= out->host_capacity_bytes &&
+              !(out->nvme_capacity_bytes > 0 && out->nvme_bytes > out->nvme_capacity_bytes);
 
   /* Throughput and FLOP conventions (flops.c). */
   double n_dev = (double)plan_n_devices(p);

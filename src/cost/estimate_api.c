@@ -21,6 +21,7 @@ ap_status ap_estimate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
   ap_status st = cost_env_new(ctx, model, cluster, NULL, &env);
   if (st) return st;
   plan_resolve(ap, hw_cluster_of(cluster)->n_devices);
+  plan_default_sp(ap, cost_env_graph(env)->default_seq);
   cost_result *r = calloc(1, sizeof *r);
   if (!r) {
     cost_env_free(env);

@@ -70,11 +70,11 @@ struct cost_env {
 AP_HIDDEN double cost_seq_len(const cost_env *env, const plan *p);
 /* The compute model of node group g (the first group's for an index out of range). */
 AP_HIDDEN const compute_model *cost_group_model(const cost_env *env, int g);
-/* The time the plan's offload adds to an iteration and the host memory it takes per node (offload.c), for a
- * rank on node group `group` holding shard_params parameters of its optimizer (and, with ZeRO-3, parameter)
- * shard. AP_INVALID when the cluster states no host side. */
+/* The time the plan's offload adds to an iteration and the host memory and NVMe it takes per node (offload.c),
+ * for a rank on node group `group` holding shard_params parameters of its optimizer (and, with ZeRO-3,
+ * parameter) shard. AP_INVALID when the cluster states no host side. */
 AP_HIDDEN ap_status cost_offload(ap_ctx *ctx, const cost_env *env, const plan *p, int group, double shard_params,
-                                 double *time_s, double *host_bytes_per_node);
+                                 double *time_s, double *host_bytes_per_node, double *nvme_bytes_per_node);
 /* The plan's sharding of one op (layer.c). */
 AP_HIDDEN compute_shard cost_shard_of(const plan *p);
 /* Sharding divisor of a saved tensor: cp for the sequence, tp when TP splits it or SP splits its sequence. */

@@ -41,6 +41,10 @@ static double gib(double b) { return b / 1073741824.0; }
 void cost_result_bound_text(const cost_result *r, char *out, size_t n) {
   const cost_time *t = &r->time;
   double it = r->iter_s > 0 ? r->iter_s : 1;
+  if (!r->fits && r->nvme_capacity_bytes > 0 && r->nvme_bytes > r->nvme_capacity_bytes) {
+    snprintf(out, n, "NVMe (%.1f TB per node needed for offload, of %.1f)", r->nvme_bytes / 1e12, r->nvme_capacity_bytes / 1e12);
+    return;
+  }
   if (!r->fits && r->host_mem_bytes > r->host_capacity_bytes) {
     snprintf(out, n, "host memory (%.1f GiB per node needed for offload, of %.1f)", gib(r->host_mem_bytes),
              gib(r->host_capacity_bytes));
@@ -115,6 +119,10 @@ void cost_result_put(jd *d, json_t *o, const cost_result *r) {
   jd_int(d, m, "peak_stage", r->peak_rank);
   jd_bool(d, m, "fits", r->fits);
   jd_num(d, m, "reserve_fraction", r->reserve_fraction);
+  if (r->nvme_bytes > 0) { /* offload to NVMe: the drives' bytes per node it takes, and their capacity (null: not stated) */
+    jd_num(d, m, "nvme_bytes", r->nvme_bytes);
+    jd_num(d, m, "nvme_capacity_bytes", r->nvme_capacity_bytes > 0 ? r->nvme_capacity_bytes : NAN);
+  }
   if (r->host_mem_bytes > 0) { /* offload (cost/offload.c): the host memory per node it takes, and the node's */
     jd_num(d, m, "host_bytes", r->host_mem_bytes);
     jd_num(d, m, "host_capacity_bytes", r->host_capacity_bytes);

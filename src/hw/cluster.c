@@ -118,6 +118,21 @@ static ap_status load_shorthand(ap_ctx *ctx, const char *spec, ap_cluster **out)
   char *origin = st ? NULL : arena_printf(tmpl->arena, "%s (%s)", spec, f->path);
   if (!st && (!root || !origin)) st = ctx_fail(ctx, AP_NOMEM, "%s: out of memory", spec);
   if (!st) st = hw_cluster_from_json(ctx, spec, root, origin, out);
+  /* No count given: the node count of the preset (one node for every shipped one), said with the answer, as a
+   * bare chip name could as well mean one device or a whole cluster. */
+  if (!st && !colon) {
+    bool device = !hw_preset_find(HW_PRESET_CLUSTER, name);
+    (*out)->c.assumed = arena_printf((*out)->arena, "cluster %s names no device count: %lld node%s of %lld %s (%s %s); "
+                                     "%s:N for N devices, %s:NxG for N nodes of G",
+                                     spec, (long long)n_nodes, n_nodes == 1 ? "" : "s", (long long)dpn,
+                                     g0->device.name, device ? "the default node of the device, preset" : "the preset",
+                                     tmpl->c.name, name, name);
+    if (!(*out)->c.assumed) {
+      ap_cluster_free(*out);
+      *out = NULL;
+      st = ctx_fail(ctx, AP_NOMEM, "%s: out of memory", spec);
+    }
+  }
   json_decref(root);
   ap_cluster_free(tmpl);
   return st;

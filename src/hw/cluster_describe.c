@@ -112,6 +112,10 @@ static void put_cluster(strbuf *sb, const hw_cluster *c) {
   }
   sb_puts(sb, ",\"origin\":");
   jx_sb_str(sb, c->origin);
+  if (c->assumed) { /* what a shorthand without a count was taken to mean (a cluster file reads the key back) */
+    sb_puts(sb, ",\"assumed\":");
+    jx_sb_str(sb, c->assumed);
+  }
   sb_printf(sb, ",\"n_devices\":%lld,\"node_groups\":[", (long long)c->n_devices);
   for (int i = 0; i < c->n_groups; i++) {
     const hw_node_group *g = &c->groups[i];
@@ -126,12 +130,12 @@ static void put_cluster(strbuf *sb, const hw_cluster *c) {
     put_device(sb, &g->device);
     /* The host side (offload), when stated: the cluster file's "host" object. */
     const hw_host *h = &g->host;
-    if (h->mem_bytes > 0 || h->mem_bw_Bps > 0 || h->nvme_bw_Bps > 0) {
+    if (h->mem_bytes > 0 || h->mem_bw_Bps > 0 || h->nvme_bw_Bps > 0 || h->nvme_bytes > 0) {
       bool hf = true;
       sb_puts(sb, ",\"host\":{");
-      const char *names[] = {"mem_bytes", "mem_bw_Bps", "nvme_bw_Bps"};
-      const double vals[] = {h->mem_bytes, h->mem_bw_Bps, h->nvme_bw_Bps};
-      for (int k = 0; k < 3; k++)
+      const char *names[] = {"mem_bytes", "mem_bw_Bps", "nvme_bw_Bps", "nvme_bytes"};
+      const double vals[] = {h->mem_bytes, h->mem_bw_Bps, h->nvme_bw_Bps, h->nvme_bytes};
+      for (int k = 0; k < 4; k++)
         if (vals[k] > 0) {
           put_key(sb, &hf, names[k]);
           put_num(sb, vals[k]);

@@ -21,10 +21,10 @@ static const char *const level_keys[] = {
     "nics_per_node", "nic_bw_Bps",     "devices_per_nic", "sources",
 };
 static const char *const node_keys[] = {"node", "device", "devices_per_node", "n_nodes", "levels", "host", "sources"};
-static const char *const host_keys[] = {"mem_bytes", "mem_bw_Bps", "nvme_bw_Bps", "sources"};
+static const char *const host_keys[] = {"mem_bytes", "mem_bw_Bps", "nvme_bw_Bps", "nvme_bytes", "sources"};
 static const char *const top_keys[] = {
     "node", "device",      "devices_per_node", "n_nodes",   "levels",      "sources",    "name",
-    "aliases", "description", "origin",        "n_devices", "node_groups", "inter_node", "format",
+    "aliases", "description", "origin",        "n_devices", "node_groups", "inter_node", "format", "assumed",
     "host",
 };
 static const char *const inter_keys[] = {
@@ -212,11 +212,12 @@ static ap_status read_node(const jx_src *s, json_t *obj, int depth, hw_node_grou
     jx_src hs;
     char buf[64];
     hwj_child(s, "host", -1, buf, sizeof buf, &hs);
-    if (!json_is_object(host)) return jx_fail(s, "host", "expected an object with mem_bytes, mem_bw_Bps, nvme_bw_Bps");
+    if (!json_is_object(host)) return jx_fail(s, "host", "expected an object with mem_bytes, mem_bw_Bps, nvme_bw_Bps, nvme_bytes");
     st = hwj_check_keys(&hs, host, host_keys, AP_COUNT(host_keys));
     if (!st) st = hwj_positive(&hs, host, "mem_bytes", false, &g->host.mem_bytes, NULL);
     if (!st) st = hwj_positive(&hs, host, "mem_bw_Bps", false, &g->host.mem_bw_Bps, NULL);
     if (!st) st = hwj_positive(&hs, host, "nvme_bw_Bps", false, &g->host.nvme_bw_Bps, NULL);
+    if (!st) st = hwj_positive(&hs, host, "nvme_bytes", false, &g->host.nvme_bytes, NULL);
     if (!st) st = hwj_check_meta(&hs, host);
     if (st) return st;
   }

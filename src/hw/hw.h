@@ -75,6 +75,7 @@ typedef struct {
   double mem_bytes;   /* host (CPU) memory of one node */
   double mem_bw_Bps;  /* its peak bandwidth, all sockets */
   double nvme_bw_Bps; /* the node's local NVMe drives together, the slower of read and write */
+  double nvme_bytes;  /* the capacity of those drives together (0 = not stated: NVMe offload not checked) */
 } hw_host;
 
 /* One level of a link hierarchy. Bandwidths are per device and per direction (unidirectional). */
@@ -108,6 +109,8 @@ typedef struct {
   const char *name;
   const char *description; /* "" when none */
   const char *origin;      /* where it came from: "data/clusters/dgx-h100.json", a path, or a shorthand */
+  const char *assumed;     /* what a shorthand without a count was taken to mean ("h100: 1 node of 8 …"), printed
+                            * with every answer on it; NULL when the spec said (a count, a file) */
   int n_groups;
   hw_node_group *groups;
   int n_levels;

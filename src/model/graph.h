@@ -206,7 +206,10 @@ typedef struct {
   const char *source;     /* where the architecture came from */
   int n_blocks;
   graph_block *blocks;
-  int64_t default_seq; /* a sensible default sequence length (max positions capped), tokens */
+  int64_t default_seq; /* the sequence length a plan that states none trains at, tokens */
+  const char *default_seq_from; /* where default_seq comes from, a phrase for the assumption printed with every
+                                 * answer that uses it ("its pretraining context: max_position_embeddings of its
+                                 * config"); "" when the source states it (op graphs' default_seq) */
   int64_t vocab_size, hidden_size, n_layers; /* summary facts; 0 where they do not apply */
   bool causal_lm;
   graph_arch arch;

@@ -193,8 +193,10 @@ ap_status hf_config_read(ap_ctx *ctx, const char *file, json_t *root, tf_config 
   OPT_I64("num_key_value_heads|num_kv_heads|n_head_kv|num_query_groups|n_kv_heads", 1, &c->kv_heads);
   c->ffn = 4 * c->hidden;
   OPT_I64("intermediate_size|n_inner|ffn_hidden_size|ffn_dim", 1, &c->ffn);
-  c->max_pos = 2048;
+  c->max_pos = 0;
   OPT_I64("max_position_embeddings|n_positions|n_ctx|max_seq_len|seq_length", 1, &c->max_pos);
+  c->max_pos_stated = c->max_pos > 0;
+  if (!c->max_pos_stated) c->max_pos = 2048; /* GPT-3's context (Brown et al. 2020 §2.1), for a learned table */
   if (c->heads <= 0) return ctx_fail(ctx, AP_INVALID, "%s: num_attention_heads: expected > 0", file);
   c->head_dim = c->hidden / c->heads;
   OPT_I64("head_dim|kv_channels", 1, &c->head_dim);

@@ -439,7 +439,22 @@ ap_status tf_build(ap_ctx *ctx, arena *a, const tf_config *c, graph *g) {
   g->hidden_size = c->hidden;
   g->n_layers = c->n_layers;
   g->causal_lm = true;
-  g->default_seq = c->max_pos > 0 && c->max_pos < 4096 ? c->max_pos : 4096;
+  /* The sequence a plan that states none trains at: the context the model was pretrained at, as its config
+   * says. A config whose rope_scaling names original_max_position_embeddings was pretrained at that length and
+   * extended afterwards (Llama 3.1: 8192 then 131072, Meta's model card and "The Llama 3 Herd of Models" §3.4;
+   * DeepSeek-V3's YaRN: 4096 then 128K, its report §4.3), so that is it; else max_position_embeddings. */
+  if (c->arch.rope_original_max_pos > 0 && c->arch.rope_original_max_pos < c->max_pos) {
+    g->default_seq = c->arch.rope_original_max_pos;
+    g->default_seq_from = arena_printf(a, "%s's pretraining context: rope_scaling.original_max_position_embeddings of its "
+                                          "config (extended to %lld after pretraining)", g->name, (long long)c->max_pos);
+  } else if (c->max_pos_stated) {
+    g->default_seq = c->max_pos;
+    g->default_seq_from = arena_printf(a, "%s's context: max_position_embeddings of its config", g->name);
+  } else {
+    g->default_seq = c->max_pos;
+    g->default_seq_from = arena_printf(a, "%s's config states no context length (max_position_embeddings); GPT-3's "
+                                          "2048 assumed", g->name);
+  }
   if (graph_block_begin(&b.gb, g, "embedding", BLOCK_EMBED, 1)) embedding(&b);
   for (int64_t i = 0; i < c->n_layers && !b.gb.oom;) {
     int64_t j = i + 1;
@@ -454,7 +469,7 @@ ap_status tf_build(ap_ctx *ctx, arena *a, const tf_config *c, graph *g) {
     i = j;
   }
   if (!b.gb.oom && graph_block_begin(&b.gb, g, "head", BLOCK_HEAD, 1)) head(&b);
-  if (b.gb.oom || !g->name || !g->model_type || !g->source) return ctx_fail(ctx, AP_NOMEM, "out of memory building the graph");
+  if (b.gb.oom || !g->name || !g->model_type || !g->source || !g->default_seq_from) return ctx_fail(ctx, AP_NOMEM, "out of memory building the graph");
   ap_status st = graph_validate(ctx, g, c->name ? c->name : "model");
   return st ? st : graph_build_edges(ctx, a, g);
 }

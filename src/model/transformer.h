@@ -16,6 +16,7 @@ typedef enum { BLOCK_SEQUENTIAL, BLOCK_PARALLEL } tf_block_style;
 typedef struct {
   const char *name, *model_type, *source;
   int64_t n_layers, hidden, ffn, heads, kv_heads, head_dim, head_dim_v, vocab, max_pos;
+  bool max_pos_stated; /* the config names its context length (else max_pos is the reader's fallback) */
   tf_norm norm;
   bool norm_bias;   /* LayerNorm with a bias (2·h parameters) */
   tf_mlp mlp;

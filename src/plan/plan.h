@@ -209,6 +209,8 @@ typedef struct {
 
   /* Memory savers. */
   bool sequence_parallel;    /* Korthikanti 2022 §4.2.2; a no-op when tp = 1, as Megatron makes it */
+  bool sp_assumed;           /* not a field: plan_default_sp turned sequence_parallel on because the plan did not
+                              * state it (plan_api.h); the answers print it as an assumption */
   plan_recompute recompute;
   /* For full recompute: how many layers of each chunk recompute, counted from the chunk's first layer
    * (Megatron --recompute-method block --recompute-num-layers N); 0 = every layer (--recompute-method uniform

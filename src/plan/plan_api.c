@@ -64,6 +64,7 @@ ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out) {
   }
   st = plan_from_json(ctx, path, root, &ap->p);
   ap->loss_set = json_object_get(root, "fused_loss") != NULL;
+  ap->sp_set = json_object_get(root, "sequence_parallel") != NULL;
   json_decref(root);
   if (st) {
     free(ap);
@@ -113,6 +114,14 @@ void plan_resolve(ap_plan *ap, int64_t n_devices) {
   if (!ap->gbs_set) p->global_batch_size = per * p->n_micro_batches;
 }
 
+void plan_default_sp(ap_plan *ap, int64_t default_seq) {
+  plan *p = &ap->p;
+  int64_t seq = p->seq_length > 0 ? p->seq_length : default_seq, split = p->tp * (p->cp > 0 ? p->cp : 1);
+  if (ap->sp_set || p->tp <= 1 || p->sequence_parallel || split <= 0 || seq % split != 0) return;
+  p->sequence_parallel = true;
+  p->sp_assumed = true;
+}
+
 ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *value) {
   API_ENTER(ctx);
   if (!ctx || !ap || !key || !value) return ctx_fail(ctx, AP_INVALID, "ap_plan_set: ctx, plan, key and value must not be NULL");
@@ -126,6 +135,7 @@ ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *val
   if (f->id == PLAN_F_N_MICRO_BATCHES) ap->n_micro_set = true;
   if (f->id == PLAN_F_GLOBAL_BATCH_SIZE) ap->gbs_set = true;
   if (f->id == PLAN_F_FUSED_LOSS) ap->loss_set = true;
+  if (f->id == PLAN_F_SEQUENCE_PARALLEL) ap->sp_set = true, ap->p.sp_assumed = false;
   return AP_OK;
 }
 

@@ -8,6 +8,7 @@ struct ap_plan {
   plan p;
   bool dp_set, n_micro_set, gbs_set;
   bool loss_set; /* fused_loss was set (ap_plan_set, or the plan file has the key); else the stack's default */
+  bool sp_set;   /* sequence_parallel was set (ap_plan_set, or the plan file has the key); else on with tp > 1 */
   char origin[256]; /* the file ap_plan_load read, "" otherwise: validation errors name it */
   /* An autopar-plan/2 document (a general graph's op-level plan, docs/graph-plan.md), kept as parsed: it is
    * read against its graph once one is at hand (search/graph_plan_read.c); NULL for autopar-plan/1 plans. */
@@ -26,6 +27,12 @@ AP_HIDDEN ap_status plan_refuse_doc2(ap_ctx *ctx, const ap_plan *ap, const char 
  * sequence_parallel off at tp = 1, where it is nothing (Megatron-LM does the same); and gives a plan that does
  * not state fused_loss its stack's default loss (plan/stack.h plan_stack_fused_default). */
 AP_HIDDEN void plan_resolve(ap_plan *ap, int64_t n_devices);
+/* Sequence parallelism for a plan that does not state it: on with tp > 1 where the sequence (seq, the model's
+ * default when the plan says 0) splits over tp·cp, as Megatron-LM's recipes run tensor parallelism (its
+ * arguments.py: "--sequence-parallel ... recommended" with tp; Korthikanti et al. 2022 §4.2.2: the same
+ * communication volume, less memory), and torchtitan's TP plan does on its norms (parallelize.py
+ * SequenceParallel). Marks the plan sp_assumed, which the answers print. Call after plan_resolve. */
+AP_HIDDEN void plan_default_sp(ap_plan *ap, int64_t default_seq);
 /* Returns st; when it is a failure whose message blames "plan: " and the plan came from a file, the message
  * names the file instead ("p.json: dp·tp·pp·cp = … must equal …"). */
 AP_HIDDEN ap_status plan_blame_file(ap_ctx *ctx, const ap_plan *ap, ap_status st);

@@ -81,6 +81,7 @@ ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
   ap_status st = cost_env_new(ctx, model, cluster, NULL, &env);
   if (st) return st;
   plan_resolve(ap, cost_env_cluster(env)->n_devices);
+  plan_default_sp(ap, cost_env_graph(env)->default_seq);
   cost_result *r = calloc(1, sizeof *r);
   char *trace = NULL;
   sim_event *ev = NULL;
