@@ -102,7 +102,13 @@ def check_simulate(doc, text):
         raise Mismatch("the closed form differs from estimate's iteration_time_s")
 
 
+def unwrap(text):
+    """The text with its wrapped lines joined: a continuation starts with 6 or more spaces (plan_text.c)."""
+    return re.sub(r"\n {6,}(?=\S)", " ", text)
+
+
 def check_plan(doc, text):
+    text = unwrap(text)
     blocks = re.findall(r"^#(\d+)  (.*)   \((\S+)\)\n    predicted (\S+) s per iteration, (\S+) tokens/s, (\S+) tokens/s "
                         r"per device, MFU (\S+)% \(PaLM\)", text, re.M)
     if len(blocks) != len(doc["plans"]) or not blocks:

@@ -113,6 +113,12 @@ AP_HIDDEN void sb_puts(strbuf *sb, const char *s);
 AP_HIDDEN void sb_putn(strbuf *sb, const char *s, size_t n);
 /* Returns the string (never NULL unless out of memory) and resets sb. */
 AP_HIDDEN char *sb_take(strbuf *sb);
+/* Appends first, then text broken into lines of at most width characters where it can be (after ", ", "; "
+ * or "| ", the breaks of a list), each further line starting with cont, and a newline. A piece longer than
+ * width between two breaks stays whole. Text output keeps its lines readable (under 120 columns) this way. */
+AP_HIDDEN void sb_wrap(strbuf *sb, const char *first, const char *cont, const char *text, size_t width);
+/* The widest line text output writes where it can (sb_wrap): under the 120 columns of a wide terminal. */
+#define AP_TEXT_WIDTH 118
 AP_HIDDEN void sb_free(strbuf *sb);
 
 /* ---- Embedded data files (data/ compiled into the library by tools/embed.c). ---- */

@@ -62,3 +62,52 @@ void sb_free(strbuf *sb) {
   free(sb->buf);
   *sb = (strbuf){0};
 }
+
+/* Display width: UTF-8 continuation bytes (µ, ±, …) take no column. */
+static size_t cols(const char *s, size_t n) {
+  size_t c = 0;
+  for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xC0) != 0x80;
+  return c;
+}
+
+/* Ends the line: drops the space it ends with and starts the next one with cont. */
+static void new_line(strbuf *sb, const char *cont) {
+  if (sb->len > 0 && sb->buf && sb->buf[sb->len - 1] == ' ') sb->buf[--sb->len] = '\0';
+  sb_puts(sb, "\n");
+  sb_puts(sb, cont);
+}
+
+void sb_wrap(strbuf *sb, const char *first, const char *cont, const char *text, size_t width) {
+  sb_puts(sb, first);
+  size_t line = cols(first, strlen(first)), indent = cols(cont, strlen(cont));
+  bool fresh = true; /* nothing of text on this line yet */
+  for (const char *p = text; *p;) {
+    /* The next piece: up to and including the next break (", ", "; ", "| "), or the rest. */
+    const char *q = p;
+    while (*q && !((q[0] == ',' || q[0] == ';' || q[0] == '|') && q[1] == ' ')) q++;
+    size_t n = (size_t)(*q ? q + 2 - p : q - p), w = cols(p, n);
+    size_t trimmed = n > 0 && p[n - 1] == ' ' ? w - 1 : w; /* a line never ends in the break's space */
+    if (!fresh && line + trimmed > width) {
+      /* A piece that would leave this line less than half full, and is too long for a line of its own, is
+       * split at the last word that fits; otherwise the line ends before it. */
+      size_t fit = 0;
+      if (2 * line < width || indent + trimmed > width)
+        for (size_t k = 0, c = 0; k < n && line + c <= width; c += ((unsigned char)p[k] & 0xC0) != 0x80, k++)
+          if (p[k] == ' ' && line + c <= width) fit = k + 1;
+      if (fit > 0) {
+        sb_putn(sb, p, fit);
+        p += fit;
+      }
+      new_line(sb, cont);
+      line = indent;
+      fresh = true;
+      continue;
+    }
+    sb_putn(sb, p, n);
+    line += w;
+    fresh = false;
+    p += n;
+  }
+  if (sb->len > 0 && sb->buf && sb->buf[sb->len - 1] == ' ') sb->buf[--sb->len] = '\0';
+  sb_puts(sb, "\n");
+}

@@ -160,7 +160,7 @@ typedef struct {
   double flop_graph, mfu_graph;
   bool headline_graph; /* the text's MFU headline is mfu_graph (a general graph), else PaLM's */
   double tflops_per_device_palm, tflops_per_device_megatron;
-  const char *bound; /* "compute", "bubble", "communication" or "memory" */
+  const char *bound; /* "compute", "bubble", "communication", "offload" or "memory" */
   /* Per pipeline chunk, one micro-batch: forward, backward (recompute and exposed communication included) and
    * the weight-gradient part of backward, seconds; and one pipeline send/recv. For the simulator. */
   double chunk_tf_s[PLAN_MAX_CHUNKS], chunk_tb_s[PLAN_MAX_CHUNKS], chunk_tw_s[PLAN_MAX_CHUNKS];

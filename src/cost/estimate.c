@@ -227,7 +227,9 @@ ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_re
   out->tokens_per_s_per_device = out->tokens_per_s / n_dev;
   cost_flop_conventions(env, p, s, hw_flop_mb * m * (double)p->dp, out);
   double comm = out->time.tp_comm + out->time.cp_comm + out->time.ep_comm + out->time.pp_comm + out->time.dp_comm;
+  /* Offload-bound: the host link, the CPU's optimizer step and NVMe take most of the iteration (offload.c). */
   out->bound = !out->fits ? "memory"
+               : out->time.offload > 0.5 * out->iter_s ? "offload"
                : out->time.bubble > comm && out->time.bubble > 0.15 * out->iter_s ? "bubble"
                : comm > 0.25 * out->iter_s ? "communication"
                                           : "compute";

@@ -49,6 +49,20 @@ AP_HIDDEN void cost_calibration_put(jd *d, json_t *o, const cost_env *env, const
  * padded to width; nothing when c is NULL. */
 AP_HIDDEN void cost_calibration_text(strbuf *sb, const json_t *c, const char *indent, int width);
 
+/* Assumptions and warnings (assume.c; docs/json.md "Assumptions and warnings"): cost_assumptions_put puts
+ * "assumptions" into o, what the answer took that its input did not say (the sequence length when seq_default,
+ * a cluster shorthand without a count, sequence parallelism turned on for p, an NVMe capacity not stated for
+ * r's offload; p and r may be NULL); cost_warnings_put puts "warnings", what makes r feasible but absurd (an
+ * offload-bound iteration, years to train the model's compute-optimal budget); cost_years_warning adds one for
+ * a token budget asked (--tokens) that takes time_s; cost_note_add appends {about, text} to o's list (created when
+ * absent). cost_notes_text prints both lists of o, "assumed" and "warning" padded to width after indent. */
+AP_HIDDEN void cost_assumptions_put(jd *d, json_t *o, const cost_env *env, const plan *p, const cost_result *r,
+                                    bool seq_default);
+AP_HIDDEN void cost_warnings_put(jd *d, json_t *o, const cost_env *env, const cost_result *r);
+AP_HIDDEN void cost_years_warning(jd *d, json_t *o, double tokens, double time_s);
+AP_HIDDEN void cost_note_add(jd *d, json_t *o, const char *list, const char *about, const char *text);
+AP_HIDDEN void cost_notes_text(strbuf *sb, const json_t *o, const char *indent, int width);
+
 /* Builds the document of `estimate` (autopar-estimate/1) into d (jd_init is done here); the caller frees it
  * with jd_free. */
 AP_HIDDEN void cost_estimate_doc(jd *d, const cost_env *env, const plan *p, const cost_result *r);

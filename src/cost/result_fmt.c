@@ -61,7 +61,10 @@ void cost_result_bound_text(const cost_result *r, char *out, size_t n) {
     if (cost_time_part_s(t, i) > top) top = cost_time_part_s(t, i), top_i = i;
   }
   const char *b = r->bound ? r->bound : "compute";
-  if (strcmp(b, "bubble") == 0)
+  if (strcmp(b, "offload") == 0)
+    snprintf(out, n, "offload: the moved states' host-link transfers, the CPU's optimizer step and NVMe take %.1f%% of the "
+                     "iteration", 100 * t->offload / it);
+  else if (strcmp(b, "bubble") == 0)
     snprintf(out, n, "bubble: the pipeline idles %.1f%% of the iteration", 100 * t->bubble / it);
   else if (strcmp(b, "communication") == 0)
     snprintf(out, n, "communication: %.1f%% exposed, most of it %s", 100 * comm / it, parts[top_i].label);
@@ -205,23 +208,30 @@ void cost_calibration_put(jd *d, json_t *o, const cost_env *env, const plan *p, 
 
 void cost_calibration_text(strbuf *sb, const json_t *c, const char *indent, int width) {
   if (!c) return;
-  sb_printf(sb, "%s%-*s%s\n", indent, width, "constants", jd_gets(c, "note"));
+  char first[64], cont[64];
+  snprintf(cont, sizeof cont, "%*s", (int)strlen(indent) + width, "");
+  snprintf(first, sizeof first, "%s%-*s", indent, width, "constants");
+  sb_wrap(sb, first, cont, jd_gets(c, "note"), AP_TEXT_WIDTH);
+  snprintf(first, sizeof first, "%s%-*s", indent, width, "band");
   const json_t *b = jd_at(c, "band");
   if (!b || json_is_null(b)) {
-    sb_printf(sb, "%s%-*snone: no validate residuals for these constants in the calibration\n", indent, width, "band");
+    sb_wrap(sb, first, cont, "none: no validate residuals for these constants in the calibration", AP_TEXT_WIDTH);
     return;
   }
-  sb_printf(sb, "%s%-*s%.1f to %.1f tokens/s/device: 80%% of %lld validate rows on %s/%s were within %+.1f%% to "
-                "%+.1f%% of the prediction\n",
-            indent, width, "band", jd_getn(b, "tokens_per_s_per_device_low"), jd_getn(b, "tokens_per_s_per_device_high"),
-            (long long)jd_geti(b, "rows"), jd_gets(b, "family"), jd_gets(b, "stack"),
-            -100 * jd_getn(b, "error_high") / (1 + jd_getn(b, "error_high")),
-            -100 * jd_getn(b, "error_low") / (1 + jd_getn(b, "error_low")));
+  char t[512];
+  snprintf(t, sizeof t, "%.1f to %.1f tokens/s/device; 80%% of %lld validate rows on %s/%s were within %+.1f%% to "
+                        "%+.1f%% of the prediction",
+           jd_getn(b, "tokens_per_s_per_device_low"), jd_getn(b, "tokens_per_s_per_device_high"), (long long)jd_geti(b, "rows"),
+           jd_gets(b, "family"), jd_gets(b, "stack"), -100 * jd_getn(b, "error_high") / (1 + jd_getn(b, "error_high")),
+           -100 * jd_getn(b, "error_low") / (1 + jd_getn(b, "error_low")));
+  sb_wrap(sb, first, cont, t, AP_TEXT_WIDTH);
 }
 
 void cost_estimate_doc(jd *d, const cost_env *env, const plan *p, const cost_result *r) {
   jd_init(d, "autopar-estimate/1");
   plan_header(d, env, p);
+  cost_assumptions_put(d, d->root, env, p, r, p->seq_length == 0);
+  cost_warnings_put(d, d->root, env, r);
   cost_result_put(d, d->root, r);
   cost_calibration_put(d, d->root, env, p, r);
 }
@@ -241,19 +251,22 @@ static void estimate_text(strbuf *sb, const json_t *doc) {
   sb_printf(sb, "plan     %s\n", jd_gets(doc, "summary"));
   sb_printf(sb, "batch    %lld sequences of %lld tokens\n", (long long)jd_geti(doc, "global_batch_size"),
             (long long)jd_geti(doc, "seq_length"));
+  cost_notes_text(sb, doc, "", 9);
   double it = jd_getn(doc, "iteration_time_s");
   sb_printf(sb, "\niteration  %.4f s   %.0f tokens/s   %.1f tokens/s/device   bound: %s\n", it,
             jd_getn(doc, "tokens_per_s"), jd_getn(doc, "tokens_per_s_per_device"), jd_gets(doc, "bound"));
   cost_calibration_text(sb, jd_at(doc, "calibration"), "", 11);
   const char *headline = jd_gets(doc, "mfu.headline");
+  char mfu[320];
   if (headline && strcmp(headline, "graph") == 0)
-    sb_printf(sb, "MFU        %.1f%% (graph FLOPs: every op's forward and backward)   HFU %.1f%%   of dense bf16 peak   "
-                  "(PaLM's 6N: %.1f%%)\n",
-              100 * jd_getn(doc, "mfu.graph"), 100 * jd_getn(doc, "mfu.hardware"), 100 * jd_getn(doc, "mfu.palm"));
+    snprintf(mfu, sizeof mfu, "%.1f%% (graph FLOPs: every op's forward and backward); HFU %.1f%%; of dense bf16 peak; "
+                              "(PaLM's 6N: %.1f%%)",
+             100 * jd_getn(doc, "mfu.graph"), 100 * jd_getn(doc, "mfu.hardware"), 100 * jd_getn(doc, "mfu.palm"));
   else
-    sb_printf(sb, "MFU        %.1f%% (PaLM: 6N + attention, no causal discount)   %.1f%% (Megatron: causal /2)   "
-                  "HFU %.1f%%   of dense bf16 peak\n",
-              100 * jd_getn(doc, "mfu.palm"), 100 * jd_getn(doc, "mfu.megatron"), 100 * jd_getn(doc, "mfu.hardware"));
+    snprintf(mfu, sizeof mfu, "%.1f%% (PaLM: 6N + attention, no causal discount); %.1f%% (Megatron: causal /2); "
+                              "HFU %.1f%%; of dense bf16 peak",
+             100 * jd_getn(doc, "mfu.palm"), 100 * jd_getn(doc, "mfu.megatron"), 100 * jd_getn(doc, "mfu.hardware"));
+  sb_wrap(sb, "MFU        ", "           ", mfu, AP_TEXT_WIDTH);
   sb_printf(sb, "TFLOP/s    %.1f per device (PaLM), %.1f (Megatron)\n\n", jd_getn(doc, "tflops_per_device.palm"),
             jd_getn(doc, "tflops_per_device.megatron"));
   sb_puts(sb, "time breakdown (critical pipeline rank)\n");
@@ -267,9 +280,11 @@ static void estimate_text(strbuf *sb, const json_t *doc) {
   bool host_short = host > host_cap;
   sb_printf(sb, "\nmemory per device (GiB), capacity %.1f: %s\n", gib(jd_getn(m, "capacity_bytes")),
             jd_getn(m, "peak_bytes") <= jd_getn(m, "capacity_bytes") ? "fits" : "DOES NOT FIT");
-  sb_printf(sb, "allocator reserve %.0f%% of the transient bytes (activations, logits, buffers, step copies; "
-                "memory.reserve_fraction, fitted by calibration)\n",
-            100 * jd_getn(m, "reserve_fraction"));
+  char res[200];
+  snprintf(res, sizeof res, "allocator reserve %.0f%% of the transient bytes (activations, logits, buffers, step copies; "
+                            "memory.reserve_fraction, fitted by calibration)",
+           100 * jd_getn(m, "reserve_fraction"));
+  sb_wrap(sb, "", "  ", res, AP_TEXT_WIDTH);
   if (host > 0)
     sb_printf(sb, "host memory per node for offload: %.1f GiB of %.1f: %s\n", gib(host), gib(host_cap),
               host_short ? "DOES NOT FIT" : "fits");

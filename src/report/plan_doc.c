@@ -191,18 +191,49 @@ void plan_doc(jd *d, const plan_doc_in *in) {
   bool have_space = in->space && !in->space->failed && in->space->n > 0;
   jd_int(d, s, "space_listed", have_space ? in->space->n : 0);
   bool feasible = in->st != AP_INFEASIBLE && in->n > 0;
+  cost_assumptions_put(d, root, in->env, NULL, feasible ? &in->res[0].r : NULL, in->so->seq_length == 0);
+  if (in->no_host_offload)
+    cost_note_add(d, root, "assumptions", "host_memory",
+                  "no offload to host memory or NVMe was tried: the cluster file states no host side (host.mem_bytes, "
+                  "host.mem_bw_Bps, and the device's host_link_bw_Bps; docs/formats.md)");
+  jd_arr(d, root, "warnings"); /* the document's own (--tokens adds one, report/doc_render.c); each plan has its own */
   jd_bool(d, root, "feasible", feasible);
   if (!feasible) jd_str(d, root, "message", in->message ? in->message : "");
   json_t *plans = jd_arr(d, root, "plans");
+  /* A plan that differs from one listed before it only in the rank order (the mesh's axis order: the same
+   * degrees, schedule, savers and batch) is folded into it, under its "order_variants", not listed again. */
+  json_t **shown = in->n > 0 ? calloc((size_t)in->n, sizeof *shown) : NULL;
+  if (in->n > 0 && !shown) d->failed = true;
+  int rank = 0, n_folded = 0;
   for (int i = 0; feasible && i < in->n; i++) {
     const search_result *r = &in->res[i];
+    int into = -1;
+    for (int j = 0; shown && j < i && into < 0; j++)
+      if (shown[j] && plan_equal_except(&in->res[j].p, &r->p, PLAN_F(ORDER))) into = j;
+    if (into >= 0) {
+      json_t *v = json_object_get(shown[into], "order_variants");
+      json_t *e = jd_obj(d, v ? v : jd_arr(d, shown[into], "order_variants"), NULL);
+      char order[64] = "";
+      for (int k = 0; k < PLAN_N_ORDER; k++)
+        snprintf(order + strlen(order), sizeof order - strlen(order), "%s%s", k ? "-" : "", plan_axis_name(r->p.order[k]));
+      jd_str(d, e, "order", order);
+      jd_num(d, e, "iteration_time_s", r->r.iter_s);
+      jd_num(d, e, "slowdown", r->r.iter_s / in->res[into].r.iter_s - 1);
+      cost_doc_plan(d, e, "plan", &r->p);
+      n_folded++;
+      continue;
+    }
     json_t *o = jd_obj(d, plans, NULL);
-    jd_int(d, o, "rank", i + 1);
+    if (shown) shown[i] = o;
+    jd_int(d, o, "rank", ++rank);
     jd_str(d, o, "found_by", r->found_by ? r->found_by : "");
     put_figures(d, o, &r->p, &r->r);
+    cost_warnings_put(d, o, in->env, &r->r);
     cost_calibration_put(d, o, in->env, &r->p, &r->r);
     if (i > 0) put_vs(d, o, "vs_best", &in->res[0].r, &r->r);
   }
+  free(shown);
+  jd_int(d, s, "folded_order_variants", n_folded);
   if (in->st == AP_INFEASIBLE) put_closest(d, in, limit);
   if (in->cmp && in->cmp->have) put_compare(d, in->cmp, feasible ? &in->res[0] : NULL);
   if (have_space) put_space(d, in->space);

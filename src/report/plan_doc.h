@@ -53,6 +53,7 @@ typedef struct {
   const plan_compare *cmp;     /* NULL without --compare */
   const char *cluster_spec;    /* the cluster as the user named it */
   const plan_space *space;     /* the sample of costed plans; NULL = none */
+  bool no_host_offload;        /* nothing fitted and offload was not tried: the cluster states no host side */
 } plan_doc_in;
 
 /* Builds the document into d (jd_init is done here); the caller frees it with jd_free. */

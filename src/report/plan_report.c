@@ -358,7 +358,9 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
   snprintf(message, sizeof message, "%s", ap_ctx_error(ctx));
   if (o->compare && st == AP_OK && n > 0) compare_reason(env, &so, &stats, &res[0], &cmp);
   if (st == AP_OK || st == AP_INFEASIBLE || (st == AP_CANCELLED && n > 0)) {
-    plan_doc_in in = {env, &so, &stats, res, n, st, message, o->compare ? &cmp : NULL, spec, &space};
+    bool no_host = st == AP_INFEASIBLE && !search_opts_fixes(&so, PLAN_F_OFFLOAD_OPTIMIZER) &&
+                   !search_opts_fixes(&so, PLAN_F_OFFLOAD_PARAM) && !may_offload;
+    plan_doc_in in = {env, &so, &stats, res, n, st, message, o->compare ? &cmp : NULL, spec, &space, no_host};
     jd doc;
     plan_doc(&doc, &in);
     *out = doc.failed ? NULL : format == AP_OUT_JSON ? jd_dump(&doc) : plan_doc_text(doc.root);

@@ -37,18 +37,27 @@ static void loses_on(strbuf *sb, const json_t *delta, double eps, double sign) {
     if (d[order[i]] < -eps) sb_printf(sb, "%s%s %.3g s", g++ ? ", " : "; gains ", parts[order[i]].label, d[order[i]]);
 }
 
+/* A detail line of a plan's block: label padded under the headline, text wrapped under itself. */
+static const char DETAIL_CONT[] = "              ";
+static void detail(strbuf *sb, const char *label, strbuf *text) {
+  char first[32];
+  snprintf(first, sizeof first, "    %-10s", label);
+  sb_wrap(sb, first, DETAIL_CONT, text->buf ? text->buf : "", AP_TEXT_WIDTH);
+  sb_free(text);
+}
+
 static void breakdown(strbuf *sb, const json_t *pl) {
   const cost_time_part *parts = cost_time_parts();
   double it = jd_getn(pl, "iteration_time_s");
   const json_t *tb = jd_at(pl, "time_breakdown_s");
-  sb_puts(sb, "    time      ");
+  strbuf t = {0};
   int k = 0;
   for (size_t i = 0; i < COST_N_TIME_PARTS; i++) {
     double v = jd_getn(tb, parts[i].key);
     if (v <= 1e-6 * it) continue;
-    sb_printf(sb, "%s%s %.3g s (%.1f%%)", k++ ? ", " : "", parts[i].label, v, 100 * v / it);
+    sb_printf(&t, "%s%s %.3g s (%.1f%%)", k++ ? ", " : "", parts[i].label, v, 100 * v / it);
   }
-  sb_puts(sb, "\n");
+  detail(sb, "time", &t);
 }
 
 /* The peak stage's parts, "parameters 16.4, gradients 4.1, …" (GiB), every part of cost_mem_parts that is not
@@ -69,43 +78,64 @@ static void memory(strbuf *sb, const json_t *pl, double limit) {
   const json_t *stages = jd_at(m, "stages");
   size_t n = json_array_size(stages);
   int64_t peak = jd_geti(m, "peak_stage");
-  sb_printf(sb, "    memory    peak %.1f GiB on stage %lld (limit %.1f GiB)", gib(jd_getn(m, "peak_bytes")), (long long)peak,
-            gib(limit));
+  strbuf t = {0};
+  sb_printf(&t, "peak %.1f GiB on stage %lld (limit %.1f GiB)", gib(jd_getn(m, "peak_bytes")), (long long)peak, gib(limit));
   if (n > 1) {
     if (n <= 16) {
-      sb_puts(sb, "; per stage");
-      for (size_t i = 0; i < n; i++) sb_printf(sb, " %.1f", gib(jd_getn(json_array_get(stages, i), "total_bytes")));
+      sb_puts(&t, "; per stage");
+      for (size_t i = 0; i < n; i++) sb_printf(&t, " %.1f", gib(jd_getn(json_array_get(stages, i), "total_bytes")));
     } else {
       double lo = INFINITY;
       for (size_t i = 0; i < n; i++) lo = fmin(lo, jd_getn(json_array_get(stages, i), "total_bytes"));
-      sb_printf(sb, "; stages from %.1f to %.1f over %zu", gib(lo), gib(jd_getn(m, "peak_bytes")), n);
+      sb_printf(&t, "; stages from %.1f to %.1f over %zu", gib(lo), gib(jd_getn(m, "peak_bytes")), n);
     }
   }
-  sb_puts(sb, "\n              (peak stage: ");
-  peak_parts(sb, json_array_get(stages, (size_t)peak), " GiB)\n");
+  detail(sb, "memory", &t);
+  sb_puts(&t, "(peak stage: ");
+  peak_parts(&t, json_array_get(stages, (size_t)peak), " GiB)");
+  sb_wrap(sb, DETAIL_CONT, DETAIL_CONT, t.buf ? t.buf : "", AP_TEXT_WIDTH);
+  sb_free(&t);
 }
 
+/* Its headline (the summary, wrapped at its " | " under HEAD_CONT, and the strategy that found it), then one
+ * detail line each, every line within AP_TEXT_WIDTH where it can be. */
+static const char HEAD_CONT[] = "      ";
 static void plan_block(strbuf *sb, const json_t *pl, const json_t *best, double limit, bool memory_objective) {
-  sb_printf(sb, "#%lld  %s   (%s)\n", (long long)jd_geti(pl, "rank"), jd_gets(pl, "summary"),
-            *jd_gets(pl, "found_by") ? jd_gets(pl, "found_by") : "?");
-  sb_printf(sb, "    predicted %.4g s per iteration, %.0f tokens/s, %.1f tokens/s per device, MFU %.1f%% (PaLM), "
-                "%.1f TFLOP/s per device\n",
+  char first[32];
+  strbuf t = {0};
+  snprintf(first, sizeof first, "#%lld  ", (long long)jd_geti(pl, "rank"));
+  sb_printf(&t, "%s   (%s)", jd_gets(pl, "summary"), *jd_gets(pl, "found_by") ? jd_gets(pl, "found_by") : "?");
+  sb_wrap(sb, first, HEAD_CONT, t.buf ? t.buf : "", AP_TEXT_WIDTH);
+  sb_free(&t);
+  sb_printf(&t, "%.4g s per iteration, %.0f tokens/s, %.1f tokens/s per device, MFU %.1f%% (PaLM), %.1f TFLOP/s per device",
             jd_getn(pl, "iteration_time_s"), jd_getn(pl, "tokens_per_s"), jd_getn(pl, "tokens_per_s_per_device"),
             100 * jd_getn(pl, "mfu.palm"), jd_getn(pl, "tflops_per_device.palm"));
-  sb_printf(sb, "    bound     %s\n", jd_gets(pl, "bound_detail"));
+  detail(sb, "predicted", &t);
+  sb_puts(&t, jd_gets(pl, "bound_detail"));
+  detail(sb, "bound", &t);
+  cost_notes_text(sb, pl, "    ", 10);
   if (jd_geti(pl, "rank") == 1) cost_calibration_text(sb, jd_at(pl, "calibration"), "    ", 10);
   breakdown(sb, pl);
   memory(sb, pl, limit);
+  const json_t *folded = jd_at(pl, "order_variants");
+  if (json_array_size(folded)) {
+    sb_printf(&t, "%zu more plan%s that differ%s only in the rank order, folded:", json_array_size(folded),
+              json_array_size(folded) == 1 ? "" : "s", json_array_size(folded) == 1 ? "s" : "");
+    for (size_t i = 0; i < json_array_size(folded); i++) {
+      const json_t *f = json_array_get(folded, i);
+      sb_printf(&t, "%s order %s %+.2f%%", i ? "," : "", jd_gets(f, "order"), 100 * jd_getn(f, "slowdown"));
+    }
+    detail(sb, "folded", &t);
+  }
   const json_t *vs = jd_at(pl, "vs_best");
   if (vs && best) {
     double slower = jd_getn(vs, "slowdown");
     if (memory_objective)
-      sb_printf(sb, "    vs #1     %+.1f GiB peak memory, %+.1f%% time: ", gib(jd_getn(vs, "peak_mem_delta_bytes")),
-                100 * slower);
+      sb_printf(&t, "%+.1f GiB peak memory, %+.1f%% time: ", gib(jd_getn(vs, "peak_mem_delta_bytes")), 100 * slower);
     else
-      sb_printf(sb, "    vs #1     %.1f%% slower: ", 100 * slower);
-    loses_on(sb, jd_at(vs, "delta_s"), 1e-4 * jd_getn(best, "iteration_time_s"), 1);
-    sb_puts(sb, "\n");
+      sb_printf(&t, "%.1f%% slower: ", 100 * slower);
+    loses_on(&t, jd_at(vs, "delta_s"), 1e-4 * jd_getn(best, "iteration_time_s"), 1);
+    detail(sb, "vs #1", &t);
   }
 }
 
@@ -205,6 +235,7 @@ char *plan_doc_text(const json_t *doc) {
     sb_printf(&sb, "note: the time budget of %.3g s ran out; these are the best plans found so far\n",
               jd_getn(s, "time_budget_s"));
   if (jd_getb(s, "cancelled")) sb_puts(&sb, "note: the search was cancelled; these are the best plans found so far\n");
+  cost_notes_text(&sb, doc, "", 9);
   const json_t *plans = jd_at(doc, "plans");
   const json_t *best = json_array_get(plans, 0);
   if (jd_at(doc, "closest")) {
