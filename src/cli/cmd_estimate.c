@@ -142,9 +142,13 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
     ap_report_inputs in = {0};
     char *tr = simulate ? cli_read_file(trace) : cli_simulate_trace(ctx, m, c, p, report);
     unread = simulate && !tr;
-    in.estimate_json = doc;
+    /* With --tokens the report draws the document with its train object and warnings, as --json prints it. */
+    char *trained = NULL;
+    if (tokens && doc && ap_render(ctx, doc, tokens, price, AP_OUT_JSON, &trained)) trained = NULL;
+    in.estimate_json = trained ? trained : doc;
     in.trace_json = tr;
     if (!unread) st = cli_write_report(ctx, report, cmd, argc, argv, &in);
+    ap_free(trained);
     free(tr);
   }
   ap_free(doc);

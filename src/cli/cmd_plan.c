@@ -197,10 +197,14 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
     if (best && ap_estimate(ctx, m, c, best, AP_OUT_JSON, &est)) est = NULL;
     if (best) trace = cli_simulate_trace(ctx, m, c, best, report);
     ap_report_inputs in = {0};
-    in.search_json = doc;
+    /* With --tokens the report draws the document with its train object and warnings, as --json prints it. */
+    char *trained = NULL;
+    if (tokens && ap_render(ctx, doc, tokens, price, AP_OUT_JSON, &trained)) trained = NULL;
+    in.search_json = trained ? trained : doc;
     in.estimate_json = est;
     in.trace_json = trace;
     ap_status rst = cli_write_report(ctx, report, "plan", argc, argv, &in);
+    ap_free(trained);
     ap_free(est);
     free(trace);
     st = rst ? rst : sst;

@@ -88,10 +88,10 @@ void sb_wrap(strbuf *sb, const char *first, const char *cont, const char *text, 
     size_t n = (size_t)(*q ? q + 2 - p : q - p), w = cols(p, n);
     size_t trimmed = n > 0 && p[n - 1] == ' ' ? w - 1 : w; /* a line never ends in the break's space */
     if (!fresh && line + trimmed > width) {
-      /* A piece that would leave this line less than half full, and is too long for a line of its own, is
+      /* A piece that would leave this line less than three quarters full, or is too long for a line of its own, is
        * split at the last word that fits; otherwise the line ends before it. */
       size_t fit = 0;
-      if (2 * line < width || indent + trimmed > width)
+      if (4 * line < 3 * width || indent + trimmed > width)
         for (size_t k = 0, c = 0; k < n && line + c <= width; c += ((unsigned char)p[k] & 0xC0) != 0x80, k++)
           if (p[k] == ' ' && line + c <= width) fit = k + 1;
       if (fit > 0) {

@@ -100,6 +100,7 @@ ap_status ap_render(ap_ctx *ctx, const char *doc_json, const char *tokens, const
   if (has_train) {
     train_cost_compute(n_tokens, tps, n_dev, price, &tc);
     train_cost_put(&d, root, "train", &tc);
+    cost_years_warning(&d, root, n_tokens, tc.time_s); /* a budget that takes years: said, in text and JSON */
     if (train_band_of(root, fmt, &band_lo, &band_hi)) {
       json_t *t = jd_at(root, "train");
       jd_num(&d, t, "time_s_low", tc.time_s * (1 + band_lo));

@@ -46,6 +46,46 @@ static void row(strbuf *sb, const char *k, const char *v) {
   sb_puts(sb, "</td></tr>\n");
 }
 
+/* The "text" of each entry of list (assumptions, warnings) in the documents of docs[0..n) as <li> items, each
+ * text once (a plan report's estimate and search carry some of the same); the count written. */
+static size_t notes(strbuf *sb, json_t *const *docs, size_t n_docs, const char *list) {
+  size_t n = 0;
+  for (size_t d = 0; d < n_docs; d++) {
+    json_t *a = docs[d] ? json_object_get(docs[d], list) : NULL;
+    size_t i;
+    json_t *e;
+    json_array_foreach(a, i, e) {
+      const char *t = html_str(e, "text");
+      bool seen = !t;
+      for (size_t d2 = 0; d2 < d && !seen; d2++) {
+        json_t *a2 = docs[d2] ? json_object_get(docs[d2], list) : NULL;
+        size_t j;
+        json_t *e2;
+        json_array_foreach(a2, j, e2) seen = seen || (html_str(e2, "text") && strcmp(html_str(e2, "text"), t) == 0);
+      }
+      if (seen) continue;
+      sb_puts(sb, "<li>");
+      html_esc(sb, t);
+      sb_puts(sb, "</li>");
+      n++;
+    }
+  }
+  return n;
+}
+
+/* What the answer found absurd (warnings) and took without being told (assumptions): from the estimate
+ * document, the search document and its winner (docs/json.md "Assumptions and warnings"). */
+static void section_notes(strbuf *sb, const html_inputs *in) {
+  json_t *plans = in->search ? json_object_get(in->search, "plans") : NULL;
+  json_t *docs[] = {in->estimate, in->search, json_is_array(plans) ? json_array_get(plans, 0) : NULL};
+  strbuf w = {0}, a = {0};
+  size_t nw = notes(&w, docs, 3, "warnings"), na = notes(&a, docs, 3, "assumptions");
+  if (nw) sb_printf(sb, "<div class=\"warn\" id=\"warnings\"><b>Warning</b><ul>%s</ul></div>\n", w.buf ? w.buf : "");
+  if (na) sb_printf(sb, "<div id=\"assumptions\"><b>Assumed</b> (the input did not say)<ul>%s</ul></div>\n", a.buf ? a.buf : "");
+  sb_free(&w);
+  sb_free(&a);
+}
+
 static void section_plan(strbuf *sb, const html_inputs *in) {
   json_t *res = NULL, *p = shown_plan(in, &res);
   if (!p) return;
@@ -55,9 +95,12 @@ static void section_plan(strbuf *sb, const html_inputs *in) {
   snprintf(v, sizeof v, "dp %.0f, tp %.0f, pp %.0f, cp %.0f, ep %.0f, vpp %.0f", html_num(par, "dp"), html_num(par, "tp"),
            html_num(par, "pp"), html_num(par, "cp"), html_num(par, "ep"), html_num(par, "vpp"));
   row(sb, "parallelism", v);
+  /* A plan that leaves the sequence to the model (0) has it in its document's seq_length. */
+  double seq = html_num(p, "seq_length");
+  if (!(seq > 0)) seq = html_num(in->estimate ? in->estimate : in->search, "seq_length");
   snprintf(v, sizeof v, "%s, micro-batch %.0f x %.0f, global batch %.0f, sequence %.0f",
            html_str(pipe, "schedule") ? html_str(pipe, "schedule") : "?", html_num(pipe, "micro_batch_size"),
-           html_num(pipe, "n_micro_batches"), html_num(p, "global_batch_size"), html_num(p, "seq_length"));
+           html_num(pipe, "n_micro_batches"), html_num(p, "global_batch_size"), seq);
   row(sb, "pipeline", v);
   json_t *rc = json_object_get(p, "recompute"), *opt = json_object_get(p, "optimizer");
   const char *oo = html_str(opt, "offload_optimizer"), *op = html_str(opt, "offload_param");
@@ -78,7 +121,9 @@ static void section_plan(strbuf *sb, const html_inputs *in) {
   snprintf(v, sizeof v, "%.1f%% (PaLM's convention)", 100 * html_num(mfu, "palm"));
   row(sb, "MFU", v);
   if (html_str(res, "bound")) row(sb, "bound by", html_str(res, "bound_detail") ? html_str(res, "bound_detail") : html_str(res, "bound"));
-  sb_puts(sb, "</table></section>\n");
+  sb_puts(sb, "</table>\n");
+  section_notes(sb, in);
+  sb_puts(sb, "</section>\n");
 
   json_t *tb = json_object_get(res, "time_breakdown_s");
   if (!json_is_object(tb)) return;

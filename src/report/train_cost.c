@@ -34,6 +34,7 @@ bool train_parse_amount(const char *s, double *out) {
 
 void train_format_duration(double s, char *out, size_t n) {
   if (!isfinite(s)) snprintf(out, n, "never");
+  else if (s >= 2 * 365.25 * 86400) snprintf(out, n, "%.1f years", s / (365.25 * 86400));
   else if (s >= 2 * 86400) snprintf(out, n, "%.1f days", s / 86400);
   else if (s >= 2 * 3600) snprintf(out, n, "%.1f hours", s / 3600);
   else if (s >= 120) snprintf(out, n, "%.1f minutes", s / 60);

@@ -24,7 +24,7 @@ AP_HIDDEN void train_cost_compute(double tokens, double tokens_per_s, double n_d
 /* Parses a positive amount with an optional suffix k, M, B or G, T (10^3, 10^6, 10^9, 10^12): "1T", "2.5e11",
  * "300B". False on anything else, or a value that is not finite and > 0. */
 AP_HIDDEN bool train_parse_amount(const char *s, double *out);
-/* "12.3 days" / "4.5 hours" / "30 minutes": a duration for people. */
+/* "390.6 years" / "12.3 days" / "4.5 hours" / "30 minutes": a duration for people. */
 AP_HIDDEN void train_format_duration(double s, char *out, size_t n);
 /* Puts {"tokens", "time_s", "gpu_hours", "cost" (null without a price), "price_per_gpu_hour" (null without a
  * price)} under key in o (docs/json.md). */
