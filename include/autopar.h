@@ -197,6 +197,9 @@ typedef struct ap_plan ap_plan;
 AP_API ap_status ap_plan_new(ap_ctx *ctx, ap_plan **out);
 /* Reads an autopar JSON plan file. */
 AP_API ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out);
+/* The same from the plan's JSON text (a plan object as ap_plan_json, export "json" and the documents' "plan"
+ * keys write it: autopar-plan/1, or an op-level autopar-plan/2 document); messages name it "plan". */
+AP_API ap_status ap_plan_parse(ap_ctx *ctx, const char *json_text, ap_plan **out);
 /* Sets one field by name, as the CLI's flags do. key is a field's canonical name (micro_batch_size, as in the
  * JSON form), its CLI flag (tp, pp, dp, cp, ep, etp, vpp, mbs, gbs, seq, micro-batches, schedule, recompute,
  * recompute-layers, zero, precision, sp, order, stage-layers "20,20,20,20", fused-loss, tp-comm-overlap,

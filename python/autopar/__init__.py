@@ -1,7 +1,10 @@
 """autopar from Python: ctypes over libautopar's public C API (include/autopar.h), standard library only.
 
 Each function returns the same document as the CLI's ``--json`` for that command, as a dict (or a list for
-the listings), and raises :class:`Error` carrying the library's one-line message on failure::
+the listings), and raises :class:`Error` carrying the library's one-line message on failure: :class:`BadInput`
+for what the CLI exits 2 on, :class:`Infeasible` for no feasible plan (exit 1, the closest plans in
+``e.document``), :class:`InternalError` for out of memory and internal errors (exit 3); ``e.exit_code`` is the
+CLI's exit status for it::
 
     import autopar
     best = autopar.plan(model="llama-3-70b", cluster="dgx-h100:8x8", gbs=1024, seq=8192)
@@ -23,7 +26,7 @@ import ctypes.util
 import json
 import os
 
-__all__ = ["Error", "plan_fields", "report_html", "compare_clusters", "plan", "estimate", "simulate", "validate", "describe", "export", "models", "clusters",
+__all__ = ["Error", "BadInput", "Infeasible", "InternalError", "plan_fields", "report_html", "compare_clusters", "plan", "estimate", "simulate", "validate", "describe", "export", "models", "clusters",
            "cluster", "version", "library_path"]
 
 # Status codes of include/autopar.h (AP_STATUS_MAP); AP_INFEASIBLE is "no feasible plan".
@@ -34,13 +37,39 @@ _PARTS = ("onnx", "ilp")
 
 
 class Error(Exception):
-    """A failure reported by libautopar: ``status`` is the ap_status code, ``str(e)`` the one-line message.
-    A search that finds no feasible plan raises it with status INFEASIBLE and the closest plans in ``document``."""
+    """A failure reported by libautopar: ``status`` is the ap_status code, ``str(e)`` the one-line message the
+    CLI prints, ``exit_code`` the CLI's exit status for it (2 bad input, 1 no feasible plan, 3 internal). The
+    raised class says which: :class:`BadInput`, :class:`Infeasible` (the closest plans in ``document``) or
+    :class:`InternalError`; catching ``Error`` catches all three."""
+
+    exit_code = 2
 
     def __init__(self, status, message, document=None):
         super().__init__(message)
         self.status = status
         self.document = document
+
+
+class BadInput(Error):
+    """Bad input: a file, field, option or argument that is not what was expected (the CLI's exit 2)."""
+    exit_code = 2
+
+
+class Infeasible(Error):
+    """No plan fits (the CLI's exit 1): ``document`` holds the search document with the closest plans and what
+    would make them fit."""
+    exit_code = 1
+
+
+class InternalError(Error):
+    """Out of memory or an internal error (the CLI's exit 3)."""
+    exit_code = 3
+
+
+def _error(status, message, document=None):
+    """The exception for a failure status, of the class the CLI's exit status maps it to (src/cli/args.c)."""
+    cls = Infeasible if status == INFEASIBLE else InternalError if status in (NOMEM, INTERNAL) else BadInput
+    return cls(status, message, document)
 
 
 class _ReportInputs(ctypes.Structure):
@@ -96,7 +125,7 @@ def _load():
         _declare(lib)
         _lib, _lib_path = lib, path
         return lib
-    raise Error(IO, "libautopar.so not found (build it with `make`, or set AUTOPAR_LIB)" +
+    raise _error(IO, "libautopar.so not found (build it with `make`, or set AUTOPAR_LIB)" +
                 (": " + "; ".join(errors) if errors else ""))
 
 
@@ -114,6 +143,7 @@ def _declare(lib):
         "ap_cluster_describe_json": (ctypes.c_int, [vp, vp, pp]),
         "ap_clusters_list_json": (ctypes.c_int, [vp, pp]),
         "ap_plan_new": (ctypes.c_int, [vp, pp]), "ap_plan_load": (ctypes.c_int, [vp, cp, pp]),
+        "ap_plan_parse": (ctypes.c_int, [vp, cp, pp]),
         "ap_plan_set": (ctypes.c_int, [vp, vp, cp, cp]), "ap_plan_free": (None, [vp]),
         "ap_plan_key": (cp, [ctypes.c_size_t, ctypes.POINTER(cp)]), "ap_plan_key_aliases": (cp, [ctypes.c_size_t]),
         "ap_plan_key_range": (ctypes.c_int, [ctypes.c_size_t, ctypes.POINTER(i64), ctypes.POINTER(i64)]),
@@ -185,7 +215,7 @@ class _Ctx:
         self.lib = _load()
         self.ptr = self.lib.ap_ctx_new()
         if not self.ptr:
-            raise Error(NOMEM, "out of memory")
+            raise _error(NOMEM, "out of memory")
         self.owned = []
         for part in _PARTS:
             f = getattr(self.lib, "ap_part_" + part, None)
@@ -204,8 +234,8 @@ class _Ctx:
 
     def check(self, status, document=None):
         if status != OK:
-            raise Error(status, (self.lib.ap_ctx_error(self.ptr) or b"").decode("utf-8", "replace") or
-                        "autopar error %d" % status, document)
+            raise _error(status, (self.lib.ap_ctx_error(self.ptr) or b"").decode("utf-8", "replace") or
+                         "autopar error %d" % status, document)
 
     def new(self, loader, free, *args):
         out = ctypes.c_void_p()
@@ -233,13 +263,39 @@ class _Ctx:
         return self.new(self.lib.ap_cluster_load, self.lib.ap_cluster_free, _b(c))
 
     def plan(self, plan_file, fields):
-        if plan_file:
-            p = self.new(self.lib.ap_plan_load, self.lib.ap_plan_free, _b(plan_file))
+        path, text = _plan_source(plan_file)
+        if text is not None:
+            p = self.new(self.lib.ap_plan_parse, self.lib.ap_plan_free, text.encode("utf-8"))
+        elif path:
+            p = self.new(self.lib.ap_plan_load, self.lib.ap_plan_free, _b(path))
         else:
             p = self.new(self.lib.ap_plan_new, self.lib.ap_plan_free)
         for key, value in fields.items():
             self.check(self.lib.ap_plan_set(self.ptr, p, _b(_key(key)), _b(_value(value))))
         return p
+
+
+def _plan_source(plan):
+    """What a plan argument names: (path, None) for a file name, (None, JSON text) for a plan given as a dict,
+    (None, None) for none. A dict may be what the functions here return: the search document of :func:`plan`
+    (its first plan, the winner), one of its ``plans[]`` entries or an estimate document (their ``"plan"``),
+    or a plan object itself (``autopar-plan/1``, or a general graph's ``autopar-plan/2`` document)."""
+    if plan is None or isinstance(plan, (str, bytes, os.PathLike)):
+        return (os.fsdecode(plan) if plan is not None else None), None
+    if not isinstance(plan, dict):
+        raise TypeError("plan: expected a file name, a plan document (a dict as plan() or estimate() returns it) or a "
+                        "plan object, got %s" % type(plan).__name__)
+    fmt = plan.get("format")
+    if fmt == "autopar-search/2":
+        plans = plan.get("plans") or []
+        if not plans:
+            raise _error(INFEASIBLE, "plan: the search document holds no plan: %s" % (plan.get("message") or
+                                                                                    "nothing fits"), plan)
+        plan = plans[0]
+        fmt = None
+    if fmt not in ("autopar-plan/1", "autopar-plan/2") and isinstance(plan.get("plan"), dict):
+        plan = plan["plan"]
+    return None, json.dumps(plan)
 
 
 def _key(k):
@@ -283,7 +339,8 @@ def _with_batch(fields, gbs, seq):
 
 def estimate(model, cluster, plan=None, gbs=None, seq=None, calibration=None, _text=False, **fields):
     """One plan's predicted iteration time, breakdown, tokens/s, MFU and memory per stage (``autopar estimate
-    --json``). ``plan`` is an autopar plan file; keyword fields override it."""
+    --json``). ``plan`` is an autopar plan file or a plan as :func:`export` takes it (a document or plan object
+    as the functions here return them); keyword fields override it."""
     with _Ctx(calibration) as c:
         m, cl = c.model(model), c.cluster(cluster)
         p = c.plan(plan, _with_batch(fields, gbs, seq))
@@ -309,8 +366,10 @@ def plan(model, cluster, gbs, seq=None, top=None, fix=None, objective=None, max_
          time_budget=None, strategy=None, export=None, compare=None, calibration=None, stack=None, _text=False,
          **fixed_fields):
     """Searches for the fastest plans that fit (``autopar plan --json``). Plan fields given as keywords
-    (``tp=8``) are held fixed, as ``--fix`` does; ``fix`` takes the same as a string. Raises Error with status
-    INFEASIBLE (and the closest plans in ``e.document``) when nothing fits."""
+    (``tp=8``) are held fixed, as ``--fix`` does; ``fix`` takes the same as a string. With ``export`` (a format of
+    :func:`export`: "megatron", "deepspeed", "torchtitan", …) only plans that format can express are searched
+    and the winner's export text is returned (``autopar plan --export FORMAT``), not the document. Raises
+    :class:`Infeasible` (the closest plans in ``e.document``) when nothing fits, :class:`BadInput` on bad input."""
     with _Ctx(calibration) as c:
         m, cl = c.model(model), c.cluster(cluster)
         opts = _SearchOpts()
@@ -343,9 +402,17 @@ def plan(model, cluster, gbs, seq=None, top=None, fix=None, objective=None, max_
             opts.stack = s(stack)
         if compare is not None:
             opts.compare = c.plan(compare, {})
-        out = ctypes.c_void_p()
-        status = c.lib.ap_plan_search(c.ptr, m, cl, ctypes.byref(opts), _fmt(_text), ctypes.byref(out), None)
-        return _out(c, _text, *c.text((status, out)))
+        out, best = ctypes.c_void_p(), ctypes.c_void_p()
+        status = c.lib.ap_plan_search(c.ptr, m, cl, ctypes.byref(opts), _fmt(_text),
+                                      ctypes.byref(out), ctypes.byref(best) if export is not None else None)
+        if best.value:
+            c.owned.append((c.lib.ap_plan_free, best))
+        result = _out(c, _text, *c.text((status, out)))
+        if export is None:
+            return result
+        status, text = c.call(c.lib.ap_export, c.ptr, m, best, _b(export))
+        c.check(status)
+        return text
 
 
 def validate(csv, search=False, calibration=None, _text=False):
@@ -363,13 +430,16 @@ def describe(model, seq=None):
 
 
 def export(plan, format, model=None):
-    """A plan file as a framework's configuration (``autopar export``): returns the text."""
+    """A plan as a framework's configuration (``autopar export``): returns the text. ``plan`` is a plan file's
+    name, or what :func:`plan` returns (the search document, whose winner is exported, or one of its
+    ``plans[]``), an estimate document, or a plan object; ``model`` defaults to the one the plan records."""
     with _Ctx() as c:
         p = c.plan(plan, {})
         m = c.model(model) if model else None
         if c.lib.ap_plan_format(p) == 2:  # an op-level plan: read against its graph, written as JSON
             if format != "json":
-                raise ValueError("%s: an autopar-plan/2 plan exports as json only, not %s" % (plan, format))
+                raise _error(INVALID, "%s: an autopar-plan/2 plan exports as json only, not %s" %
+                             (plan if isinstance(plan, (str, os.PathLike)) else "plan", format))
             status, text = c.call(c.lib.ap_graph_plan_export, c.ptr, m, p)
             c.check(status)
             return text

@@ -86,6 +86,8 @@ def main(argv=None):
                                objective=args.objective, max_mem_fraction=args.max_mem_fraction,
                                time_budget=args.time_budget, strategy=args.strategy, export=args.export,
                                compare=args.compare, calibration=args.calibration, stack=args.stack, _text=text)
+            if args.export:  # the winner's export text, as `autopar plan --export FORMAT` prints it
+                text = True
         elif args.command == "estimate":
             doc = autopar.estimate(args.model, args.cluster, plan=args.plan, calibration=args.calibration,
                                    _text=text, **_fields(rest))
@@ -114,11 +116,10 @@ def main(argv=None):
         print("autopar: %s" % e, file=sys.stderr)
         return 2
     except autopar.Error as e:
-        if e.status == autopar.INFEASIBLE and e.document is not None:
+        if isinstance(e, autopar.Infeasible) and e.document is not None:
             _print(e.document, not text)
-            return 1
         print("autopar: %s" % e, file=sys.stderr)
-        return 3 if e.status in (autopar.INTERNAL, autopar.NOMEM) else 2
+        return e.exit_code
     _print(doc, not text)
     return 0
 

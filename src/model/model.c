@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/jdoc.h"
 #include "core/jsonx.h"
@@ -109,8 +110,7 @@ ap_status model_parse(ap_ctx *ctx, const char *file, const char *text, size_t n,
   ap_status st = jx_parse(ctx, file, text, n, &root);
   if (st) return st;
   char name[256];
-  snprintf(name, sizeof name, "%s", util_basename(file));
-  if (util_ends_with(name, ".json")) name[strlen(name) - 5] = '\0';
+  model_name_of_file(file, name, sizeof name);
   st = model_from_json(ctx, file, name, root, out);
   json_decref(root);
   return st;
@@ -130,6 +130,22 @@ static size_t preset_names(const char **names, const embedded_file **files, size
 
 enum { MAX_PRESETS = 256 };
 
+/* The presets closest to name (util_suggest over their names, the .json dropped), lowercased first since Hub
+ * ids are cased ("Meta-Llama-3-8B") and preset names are not. */
+static void suggest_presets(const char *name, const char **names, size_t n, char *out, size_t out_n) {
+  char bare[MAX_PRESETS][96], low[256];
+  const char *cands[MAX_PRESETS];
+  for (size_t i = 0; i < n; i++) {
+    snprintf(bare[i], sizeof bare[i], "%s", names[i]);
+    bare[i][strlen(bare[i]) - 5] = '\0';
+    cands[i] = bare[i];
+  }
+  size_t k = 0;
+  for (; name[k] && k + 1 < sizeof low; k++) low[k] = (char)(name[k] >= 'A' && name[k] <= 'Z' ? name[k] - 'A' + 'a' : name[k]);
+  low[k] = '\0';
+  util_suggest(low, cands, n, out, out_n);
+}
+
 ap_status ap_model_load(ap_ctx *ctx, const char *spec, ap_model **out) {
   API_ENTER(ctx);
   if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_model_load: ctx and out must not be NULL");
@@ -137,29 +153,36 @@ ap_status ap_model_load(ap_ctx *ctx, const char *spec, ap_model **out) {
   ctx_clear(ctx);
   if (!spec || !*spec)
     return ctx_fail(ctx, AP_INVALID, "--model: expected a preset name or a path to a JSON or ONNX file");
+  const char *names[MAX_PRESETS];
+  const embedded_file *files[MAX_PRESETS];
+  size_t n_presets = preset_names(names, files, MAX_PRESETS);
   bool onnx = util_ends_with(spec, ".onnx");
-  bool is_path = strchr(spec, '/') || util_ends_with(spec, ".json") || onnx;
+  struct stat sst;
+  bool is_path = strchr(spec, '/') || util_ends_with(spec, ".json") || onnx || (stat(spec, &sst) == 0 && S_ISDIR(sst.st_mode));
   if (is_path) {
+    /* A folder with a config.json, or a Hugging Face id in its cache, names a file (model_path.c). */
+    char file[4096], sugg[512] = "";
+    if (model_is_hf_id(spec)) suggest_presets(strchr(spec, '/') + 1, names, n_presets, sugg, sizeof sugg);
+    ap_status st = model_find_file(ctx, spec, sugg, file, sizeof file);
+    if (st) return st;
     char *text = NULL;
     size_t n = 0;
-    ap_status st = util_read_file(ctx, spec, &text, &n);
+    st = util_read_file(ctx, file, &text, &n);
     if (st) return st;
-    st = onnx ? model_parse_onnx(ctx, spec, text, n, out) : model_parse(ctx, spec, text, n, out);
+    st = onnx ? model_parse_onnx(ctx, file, text, n, out) : model_parse(ctx, file, text, n, out);
     free(text);
     /* The absolute path, so that a plan recording it (ap_model_spec) finds the file from any directory; the
      * path as given where it cannot be resolved. */
     char abs[4096];
-    bool resolved = !st && util_abs_path(spec, abs, sizeof abs);
-    if (!st && !((*out)->spec = arena_strdup((*out)->a, resolved ? abs : spec))) {
+    bool resolved = !st && util_abs_path(file, abs, sizeof abs);
+    if (!st && !((*out)->spec = arena_strdup((*out)->a, resolved ? abs : file))) {
       ap_model_free(*out);
       *out = NULL;
       return ctx_fail(ctx, AP_NOMEM, "out of memory");
     }
     return st;
   }
-  const char *names[MAX_PRESETS];
-  const embedded_file *files[MAX_PRESETS];
-  size_t n = preset_names(names, files, MAX_PRESETS);
+  size_t n = n_presets;
   char want[256];
   snprintf(want, sizeof want, "%s.json", spec);
   for (size_t i = 0; i < n; i++)
@@ -174,15 +197,8 @@ ap_status ap_model_load(ap_ctx *ctx, const char *spec, ap_model **out) {
       return st;
     }
   /* Suggest by preset name without the .json suffix. */
-  char bare[MAX_PRESETS][96];
-  const char *cands[MAX_PRESETS];
-  for (size_t i = 0; i < n; i++) {
-    snprintf(bare[i], sizeof bare[i], "%s", names[i]);
-    bare[i][strlen(bare[i]) - 5] = '\0';
-    cands[i] = bare[i];
-  }
   char sugg[512];
-  util_suggest(spec, cands, n, sugg, sizeof sugg);
+  suggest_presets(spec, names, n, sugg, sizeof sugg);
   return ctx_fail(ctx, AP_NOTFOUND, "--model: unknown model preset \"%s\"%s%s (see `autopar models`)", spec,
                   *sugg ? "; did you mean " : "", sugg);
 }

@@ -24,4 +24,16 @@ AP_HIDDEN ap_status model_parse(ap_ctx *ctx, const char *file, const char *text,
  * part when ctx has none. */
 AP_HIDDEN ap_status model_parse_onnx(ap_ctx *ctx, const char *file, const void *bytes, size_t n, ap_model **out);
 
+/* Where a --model that is not a preset is on disk (model_path.c): out is spec itself (a file, or a path the
+ * reader will say it cannot open), SPEC/config.json for a folder that holds one, or the config.json of a
+ * Hugging Face model id ORG/NAME in the Hugging Face cache. AP_NOTFOUND with one line for a folder without a
+ * config.json and for an id not on disk (where to put its config.json, and suggest, the closest presets).
+ * model_is_hf_id: spec reads as ORG/NAME; model_hf_cache_dir: the cache folder huggingface_hub uses. */
+AP_HIDDEN ap_status model_find_file(ap_ctx *ctx, const char *spec, const char *suggest, char *out, size_t n);
+AP_HIDDEN bool model_is_hf_id(const char *spec);
+AP_HIDDEN void model_hf_cache_dir(char *out, size_t n);
+/* The name a model read from file goes by: the file's base name without .json; for a config.json, its
+ * folder's name, or ORG/NAME for a snapshot in the Hugging Face cache. */
+AP_HIDDEN void model_name_of_file(const char *file, char *out, size_t n);
+
 #endif

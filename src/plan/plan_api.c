@@ -32,14 +32,10 @@ ap_status plan_blame_file(ap_ctx *ctx, const ap_plan *ap, ap_status st) {
   return ctx_fail(ctx, st, "%s: %s", ap->origin, msg);
 }
 
-ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out) {
-  API_ENTER(ctx);
-  if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_plan_load: ctx and out must not be NULL");
-  *out = NULL;
-  if (!path || !*path) return ctx_fail(ctx, AP_INVALID, "ap_plan_load: expected a plan file name");
-  json_t *root = NULL;
-  ap_status st = jx_load_file(ctx, path, &root);
-  if (st) return st;
+/* A plan from its parsed JSON (root, which this takes), read as from path (the file's name, or what names the
+ * text in messages). */
+static ap_status plan_from_root(ap_ctx *ctx, const char *path, json_t *root, ap_plan **out) {
+  ap_status st;
   ap_plan *ap = calloc(1, sizeof *ap);
   if (!ap) {
     json_decref(root);
@@ -75,6 +71,28 @@ ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out) {
   ap->dp_set = ap->n_micro_set = ap->gbs_set = true;
   *out = ap;
   return AP_OK;
+}
+
+ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out) {
+  API_ENTER(ctx);
+  if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_plan_load: ctx and out must not be NULL");
+  *out = NULL;
+  if (!path || !*path) return ctx_fail(ctx, AP_INVALID, "ap_plan_load: expected a plan file name");
+  json_t *root = NULL;
+  ap_status st = jx_load_file(ctx, path, &root);
+  if (st) return st;
+  return plan_from_root(ctx, path, root, out);
+}
+
+ap_status ap_plan_parse(ap_ctx *ctx, const char *json_text, ap_plan **out) {
+  API_ENTER(ctx);
+  if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_plan_parse: ctx and out must not be NULL");
+  *out = NULL;
+  if (!json_text) return ctx_fail(ctx, AP_INVALID, "ap_plan_parse: json_text must not be NULL");
+  json_error_t err;
+  json_t *root = json_loads(json_text, 0, &err);
+  if (!root) return ctx_fail(ctx, AP_PARSE, "plan: not JSON: %d:%d: %s", err.line, err.column, err.text);
+  return plan_from_root(ctx, "plan", root, out);
 }
 
 int ap_plan_format(const ap_plan *ap) { return ap && ap->doc2 ? 2 : 1; }
