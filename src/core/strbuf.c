@@ -87,7 +87,7 @@ void sb_wrap(strbuf *sb, const char *first, const char *cont, const char *text, 
     while (*q && !((q[0] == ',' || q[0] == ';' || q[0] == '|') && q[1] == ' ')) q++;
     size_t n = (size_t)(*q ? q + 2 - p : q - p), w = cols(p, n);
     size_t trimmed = n > 0 && p[n - 1] == ' ' ? w - 1 : w; /* a line never ends in the break's space */
-    if (!fresh && line + trimmed > width) {
+    if (line + trimmed > width && (!fresh || line > indent || trimmed > width - indent)) {
       /* A piece that would leave this line less than three quarters full, or is too long for a line of its own, is
        * split at the last word that fits; otherwise the line ends before it. */
       size_t fit = 0;
@@ -97,6 +97,12 @@ void sb_wrap(strbuf *sb, const char *first, const char *cont, const char *text, 
       if (fit > 0) {
         sb_putn(sb, p, fit);
         p += fit;
+      } else if (fresh) { /* nothing fits before the first space: the word goes whole */
+        sb_putn(sb, p, n);
+        p += n;
+        line += w;
+        fresh = false;
+        continue;
       }
       new_line(sb, cont);
       line = indent;

@@ -248,7 +248,7 @@ char *cost_result_json(const cost_env *env, const plan *p, const cost_result *r)
 static void estimate_text(strbuf *sb, const json_t *doc) {
   sb_printf(sb, "model    %s on %s (%lld x %s)\n", jd_gets(doc, "model"), jd_gets(doc, "cluster"),
             (long long)jd_geti(doc, "n_devices"), jd_gets(doc, "device"));
-  sb_printf(sb, "plan     %s\n", jd_gets(doc, "summary"));
+  sb_wrap(sb, "plan     ", "           ", jd_gets(doc, "summary"), AP_TEXT_WIDTH);
   sb_printf(sb, "batch    %lld sequences of %lld tokens\n", (long long)jd_geti(doc, "global_batch_size"),
             (long long)jd_geti(doc, "seq_length"));
   cost_notes_text(sb, doc, "", 9);
@@ -288,6 +288,12 @@ static void estimate_text(strbuf *sb, const json_t *doc) {
   if (host > 0)
     sb_printf(sb, "host memory per node for offload: %.1f GiB of %.1f: %s\n", gib(host), gib(host_cap),
               host_short ? "DOES NOT FIT" : "fits");
+  double nvme = jd_getn(m, "nvme_bytes"), nvme_cap = jd_getn(m, "nvme_capacity_bytes");
+  if (nvme > 0 && nvme_cap > 0)
+    sb_printf(sb, "NVMe per node for offload: %.2f TB of %.2f: %s\n", nvme / 1e12, nvme_cap / 1e12,
+              nvme > nvme_cap ? "DOES NOT FIT" : "fits");
+  else if (nvme > 0)
+    sb_printf(sb, "NVMe per node for offload: %.2f TB, capacity not stated (not checked)\n", nvme / 1e12);
   sb_printf(sb, "  %-6s", "stage");
   for (size_t k = 0; k < AP_COUNT(mem_parts); k++) sb_printf(sb, " %8s", mem_parts[k].column);
   sb_puts(sb, "\n");
