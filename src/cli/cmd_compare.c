@@ -13,7 +13,7 @@ int cmd_compare_clusters(ap_ctx *ctx, int argc, char **argv) {
       {"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model},
       {"clusters", OPT_STRING, "comma-separated clusters: presets, shorthands (h100:64) or files", &clusters},
       {cli_field_opt("global_batch_size"), OPT_INT, "global batch, sequences per iteration (required)", &gbs},
-      {cli_field_opt("seq_length"), OPT_INT, "sequence length, tokens (default: the model's)", &seq},
+      {cli_field_opt("seq_length"), OPT_INT, "sequence length, tokens; 8k = 8192 (default: the model's pretraining context, printed)", &seq},
       {"tokens", OPT_STRING, "token budget to train on, e.g. 1T, 300B (default: per 10^9 tokens)", &tokens_s},
       {"price-per-gpu-hour", OPT_STRING, "price of one device-hour, or one per cluster comma-separated", &prices},
       {"fix", OPT_STRING, "hold plan fields fixed on every cluster (as plan --fix)", &fix},

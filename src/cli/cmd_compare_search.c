@@ -14,7 +14,7 @@ int cmd_compare_search(ap_ctx *ctx, int argc, char **argv) {
   cli_opt opts[] = {{"model", OPT_STRING, "an ONNX model (or any model file or preset)", &model},
                     {"cluster", OPT_STRING, "cluster preset, shorthand (h100-sxm:8, dgx-h100:4x8) or file", &cluster},
                     {cli_field_opt("global_batch_size"), OPT_INT, "global batch (default 64)", &gbs},
-                    {cli_field_opt("seq_length"), OPT_INT, "sequence length (default: the model's)", &seq},
+                    {cli_field_opt("seq_length"), OPT_INT, "sequence length; 8k = 8192 (default: the graph's)", &seq},
                     {"time-budget", OPT_STRING, "seconds each family may spend (default 5)", &budget},
                     {"evals", OPT_INT, "evaluations each heuristic may spend (default 20000)", &evals},
                     {"seed", OPT_INT, "seed of mcmc, mcts and rl (default 1)", &seed},

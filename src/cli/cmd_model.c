@@ -56,7 +56,7 @@ int cmd_describe(ap_ctx *ctx, int argc, char **argv) {
   const char *model = NULL, *cluster = NULL;
   int64_t seq = 0, gbs = 64;
   cli_opt opts[] = {{"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model},
-                    {cli_field_opt("seq_length"), OPT_INT, "sequence length in tokens (default: the model's, at most 4096)", &seq},
+                    {cli_field_opt("seq_length"), OPT_INT, "sequence length in tokens; 8k = 8192 (default: the model's pretraining context)", &seq},
                     {"json", OPT_FLAG, "print JSON (format autopar-describe/1, docs/json.md)", &json},
                     {"sharding", OPT_FLAG, "list each op's legal sharding strategies on --cluster's mesh", &sharding},
                     {"cluster", OPT_STRING, "with --sharding: the cluster whose mesh to use (default h100-sxm:8)", &cluster},

@@ -95,7 +95,7 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
       {"model", OPT_STRING, "preset name or path to a config.json / op-graph JSON", &model},
       {"cluster", OPT_STRING, "cluster preset, shorthand (h100:64, dgx-h100:8x8) or file", &cluster},
       {cli_field_opt("global_batch_size"), OPT_INT, "global batch, sequences per iteration (required)", &gbs},
-      {cli_field_opt("seq_length"), OPT_INT, "sequence length, tokens (default: the model's)", &seq},
+      {cli_field_opt("seq_length"), OPT_INT, "sequence length, tokens; 8k = 8192 (default: the model's pretraining context, printed)", &seq},
       {"top", OPT_INT, "plans to show, best first (default 3)", &top},
       {"json", OPT_FLAG, "print JSON (format autopar-search/2, docs/json.md)", &json},
       {"fix", OPT_STRING, "hold plan fields fixed: tp=8,pp=4,schedule=1f1b (keys of estimate's flags)", &fix},

@@ -9,6 +9,7 @@
 #include "hw/hw_json.h"
 
 static const double GIB = 1073741824.0;
+static const char CONT[] = "            "; /* under a line's text, past its label */
 
 /* "450 GB/s", "28 GB/s": link and memory bandwidths in decimal units, as datasheets give them. */
 static void put_bw(strbuf *sb, double bps) {
@@ -16,8 +17,9 @@ static void put_bw(strbuf *sb, double bps) {
   else sb_printf(sb, "%.3g GB/s", bps / 1e9);
 }
 
-static void put_device(strbuf *sb, const json_t *d) {
-  sb_printf(sb, "  device    %s", jd_gets(d, "name"));
+static void put_device(strbuf *out, const json_t *d) {
+  strbuf line = {0}, *sb = &line;
+  sb_printf(sb, "%s", jd_gets(d, "name"));
   if (*jd_gets(d, "description")) sb_printf(sb, " (%s)", jd_gets(d, "description"));
   sb_printf(sb, ": %.1f GiB at ", jd_getn(d, "mem_bytes") / GIB);
   put_bw(sb, jd_getn(d, "mem_bw_Bps"));
@@ -31,12 +33,13 @@ static void put_device(strbuf *sb, const json_t *d) {
     first = false;
   }
   if (jd_getn(d, "tdp_w") > 0) sb_printf(sb, "; %.0f W", jd_getn(d, "tdp_w"));
+  sb_wrap(out, "  device    ", CONT, line.buf ? line.buf : "", AP_TEXT_WIDTH);
+  sb_free(&line);
   if (*jd_gets(d, "host_link")) {
-    sb_printf(sb, "\n            host link %s, ", jd_gets(d, "host_link"));
-    put_bw(sb, jd_getn(d, "host_link_bw_Bps"));
-    sb_puts(sb, " per direction");
+    sb_printf(out, "            host link %s, ", jd_gets(d, "host_link"));
+    put_bw(out, jd_getn(d, "host_link_bw_Bps"));
+    sb_puts(out, " per direction\n");
   }
-  sb_puts(sb, "\n");
 }
 
 static void put_host(strbuf *sb, const json_t *h) {
@@ -59,8 +62,9 @@ static void put_host(strbuf *sb, const json_t *h) {
   sb_puts(sb, "\n");
 }
 
-static void put_level(strbuf *sb, const json_t *lv, bool first) {
-  sb_printf(sb, "  %-9s %s: %s", first ? "links" : "", jd_gets(lv, "name"), jd_gets(lv, "topology"));
+static void put_level(strbuf *out, const json_t *lv, bool first) {
+  strbuf line = {0}, *sb = &line;
+  sb_printf(sb, "%s: %s", jd_gets(lv, "name"), jd_gets(lv, "topology"));
   if (jd_geti(lv, "domain_devices") > 0) sb_printf(sb, ", %lld devices per domain", (long long)jd_geti(lv, "domain_devices"));
   sb_puts(sb, ", ");
   put_bw(sb, jd_getn(lv, "bw_Bps"));
@@ -71,7 +75,8 @@ static void put_level(strbuf *sb, const json_t *lv, bool first) {
     sb_printf(sb, " per node, %.3g device%s per NIC", jd_getn(lv, "devices_per_nic"), jd_getn(lv, "devices_per_nic") == 1 ? "" : "s");
   }
   if (jd_getn(lv, "oversubscription") > 1) sb_printf(sb, "; oversubscribed %.3g:1", jd_getn(lv, "oversubscription"));
-  sb_puts(sb, "\n");
+  sb_wrap(out, first ? "  links     " : CONT, CONT, line.buf ? line.buf : "", AP_TEXT_WIDTH);
+  sb_free(&line);
 }
 
 ap_status ap_cluster_describe_text(ap_ctx *ctx, const ap_cluster *cluster, char **text_out) {
@@ -90,7 +95,7 @@ ap_status ap_cluster_describe_text(ap_ctx *ctx, const ap_cluster *cluster, char 
   sb_printf(&sb, "cluster   %s", jd_gets(doc, "name"));
   if (*jd_gets(doc, "description")) sb_printf(&sb, ": %s", jd_gets(doc, "description"));
   sb_printf(&sb, "\norigin    %s\ndevices   %lld\n", jd_gets(doc, "origin"), (long long)jd_geti(doc, "n_devices"));
-  if (*jd_gets(doc, "assumed")) sb_printf(&sb, "assumed   %s\n", jd_gets(doc, "assumed"));
+  if (*jd_gets(doc, "assumed")) sb_wrap(&sb, "assumed   ", CONT, jd_gets(doc, "assumed"), AP_TEXT_WIDTH);
   const json_t *groups = jd_at(doc, "node_groups");
   for (size_t i = 0; i < json_array_size(groups); i++) {
     const json_t *g = json_array_get(groups, i);

@@ -42,9 +42,13 @@ static bool doc_tokens_per_s(const json_t *doc, const char *fmt, double *tps) {
 static void train_text(strbuf *sb, const train_cost *tc, double n_devices, double lo, double hi) {
   char dur[64];
   train_format_duration(tc->time_s, dur, sizeof dur);
-  sb_printf(sb, "\ntime to train on %.4g tokens: %s (%.4g s) on %.0f devices, %.4g device-hours", tc->tokens, dur,
-            tc->time_s, n_devices, tc->gpu_hours);
-  if (isfinite(tc->cost)) sb_printf(sb, ", cost %.2f at %.4g per device-hour", tc->cost, tc->price_per_gpu_hour);
+  strbuf t = {0};
+  sb_printf(&t, "time to train on %.4g tokens: %s (%.4g s) on %.0f devices, %.4g device-hours", tc->tokens, dur, tc->time_s,
+            n_devices, tc->gpu_hours);
+  if (isfinite(tc->cost)) sb_printf(&t, ", cost %.2f at %.4g per device-hour", tc->cost, tc->price_per_gpu_hour);
+  sb_wrap(sb, "\n", "        ", t.buf ? t.buf : "", AP_TEXT_WIDTH);
+  sb_free(&t);
+  if (sb->buf && sb->len > 0 && sb->buf[sb->len - 1] == '\n') sb->buf[--sb->len] = '\0'; /* the lines below open with one */
   if (!isfinite(lo)) {
     sb_puts(sb, "\n  (from the predicted throughput, without an error band: see the prediction's band line)\n");
     return;

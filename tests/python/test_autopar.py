@@ -172,6 +172,53 @@ class Errors(unittest.TestCase):
         self.assertEqual(same(e.exception.document), same(doc))
 
 
+class PlanToExport(unittest.TestCase):
+    """What plan() returns goes straight to export(), and plan(export=...) is the export's text (issue 22)."""
+
+    def test_export_takes_what_plan_returns(self):
+        doc = autopar.plan("llama-3-8b", "h100:8", 64, seq=4096, top=2)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "p.json")
+            with open(path, "w") as f:
+                json.dump(doc["plans"][0]["plan"], f)
+            want = autopar.export(path, "megatron")
+        self.assertEqual(autopar.export(doc, "megatron"), want)              # the whole document: its winner
+        self.assertEqual(autopar.export(doc["plans"][0], "megatron"), want)  # one of its plans
+        self.assertEqual(autopar.export(doc["plans"][0]["plan"], "megatron"), want)  # the plan object
+        if len(doc["plans"]) > 1:
+            self.assertNotEqual(autopar.export(doc["plans"][1], "megatron"), want)
+        est = autopar.estimate("llama-3-8b", "h100:8", plan=doc, gbs=64)
+        self.assertEqual(est["summary"], doc["plans"][0]["summary"])        # estimate takes it too
+
+    def test_plan_export_returns_the_text(self):
+        text = autopar.plan("llama-3-8b", "h100:8", 64, seq=4096, export="megatron")
+        self.assertIsInstance(text, str)
+        cli = subprocess.run([BIN, "plan", "--model", "llama-3-8b", "--cluster", "h100:8", "--gbs", "64", "--seq", "4096",
+                              "--export", "megatron"], cwd=ROOT, capture_output=True, text=True)
+        self.assertEqual(cli.returncode, 0, cli.stderr)
+        self.assertEqual(text, cli.stdout)
+
+    def test_errors_are_classes_with_the_cli_exit_status(self):
+        rc, _, err = cli_json("describe", "--model", "llama-3-7b")
+        with self.assertRaises(autopar.BadInput) as e:
+            autopar.describe("llama-3-7b")
+        self.assertEqual((e.exception.exit_code, rc), (2, 2))
+        self.assertIn(str(e.exception), err)
+        rc, _, err = cli_json("plan", "--model", "llama-3-70b", "--cluster", "h100:1", "--gbs", "8", "--seq", "4096",
+                              "--fix", "offload_optimizer=none,offload_param=none")
+        with self.assertRaises(autopar.Infeasible) as e:
+            autopar.plan("llama-3-70b", "h100:1", 8, seq=4096, offload_optimizer="none", offload_param="none",
+                         export="megatron")
+        self.assertEqual((e.exception.exit_code, rc), (1, 1))
+        self.assertIsInstance(e.exception.document, dict)
+        self.assertIn(str(e.exception), err)
+        self.assertTrue(issubclass(autopar.Infeasible, autopar.Error) and issubclass(autopar.BadInput, autopar.Error))
+        with self.assertRaises(autopar.Infeasible):
+            autopar.export(e.exception.document, "megatron")  # a search document without a plan
+        with self.assertRaises(TypeError):
+            autopar.export(42, "megatron")
+
+
 class Main(unittest.TestCase):
     def run_main(self, *args):
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
