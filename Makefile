@@ -10,6 +10,7 @@
 #   make failing-allocator  every allocation along each command's path failed in turn, under ASan
 #   make example    the main job on a built-in example: plan Llama-3-70B on 64 H100
 #   make bench      benchmarks (not part of the test suite)
+#   make readme-counts  README's counts and figures rewritten from their sources (make test checks them)
 #   make CORE_ONLY=1 ...   the same without the optional parts (below)
 #   make V=1 ...    every command line in full (by default one short line per step, as the Linux kernel's
 #                   Kbuild and automake's silent rules print: "  CC      src/cost/comm.c")
@@ -246,6 +247,11 @@ bench: $(LIB_A) $(PART_LIBS_A)
 	  $(BUILD)/bench/$$n; done
 	@sh bench/plan_instr.sh $(BUILD)/bench/bench_plan
 	@sh bench/estimate_instr.sh $(BUILD)/bench/bench_estimate
+
+# README's counts and figures, written from what produces them (tools/readme_counts.py; make test checks them).
+.PHONY: readme-counts
+readme-counts: $(BIN)
+	python3 tools/readme_counts.py --write $(BIN)
 
 # The manual page, generated from the binary's own help texts (tools/mkman.sh).
 man: $(BUILD)/autopar.1

@@ -101,6 +101,12 @@ static void test_null_and_bad_arguments(void **state) {
   PROBE(x, ap_plan_set(x, f->p, NULL, "2"));
   PROBE(x, ap_plan_set(x, f->p, "tp", NULL));
   PROBE(NULL, ap_plan_set(NULL, f->p, "tp", "2"));
+  PROBE(x, ap_plan_parse(x, NULL, &p));
+  PROBE(x, ap_plan_parse(x, "{}", NULL));
+  PROBE(NULL, ap_plan_parse(NULL, "{}", &p));
+  PROBE(x, ap_cluster_describe_text(x, NULL, &s));
+  PROBE(x, ap_cluster_describe_text(x, f->c, NULL));
+  PROBE(NULL, ap_cluster_describe_text(NULL, f->c, &s));
   PROBE(x, ap_plan_json(x, NULL, &s));
   PROBE(x, ap_plan_json(x, f->p, NULL));
   PROBE(NULL, ap_plan_json(NULL, f->p, &s));
