@@ -131,6 +131,7 @@ static void compare_text(strbuf *sb, const json_t *doc) {
   sb_printf(sb, "%-4s %-22s %8s  %-10s %12s %14s %14s %12s", "rank", "cluster", "devices", "device", "tokens/s",
             isfinite(tokens) ? "time to train" : "time", "device-hours", priced ? "cost" : "");
   sb_puts(sb, "  best plan\n");
+  strbuf plans = {0}; /* the best plans below the table, one wrapped line each: the table stays narrow */
   for (int64_t r = 1; r <= (int64_t)n; r++)
     for (size_t i = 0; i < n; i++) {
       const json_t *e = json_array_get(arr, i);
@@ -143,10 +144,15 @@ static void compare_text(strbuf *sb, const json_t *doc) {
       train_format_duration(jd_getn(e, "train.time_s"), dur, sizeof dur);
       char cost[32] = "";
       if (priced) snprintf(cost, sizeof cost, "%.0f", jd_getn(e, "train.cost"));
-      sb_printf(sb, "%-4lld %-22s %8lld  %-10s %12.0f %14s %14.0f %12s  %s\n", (long long)r, jd_gets(e, "cluster"),
+      sb_printf(sb, "%-4lld %-22s %8lld  %-10s %12.0f %14s %14.0f %12s  #%lld below\n", (long long)r, jd_gets(e, "cluster"),
                 (long long)jd_geti(e, "n_devices"), jd_gets(e, "device"), jd_getn(e, "tokens_per_s"), dur,
-                jd_getn(e, "train.gpu_hours"), cost, jd_gets(e, "best_plan"));
+                jd_getn(e, "train.gpu_hours"), cost, (long long)r);
+      char first[64];
+      snprintf(first, sizeof first, "#%-3lld ", (long long)r);
+      sb_wrap(&plans, first, "          ", jd_gets(e, "best_plan"), AP_TEXT_WIDTH);
     }
+  if (plans.buf) sb_printf(sb, "\nbest plans:\n%s", plans.buf);
+  sb_free(&plans);
   if (priced) {
     sb_puts(sb, "\nby cost:");
     for (int64_t r = 1; r <= (int64_t)n; r++)

@@ -225,6 +225,8 @@ def folding_and_lines():
         ["estimate", "--model", "llama-3.1-405b", "--cluster", "dgx-h100", "--gbs", "8", "--tp", "2", "--zero", "3",
          "--offload-optimizer", "nvme", "--offload-param", "nvme", "--recompute", "full"],
         ["clusters", "--show", "h100"],
+        ["compare-clusters", "--model", "llama-3-70b", "--clusters", "h100:64,a100-80gb:128", "--gbs", "512", "--seq",
+         "4096", "--tokens", "1T", "--price-per-gpu-hour", "2.5,1.3"],
     ]
     for args in readme:
         rc, out, err = run(*args)
