@@ -32,6 +32,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       ap_cluster_free(back);
     }
     ap_free(json);
+    /* The text is rendered from that document (hw/cluster_text.c): it must always render. */
+    char *text = NULL;
+    if (ap_cluster_describe_text(ctx, cl, &text) != AP_OK && !strstr(ap_ctx_error(ctx), "out of memory")) __builtin_trap();
+    ap_free(text);
     const hw_cluster *c = hw_cluster_of(cl);
     if (c->n_devices <= MAX_QUERY_DEVICES) {
       for (size_t i = 0; i < sizeof strides / sizeof *strides; i++) {

@@ -66,6 +66,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     json_decref(root);
   }
+  /* ap_plan_parse (plan_api.c) reads the same text as a handle: it accepts exactly what the reader above does
+   * for an autopar-plan/1 object, and never crashes on the rest. */
+  char *text = ctx ? malloc(size + 1) : NULL;
+  if (text) {
+    memcpy(text, data, size);
+    text[size] = '\0';
+    ap_plan *ap = NULL;
+    (void)ap_plan_parse(ctx, text, &ap);
+    ap_plan_free(ap);
+    free(text);
+  }
   free(back);
   free(p);
   ap_ctx_free(ctx);
