@@ -279,6 +279,7 @@ with open(small, "w") as f:
 est = ["estimate", "--plan", PLAN, "--model", "llama-3-70b", "--cluster", "h100:64"]
 def check_train(doc, text):
     """--tokens: the train object follows from the document's own throughput, and the text shows it."""
+    text = unwrap(text)
     tps = doc["tokens_per_s"] if doc["format"] == "autopar-estimate/1" else doc["plans"][0]["tokens_per_s"]
     t = doc["train"]
     if abs(t["time_s"] - t["tokens"] / tps) > 1e-9 * t["time_s"]:

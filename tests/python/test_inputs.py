@@ -14,17 +14,8 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = sys.argv[1] if len(sys.argv) > 1 else "bin/autopar"
-n = 0
-failed = 0
-
-
-def check(what, ok, detail=""):
-    global n, failed
-    n += 1
-    if not ok:
-        failed += 1
-    print("%s %d - %s%s" % ("ok" if ok else "not ok", n, what, "" if ok or not detail else "\n  " + str(detail)[:600]),
-          flush=True)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tap import check, count, failed  # noqa: E402
 
 
 def run(*args, env=None):
@@ -237,5 +228,5 @@ def folding_and_lines():
 
 if __name__ == "__main__":
     main()
-    print("1..%d" % n)
-    sys.exit(1 if failed else 0)
+    print("1..%d" % count())
+    sys.exit(1 if failed() else 0)

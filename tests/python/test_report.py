@@ -20,17 +20,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import autopar  # noqa: E402
 import report_measure as rm  # noqa: E402
-
-n = 0
-failed = 0
-
-
-def check(what, ok, detail=""):
-    global n, failed
-    n += 1
-    if not ok:
-        failed += 1
-    print("%s %d - %s%s" % ("ok" if ok else "not ok", n, what, "" if ok or not detail else "\n  " + detail), flush=True)
+from tap import check, failed  # noqa: E402
 
 
 def png_pixels(path):
@@ -422,4 +412,4 @@ def main():
 
 if __name__ == "__main__":
     main()
-    sys.exit(1 if failed else 0)
+    sys.exit(1 if failed() else 0)
