@@ -70,6 +70,16 @@ def defaults(bin_):
     return validate(bin_, _defaults)
 
 
+def years_405b_on_2(bin_):
+    """The years README's absurd example says: plan 405B on 2 H100 for 1T tokens, its train.time_s."""
+    args = [bin_, "plan", "--model", "llama-3.1-405b", "--cluster", "h100:2", "--gbs", "8", "--tokens", "1T", "--json"]
+    p = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise RuntimeError("%s: exit %d: %s" % (" ".join(args), p.returncode, p.stderr.strip()))
+    d = json.loads(p.stdout)
+    return ["%.0f" % (d["train"]["time_s"] / (365.25 * 86400)), d["seq_length"]]
+
+
 def pct(x):
     return "%.1f" % (100 * x)
 
@@ -99,6 +109,8 @@ COUNTS = [
      r"\| Spearman within model\+GPU groups \| ([\d.]+) \| ([\d.]+) \(([\d.]+), (\d+) groups\)",
      lambda b: ["%.2f" % defaults(b)["spearman"], "%.2f" % validate(b)["spearman"], "%.3f" % validate(b)["spearman"],
                 validate(b)["spearman_groups"]], True),
+    ("the absurd example's years and sequence", r"offload-bound, (\d+) years\n# to train 1T tokens\) and prints what it "
+     r"assumed \(the sequence: the model's pretraining context, (\d+)\)", years_405b_on_2, False),
     ("groups of rows with identical inputs", r"printed by `validate` itself: (\d+) groups",
      lambda b: [validate(b)["data_floor"]["identical_input_groups"]], True),
 ]
