@@ -259,12 +259,12 @@ static void estimate_text(strbuf *sb, const json_t *doc) {
   const char *headline = jd_gets(doc, "mfu.headline");
   char mfu[320];
   if (headline && strcmp(headline, "graph") == 0)
-    snprintf(mfu, sizeof mfu, "%.1f%% (graph FLOPs: every op's forward and backward); HFU %.1f%%; of dense bf16 peak; "
+    snprintf(mfu, sizeof mfu, "%.1f%% (graph FLOPs: every op's forward and backward); HFU %.1f%%, both of dense bf16 peak; "
                               "(PaLM's 6N: %.1f%%)",
              100 * jd_getn(doc, "mfu.graph"), 100 * jd_getn(doc, "mfu.hardware"), 100 * jd_getn(doc, "mfu.palm"));
   else
     snprintf(mfu, sizeof mfu, "%.1f%% (PaLM: 6N + attention, no causal discount); %.1f%% (Megatron: causal /2); "
-                              "HFU %.1f%%; of dense bf16 peak",
+                              "HFU %.1f%%, each of dense bf16 peak",
              100 * jd_getn(doc, "mfu.palm"), 100 * jd_getn(doc, "mfu.megatron"), 100 * jd_getn(doc, "mfu.hardware"));
   sb_wrap(sb, "MFU        ", "           ", mfu, AP_TEXT_WIDTH);
   sb_printf(sb, "TFLOP/s    %.1f per device (PaLM), %.1f (Megatron)\n\n", jd_getn(doc, "tflops_per_device.palm"),
