@@ -219,11 +219,27 @@ static void section_memory(strbuf *sb, json_t *est) {
  * winner (vs_best.delta_s), or memory when it does not fit. */
 static void section_runner_ups(strbuf *sb, json_t *search) {
   json_t *plans = search ? json_object_get(search, "plans") : NULL;
-  if (!json_is_array(plans) || json_array_size(plans) < 2) return;
-  sb_puts(sb, "<section id=\"runner-ups\"><h2>Runner-ups</h2><table class=\"grid\"><tr><th>rank</th><th>plan</th>"
-              "<th>iteration</th><th>slower by</th><th>loses on</th><th>peak memory</th></tr>\n");
+  double folded = html_num(json_object_get(search, "search"), "folded_order_variants");
+  if (!json_is_array(plans) || (json_array_size(plans) < 2 && !(folded > 0))) return;
+  sb_puts(sb, "<section id=\"runner-ups\"><h2>Runner-ups</h2>\n");
   size_t i;
   json_t *p;
+  if (folded > 0) { /* plans that differ from one above only in the rank order (docs/json.md order_variants) */
+    sb_printf(sb, "<p id=\"folded\">%.0f plan%s of the search's top that differ%s from a plan above only in the rank order, "
+                  "folded into it:", folded, folded == 1 ? "" : "s", folded == 1 ? "s" : "");
+    json_array_foreach(plans, i, p) {
+      size_t k;
+      json_t *v;
+      json_array_foreach(json_object_get(p, "order_variants"), k, v) {
+        sb_printf(sb, " #%.0f as order ", html_num(p, "rank"));
+        html_esc(sb, html_str(v, "order"));
+        sb_printf(sb, " (%+.2f%%);", 100 * html_num(v, "slowdown"));
+      }
+    }
+    sb_puts(sb, "</p>\n");
+  }
+  sb_puts(sb, "<table class=\"grid\"><tr><th>rank</th><th>plan</th>"
+              "<th>iteration</th><th>slower by</th><th>loses on</th><th>peak memory</th></tr>\n");
   json_array_foreach(plans, i, p) {
     if (i == 0) continue;
     json_t *vs = json_object_get(p, "vs_best"), *d = json_object_get(vs, "delta_s");
@@ -233,7 +249,7 @@ static void section_runner_ups(strbuf *sb, json_t *search) {
       double x = html_num(d, time_parts[k].key);
       if (isfinite(x) && x > wv) wv = x, worst = time_parts[k].label;
     }
-    sb_printf(sb, "<tr class=\"runner-up\"><td>%zu</td><td>", i + 1);
+    sb_printf(sb, "<tr class=\"runner-up\"><td>%.0f</td><td>", html_num(p, "rank"));
     html_esc(sb, html_str(p, "summary"));
     sb_puts(sb, "</td><td>");
     html_put_time(sb, html_num(p, "iteration_time_s"));

@@ -206,6 +206,13 @@ def folding_and_lines():
           sum(len(p.get("order_variants", [])) for p in plans) == folded, err)
     rc, out, _ = run(*a)
     check("the text says how many were folded", re.search(r"folded +1 more plan that differs only in the rank order", out), out)
+    page = os.path.join(tempfile.gettempdir(), "autopar-folded-%d.html" % os.getpid())
+    rc, _, err = run(*a, "--report", page)
+    html = open(page).read() if os.path.exists(page) else ""
+    if os.path.exists(page):
+        os.unlink(page)
+    check("the report says so too", rc == 0 and re.search(r'<p id="folded">1 plan .* folded into it: #1 as order tp-cp-ep-pp-dp', html),
+          err)
     readme = [
         ["plan", "--model", "llama-3-70b", "--cluster", "dgx-h100:8x8", "--gbs", "1024", "--seq", "8192"],
         ["plan", "--model", "llama-3-70b", "--cluster", "dgx-h100:8x8", "--gbs", "512", "--seq", "8192", "--tokens", "1T",
