@@ -10,6 +10,7 @@
 
 #include "core/jdoc.h"
 #include "core/jsonx.h"
+#include "cost/result_doc.h"
 #include "report/train_cost.h"
 
 enum { MAX_CLUSTERS = 64 };
@@ -22,6 +23,7 @@ typedef struct {
   double iteration_time_s, tokens_per_s, peak_mem_bytes, price;
   train_cost tc;
   int rank_time, rank_cost;
+  json_t *notes; /* {"assumptions": […], "warnings": […]} of its search and winner (docs/json.md); NULL when none */
 } entry;
 
 /* Splits a comma list into at most max fields of at most field_n bytes; false on an empty field or too many. */
@@ -59,6 +61,13 @@ static ap_status plan_one(ap_ctx *ctx, const ap_model *model, entry *e, const ap
   free(doc);
   if (!j) return ctx_fail(ctx, AP_INTERNAL, "compare-clusters: %s: the search document does not parse", e->spec);
   json_t *best = json_array_get(json_object_get(j, "plans"), 0);
+  /* What its answer assumed and warns of, kept for the document (each cluster's own). */
+  e->notes = json_pack("{s:O?, s:O?}", "assumptions", json_object_get(j, "assumptions"), "warnings",
+                       best ? json_object_get(best, "warnings") : NULL);
+  if (!e->notes) {
+    json_decref(j);
+    return ctx_fail(ctx, AP_NOMEM, "compare-clusters: out of memory");
+  }
   const char *dev = json_string_value(json_object_get(j, "device"));
   snprintf(e->device, sizeof e->device, "%s", dev ? dev : "?");
   e->feasible = json_is_true(json_object_get(j, "feasible")) && best;
@@ -114,6 +123,10 @@ static void compare_doc(jd *d, const entry *es, size_t n, double tokens, bool pr
     jd_num(d, o, "tokens_per_s_per_device", e->feasible ? e->tokens_per_s / (double)e->n_devices : NAN);
     jd_num(d, o, "peak_mem_bytes", e->feasible ? e->peak_mem_bytes : NAN);
     train_cost_put(d, o, "train", &e->tc);
+    json_t *a = e->notes ? json_object_get(e->notes, "assumptions") : NULL, *w = e->notes ? json_object_get(e->notes, "warnings") : NULL;
+    jd_put(d, o, "assumptions", a ? json_deep_copy(a) : json_array());
+    jd_put(d, o, "warnings", w ? json_deep_copy(w) : json_array());
+    if (tokens > 0 && e->feasible) cost_years_warning(d, o, tokens, e->tc.time_s);
   }
 }
 
@@ -153,6 +166,37 @@ static void compare_text(strbuf *sb, const json_t *doc) {
     }
   if (plans.buf) sb_printf(sb, "\nbest plans:\n%s", plans.buf);
   sb_free(&plans);
+  /* What each cluster's answer assumed and warns of, "cluster: text", each text once. */
+  bool first = true;
+  for (size_t i = 0; i < n; i++) {
+    const json_t *e = json_array_get(arr, i);
+    static const char *const lists[][2] = {{"assumptions", "assumed"}, {"warnings", "warning"}};
+    for (size_t l = 0; l < 2; l++) {
+      const json_t *a = jd_at(e, lists[l][0]);
+      for (size_t k = 0; k < json_array_size(a); k++) {
+        const char *t = jd_gets(json_array_get(a, k), "text");
+        bool seen = false;
+        for (size_t i2 = 0; i2 < i && !seen; i2++) {
+          const json_t *a2 = jd_at(json_array_get(arr, i2), lists[l][0]);
+          for (size_t k2 = 0; k2 < json_array_size(a2) && !seen; k2++) seen = strcmp(jd_gets(json_array_get(a2, k2), "text"), t) == 0;
+        }
+        if (seen) continue;
+        size_t in_all = 0; /* every cluster's answer says it (the sequence length): no cluster named */
+        for (size_t i2 = 0; i2 < n; i2++) {
+          const json_t *a2 = jd_at(json_array_get(arr, i2), lists[l][0]);
+          bool has = false;
+          for (size_t k2 = 0; k2 < json_array_size(a2) && !has; k2++) has = strcmp(jd_gets(json_array_get(a2, k2), "text"), t) == 0;
+          in_all += has;
+        }
+        char head[32], body[800];
+        snprintf(head, sizeof head, "%s%-9s", first ? "\n" : "", lists[l][1]);
+        if (in_all == n && n > 1) snprintf(body, sizeof body, "%s", t);
+        else snprintf(body, sizeof body, "%s: %s", jd_gets(e, "cluster"), t);
+        sb_wrap(sb, head, "         ", body, AP_TEXT_WIDTH);
+        first = false;
+      }
+    }
+  }
   if (priced) {
     sb_puts(sb, "\nby cost:");
     for (int64_t r = 1; r <= (int64_t)n; r++)
@@ -236,6 +280,7 @@ ap_status ap_compare_clusters(ap_ctx *ctx, const ap_model *model, const char *cl
 done:
   free(specs);
   free(ps);
+  for (size_t i = 0; es && i < MAX_CLUSTERS; i++) json_decref(es[i].notes);
   free(es);
   return st;
 }

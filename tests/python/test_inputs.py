@@ -80,6 +80,12 @@ def body(tmp):
           "1 node of 8 h100-sxm" in a[0]["text"] and "h100:N" in a[0]["text"], err)
     rc, d, err = doc("plan", "--model", "gpt2", "--cluster", "h100", "--gbs", "8", "--seq", "1024", "--top", "1")
     check("plan on --cluster h100 says it too", rc == 0 and about(d, "assumptions", "cluster"), err)
+    rc, d, err = doc("compare-clusters", "--model", "llama-3-70b", "--clusters", "h100,a100-80gb:128", "--gbs", "512",
+                     "--tokens", "1T")
+    cs = d["clusters"] if d else []
+    check("compare-clusters carries each cluster's assumptions and warnings", rc == 0 and len(cs) == 2 and
+          about(cs[0], "assumptions", "cluster") and about(cs[0], "assumptions", "seq_length") and
+          about(cs[0], "warnings", "years_to_train") and not about(cs[1], "assumptions", "cluster"), err)
     rc, d, _ = doc("estimate", "--model", "gpt2", "--cluster", "h100:8", "--gbs", "8", "--seq", "1024")
     check("--cluster h100:8 is no assumption", rc == 0 and not about(d, "assumptions", "cluster"))
     # Sequence parallelism with tp, Megatron-LM's practice.
