@@ -280,6 +280,29 @@ static void test_profile_cluster(void **s) {
   snprintf(cmd, sizeof cmd, "%s plan --model tests/data/exec/tiny-llama.json --cluster %s --gbs 8 --seq 16 --fix "
            "precision=fp32 >/dev/null 2>&1", bin(), path);
   assert_int_equal(system(cmd), 0);
+  /* Its plans are the executor's unless told otherwise (issue 20 item 5): stack autopar and fp32, priced by
+   * the executor's model from the profile; a serial plan takes one of the two ranks and says so. */
+  static const struct {
+    const char *args, *want[3];
+  } says[] = {
+      {"plan --model " LLAMA " --gbs 8 --seq 16 --top 1",
+       {"stack: autopar (the cluster's devices are autopar profile's CPU ranks", "| fp32", "the reference executor's own cost model"}},
+      {"estimate --model " LLAMA " --gbs 8 --seq 16 --dp 1",
+       {"the plan takes 1 of the cluster's 2 ranks: it runs on the first 1", "stack    autopar", "| fp32"}},
+  };
+  for (size_t i = 0; i < sizeof says / sizeof says[0]; i++) {
+    char out[200], text[8192];
+    snprintf(out, sizeof out, "%s/says%zu.txt", tmpdir, i);
+    snprintf(cmd, sizeof cmd, "%s %s --cluster %s >%s 2>&1", bin(), says[i].args, path, out);
+    assert_int_equal(system(cmd), 0);
+    FILE *tf = fopen(out, "r");
+    assert_non_null(tf);
+    size_t n = fread(text, 1, sizeof text - 1, tf);
+    fclose(tf);
+    text[n] = '\0';
+    for (int k = 0; k < 3; k++)
+      if (!strstr(text, says[i].want[k])) fail_msg("%s lacks \"%s\":\n%s", says[i].args, says[i].want[k], text);
+  }
   /* run --record appends a runs.csv row that validate --cluster predicts (peak memory as RSS) */
   char plan_path[160], csv[160];
   snprintf(plan_path, sizeof plan_path, "%s/rec.json", tmpdir);
