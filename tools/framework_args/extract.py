@@ -17,17 +17,29 @@ read with `git show COMMIT:PATH` and walked with the ast module.
                DEFAULT) (type from the default in constants.py); the pydantic models DeepSpeedZeroConfig
                (zero_optimization.*, aliases too), DeepSpeedBF16Config (bf16.*) and DeepSpeedFP16Config
                (fp16.*), which forbid unknown keys (config_utils.py, extra="forbid"); the
-               activation_checkpointing.* constants; the pipeline.* defaults of get_pipeline_config.
+               activation_checkpointing.* constants; the pipeline.* defaults of get_pipeline_config; the
+               `deepspeed` launcher's options (launcher/runner.py, launcher:--name) and those
+               deepspeed.add_config_arguments gives a training script (__init__.py, script:--name).
   torchtitan   current (the Python dataclass registry that replaced TOML in commit 9810191b): the fields
                of the dataclasses in torchtitan/config/configs.py as `section.field`, the sections being
                Trainer.Config's fields (torchtitan/trainer.py), the activation-checkpoint configs, the
                model registries (torchtitan/models/*/__init__.py `*_configs` dicts: flavor names and the
                integer sizes each flavor function sets), the full configurations of each model's
-               config_registry.py and the quantization converter classes.
+               config_registry.py and the quantization converter classes; and what an export must satisfy
+               to start: the top-level modules of each model (module:MODEL, the self.NAME = ... of its class's
+               __init__, bases included) and the modules torchtitan's own split puts before the first and
+               after the last layer (pp:first_stage, pp:last_stage, distributed/pipeline_parallel.py); the
+               checks Trainer.Config and CompileConfig raise on, each with the field that lifts it
+               (check:cuda_graphs:pp, check:cuda_graphs:ep with the dispatchers it accepts, check:async_tp);
+               each registry's default moe_comm_backend and the dispatcher it builds (registry:*,
+               comm_backend:*); what each base configuration sets of the loss, compile and CUDA graphs
+               (base:MODEL:FUNCTION:FIELD) and the dataclass defaults of those fields (default:*); and
+               ChunkedLossWrapper's config (class:, fields, default:…num_chunks).
                torchtitan-toml (v0.2.2, the last release that reads TOML): the fields of the dataclasses in
                torchtitan/config/job_config.py as `section.field` (nested sections as `a.b.field`),
-               sections from JobConfig's fields, the model registries of that tag (`*_args` dicts) and the
-               converter names register_model_converter registers.
+               sections from JobConfig's fields, the model registries of that tag (`*_args` dicts), the
+               converter names register_model_converter registers, and module:* and pp:* as above (the head
+               was `output` then).
 
 Needs python3 >= 3.9 and git (Debian: python3, git); the build and the tests only read the generated table.
 
@@ -42,8 +54,12 @@ Table rows: FRAMEWORK <tab> NAME <tab> TYPE [<tab> CHOICES]
   CHOICES: comma-separated literal values where the source states them.
 Special rows: `meta <tab> FRAMEWORK <tab> REPO@COMMIT` (where each part came from) and, for torchtitan,
 `model:NAME:FLAVOR <tab> dims:k=v,…` (a flavor and the sizes it sets), `config:NAME:FUNCTION <tab> function`,
-`class:CLS.Config <tab> object` (a config class a Python config may construct) and `converter:NAME <tab>
-object` (a TOML converter name).
+`class:CLS.Config <tab> object` (a config class a Python config may construct), `converter:NAME <tab>
+object` (a TOML converter name), and the rows of the checks above, whose CHOICES column holds the value
+(`module:llama3 <tab> list:str <tab> tok_embeddings,layers,norm,lm_head`, `check:cuda_graphs:pp <tab> needs
+<tab> training.disable_cuda_graphs`: the field that must be true, `base:deepseek_v3:deepseek_v3_16b:
+compile.components <tab> list:str <tab> loss`). tests/sh_framework_args.sh regenerates the table from fetched
+copies at the commits it names, where they are at hand, and compares it byte for byte.
 """
 import ast
 import subprocess
