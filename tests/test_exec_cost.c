@@ -51,8 +51,8 @@ static void write_cluster_pts(const char *path, int n, double spf, const char *a
 
 static void write_cluster(const char *path, int n, double spf) { write_cluster_pts(path, n, spf, NULL); }
 
-/* Iteration time and peak memory of plan_json on cluster, from `estimate --json` through the library. */
-static void estimate(const char *cluster, const char *plan_json, double *iter_s, double *peak_bytes) {
+/* The estimate document of plan_json on cluster (the caller json_decref's it). */
+static json_t *estimate_doc(const char *cluster, const char *plan_json) {
   char path[128];
   snprintf(path, sizeof path, "%s/plan.json", dir);
   FILE *f = fopen(path, "w");
@@ -67,18 +67,24 @@ static void estimate(const char *cluster, const char *plan_json, double *iter_s,
   assert_int_equal(ap_model_load(ctx, LLAMA, &m), AP_OK);
   assert_int_equal(ap_cluster_load(ctx, cluster, &c), AP_OK);
   assert_int_equal(ap_plan_load(ctx, path, &p), AP_OK);
-  if (ap_estimate(ctx, m, c, p, AP_OUT_JSON, &out) != AP_OK) fail_msg("%s", ap_ctx_error(ctx));
+  if (ap_estimate(ctx, m, c, p, AP_OUT_JSON, &out) != AP_OK) fail_msg("%s: %s", plan_json, ap_ctx_error(ctx));
   json_error_t e;
   json_t *r = json_loads(out, 0, &e);
   assert_non_null(r);
-  *iter_s = json_number_value(json_object_get(r, "iteration_time_s"));
-  *peak_bytes = json_number_value(json_object_get(json_object_get(r, "memory"), "peak_bytes"));
-  json_decref(r);
   ap_free(out);
   ap_plan_free(p);
   ap_cluster_free(c);
   ap_model_free(m);
   ap_ctx_free(ctx);
+  return r;
+}
+
+/* Iteration time and peak memory of plan_json on cluster, from `estimate --json` through the library. */
+static void estimate(const char *cluster, const char *plan_json, double *iter_s, double *peak_bytes) {
+  json_t *r = estimate_doc(cluster, plan_json);
+  *iter_s = json_number_value(json_object_get(r, "iteration_time_s"));
+  *peak_bytes = json_number_value(json_object_get(json_object_get(r, "memory"), "peak_bytes"));
+  json_decref(r);
 }
 
 #define ONE "{\"global_batch_size\": 8, \"seq_length\": 16, \"precision\": \"fp32\", \"pipeline\": {\"micro_batch_size\": 8}"
@@ -185,34 +191,6 @@ static void test_zbv_is_the_replayed_lists(void **s) {
   ap_cluster_free(cl);
   ap_model_free(md);
   ap_ctx_free(ctx);
-}
-
-/* The estimate document of plan_json on cluster (the caller json_decref's it). */
-static json_t *estimate_doc(const char *cluster, const char *plan_json) {
-  char path[128];
-  snprintf(path, sizeof path, "%s/plan.json", dir);
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fputs(plan_json, f);
-  fclose(f);
-  ap_ctx *ctx = ap_ctx_new();
-  ap_model *m = NULL;
-  ap_cluster *c = NULL;
-  ap_plan *p = NULL;
-  char *out = NULL;
-  assert_int_equal(ap_model_load(ctx, LLAMA, &m), AP_OK);
-  assert_int_equal(ap_cluster_load(ctx, cluster, &c), AP_OK);
-  assert_int_equal(ap_plan_load(ctx, path, &p), AP_OK);
-  if (ap_estimate(ctx, m, c, p, AP_OUT_JSON, &out) != AP_OK) fail_msg("%s: %s", plan_json, ap_ctx_error(ctx));
-  json_error_t e;
-  json_t *r = json_loads(out, 0, &e);
-  assert_non_null(r);
-  ap_free(out);
-  ap_plan_free(p);
-  ap_cluster_free(c);
-  ap_model_free(m);
-  ap_ctx_free(ctx);
-  return r;
 }
 
 static double num(json_t *doc, const char *key) { return json_number_value(json_object_get(doc, key)); }

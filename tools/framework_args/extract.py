@@ -431,15 +431,21 @@ def deepspeed(gitdir):
 
 # ---------------------------------------------------------------- torchtitan
 
+def model_dirs(repo):
+    """The folders of torchtitan/models/ at the repository's commit."""
+    return git(repo.gitdir, "ls-tree", "--name-only", repo.commit, "torchtitan/models/").split()
+
+
+def model_files(repo, suffix):
+    """(folder, folder + suffix) for each model folder that has that file."""
+    return [(d, d + suffix) for d in model_dirs(repo) if exists(repo.gitdir, repo.commit, d + suffix)]
+
+
 def model_registries(repo, out):
     """model:NAME:FLAVOR rows from torchtitan/models/*/__init__.py: the keys of a module-level `*_configs`
     dict, and the integer sizes the flavor's value sets (keyword or plain assignments in the function it
     names, or in the call it is)."""
-    listing = git(repo.gitdir, "ls-tree", "--name-only", repo.commit, "torchtitan/models/").split()
-    for d in listing:
-        path = d + "/__init__.py"
-        if not exists(repo.gitdir, repo.commit, path):
-            continue
+    for d, path in model_files(repo, "/__init__.py"):
         name = d.rsplit("/", 1)[1]
         tree = repo.tree(path)
         funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -498,11 +504,7 @@ def nested_rows(repo, path, cls, prefix, out, depth=0):
 def config_functions(repo, out):
     """config:MODEL:FUNCTION rows: the full configurations torchtitan/models/MODEL/config_registry.py defines
     (selected with --module MODEL --config FUNCTION), the public top-level functions."""
-    listing = git(repo.gitdir, "ls-tree", "--name-only", repo.commit, "torchtitan/models/").split()
-    for d in listing:
-        path = d + "/config_registry.py"
-        if not exists(repo.gitdir, repo.commit, path):
-            continue
+    for d, path in model_files(repo, "/config_registry.py"):
         for node in repo.tree(path).body:
             if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
                 out[f"config:{d.rsplit('/', 1)[1]}:{node.name}"] = ("function", None)
@@ -544,7 +546,7 @@ def model_modules(repo, out):
     nn.Embedding(...), ModuleDict() or config.NAME.build()), its bases' included: the names
     module_fqns_per_model_part may list (distributed/pipeline_parallel.py _split_module sets every other child
     to None)."""
-    listing = git(repo.gitdir, "ls-tree", "--name-only", repo.commit, "torchtitan/models/").split()
+    listing = model_dirs(repo)
     for d in listing:
         name = d.rsplit("/", 1)[1]
         path = next((f for f in (d + "/model.py", d + "/model/model.py") if exists(repo.gitdir, repo.commit, f)), None)
@@ -671,11 +673,7 @@ def checks(repo, out):
                                 ch = attr_chain(r.value.func)
                                 if ch and len(ch) == 2:
                                     out["comm_backend:" + const(n.test.comparators[0])] = ("str", ch[0])
-    listing = git(repo.gitdir, "ls-tree", "--name-only", repo.commit, "torchtitan/models/").split()
-    for d in listing:
-        path = d + "/__init__.py"
-        if not exists(repo.gitdir, repo.commit, path):
-            continue
+    for d, path in model_files(repo, "/__init__.py"):
         # model_registry's default; where it passes None on, the flavor functions' one default
         defaults = {}
         for fn2 in repo.tree(path).body:
@@ -709,11 +707,7 @@ def base_configs(repo, out):
     models/MODEL/config_registry.py: the loss class it constructs (loss=X.Config(...)), its compile settings
     (compile=CompileConfig(enable=..., components=[...], ...)) and training.disable_cuda_graphs where it sets
     them, so that the checks above can be applied to base + export."""
-    listing = git(repo.gitdir, "ls-tree", "--name-only", repo.commit, "torchtitan/models/").split()
-    for d in listing:
-        path = d + "/config_registry.py"
-        if not exists(repo.gitdir, repo.commit, path):
-            continue
+    for d, path in model_files(repo, "/config_registry.py"):
         model = d.rsplit("/", 1)[1]
         for fn in repo.tree(path).body:
             if not (isinstance(fn, ast.FunctionDef) and not fn.name.startswith("_")):
