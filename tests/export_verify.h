@@ -545,7 +545,7 @@ static void effective(const char *text, const char *model, const char *fn, const
     else snprintf(out, cap, "%s", buf);
     return;
   }
-  snprintf(key, sizeof key, "base:%s:%s:%s", model, fn, field);
+  snprintf(key, sizeof key, "base:%.40s:%.90s:%.50s", model, fn, field);
   const fa_row *r = fa_find("torchtitan", key);
   if (!r) {
     snprintf(key, sizeof key, "default:%s", field);
@@ -575,7 +575,7 @@ static void check_torchtitan_rules(const plan *p, const char *model, const char 
     fail_msg("pp = %lld with CUDA graphs on: torchtitan raises \"CUDA graphs do not support pipeline parallelism yet\" "
              "unless %s:\n%s", (long long)p->pp, r->choices, text);
   if (p->ep > 1 && (r = fa_find("torchtitan", "check:cuda_graphs:ep")) && !off) {
-    snprintf(key, sizeof key, "registry:%s:moe_comm_backend", model);
+    snprintf(key, sizeof key, "registry:%.64s:moe_comm_backend", model);
     const fa_row *b = fa_find("torchtitan", key);
     snprintf(key, sizeof key, "comm_backend:%.64s", b ? b->choices : "");
     const fa_row *d = fa_find("torchtitan", key), *ok = fa_find("torchtitan", "check:cuda_graphs:ep_dispatchers");
@@ -585,7 +585,7 @@ static void check_torchtitan_rules(const plan *p, const char *model, const char 
                "token dispatcher configurations without CPU synchronization\" unless %s:\n%s",
                (long long)p->ep, d ? d->choices : "?", r->choices, text);
   }
-  snprintf(key, sizeof key, "base:%s:%s:loss", model, fn);
+  snprintf(key, sizeof key, "base:%.40s:%.90s:loss", model, fn);
   const fa_row *loss = fa_find("torchtitan", key);
   bool unwraps = py_value(text, "loss", v, sizeof v) != NULL;
   if (unwraps && strcmp(v, "config.loss.loss_fn") != 0) fail_msg("config.loss = %s:\n%s", v, text);
