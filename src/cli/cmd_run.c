@@ -231,7 +231,6 @@ int cmd_run(ap_ctx *ctx, int argc, char **argv) {
   const char *model = NULL, *plan = NULL, *init = NULL, *data = NULL, *dtype = NULL, *save = NULL, *launcher = NULL;
   const char *record = NULL;
   const char *steps = NULL, *seed = NULL, *lr = NULL, *b1 = NULL, *b2 = NULL, *eps = NULL, *wd = NULL, *fail = NULL;
-  const char *fail_signal = NULL;
   cli_opt opts[] = {
       {"model", OPT_STRING, "preset name or HF config.json (Llama, Mixtral or GPT-2 family)", &model},
       {"plan", OPT_STRING, "autopar JSON plan file (docs/plan-format.md)", &plan},
@@ -248,7 +247,6 @@ int cmd_run(ap_ctx *ctx, int argc, char **argv) {
       {"weight-decay", OPT_STRING, "AdamW weight decay on tensors of 2+ dimensions (default 0.1)", &wd},
       {"mpirun", OPT_STRING, "launcher command (default \"mpirun --oversubscribe\")", &launcher},
       {"fail-rank", OPT_STRING, "testing: rank R fails on purpose in the first step", &fail},
-      {"fail-signal", OPT_STRING, "testing: with --fail-rank, the rank kills itself with this signal number", &fail_signal},
       {"record", OPT_STRING, "append the run to a runs.csv file (stack autopar, peak RSS; for validate --cluster)", &record},
       {"json", OPT_FLAG, "print the result as JSON (format autopar-run/1)", &json},
       {"help", OPT_FLAG, "show this help", &help},
@@ -294,8 +292,7 @@ int cmd_run(ap_ctx *ctx, int argc, char **argv) {
   rargs[nr++] = prog;
   const char *pairs[][2] = {{"--model", model}, {"--plan", plan}, {"--steps", steps}, {"--init", init}, {"--data", data},
                             {"--data-dtype", dtype}, {"--save", save}, {"--seed", seed}, {"--lr", lr}, {"--beta1", b1},
-                            {"--beta2", b2}, {"--eps", eps}, {"--weight-decay", wd}, {"--fail-rank", fail},
-                            {"--fail-signal", fail_signal}};
+                            {"--beta2", b2}, {"--eps", eps}, {"--weight-decay", wd}, {"--fail-rank", fail}};
   for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
     if (pairs[i][1]) {
       rargs[nr++] = (char *)pairs[i][0];

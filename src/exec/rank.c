@@ -7,7 +7,6 @@
  * and rank 0 writes the result file that `autopar run` prints. A rank that fails prints one line
  * "autopar-rank: rank R: MESSAGE" and calls MPI_Abort, which ends every rank of the job. */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -25,7 +24,7 @@
 typedef struct {
   const char *model, *plan, *init, *data, *save, *result;
   int data_width;
-  int64_t steps, seed, fail_rank, fail_signal;
+  int64_t steps, seed, fail_rank;
   bool check;
   ex_adamw opt;
 } rk_args;
@@ -76,7 +75,6 @@ static void parse_args(int argc, char **argv, rk_args *a) {
     } else if (strcmp(k, "--steps") == 0 && d >= 1 && d <= 1e6 && d == floor(d)) a->steps = (int64_t)d;
     else if (strcmp(k, "--seed") == 0 && d >= 0 && d <= 9e15 && d == floor(d)) a->seed = (int64_t)d;
     else if (strcmp(k, "--fail-rank") == 0 && d >= 0 && d == floor(d)) a->fail_rank = (int64_t)d;
-    else if (strcmp(k, "--fail-signal") == 0 && d >= 1 && d <= 31 && d == floor(d)) a->fail_signal = (int64_t)d;
     else if (strcmp(k, "--lr") == 0 && d >= 0) a->opt.lr = d;
     else if (strcmp(k, "--beta1") == 0 && d >= 0 && d < 1) a->opt.beta1 = d;
     else if (strcmp(k, "--beta2") == 0 && d >= 0 && d < 1) a->opt.beta2 = d;
@@ -604,10 +602,6 @@ int main(int argc, char **argv) {
     if (s.p.zero == 3 && t > 0)
       for (int64_t k = 0; k < n_chunks; k++)
         if (s.p.chunk_rank[k] == s.pp_rank) gather_params(&s, k);
-    if (t == 0 && a.fail_rank == s.rank && a.fail_signal) { /* as the kernel ends a rank: no message, a signal */
-      signal((int)a.fail_signal, SIG_DFL);
-      raise((int)a.fail_signal);
-    }
     if (t == 0 && a.fail_rank == s.rank) die(1, "failing on purpose (--fail-rank %d)", s.rank);
     memset(s.g, 0, (size_t)s.m.n_params * sizeof *s.g);
     if (s.scratch) memset(s.scratch, 0, (size_t)s.m.n_params * sizeof *s.scratch);
