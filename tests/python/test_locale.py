@@ -1,16 +1,15 @@
 """The Python module under a host locale with a decimal comma (issue 19, class 8): after
 locale.setlocale(locale.LC_ALL, "de_DE.UTF-8") every call returns what it returns under "C" (documents parsed
 from the library's JSON, texts, numbers read such as tokens="2.5e11"), and the host's locale is still its own
-afterwards. Run by tests/sh_locale.sh, which prints TAP lines. Usage: python3 tests/python/test_locale.py"""
+afterwards. Run by tests/sh_locale.sh, which prints TAP lines. Usage: python3 tests/python/test_locale.py [BIN]"""
 
 import locale
 import os
 import sys
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-import autopar  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_autopar import Tap, autopar  # noqa: E402  (the TAP printer, and the module from python/)
 
 
 def without_timing(doc):
@@ -55,15 +54,7 @@ class Locale(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    result = unittest.TextTestRunner(stream=open(os.devnull, "w"), verbosity=0).run(
+    Tap.n = int(os.environ.get("TAP_FIRST", "0"))
+    r = unittest.TextTestRunner(resultclass=Tap, stream=open(os.devnull, "w")).run(
         unittest.defaultTestLoader.loadTestsFromTestCase(Locale))
-    n = 0
-    for test, why in result.failures + result.errors:
-        n += 1
-        print("not ok %d - python %s\n  %s" % (n, test.id().split(".")[-1], why.strip().splitlines()[-1]))
-    for test, why in result.skipped:
-        n += 1
-        print("ok %d - python %s # SKIP %s" % (n, test.id().split(".")[-1], why))
-    if result.wasSuccessful() and not result.skipped:
-        n += 1
-        print("ok %d - python: the module's documents and texts are the same under de_DE.UTF-8" % n)
+    sys.exit(0 if r.wasSuccessful() else 1)
