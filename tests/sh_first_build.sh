@@ -39,6 +39,8 @@ for d in $pcdirs; do [ -d "\$d" ] && cp "\$d"/*.pc "$S/pc/" 2>/dev/null; done
 cp "$proto" "$S/proto/onnx.proto"
 EOF
 n=0
+# A bare machine's first make, not a sub-make of `make test`: nothing inherited from the calling make.
+unset AUTOPAR_DEPS_DONE MAKEFLAGS MFLAGS MAKELEVEL
 export PKG_CONFIG_LIBDIR="$S/pc"
 args="DEPS_SCRIPT=$S/deps.sh ONNX_PROTO=$S/proto/onnx.proto OPT=-O0"
 # shellcheck disable=SC2086

@@ -112,7 +112,7 @@ ap_status jx_i64(const jx_src *s, json_t *obj, const char *keys, bool required, 
     return jx_fail(s, keys, "out of range: expected an integer in [%lld, %lld], got %g", (long long)min,
                    (long long)max, real);
   case JX_INT_FRACTION:
-    return jx_fail(s, keys, "expected an integer, got %g (a fraction)", real);
+    return jx_fail(s, keys, "expected an integer, got a fraction (%g)", real);
   default:
     return jx_fail(s, keys, "expected an integer, got %s",
                    json_is_string(v) ? "a string" : json_is_boolean(v) ? "a boolean" : "another type");

@@ -103,7 +103,7 @@ ap_status gj_read_pair(const rd *r, const char *where, json_t *obj, const char *
   }
   if (!ok || x[0] < min || x[0] > max || x[1] < min || x[1] > max)
     return gj_failf(r, AP_INVALID, where, key, "%sexpected %s[a, b] of integers in [%lld, %lld]",
-                    huge || (ok && (x[0] < min || x[0] > max || x[1] < min || x[1] > max)) ? "out of range: " : "",
+                    huge ? "out of range: " : "",
                     allow_scalar ? "an integer or " : "", (long long)min, (long long)max);
   out[0] = x[0];
   out[1] = x[1];
