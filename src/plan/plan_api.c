@@ -61,6 +61,7 @@ static ap_status plan_from_root(ap_ctx *ctx, const char *path, json_t *root, ap_
   st = plan_from_json(ctx, path, root, &ap->p);
   ap->loss_set = json_object_get(root, "fused_loss") != NULL;
   ap->sp_set = json_object_get(root, "sequence_parallel") != NULL;
+  ap->prec_set = json_object_get(root, "precision") != NULL;
   json_decref(root);
   if (st) {
     free(ap);
@@ -154,6 +155,7 @@ ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *val
   if (f->id == PLAN_F_GLOBAL_BATCH_SIZE) ap->gbs_set = true;
   if (f->id == PLAN_F_FUSED_LOSS) ap->loss_set = true;
   if (f->id == PLAN_F_SEQUENCE_PARALLEL) ap->sp_set = true, ap->p.sp_assumed = false;
+  if (f->id == PLAN_F_PRECISION) ap->prec_set = true;
   return AP_OK;
 }
 

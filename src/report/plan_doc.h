@@ -53,6 +53,8 @@ typedef struct {
   const plan_compare *cmp;     /* NULL without --compare */
   const char *cluster_spec;    /* the cluster as the user named it */
   const plan_space *space;     /* the sample of costed plans; NULL = none */
+  const char *stack_source;    /* where the search's stack came from: "--stack", "--export", "cluster", "default" */
+  const char *stack_why;       /* the phrase saying so ("from --export torchtitan", "the default") */
   bool no_host_offload;        /* nothing fitted and offload was not tried: the cluster states no host side */
 } plan_doc_in;
 
