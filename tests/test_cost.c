@@ -414,7 +414,8 @@ static void test_zero_model_states(void **state) {
 /* The stacks' model-state bytes per parameter (plan/stack.c), ZeRO-1 over 64 ranks: Megatron-LM's fp32 main
  * grads with bf16 (2 + 4 + 12/64), its fp16 gradients (2 + 2 + 12/64), Megatron-Bridge's bf16 reduction
  * (2 + 2 + 12/64), DeepSpeed's ZeRO optimizer, which runs bf16 as fp16 (2 + 2 + 12/64; engine.py), and without
- * ZeRO its BF16 optimizer (bf16 grads plus an unsharded fp32 copy: 2 + 2 + 4 + 12),
+ * ZeRO its BF16 optimizer (bf16 grads plus an unsharded fp32 copy, and master weights and moments it shards
+ * over the data-parallel ranks itself: 2 + 2 + 4 + 12/64; stack.c [DS-bf16]; its FP16_Optimizer shards none),
  * torchtitan's FSDP2 (ZeRO-3, fp32 reduce: (2 + 4 + 12)/64, plus 4 unsharded with pp > 1). */
 static void test_stack_model_states(void **state) {
   (void)state;
@@ -435,7 +436,8 @@ static void test_stack_model_states(void **state) {
       {PLAN_STACK_DEFAULT, PLAN_PREC_BF16, 1, 1, 6.0 + 12.0 / 64}, /* a transformer's default: megatron-lm */
       {PLAN_STACK_MEGATRON_BRIDGE, PLAN_PREC_BF16, 1, 1, 4.0 + 12.0 / 64},
       {PLAN_STACK_MEGATRON_DEEPSPEED, PLAN_PREC_BF16, 1, 1, 4.0 + 12.0 / 64},
-      {PLAN_STACK_MEGATRON_DEEPSPEED, PLAN_PREC_BF16, 0, 1, 20.0},
+      {PLAN_STACK_MEGATRON_DEEPSPEED, PLAN_PREC_BF16, 0, 1, 8.0 + 12.0 / 64},
+      {PLAN_STACK_MEGATRON_DEEPSPEED, PLAN_PREC_FP16, 0, 1, 16.0},
       {PLAN_STACK_MEGATRON_DEEPSPEED, PLAN_PREC_FP16, 1, 1, 4.0 + 12.0 / 64},
       {PLAN_STACK_TORCHTITAN, PLAN_PREC_BF16, 3, 1, 18.0 / 64},
       {PLAN_STACK_TORCHTITAN, PLAN_PREC_BF16, 3, 2, 18.0 / 64 + 4.0},

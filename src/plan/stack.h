@@ -15,9 +15,13 @@
 /* Bytes per parameter a stack keeps for gradients under one precision: `grads` is the buffer that is reduced
  * over the data-parallel ranks (sharded from ZeRO-2 on), `unsharded` an extra copy kept only by the stack's
  * optimizer without ZeRO (DeepSpeed's BF16 optimizer's fp32 accumulators, the ZeRO-0 wrapper), and
- * `unsharded_pp` one kept only when pp > 1. */
+ * `unsharded_pp` one kept only when pp > 1. `zero1_without_zero`: that optimizer without ZeRO is itself a
+ * ZeRO-1: it shards the fp32 master weights and Adam's moments over the data-parallel ranks, steps on the fp32
+ * accumulators it keeps (no step copies) and reduces them in place (no bucket) (DeepSpeed's BF16_Optimizer,
+ * stack.c [DS-bf16]). */
 typedef struct {
   double grads, unsharded, unsharded_pp;
+  bool zero1_without_zero;
 } plan_stack_grad_bytes;
 
 /* What a stack allocates besides the model states and the saved activations (cost/memory.c turns them into
@@ -35,8 +39,22 @@ typedef struct {
 typedef struct {
   double step_bytes_zero, step_bytes_nozero, bucket_elems, loss_bytes_per_logit;
   bool expandable_segments;
-  double eager_context_bytes; /* the CUDA context its software measured with eager module loading; 0: lazy */
+  double eager_context_bytes; /* the whole CUDA context its software measured with eager module loading, in place
+                               * of memory.context_bytes; 0: lazy loading, memory.context_bytes */
   bool p2p_pairs;             /* pipeline send/recv one at a time: one communicator per neighbour */
+  /* Bytes per element of the one gradient at a time its ZeRO-1/2 step copies to take the gradient norm (fp64:
+   * 8), over the largest gradient (or the part of it) in the rank's partition: the step's transient is the
+   * larger of this and step_bytes_zero per parameter of the partition (stack.c [DS-norm]); 0: none. */
+  double norm_copy_bytes;
+  /* Its pipeline engine keeps every in-flight micro-batch's stage output until that micro-batch's backward, cut
+   * to the rank's 1/tp share with tp > 1, and with tp = 1 the received input besides the forward's copy of it
+   * (stack.c [DS-pipe-buf]). */
+  bool pipe_buffers;
+  /* Its pipeline engine's grid opens its own process groups beside the model's tensor-parallel one: data,
+   * pipe, model (tp·pp) and, with pp > 1, slice (tp) groups and the tied-embedding group of the first and last
+   * stage, each its own communicator even over every rank (stack.c [DS-groups]; cost/memory.c
+   * cost_nccl_comms). always: even at pp 1 (Megatron-DeepSpeed's GPTModelPipe runs the pipeline engine). */
+  bool ds_groups, ds_groups_always;
 } plan_stack_mem;
 
 /* The loss of a stack (cost/memory.c, cost/compute.c; stack.c [MLM-ce] … [FA-ce]): whether it runs its fused
@@ -75,6 +93,8 @@ typedef struct {
                           * the GPU across MoE layers (cost/layer.c, compute_tuning.moe_host_s) */
   bool chunk_recompute;  /* runs a different full-recompute layer count per pipeline chunk (plan.h
                           * chunk_recompute_layers, the layer DP's plans); the frameworks take one count */
+  bool dropout;          /* its runs keep dropout on (hidden and attention dropout, 1-byte masks saved for the
+                          * backward; stack.c [MDS-drop]): cost/activations.c adds the masks a policy keeps */
 } plan_stack_info;
 
 /* The row of stack s (NULL for PLAN_STACK_DEFAULT or out of range). */
