@@ -43,13 +43,9 @@ static void check_result(const cost_env *env, const plan *p, const cost_result *
     /* The context: the CUDA context, a stack's eagerly loaded modules, one communicator's buffers per group. */
     const plan_stack_info *si = plan_stack_get(p->stack);
     double eager = si ? si->mem.eager_context_bytes : 0;
-    bool tied = false;
-    for (int bi = 0; bi < env->g->n_blocks; bi++)
-      for (int k = 0; k < env->g->blocks[bi].n_ops; k++) tied |= env->g->blocks[bi].ops[k].tied;
-    tied = tied && si && si->mem.ds_groups && p->pp > 1 && (i == 0 || i == p->pp - 1);
     if (!cost_exec_cpu_on(env, 0, p))
       assert_rel_close(m->context, (eager > 0 ? eager : env->tuning.memory.context_bytes) +
-                                       env->tuning.memory.comm_bytes * cost_nccl_comms(p, i, si ? &si->mem : NULL, tied),
+                                       env->tuning.memory.comm_bytes * cost_rank_nccl_comms(env, p, i),
                         1e-12);
   }
   assert_true(r->fits == (r->peak_mem_bytes <= r->capacity_bytes && r->host_mem_bytes <= r->host_capacity_bytes));

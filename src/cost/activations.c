@@ -33,12 +33,13 @@ bool cost_op_policy_keeps(const graph_op *op, int *n_mm) {
 
 /* What unfused attention keeps beyond its inputs (compute_shard.attn_scores: Megatron-DeepSpeed's baddbmm, fused
  * scale-mask-softmax and bmm, plan/stack.c [MDS-attn]), over the full s×s product of each of the device's heads:
- * the softmax output (2 bytes per score) and, where the stack runs dropout, the dropout output the bmm with V
- * reads (2) and its mask (1): Korthikanti et al. 2022 §4.1's 5as²b. Flash attention's output and statistics
- * are not among them (the output is the next matmul's saved input anyway). */
+ * the softmax output (2 bytes per score) and, where the stack or the model runs attention dropout, the dropout
+ * output the bmm with V reads (2) and its mask (1): Korthikanti et al. 2022 §4.1's 5as²b. These take the place
+ * of the op's own saved tensors and mask (attention_internal): flash attention's output and statistics are not
+ * among them (the output is the next matmul's saved input anyway). */
 static double unfused_scores_bytes(const graph_op *op, const compute_shard *sh, double b, double s) {
   double heads = (double)op->heads / (op->tp_split ? (double)sh->tp : 1.0);
-  return b * heads * (s / (double)sh->cp) * s * (sh->dropout ? 5.0 : 2.0);
+  return b * heads * (s / (double)sh->cp) * s * (sh->dropout || op->mask_of >= 0 ? 5.0 : 2.0);
 }
 
 /* An op's saved tensor that unfused attention does not keep, or that selective recompute drops: anything but
@@ -48,11 +49,14 @@ static bool attention_internal(const graph_op *op, int t) {
 }
 
 /* The hidden dropout masks of a block where its stack runs dropout (compute_shard.dropout, plan/stack.c
- * [MDS-drop]), one byte per element of the block's [b, s, h] output each: the embedding's one, and a layer's
- * two (Megatron's bias-dropout-adds after the attention and after the MLP), split as that output is. */
+ * [MDS-drop]) and the model's graph has none of its own (model/transformer.c's dropout ops, whose masks the
+ * markers count), one byte per element of the block's [b, s, h] output each: the embedding's one, and a
+ * layer's two (Megatron's bias-dropout-adds after the attention and after the MLP), split as that output is. */
 static double hidden_mask_bytes(const graph_block *blk, const compute_shard *sh, double b, double s) {
   int n = blk->role == BLOCK_LAYER ? 2 : blk->role == BLOCK_EMBED ? 1 : 0;
   if (!sh->dropout || blk->output < 0 || n == 0) return 0;
+  for (int i = 0; i < blk->n_ops; i++)
+    if (blk->ops[i].mask_of >= 0 && blk->ops[i].kind != OP_ATTENTION) return 0;
   const graph_tensor *t = &blk->tensors[blk->output];
   return n * graph_tensor_numel(t, b, s) / cost_tensor_divisor(t, sh);
 }
@@ -73,7 +77,7 @@ static double mark_saved(const graph_block *blk, const compute_shard *sh, double
       mark[t] |= (unsigned char)(1 | (op->kind == OP_MATMUL ? 0 : 2));
     }
     if (unfused && !sel) masks += unfused_scores_bytes(op, sh, b, s);
-    if (op->mask_of >= 0 && !sel)
+    if (op->mask_of >= 0 && !sel && !unfused)
       masks += graph_tensor_numel(&blk->tensors[op->mask_of], b, s) / cost_tensor_divisor(&blk->tensors[op->mask_of], sh);
   }
   return masks;
@@ -103,7 +107,7 @@ static double mark_op_policy(const graph_block *blk, const compute_shard *sh, do
     for (int k = 0; k < op->n_saved; k++)
       if (!(mark[op->saved[k]] & 4) && !(unfused && attention_internal(op, op->saved[k]))) mark[op->saved[k]] |= 1;
     if (unfused) masks += unfused_scores_bytes(op, sh, b, s);
-    if (op->mask_of >= 0)
+    if (op->mask_of >= 0 && !unfused)
       masks += graph_tensor_numel(&blk->tensors[op->mask_of], b, s) / cost_tensor_divisor(&blk->tensors[op->mask_of], sh);
   }
   return masks;

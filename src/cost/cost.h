@@ -299,9 +299,11 @@ AP_HIDDEN cost_mem memory_rank(const cost_env *env, const plan *p, const rank_co
  * reserve_fraction, times memory.expandable_factor where the stack runs expandable segments. */
 AP_HIDDEN double cost_reserve_fraction(const cost_env *env, const plan *p);
 /* The NCCL communicators pipeline rank r of plan p holds (memory.c), each memory.comm_bytes of device memory,
- * under its stack's memory mechanisms sm (NULL: none; plan_stack_mem.p2p_pairs, ds_groups); tied: the model
- * ties its embedding and head (the tied-weight group of DeepSpeed's pipeline engine). */
+ * under its stack's memory mechanisms sm (NULL: none; plan_stack_mem.p2p_pairs, groups); tied: the model ties
+ * its embedding and head (the tied-weight group of DeepSpeed's pipeline engine). */
 AP_HIDDEN int cost_nccl_comms(const plan *p, int r, const plan_stack_mem *sm, bool tied);
+/* cost_nccl_comms for rank r of plan p on env's model, with the plan's stack: what memory_rank counts. */
+AP_HIDDEN int cost_rank_nccl_comms(const cost_env *env, const plan *p, int r);
 /* Whether plan p's optimizer shards its fp32 master weights and moments over the data-parallel ranks: ZeRO-1 and
  * up, or an optimizer that does so without ZeRO (cost_state_bytes.zero1_without_zero). */
 AP_HIDDEN bool cost_optimizer_sharded(const plan *p, const cost_state_bytes *sb);

@@ -70,15 +70,19 @@ int cost_nccl_comms(const plan *p, int r, const plan_stack_mem *sm, bool tied) {
   int64_t world = p->tp * p->pp * p->dp * p->cp, edp = plan_edp(p);
   if (world <= 1) return 0;
   bool p2p_pairs = sm && sm->p2p_pairs, pp = p->pp > 1;
+  plan_stack_groups grp = sm ? sm->groups : PLAN_GROUPS_PLAIN;
   int n = 1; /* the default group */
-  if (sm && (sm->ds_groups_always || (sm->ds_groups && pp))) {
+  if (grp == PLAN_GROUPS_MDS || (grp == PLAN_GROUPS_DS_PIPE && pp)) {
     /* DeepSpeed's pipeline engine (plan/stack.c [DS-groups]): the model's tensor-parallel group and the grid's
      * own groups, each a communicator of its own even over every rank: data-parallel, model (the replica's tp·pp
      * ranks: the norm's and overflow check's all-reduces), and with pp > 1 pipe (the loss broadcast), slice
      * (tp: the partitioned pipe tensors), the tied embedding's group on the first and last stage and a pair per
-     * neighbour (send/recv); expert groups as below. */
-    n += (p->tp > 1) + (p->dp * p->cp > 1) + (p->tp * p->pp > 1);
+     * neighbour (send/recv); Megatron-DeepSpeed adds Megatron's own data- and pipeline-parallel groups
+     * ([MDS-groups]); expert groups as below. */
+    bool dp = p->dp * p->cp > 1;
+    n += (p->tp > 1) + dp + (p->tp * p->pp > 1);
     if (pp) n += 1 + (p->tp > 1) + (r > 0) + (r < p->pp - 1) + (tied && (r == 0 || r == p->pp - 1));
+    if (grp == PLAN_GROUPS_MDS) n += dp + pp;
     n += (p->ep > 1) + (p->ep > 1 && edp > 1);
     return n;
   }
@@ -98,6 +102,12 @@ static bool model_tied(const cost_env *env) {
   return false;
 }
 
+int cost_rank_nccl_comms(const cost_env *env, const plan *p, int r) {
+  plan_stack_mem sm = stack_mem(p, env->facts.has_layers);
+  bool tied = sm.groups != PLAN_GROUPS_PLAIN && p->pp > 1 && (r == 0 || r == p->pp - 1) && model_tied(env);
+  return cost_nccl_comms(p, r, &sm, tied);
+}
+
 /* The optimizer step's transient copies (plan/stack.c [DS-step] [DS-norm]): per parameter of the local ZeRO-1/2
  * partition, or the fp64 copy of the partition's largest gradient taken for the norm if larger; per local
  * parameter without ZeRO; none where the optimizer steps on fp32 gradients it keeps (zero1_without_zero) or
@@ -110,25 +120,30 @@ static double step_bytes(const plan *p, const plan_stack_mem *sm, const cost_sta
   return 0;
 }
 
-/* A DeepSpeed optimizer's gradient-reduction buffers (plan/stack.c [DS-bucket]), 16-bit: ZeRO-1/2's bucket of
- * reduce_bucket_size elements, two with overlap_comm (the plan's overlap_grad_reduce) off the pipeline engine,
- * which turns it off; without ZeRO the engine's all-reduce flattens as many elements at most, or all the rank's
- * gradients if fewer; none for an optimizer that reduces its flat fp32 accumulators in place, or offloads. */
+/* A DeepSpeed optimizer's gradient-reduction buffers (plan/stack.c [DS-bucket]), 16-bit: ZeRO-2's bucket of
+ * reduce_bucket_size elements (contiguous_gradients), two with overlap_comm (the plan's overlap_grad_reduce)
+ * off the pipeline engine, which turns it off; ZeRO-1 the same where the stack keeps those settings at stage 1
+ * (zero1_contiguous), else the flattened bucket of at most as many of the rank's gradients; without ZeRO the
+ * engine's all-reduce flattens the same; none for an optimizer that reduces its flat fp32 accumulators in
+ * place, or offloads. */
 static double bucket_bytes(const plan *p, const plan_stack_mem *sm, const cost_state_bytes *sb, const rank_cost *R) {
   if (sm->bucket_elems <= 0 || p->offload_optimizer != PLAN_OFFLOAD_NONE || p->zero_stage >= 3) return 0;
-  if (p->zero_stage == 0)
-    return sb->zero1_without_zero ? 0 : 2.0 * fmin(sm->bucket_elems, R->params_dense + R->params_expert);
+  if (p->zero_stage == 0 && sb->zero1_without_zero) return 0;
+  if (p->zero_stage == 0 || (p->zero_stage == 1 && !sm->zero1_contiguous))
+    return 2.0 * fmin(sm->bucket_elems, R->params_dense + R->params_expert);
   return 2.0 * sm->bucket_elems * (p->overlap_grad_reduce && p->pp <= 1 ? 2.0 : 1.0);
 }
 
-/* The pipeline engine's buffers of the micro-batches in flight on rank r (plan/stack.c [DS-pipe-buf]): each
- * keeps its stage output until its backward, the rank's 1/tp share with tp > 1, and with tp 1 a copy of its
- * received input beside the one the forward runs on. */
+/* The pipeline engine's buffers on rank r (plan/stack.c [DS-pipe-buf]): for each micro-batch in flight its stage
+ * output until its backward, the rank's 1/tp share with tp > 1, and with tp 1 a copy of its received input
+ * beside the one the forward runs on; and the receive buffers of the activations (every rank but the first)
+ * and of the gradients (every rank but the last), the 1/tp share each, kept throughout. */
 static double pipe_buffer_bytes(const cost_env *env, const plan *p, const plan_stack_mem *sm, int r, double b, double s) {
   if (!sm->pipe_buffers || p->pp <= 1) return 0;
-  double one = cost_boundary_bytes(env, p, b, s, true);
-  double out = r < p->pp - 1 ? one / (double)p->tp : 0, in = r > 0 && p->tp == 1 ? one : 0;
-  return plan_schedule_in_flight_mb(p, r) * (out + in);
+  double one = cost_boundary_bytes(env, p, b, s, true), part = one / (double)p->tp;
+  bool first = r == 0, last = r == p->pp - 1;
+  double out = last ? 0 : part, in = !first && p->tp == 1 ? one : 0;
+  return plan_schedule_in_flight_mb(p, r) * (out + in) + (first ? 0 : part) + (last ? 0 : part);
 }
 
 cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s) {
@@ -183,9 +198,8 @@ cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, in
   /* The allocator's reserve grows with the bytes allocated and freed through the iteration (cost.h). */
   mem.reserve = cost_reserve_fraction(env, p) * (mem.activations + mem.logits + mem.buffers + mem.step);
   /* The CUDA context (a stack's measured eagerly loaded one in its place, stack.c [BS-ctx]) and NCCL's buffers. */
-  bool tied = sm.ds_groups && p->pp > 1 && (r == 0 || r == p->pp - 1) && model_tied(env);
   mem.context = (sm.eager_context_bytes > 0 ? sm.eager_context_bytes : mt->context_bytes) +
-                mt->comm_bytes * cost_nccl_comms(p, r, &sm, tied);
+                mt->comm_bytes * cost_rank_nccl_comms(env, p, r);
   mem.total = mem.params + mem.grads + mem.optimizer + mem.activations + mem.logits + mem.buffers + mem.step +
               mem.workspace + mem.reserve + mem.context;
   return mem;

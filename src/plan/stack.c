@@ -72,15 +72,16 @@
  *      and flattens the list (_flatten_dense_tensors): 4 + 4 bytes per parameter, all alive at the cat.
  *  [DS-bucket] the same stage_1_and_2.py: reduce_bucket_size defaults to 500,000,000 elements, and with
  *      contiguous_gradients (default true) a bucket of that many elements of the 16-bit dtype is allocated
- *      for the reduction (backward(); reduce_gradients() under pipeline parallelism). At @2151c787 (2022-02,
- *      the master the BigScience rows of 02-2022 ran) engine.py _configure_zero_optimizer turned contiguous_
- *      gradients off for stage 1, and the reduction flattened buckets of the same reduce_bucket_size elements
- *      instead (buffered_reduce_fallback, allreduce_bucket: self.flatten(bucket)): the same transient. Without
- *      ZeRO the engine all-reduces the 16-bit gradients through buckets of MEMORY_OPT_ALLREDUCE_SIZE =
- *      500,000,000 elements, flattened the same way (engine.py buffered_allreduce_fallback). With overlap_comm
- *      (not under pipeline parallelism, which turns it off) ZeRO-2 keeps two buckets, double-buffered
- *      (ipg_buffer, buf_0 and buf_1). allgather_bucket_size allocates nothing: the all-gather after the step
- *      writes into views of the flat 16-bit group.
+ *      for the reduction (backward(); reduce_gradients() under pipeline parallelism), two with overlap_comm
+ *      (ipg_buffer's buf_0 and buf_1), which the pipeline engine turns off; microsoft/DeepSpeed deepspeed/
+ *      runtime/engine.py @38327e07 _configure_zero_optimizer keeps both settings at stage 1. At @2151c787
+ *      (2022-02-18, the master the BigScience rows of 02-2022 ran) it turned contiguous_gradients and
+ *      overlap_comm off for stage 1 ("meaningless in stage 1"), and the reduction flattened buckets of at most
+ *      reduce_bucket_size elements of the rank's gradients instead (stage_1_and_2.py reduce_ipg_grads,
+ *      buffered_reduce_fallback, allreduce_bucket: self.flatten(bucket)). Without ZeRO the engine all-reduces
+ *      the 16-bit gradients through buckets of MEMORY_OPT_ALLREDUCE_SIZE = 500,000,000 elements, flattened the
+ *      same way (engine.py buffered_allreduce_fallback, allreduce_no_retain). allgather_bucket_size allocates
+ *      nothing: the all-gather after the step writes into views of the flat 16-bit group.
  *  [DS-norm] microsoft/DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py @2151c787 and @38327e07,
  *      get_grad_norm_direct: the norm of every gradient of the rank's partition, one at a time, from an fp64
  *      copy (g.data.double().norm(2); torch.linalg.vector_norm(g.data.double()) at @38327e07), before the
@@ -92,13 +93,16 @@
  *  [DS-pipe-buf] microsoft/DeepSpeed deepspeed/runtime/pipe/engine.py @2151c787 and @38327e07: _exec_forward_
  *      pass keeps each micro-batch's stage output in pipe_buffers['outputs'][buffer_id] until _exec_backward_
  *      pass sets it to None; with tensor slicing (is_pipe_partitioned: model-parallel size > 1; pipe_partitioned
- *      defaults true at @38327e07) a stage other than the last keeps only its 1/tp part (PartitionedTensor;
- *      first_output.data = torch.zeros(1)). A stage other than the first receives its input into pipe_recv_buf,
- *      keeps a clone in the buffer (_exec_recv_activations) and runs the forward on another clone (inputs =
- *      ...clone()): two copies at tp 1; with tp > 1 the gathered full input replaces the buffer and is the
- *      first layer's checkpointed input, one copy. A micro-batch's buffers live from its forward to its
- *      backward: TrainSchedule (schedule.py) reserves max(2, min(stages − stage_id + 1, micro_batches)) slots
- *      and runs 1F1B, so p − r of them are full on pipeline rank r at its peak.
+ *      defaults true at @38327e07) a stage other than the last keeps only its 1/tp part (PartitionedTensor's
+ *      local_data, a clone; first_output.data = torch.zeros(1)). A stage other than the first receives its
+ *      input into pipe_recv_buf, keeps a clone in the buffer (_exec_recv_activations) and runs the forward on
+ *      another clone (inputs = ...clone()): two copies at tp 1; with tp > 1 the gathered full input replaces the
+ *      buffer and is the first layer's checkpointed input, one copy. A micro-batch's buffers live from its
+ *      forward to its backward: TrainSchedule (schedule.py) reserves max(2, min(stages − stage_id + 1,
+ *      micro_batches)) slots and runs 1F1B, so p − r of them are full on pipeline rank r at its peak. Two
+ *      buffers are allocated once and kept: pipe_recv_buf (_recv_tensor_meta, the shapes sent: the 1/tp part
+ *      with tp > 1) on every stage but the first, and grad_layer (_exec_recv_grads, the partitioned shapes with
+ *      is_grad_partitioned) on every stage but the last.
  *  [DS-groups] microsoft/DeepSpeed deepspeed/runtime/pipe/topology.py @2151c787, PipelineParallelGrid: its own
  *      dist.new_group for the model group of each replica (all tp·pp ranks: ZeRO's and the fp16 optimizer's
  *      norm and overflow all-reduces, mpu.get_model_parallel_group), the data-parallel groups (the gradient
@@ -110,6 +114,14 @@
  *      all-reduces. Each process group is its own NCCL communicator (PyTorch's ProcessGroupNCCL), even one
  *      over every rank. pretrain_gpt.py @541b967f builds GPTModelPipe whenever --deepspeed is on, so the
  *      pipeline engine and its grid run even at pp 1.
+ *  [MDS-groups] bigscience-workshop/Megatron-DeepSpeed megatron/data/gpt_dataset.py @541b967f,
+ *      _build_index_mappings: every rank all-reduces a count over Megatron's data-parallel and then its
+ *      pipeline-parallel group (mpu.get_data_parallel_group(), get_pipeline_model_parallel_group(): "This
+ *      should be a barrier"), so those two groups of megatron/mpu/initialize.py open communicators of their
+ *      own beside the pipeline grid's groups of the same ranks. bigscience-workshop/bigscience train/tr11-200B-ml/
+ *      tr11-200B-ml.slurm @217dc6c (2022-02-17), the script of the 02-2022 rows: --train-weighted-split-paths
+ *      (build_dataset_group: GPTDataset), ZERO_STAGE=1, --fp16, --checkpoint-activations and --deepspeed-
+ *      activation-checkpointing without --partition-activations, no bucket or overlap settings in ds_config.
  *  [MDS-drop] bigscience-workshop/Megatron-DeepSpeed megatron/arguments.py @541b967f: --attention-dropout and
  *      --hidden-dropout default to 0.1, and bigscience-workshop/bigscience train/tr11-176B-ml/README.md
  *      @9e64edec: "The default Megatron-LM dropout settings are inherited". Each dropout keeps a 1-byte mask
@@ -207,16 +219,17 @@
 #define GB(g, u, upp) {g, u, upp, false}
 /* DeepSpeed's BF16_Optimizer without ZeRO: bf16 gradients, fp32 accumulators, its own ZeRO-1 [DS-bf16]. */
 #define GZ1(g, u) {g, u, 0, true}
-/* Memory mechanisms (plan_stack_mem): DeepSpeed's optimizers [DS-step] [DS-bucket] [DS-norm], its pipeline's
- * single send/recv [DS-p2p] (Megatron's and torchtitan's pipelines batch theirs [MLM-p2p]), buffers [DS-pipe-buf]
- * and process groups [DS-groups] (always, for Megatron-DeepSpeed's GPTModelPipe) and BigScience's context
- * [BS-ctx]; torchtitan's loss [TT-loss]; llm-foundry's unfused torch_crossentropy [LF-ce], the same ATen path
+/* Memory mechanisms (plan_stack_mem): DeepSpeed's optimizers [DS-step] [DS-bucket] [DS-norm] (ZeRO-1 with
+ * contiguous gradients in today's DeepSpeed, without in the 2022 one BigScience ran), its pipeline's single
+ * send/recv [DS-p2p] (Megatron's and torchtitan's pipelines batch theirs [MLM-p2p]), buffers [DS-pipe-buf] and
+ * process groups [DS-groups] (at every pp and with Megatron's own, for Megatron-DeepSpeed [MDS-groups]) and
+ * BigScience's context [BS-ctx]; torchtitan's loss [TT-loss]; llm-foundry's unfused torch_crossentropy [LF-ce], the same ATen path
  * as torchtitan's (12 bytes; its default fused loss is plan_stack_loss's). */
-#define MEM_DEFAULT {0, 0, 0, 0, false, 0, false, 0, false, false, false}
-#define MEM_DEEPSPEED {6.0, 8.0, 5e8, 0, false, 0, true, 8.0, true, true, false}
-#define MEM_BIGSCIENCE {6.0, 8.0, 5e8, 0, false, 1573.0 * 1048576.0, true, 8.0, true, true, true}
-#define MEM_TORCHTITAN {0, 0, 0, 12.0, true, 0, false, 0, false, false, false}
-#define MEM_LLM_FOUNDRY {0, 0, 0, 12.0, false, 0, false, 0, false, false, false}
+#define MEM_DEFAULT {0, 0, 0, 0, false, 0, false, 0, false, false, PLAN_GROUPS_PLAIN}
+#define MEM_DEEPSPEED {6.0, 8.0, 5e8, 0, false, 0, true, 8.0, true, true, PLAN_GROUPS_DS_PIPE}
+#define MEM_BIGSCIENCE {6.0, 8.0, 5e8, 0, false, 1573.0 * 1048576.0, true, 8.0, true, false, PLAN_GROUPS_MDS}
+#define MEM_TORCHTITAN {0, 0, 0, 12.0, true, 0, false, 0, false, false, PLAN_GROUPS_PLAIN}
+#define MEM_LLM_FOUNDRY {0, 0, 0, 12.0, false, 0, false, 0, false, false, PLAN_GROUPS_PLAIN}
 /* Losses (plan_stack_loss): fused by default, fused bytes per logit, unfused forward and backward bytes moved,
  * fused ones. Megatron's unfused and native fused [MLM-ce] [MLM-fce]; PyTorch's [ATen-ce]; flash-attn's [FA-ce];
  * an in-place fused kernel (2 bytes: the logits) at the loss op's own traffic for autopar and any. */
@@ -247,7 +260,7 @@ static const plan_stack_info stacks[PLAN_STACK_DEFAULT] = {
                                        "unfused: baddbmm, fused scale-mask-softmax, bmm",
                                        GRADS(GZ1(2, 4), G(2), GZ1(2, 4)),
                                        "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [DS-norm] "
-                                       "[DS-pipe-buf] [DS-groups] [BS-ctx] [MDS-attn] [MDS-drop]",
+                                       "[DS-pipe-buf] [DS-groups] [MDS-groups] [BS-ctx] [MDS-attn] [MDS-drop]",
                                        MEM_BIGSCIENCE, true, false, true, LOSS_OWN, false, false, true},
     [PLAN_STACK_TORCHTITAN] = {"torchtitan", SCH(GPIPE) | SCH(1F1B) | SCH(INTERLEAVED_1F1B) | SCH(ZB_V),
                                Z(0) | Z(2) | Z(3), Z(0) | Z(2) | Z(3), RC(NONE) | RC(OP) | RC(FULL), true, true, true,

@@ -24,6 +24,17 @@ typedef struct {
   bool zero1_without_zero;
 } plan_stack_grad_bytes;
 
+/* The process groups a stack's launch opens beyond those of its parallel degrees (cost/memory.c cost_nccl_comms;
+ * each group a collective runs on is a communicator of its own, with its own buffers). */
+typedef enum {
+  PLAN_GROUPS_PLAIN,   /* one per parallel degree (Megatron-Core, torchtitan, FSDP) */
+  PLAN_GROUPS_DS_PIPE, /* with pp > 1, DeepSpeed's pipeline grid: data, pipe, model (tp·pp) and slice (tp) groups,
+                        * the tied-embedding group of the first and last stage (stack.c [DS-groups]) */
+  PLAN_GROUPS_MDS,     /* Megatron-DeepSpeed: that grid at every pp (GPTModelPipe runs the pipeline engine), plus
+                        * Megatron's own data- and pipeline-parallel groups, which the dataset's barrier uses
+                        * (stack.c [DS-groups] [MDS-groups]) */
+} plan_stack_groups;
+
 /* What a stack allocates besides the model states and the saved activations (cost/memory.c turns them into
  * bytes): the transient copies its optimizer step makes of the gradients, per parameter of the local ZeRO-1/2
  * partition (`step_bytes_zero`) or per local parameter without ZeRO (`step_bytes_nozero`); the gradient-
@@ -47,14 +58,16 @@ typedef struct {
    * larger of this and step_bytes_zero per parameter of the partition (stack.c [DS-norm]); 0: none. */
   double norm_copy_bytes;
   /* Its pipeline engine keeps every in-flight micro-batch's stage output until that micro-batch's backward, cut
-   * to the rank's 1/tp share with tp > 1, and with tp = 1 the received input besides the forward's copy of it
-   * (stack.c [DS-pipe-buf]). */
+   * to the rank's 1/tp share with tp > 1, and with tp = 1 the received input besides the forward's copy of it;
+   * and one receive buffer for the activations and one for the gradients, each the 1/tp share, kept for the
+   * whole run (stack.c [DS-pipe-buf]). */
   bool pipe_buffers;
-  /* Its pipeline engine's grid opens its own process groups beside the model's tensor-parallel one: data,
-   * pipe, model (tp·pp) and, with pp > 1, slice (tp) groups and the tied-embedding group of the first and last
-   * stage, each its own communicator even over every rank (stack.c [DS-groups]; cost/memory.c
-   * cost_nccl_comms). always: even at pp 1 (Megatron-DeepSpeed's GPTModelPipe runs the pipeline engine). */
-  bool ds_groups, ds_groups_always;
+  /* Its ZeRO-1 keeps contiguous_gradients and overlap_comm as configured (DeepSpeed @38327e07: a bucket of
+   * bucket_elems, two with overlap_comm), rather than turning both off at stage 1 (@2151c787: the reduction
+   * flattens at most bucket_elems of the rank's gradients at a time); stack.c [DS-bucket]. */
+  bool zero1_contiguous;
+  /* Which process groups it opens besides the model's tensor-parallel one (cost/memory.c cost_nccl_comms). */
+  plan_stack_groups groups;
 } plan_stack_mem;
 
 /* The loss of a stack (cost/memory.c, cost/compute.c; stack.c [MLM-ce] … [FA-ce]): whether it runs its fused
