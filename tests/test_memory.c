@@ -1,7 +1,7 @@
 /* Tests of the memory model's bookkeeping and of the advice when nothing fits: over many plans (models, meshes,
  * ZeRO stages, recompute kinds, stacks, offload), every stage's parts add up to its total, in the cost result,
  * in estimate's JSON document and in its text table; the allocator reserve is memory.reserve_fraction of the
- * transient bytes (times memory.expandable_factor on a stack with expandable segments); the fit verdict is the
+ * transient bytes (memory.expandable_reserve_fraction on a stack with expandable segments); the fit verdict is the
  * total against the capacity. The advice (report/advice.c) offers each saver that helps, ZeRO-1 included, and
  * its verdicts are the cost model's. */
 #include <math.h>

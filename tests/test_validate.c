@@ -2,6 +2,7 @@
  * the file:line:col message it must give), the typed field getters, plan completion (every result valid,
  * stated fields kept, the choice checked against brute force over the same candidates) and a tiny runs
  * table validated end to end through ap_validate's JSON. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -641,6 +642,48 @@ static void test_validate_reference(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* The memory of the stacks as they allocate (issue 20, item 3): on the reference table with the shipped
+ * calibration, the Megatron-DeepSpeed rows (BigScience's BLOOM prototypes, nvidia-smi peaks of the first node)
+ * are predicted within 3% on average (mean signed error; they were 5-10% under before DeepSpeed's pipeline
+ * buffers, process groups, step copies and Megatron-DeepSpeed's unfused attention and dropout masks were
+ * modelled) and their MAPE stays at the figure `make calibrate` gives (docs/cost-model.md "Memory"); the
+ * torchtitan rows (PyTorch's reserved bytes) stay within theirs; every row measured out of memory is predicted
+ * not to fit and every row measured to run is predicted to fit. */
+static void test_validate_reference_memory(void **state) {
+  (void)state;
+  const char *dir = test_reference_dir();
+  if (!dir) skip();
+  char path[256];
+  snprintf(path, sizeof path, "%s/runs.csv", dir);
+  ap_ctx *ctx = ap_ctx_new();
+  validate_report *rep = NULL;
+  if (validate_file(ctx, path, &rep)) fail_msg("%s", ap_ctx_error(ctx));
+  double sum[2] = {0}, abs_sum[2] = {0};
+  int n[2] = {0}, oom = 0, oom_ok = 0, ran = 0, ran_ok = 0;
+  for (int64_t i = 0; i < validate_report_n_rows(rep); i++) {
+    const validate_row *v = validate_report_row(rep, i);
+    if (v->error) continue;
+    if (v->measured_oom) oom++, oom_ok += !v->fits;
+    else ran++, ran_ok += v->fits;
+    if (!v->has_mem) continue;
+    int k = v->plan.stack == PLAN_STACK_MEGATRON_DEEPSPEED ? 0 : v->plan.stack == PLAN_STACK_TORCHTITAN ? 1 : -1;
+    if (k < 0) fail_msg("row %s: a measured peak on a stack this test does not know", v->id);
+    double e = (v->compared_mem_bytes - v->measured_mem_bytes) / v->measured_mem_bytes;
+    sum[k] += e, abs_sum[k] += fabs(e), n[k]++;
+  }
+  print_message("# megatron-deepspeed: %d rows, mean signed %+.2f%%, MAPE %.2f%%; torchtitan: %d rows, MAPE %.2f%%; "
+                "oom %d of %d, ran %d of %d\n",
+                n[0], 100 * sum[0] / n[0], 100 * abs_sum[0] / n[0], n[1], 100 * abs_sum[1] / n[1], oom_ok, oom, ran_ok, ran);
+  assert_true(n[0] >= 37 && n[1] >= 9);
+  assert_true(fabs(sum[0] / n[0]) <= 0.03);
+  assert_true(abs_sum[0] / n[0] <= MDS_MEM_MAPE);
+  assert_true(abs_sum[1] / n[1] <= TT_MEM_MAPE);
+  assert_int_equal(oom_ok, oom);
+  assert_int_equal(ran_ok, ran);
+  validate_report_free(rep);
+  ap_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_csv_good),
@@ -655,6 +698,7 @@ int main(void) {
       cmocka_unit_test(test_validate_stack),
       cmocka_unit_test(test_validate_bad_input),
       cmocka_unit_test(test_validate_reference),
+      cmocka_unit_test(test_validate_reference_memory),
   };
   return cmocka_run_group_tests(tests, e2e_setup, e2e_teardown);
 }

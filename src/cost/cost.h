@@ -29,9 +29,10 @@ typedef struct {
    * logits, buffers, the optimizer step's copies), whose allocation pattern makes it: fitted by calibration to
    * the measured peaks. Part of the predicted total, so of the fit test and the OOM verdict. */
   double reserve_fraction;
-  /* The same reserve relative to reserve_fraction when the stack runs the allocator with expandable segments
-   * (plan_stack_mem.expandable_segments), which maps blocks into one growing segment and so caches less. */
-  double expandable_factor;
+  /* The same reserve when the stack runs the allocator with expandable segments
+   * (plan_stack_mem.expandable_segments), which maps blocks into one growing segment: a mechanism of its own,
+   * fitted on its own rows. */
+  double expandable_reserve_fraction;
 } memory_tuning;
 
 AP_HIDDEN memory_tuning memory_tuning_defaults(void);
@@ -296,7 +297,7 @@ AP_HIDDEN double schedule_pipeline_s(const plan *p, rank_cost *rc, int n_ranks, 
 /* Memory of pipeline rank r. */
 AP_HIDDEN cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s);
 /* The allocator reserve plan p's stack holds, as a fraction of its transient bytes (memory.c): memory.
- * reserve_fraction, times memory.expandable_factor where the stack runs expandable segments. */
+ * reserve_fraction, or memory.expandable_reserve_fraction where the stack runs expandable segments. */
 AP_HIDDEN double cost_reserve_fraction(const cost_env *env, const plan *p);
 /* The NCCL communicators pipeline rank r of plan p holds (memory.c), each memory.comm_bytes of device memory,
  * under its stack's memory mechanisms sm (NULL: none; plan_stack_mem.p2p_pairs, groups); tied: the model ties

@@ -54,7 +54,7 @@ static plan_stack_mem stack_mem(const plan *p, bool transformer) {
 
 double cost_reserve_fraction(const cost_env *env, const plan *p) {
   const memory_tuning *mt = &env->tuning.memory;
-  return mt->reserve_fraction * (stack_mem(p, env->facts.has_layers).expandable_segments ? mt->expandable_factor : 1.0);
+  return stack_mem(p, env->facts.has_layers).expandable_segments ? mt->expandable_reserve_fraction : mt->reserve_fraction;
 }
 
 int cost_nccl_comms(const plan *p, int r, const plan_stack_mem *sm, bool tied) {

@@ -41,7 +41,7 @@ typedef enum {
  * reduction bucket its ZeRO-1/2 optimizer keeps from the backward on, in elements of the 16-bit gradient type;
  * the peak bytes per logit element of its default loss, the 16-bit logits included (0: the cost model's
  * memory.loss_bytes_per_logit); and whether its launch scripts turn on the caching allocator's expandable
- * segments, which keep fragmentation low (memory.reserve_fraction then applies with memory.expandable_factor);
+ * segments, which keep fragmentation low (memory.expandable_reserve_fraction then applies);
  * and the CUDA context its software takes where it loads every kernel module at start (CUDA before 11.7, or
  * CUDA_MODULE_LOADING=EAGER): bytes beyond the lazily loaded context memory.context_bytes counts; and whether
  * its pipeline sends one tensor at a time (torch.distributed.send/recv), for which PyTorch opens a communicator
