@@ -1,4 +1,4 @@
-# autopar build. Plain make, C11. Every target first runs scripts/deps.sh (through build/.deps), which
+# autopar build. Plain make, C11. Every make first runs scripts/deps.sh (while it reads this file, below), which
 # installs the Debian packages that are missing, so a fresh machine needs nothing by hand.
 #
 #   make            library (static + shared) and bin/autopar
@@ -26,6 +26,25 @@ CPPFLAGS += -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L
 CFLAGS   += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden
 LDLIBS   += -ljansson -lm
 FUZZ_SECONDS ?= 20
+
+# The first build on a bare machine (issue 19, class 10): scripts/deps.sh installs the missing Debian packages
+# before anything below asks for them. mk/*.mk run pkg-config (MPI, OpenBLAS, protobuf-c, CBC) when make reads
+# them, and onnx.proto (libonnx-dev) is a prerequisite, so a rule that ran deps.sh (as build/.deps did) came
+# too late: on a machine without those packages the first `make -j` stopped on mpi.h or on "No rule to make
+# target '/usr/include/onnx/onnx.proto'". So deps.sh runs here, while make parses, before mk/*.mk are read,
+# once per top-level make (the sub-makes of asan, fuzz-build, tsan inherit AUTOPAR_DEPS_DONE); `make clean`
+# skips it. DEPS_SCRIPT, PKG_CONFIG and ONNX_PROTO can be pointed elsewhere (tests/sh_first_build.sh runs the
+# build with the packages' files hidden behind a stand-in deps step).
+DEPS_SCRIPT ?= scripts/deps.sh
+PKG_CONFIG  ?= pkg-config
+ifeq ($(AUTOPAR_DEPS_DONE),)
+ifneq ($(filter-out clean,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(shell sh $(DEPS_SCRIPT) >&2 && echo ok),ok)
+$(error $(DEPS_SCRIPT) failed (see above): install the Debian packages it names, or run make as root)
+endif
+export AUTOPAR_DEPS_DONE := 1
+endif
+endif
 
 # Optional parts (docs/build.md): each mk/<part>.mk names its sources (PART_SRC_<part>), the compiler flags and
 # libraries its third-party dependency needs (PART_CFLAGS_<part>, PART_LIBS_<part>), its tests (PART_TESTS_<part>)
@@ -67,9 +86,9 @@ DEPS     := $(BUILD)/.deps
 .PHONY: all deps test asan fuzz example bench clean install calibrate validate-loso man
 all: $(LIB_A) $(LIB_SO) $(PART_LIBS_A) $(LIB_FULL_SO) $(BIN) $(PART_BINS)
 
+# The packages were installed while make parsed this file (above); the stamp orders the first compile after it.
 deps: $(DEPS)
-$(DEPS): scripts/deps.sh
-	@sh scripts/deps.sh
+$(DEPS): $(DEPS_SCRIPT)
 	@mkdir -p $(@D) && touch $@
 
 $(BUILD)/tools/embed: tools/embed.c | $(DEPS)

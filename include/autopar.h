@@ -21,6 +21,10 @@
  *    and may be shared by threads (each with its own context) once loaded; ap_free/_free it once, when no
  *    call uses it. An ap_plan is modified by ap_plan_set, ap_estimate, ap_simulate and ap_export (derived
  *    fields are resolved in place): one thread at a time. ap_search_opts is only read.
+ *  - Numbers are written and read with a decimal point whatever the host's locale: a function that takes a
+ *    context runs under the "C" locale on the calling thread for its duration (uselocale) and restores the
+ *    host's locale, global or per thread, before it returns; the host's log and progress callbacks, called
+ *    during the call, see "C" too.
  */
 #ifndef AUTOPAR_H
 #define AUTOPAR_H

@@ -2,12 +2,12 @@
 # OpenBLAS) form libautopar-exec.a; the rank program bin/autopar-rank (src/exec/rank*.c, PART_PROG_SRC_exec: in no
 # library) is the only binary that links MPI. `autopar run` (core CLI) launches it through mpirun, so
 # neither bin/autopar nor libautopar links MPI. --as-needed keeps OpenBLAS off binaries that call none of it.
-EXEC_MPI_CFLAGS := $(shell pkg-config --cflags ompi 2>/dev/null)
-EXEC_MPI_LIBS   := $(shell pkg-config --libs ompi 2>/dev/null)
+EXEC_MPI_CFLAGS := $(shell $(PKG_CONFIG) --cflags ompi 2>/dev/null)
+EXEC_MPI_LIBS   := $(shell $(PKG_CONFIG) --libs ompi 2>/dev/null)
 PART_SRC_exec    := $(sort $(wildcard src/exec/ex_*.c))
 PART_PROG_SRC_exec := $(sort $(wildcard src/exec/rank*.c))
-PART_CFLAGS_exec := $(shell pkg-config --cflags openblas 2>/dev/null) $(EXEC_MPI_CFLAGS)
-PART_LIBS_exec   := -Wl,--as-needed $(shell pkg-config --libs openblas 2>/dev/null)
+PART_CFLAGS_exec := $(shell $(PKG_CONFIG) --cflags openblas 2>/dev/null) $(EXEC_MPI_CFLAGS)
+PART_LIBS_exec   := -Wl,--as-needed $(shell $(PKG_CONFIG) --libs openblas 2>/dev/null)
 PART_TESTS_exec  := tests/test_exec.c tests/test_exec_run.c
 EXEC_RANK_SRC    := $(PART_PROG_SRC_exec)
 ifneq ($(CORE_ONLY),1)

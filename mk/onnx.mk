@@ -6,8 +6,8 @@ ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 ONNX_GEN   := $(BUILD)/gen/onnx
 
 PART_SRC_onnx    := src/model/onnx_pb.c $(ONNX_GEN)/onnx.pb-c.c
-PART_CFLAGS_onnx := -I$(ONNX_GEN) $(shell pkg-config --cflags libprotobuf-c 2>/dev/null)
-PART_LIBS_onnx   := $(shell pkg-config --libs libprotobuf-c 2>/dev/null || echo -lprotobuf-c)
+PART_CFLAGS_onnx := -I$(ONNX_GEN) $(shell $(PKG_CONFIG) --cflags libprotobuf-c 2>/dev/null)
+PART_LIBS_onnx   := $(shell $(PKG_CONFIG) --libs libprotobuf-c 2>/dev/null || echo -lprotobuf-c)
 PART_TESTS_onnx  := tests/test_onnx.c tests/test_graph_plan_io.c tests/test_search_onnx.c
 
 $(ONNX_GEN)/onnx.pb-c.c $(ONNX_GEN)/onnx.pb-c.h &: $(ONNX_PROTO) | $(BUILD)/.deps
@@ -15,4 +15,9 @@ $(ONNX_GEN)/onnx.pb-c.c $(ONNX_GEN)/onnx.pb-c.h &: $(ONNX_PROTO) | $(BUILD)/.dep
 	protoc-c --proto_path=$(dir $(ONNX_PROTO)) --c_out=$(ONNX_GEN) $(ONNX_PROTO)
 
 $(BUILD)/obj/src/model/onnx_pb.o: $(ONNX_GEN)/onnx.pb-c.h
+
+# Installed by scripts/deps.sh before make reads this file; a rule all the same, so that a proto still missing
+# says where it comes from instead of make's "No rule to make target".
+$(ONNX_PROTO):
+	@echo "autopar: $@ is missing: scripts/deps.sh installs it (Debian's libonnx-dev), or set ONNX_PROTO" >&2; exit 1
 $(BUILD)/obj/src/cli/parts.o: mk/onnx.mk

@@ -194,6 +194,14 @@ done <<CASES
 0|plan --model llama-3-8b --cluster dgx-h100:8x8 --gbs 64 --stack megatron-deepspeed --json --top 1|"stack":"megatron-deepspeed"
 0|estimate --model llama-3-8b --cluster h100:8 --tp 2 --dp 4 --stack torchtitan --json|"stack":"torchtitan"
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --export bogus|unknown export format "bogus"
+0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --top 1|stack: megatron-lm (the default; --stack NAME for another)
+0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --top 1 --export torchtitan 2>&1 >/dev/null|stack: torchtitan (from --export torchtitan; --stack NAME for another)
+0|plan --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096 --top 1 --stack deepspeed --json|"stack_source":"--stack"
+0|estimate --model llama-3-8b --cluster h100:8 --gbs 64 --seq 4096|stack    megatron-lm (the default; --stack NAME for another)
+2|plan --model llama-3-70b --cluster dgx-h100:8x8 --gbs 1024 --seq 8192 --fix pp=4,vpp=2,schedule=interleaved-1f1b --export deepspeed|--fix schedule=interleaved-1f1b: deepspeed does not run the interleaved-1f1b schedule (stack deepspeed, from --export deepspeed)
+2|plan --model llama-3-70b --cluster dgx-h100:8x8 --gbs 1024 --seq 8192 --fix recompute_layers=2 --stack torchtitan|--fix recompute_layers=2: torchtitan recomputes every layer of a chunk or none
+2|plan --model llama-3-70b --cluster dgx-h100:1x8 --gbs 64 --seq 4096 --top 1 --fix cp=2 --export json -o $tmp/cp.json >/dev/null && $bin export --plan $tmp/cp.json --format deepspeed|DeepSpeed has no context parallelism (its Ulysses sequence parallelism splits attention heads, not the sequence ring); for a plan deepspeed runs: autopar plan --model llama-3-70b --cluster dgx-h100:1x8 --gbs 64 --seq 4096 --stack deepspeed --export deepspeed
+0|plan --model llama-3-70b --cluster dgx-h100:1x8 --gbs 64 --seq 4096 --top 1 --export torchtitan-toml 2>/dev/null|torchtitan v0.2.x job config
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 -o $tmp/x.sh|-o/--output needs --export FORMAT
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --export megatron -o $tmp/nodir/x.sh > $tmp/nodir.out; test -s $tmp/nodir.out && exit 3; exit 2|nodir/x.sh: cannot write: No such file or directory
 2|plan --model llama-3-8b --cluster h100:8 --gbs 64 --report $tmp/nodir/r.html > $tmp/nodir.out; test -s $tmp/nodir.out && exit 3; exit 2|nodir/r.html: cannot write: No such file or directory

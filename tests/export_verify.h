@@ -63,6 +63,94 @@ static ap_plan *plan_of(const char *text_sq) {
   return ap;
 }
 
+/* ---- The frameworks' own checks, as extract.py read them (check:*, base:*, default:*, module:*, pp:* rows) ---- */
+
+/* Whether the comma-separated list holds v. */
+static bool list_has(const char *list, const char *v) { return in_choices(list, v) && list[0]; }
+
+/* The names of a Python or TOML list of strings '["a", "b"]' as "a,b". */
+static void str_list(const char *v, char *out, size_t cap) {
+  out[0] = '\0';
+  for (const char *q = strchr(v, '"'); q; q = strchr(q, '"')) {
+    const char *e = strchr(q + 1, '"');
+    if (!e) break;
+    size_t n = strlen(out);
+    snprintf(out + n, cap - n, "%s%.*s", n ? "," : "", (int)(e - q - 1), q + 1);
+    q = e + 1;
+  }
+}
+
+/* The launch a torchrun-based export states (n_nodes nodes; < 0: the first torchrun's --nnodes): on one node
+ * torchrun --standalone; on several the c10d rendezvous on the first node, the srun line and the command per
+ * node, and never a node rank or master address set by hand. */
+static void check_torchrun_launch(const char *text, int64_t n_nodes) {
+  const char *nn = strstr(text, "torchrun ");
+  nn = nn ? strstr(nn, "--nnodes ") : NULL;
+  if (n_nodes < 0) n_nodes = nn ? strtoll(nn + 9, NULL, 10) : 0;
+  if (n_nodes < 1) fail_msg("no torchrun --nnodes N in the launch:\n%s", text);
+  if (strstr(text, "${NODE_RANK") || strstr(text, "--node-rank") || strstr(text, "${MASTER_ADDR"))
+    fail_msg("a launch that relies on NODE_RANK or MASTER_ADDR set by hand:\n%s", text);
+  if (n_nodes <= 1) {
+    if (!strstr(text, "torchrun --standalone --nnodes 1 ")) fail_msg("one node without torchrun --standalone:\n%s", text);
+    return;
+  }
+  static const char *const need[] = {"--rdzv-backend c10d", "--rdzv-endpoint ", "--rdzv-id ", "srun --nodes ",
+                                     "--ntasks-per-node 1", "on each of the "};
+  for (size_t i = 0; i < AP_COUNT(need); i++)
+    if (!strstr(text, need[i])) fail_msg("a %lld-node launch lacks %s:\n%s", (long long)n_nodes, need[i], text);
+}
+
+/* The commit the table's meta row names for fw appears in the export (its first 8 hex digits, or the tag). */
+static void check_commit(const char *fw, const char *text) {
+  if (!text) fail_msg("the %s export names no commit", fw);
+  const fa_row *r = fa_find("meta", fw);
+  if (!r) fail_msg("framework_args.tsv has no meta row for %s", fw);
+  const char *at = strchr(r->type, '@');
+  char want[16];
+  const char *tag = strstr(r->type, "(v");
+  if (tag) snprintf(want, sizeof want, "%.*s", (int)strcspn(tag + 1, ")"), tag + 1);
+  else snprintf(want, sizeof want, "%.8s", at ? at + 1 : "");
+  if (!strstr(text, want)) fail_msg("the %s export does not name %s, the commit its names are checked at:\n%s", fw, want, text);
+}
+
+/* The module lists of module_fqns_per_model_part, one chunk per line after `indent[`, against the version's
+ * modules (module:MODEL) and its own split's first and last stage (pp:first_stage, pp:last_stage):
+ * distributed/pipeline_parallel.py _split_module drops whatever a chunk does not list, so a name that is no
+ * module, or a last stage without the head, trains a model without it. */
+static void check_fqns(const char *fw, const char *model, const char *at, const char *indent, const char *text) {
+  char key[96];
+  snprintf(key, sizeof key, "module:%s", model);
+  const fa_row *mods = fa_find(fw, key), *first = fa_find(fw, "pp:first_stage"), *last = fa_find(fw, "pp:last_stage");
+  if (!mods || !first || !last) fail_msg("framework_args.tsv lacks %s, pp:first_stage or pp:last_stage of %s", key, fw);
+  size_t il = strlen(indent);
+  int64_t c = 0;
+  char prev_names[4096] = "";
+  for (; strncmp(at, indent, il) == 0 && at[il] == '['; c++) {
+    const char *eol = strchr(at, '\n');
+    char line[4096], names[4096];
+    snprintf(line, sizeof line, "%.*s", (int)(eol - at), at);
+    str_list(line, names, sizeof names);
+    for (char *save = NULL, *tok = strtok_r(names, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+      char top[64];
+      snprintf(top, sizeof top, "%.*s", (int)strcspn(tok, "."), tok);
+      if (!list_has(mods->choices, top)) fail_msg("%s lists %s, not a module of %s's model (%s):\n%s", fw, tok, model, mods->choices, text);
+      if (c > 0 && list_has(first->choices, tok)) fail_msg("%s: %s outside the first chunk:\n%s", fw, tok, text);
+    }
+    str_list(line, names, sizeof names);
+    if (c == 0 && strncmp(names, first->choices, strlen(first->choices)) != 0)
+      fail_msg("%s: the first chunk does not start with %s:\n%s", fw, first->choices, text);
+    snprintf(prev_names, sizeof prev_names, "%s", names);
+    at = eol + 1;
+  }
+  size_t n = strlen(prev_names), m = strlen(last->choices);
+  if (c == 0 || n < m || strcmp(prev_names + n - m, last->choices) != 0)
+    fail_msg("%s: the last chunk does not end with %s (torchtitan drops what it leaves out):\n%s", fw, last->choices, text);
+}
+
+/* The value of a field after the export ran: its own line, else the base config's (base:MODEL:FUNCTION:field),
+ * else the dataclass default (default:field); lists as "a,b", booleans True/False. */
+static void effective(const char *text, const char *model, const char *fn, const char *field, char *out, size_t cap);
+
 /* ---- Megatron argument lists ---- */
 
 /* Whether flag is present with a value matching want: NULL any, ">N" an integer above N, else exactly. */
@@ -198,6 +286,8 @@ static void check_pattern(const mflags *m, const char *flag, const graph *g, boo
 static void check_megatron(const plan *p, const graph *g, const char *text) {
   mflags m;
   parse_megatron(text, &m);
+  check_commit("megatron", text);
+  check_torchrun_launch(text, m.nnodes);
   megatron_against_table(&m, text);
   check_rules(&m, text);
   if (m.nnodes * m.nproc != plan_n_devices(p))
@@ -237,6 +327,34 @@ static void check_megatron(const plan *p, const graph *g, const char *text) {
 }
 
 /* ---- DeepSpeed and torchtitan ---- */
+
+/* DeepSpeed's launch: the deepspeed launcher's options are runner.py's (launcher:*), the script's those
+ * deepspeed.add_config_arguments adds (script:*); several nodes name a hostfile and the first node's address,
+ * and the SLURM line is a torchrun with the c10d rendezvous. */
+static void check_deepspeed_launch(json_t *launch, const char *text) {
+  if (!json_is_object(launch)) fail_msg("DeepSpeed config without autopar.launch:\n%s", text);
+  const char *cmd = json_string_value(json_object_get(launch, "deepspeed"));
+  const char *rdzv = json_string_value(json_object_get(launch, "rendezvous"));
+  if (!cmd || !rdzv || strncmp(cmd, "deepspeed ", 10) != 0) fail_msg("autopar.launch.deepspeed:\n%s", text);
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", cmd);
+  bool script = false, multi = strstr(cmd, "--num_nodes") != NULL;
+  for (char *save = NULL, *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+    if (strcmp(tok, "TRAIN.py") == 0) script = true;
+    if (strncmp(tok, "--", 2) != 0) continue;
+    char key[96];
+    snprintf(key, sizeof key, "%s%.80s", script ? "script:" : "launcher:", tok);
+    if (!fa_find("deepspeed", key)) fail_msg("%s is not a DeepSpeed %s option (framework_args.tsv):\n%s", tok,
+                                             script ? "script" : "launcher", text);
+  }
+  if (multi) {
+    if (!strstr(cmd, "--hostfile") || !strstr(cmd, "--master_addr")) fail_msg("multi-node deepspeed launch:\n%s", text);
+    const char *slurm = json_string_value(json_object_get(launch, "slurm"));
+    if (!slurm || strncmp(slurm, "srun --nodes ", 13) != 0 || !strstr(slurm, "--rdzv-backend c10d") ||
+        !strstr(slurm, "--rdzv-endpoint "))
+      fail_msg("no SLURM line with torchrun's c10d rendezvous:\n%s", text);
+  }
+}
 
 static void check_deepspeed(const plan *p, const char *text) {
   json_error_t err;
@@ -282,6 +400,8 @@ static void check_deepspeed(const plan *p, const char *text) {
     for (size_t i = 0; i < AP_COUNT(known); i++) ok = ok || strcmp(key, known[i]) == 0;
     if (!ok) fail_msg("unexpected DeepSpeed key %s", key);
   }
+  check_commit("deepspeed", json_string_value(json_object_get(ap, "target")));
+  check_deepspeed_launch(json_object_get(ap, "launch"), text);
   json_decref(root);
 }
 
@@ -340,6 +460,8 @@ static void toml_against_table(const char *text) {
 
 static void check_torchtitan_toml(const plan *p, const graph *g, const char *text) {
   toml_against_table(text);
+  check_commit("torchtitan-toml", text);
+  check_torchrun_launch(text, -1);
   static const char *const sections[] = {"[training]", "[parallelism]", "[activation_checkpoint]"};
   for (size_t i = 0; i < AP_COUNT(sections); i++)
     if (!toml_has(text, sections[i])) fail_msg("torchtitan config lacks %s:\n%s", sections[i], text);
@@ -377,6 +499,11 @@ static void check_torchtitan_toml(const plan *p, const graph *g, const char *tex
     const char *at = strstr(text, "\nmodule_fqns_per_model_part = [\n");
     assert_non_null(at);
     at = strchr(at + 1, '\n') + 1;
+    char model[64];
+    const char *nm = strstr(text, "\nname = \"");
+    assert_non_null(nm);
+    snprintf(model, sizeof model, "%.*s", (int)strcspn(nm + 9, "\""), nm + 9);
+    check_fqns("torchtitan-toml", model, at, "  ", text);
     int64_t c = 0;
     for (; strncmp(at, "  [", 3) == 0; c++) {
       const char *eol = strchr(at, '\n');
@@ -409,6 +536,62 @@ static int64_t py_int(const char *text, const char *field) {
   char buf[64];
   if (!py_value(text, field, buf, sizeof buf)) fail_msg("torchtitan config lacks config.%s:\n%s", field, text);
   return strtoll(buf, NULL, 10);
+}
+
+static void effective(const char *text, const char *model, const char *fn, const char *field, char *out, size_t cap) {
+  char buf[512], key[192];
+  if (py_value(text, field, buf, sizeof buf)) {
+    if (buf[0] == '[') str_list(buf, out, cap);
+    else snprintf(out, cap, "%s", buf);
+    return;
+  }
+  snprintf(key, sizeof key, "base:%.40s:%.90s:%.50s", model, fn, field);
+  const fa_row *r = fa_find("torchtitan", key);
+  if (!r) {
+    snprintf(key, sizeof key, "default:%s", field);
+    r = fa_find("torchtitan", key);
+  }
+  snprintf(out, cap, "%s", r ? r->choices : "");
+}
+
+/* torchtitan's refusals at b5bcd76c, applied to base + export: async TP needs the model compiled
+ * (CompileConfig.__post_init__); CUDA graphs need pipeline parallelism off, and expert parallelism only with a
+ * dispatcher that does not synchronise (Trainer.Config._validate_cuda_graphs), unless turned off; the loss the
+ * export keeps or unwraps is the base config's ChunkedLossWrapper (components/loss.py). */
+static void check_torchtitan_rules(const plan *p, const char *model, const char *fn, const char *text) {
+  char v[512], v2[512], key[160];
+  const fa_row *r;
+  effective(text, model, fn, "compile.enable_async_tensor_parallel", v, sizeof v);
+  if (strcmp(v, "True") == 0 && (r = fa_find("torchtitan", "check:async_tp"))) {
+    effective(text, model, fn, "compile.enable", v, sizeof v);
+    effective(text, model, fn, "compile.components", v2, sizeof v2);
+    if (strcmp(v, "True") != 0 || !list_has(v2, "model"))
+      fail_msg("async TP with compile.enable %s and components [%s]: torchtitan raises \"Async TP requires 'model' in "
+               "--compile.components and --compile.enable\" (%s):\n%s", v, v2, r->choices, text);
+  }
+  effective(text, model, fn, "training.disable_cuda_graphs", v, sizeof v);
+  bool off = strcmp(v, "True") == 0;
+  if (p->pp > 1 && (r = fa_find("torchtitan", "check:cuda_graphs:pp")) && !off)
+    fail_msg("pp = %lld with CUDA graphs on: torchtitan raises \"CUDA graphs do not support pipeline parallelism yet\" "
+             "unless %s:\n%s", (long long)p->pp, r->choices, text);
+  if (p->ep > 1 && (r = fa_find("torchtitan", "check:cuda_graphs:ep")) && !off) {
+    snprintf(key, sizeof key, "registry:%.64s:moe_comm_backend", model);
+    const fa_row *b = fa_find("torchtitan", key);
+    snprintf(key, sizeof key, "comm_backend:%.64s", b ? b->choices : "");
+    const fa_row *d = fa_find("torchtitan", key), *ok = fa_find("torchtitan", "check:cuda_graphs:ep_dispatchers");
+    if (strstr(text, "moe_comm_backend")) fail_msg("the checks read the registry's default dispatcher only:\n%s", text);
+    if (!d || !ok || !list_has(ok->choices, d->choices))
+      fail_msg("ep = %lld over %s with CUDA graphs on: torchtitan raises \"CUDA graphs support only expert parallel "
+               "token dispatcher configurations without CPU synchronization\" unless %s:\n%s",
+               (long long)p->ep, d ? d->choices : "?", r->choices, text);
+  }
+  snprintf(key, sizeof key, "base:%.40s:%.90s:loss", model, fn);
+  const fa_row *loss = fa_find("torchtitan", key);
+  bool unwraps = py_value(text, "loss", v, sizeof v) != NULL;
+  if (unwraps && strcmp(v, "config.loss.loss_fn") != 0) fail_msg("config.loss = %s:\n%s", v, text);
+  if (unwraps == p->fused_loss) fail_msg("the loss line disagrees with the plan's fused_loss %d:\n%s", (int)p->fused_loss, text);
+  if (!loss || strcmp(loss->choices, "ChunkedLossWrapper") != 0 || !fa_find("torchtitan", "ChunkedLossWrapper.Config.loss_fn"))
+    fail_msg("%s() does not use ChunkedLossWrapper, whose loss_fn the export keeps or unwraps:\n%s", fn, text);
 }
 
 /* The Python form: each "config.a.b = value" a field of torchtitan's dataclasses at b5bcd76c with a value of
@@ -449,6 +632,9 @@ static void check_torchtitan(const plan *p, const graph *g, const char *text) {
     if (!r) fail_msg("torchtitan has no field %s (framework_args.tsv):\n%s", field, text);
     if (!tt_value_fits(r, buf, true)) fail_msg("config.%s = %s: not a %s:\n%s", field, buf, r->type, text);
   }
+  check_torchtitan_rules(p, model, fn, text);
+  check_commit("torchtitan", text);
+  check_torchrun_launch(text, -1);
   /* parallel_dims.py: dp_replicate·dp_shard·cp·tp·pp = world; trainer.py: the token identity. */
   int64_t rep = py_int(text, "parallelism.data_parallel_replicate_degree");
   int64_t shard = py_int(text, "parallelism.data_parallel_shard_degree");
@@ -473,6 +659,7 @@ static void check_torchtitan(const plan *p, const graph *g, const char *text) {
     const char *at = strstr(text, "\n    config.parallelism.module_fqns_per_model_part = [\n");
     assert_non_null(at);
     at = strchr(at + 1, '\n') + 1;
+    check_fqns("torchtitan", model, at, "        ", text);
     int64_t c = 0, next = 0;
     for (; strncmp(at, "        [", 9) == 0; c++) {
       const char *eol = strchr(at, '\n');

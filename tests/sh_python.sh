@@ -12,4 +12,7 @@ if ldd "$lib" 2>/dev/null | grep -q 'libasan\|libtsan'; then
   echo "ok 1 - # SKIP the python module is not loaded into python3 from a sanitizer build ($lib)"
   exit 0
 fi
-AUTOPAR_LIB=$lib exec python3 tests/python/test_autopar.py "$bin"
+out=$(AUTOPAR_LIB=$lib python3 tests/python/test_autopar.py "$bin" 2>&1)
+printf '%s\n' "$out"
+# The argument checks (issue 19, class 7), numbered on from the module's tests.
+AUTOPAR_LIB=$lib TAP_FIRST=$(printf '%s\n' "$out" | grep -c '^\(not \)\{0,1\}ok ') python3 tests/python/test_args.py "$bin"

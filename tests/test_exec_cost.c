@@ -51,8 +51,8 @@ static void write_cluster_pts(const char *path, int n, double spf, const char *a
 
 static void write_cluster(const char *path, int n, double spf) { write_cluster_pts(path, n, spf, NULL); }
 
-/* Iteration time and peak memory of plan_json on cluster, from `estimate --json` through the library. */
-static void estimate(const char *cluster, const char *plan_json, double *iter_s, double *peak_bytes) {
+/* The estimate document of plan_json on cluster (the caller json_decref's it). */
+static json_t *estimate_doc(const char *cluster, const char *plan_json) {
   char path[128];
   snprintf(path, sizeof path, "%s/plan.json", dir);
   FILE *f = fopen(path, "w");
@@ -67,18 +67,24 @@ static void estimate(const char *cluster, const char *plan_json, double *iter_s,
   assert_int_equal(ap_model_load(ctx, LLAMA, &m), AP_OK);
   assert_int_equal(ap_cluster_load(ctx, cluster, &c), AP_OK);
   assert_int_equal(ap_plan_load(ctx, path, &p), AP_OK);
-  if (ap_estimate(ctx, m, c, p, AP_OUT_JSON, &out) != AP_OK) fail_msg("%s", ap_ctx_error(ctx));
+  if (ap_estimate(ctx, m, c, p, AP_OUT_JSON, &out) != AP_OK) fail_msg("%s: %s", plan_json, ap_ctx_error(ctx));
   json_error_t e;
   json_t *r = json_loads(out, 0, &e);
   assert_non_null(r);
-  *iter_s = json_number_value(json_object_get(r, "iteration_time_s"));
-  *peak_bytes = json_number_value(json_object_get(json_object_get(r, "memory"), "peak_bytes"));
-  json_decref(r);
   ap_free(out);
   ap_plan_free(p);
   ap_cluster_free(c);
   ap_model_free(m);
   ap_ctx_free(ctx);
+  return r;
+}
+
+/* Iteration time and peak memory of plan_json on cluster, from `estimate --json` through the library. */
+static void estimate(const char *cluster, const char *plan_json, double *iter_s, double *peak_bytes) {
+  json_t *r = estimate_doc(cluster, plan_json);
+  *iter_s = json_number_value(json_object_get(r, "iteration_time_s"));
+  *peak_bytes = json_number_value(json_object_get(json_object_get(r, "memory"), "peak_bytes"));
+  json_decref(r);
 }
 
 #define ONE "{\"global_batch_size\": 8, \"seq_length\": 16, \"precision\": \"fp32\", \"pipeline\": {\"micro_batch_size\": 8}"
@@ -187,6 +193,80 @@ static void test_zbv_is_the_replayed_lists(void **s) {
   ap_ctx_free(ctx);
 }
 
+static double num(json_t *doc, const char *key) { return json_number_value(json_object_get(doc, key)); }
+static const char *str(json_t *doc, const char *key) {
+  const char *v = json_string_value(json_object_get(doc, key));
+  return v ? v : "";
+}
+
+/* On autopar profile's own cluster (issue 20 item 5) a plan that names no stack and no precision is the
+ * executor's: stack autopar from the cluster, fp32, priced by the executor's model, the same as stating both;
+ * one that states megatron-lm keeps the framework model and bf16. A serial plan on the 2-rank cluster runs on
+ * one of its ranks: the same figures as on a 1-rank cluster of the same profile, and it says so. plan searches
+ * the same way: stack autopar, fp32, the executor's constants named. */
+static void test_executor_cluster_defaults(void **s) {
+  (void)s;
+  char c1[96], c2[96];
+  snprintf(c1, sizeof c1, "%s/e1.json", dir);
+  snprintf(c2, sizeof c2, "%s/e2.json", dir);
+  write_cluster(c1, 1, 1e-11);
+  write_cluster(c2, 2, 1e-11);
+  const char *dp2 = "{\"global_batch_size\": 8, \"seq_length\": 16, \"parallel\": {\"dp\": 2}, \"pipeline\": {\"micro_batch_size\": 4}}";
+  json_t *d = estimate_doc(c2, dp2);
+  assert_string_equal(str(d, "stack"), "autopar");
+  assert_string_equal(str(d, "stack_source"), "cluster");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(d, "plan"), "precision")), "fp32");
+  assert_non_null(strstr(json_string_value(json_object_get(json_object_get(d, "calibration"), "note")),
+                         "the reference executor's own cost model"));
+  double t_default = num(d, "iteration_time_s");
+  json_decref(d);
+  d = estimate_doc(c2, "{\"global_batch_size\": 8, \"seq_length\": 16, \"parallel\": {\"dp\": 2}, \"pipeline\": "
+                       "{\"micro_batch_size\": 4}, \"stack\": \"autopar\", \"precision\": \"fp32\"}");
+  assert_true(fabs(num(d, "iteration_time_s") - t_default) <= 1e-12 * t_default);
+  assert_string_equal(str(d, "stack_source"), "plan");
+  json_decref(d);
+  d = estimate_doc(c2, "{\"global_batch_size\": 8, \"seq_length\": 16, \"parallel\": {\"dp\": 2}, \"pipeline\": "
+                       "{\"micro_batch_size\": 4}, \"stack\": \"megatron-lm\"}");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(d, "plan"), "precision")), "bf16");
+  assert_true(fabs(num(d, "iteration_time_s") - t_default) > 1e-3 * t_default);
+  json_decref(d);
+  /* a serial plan on 2 ranks: one of them */
+  const char *serial = "{\"global_batch_size\": 8, \"seq_length\": 16, \"parallel\": {\"dp\": 1}, \"pipeline\": {\"micro_batch_size\": 8}}";
+  json_t *d2 = estimate_doc(c2, serial), *d1 = estimate_doc(c1, serial);
+  assert_int_equal((int)num(d2, "devices_used"), 1);
+  assert_int_equal((int)num(d2, "cluster_devices"), 2);
+  assert_null(json_object_get(d1, "devices_used"));
+  assert_true(fabs(num(d2, "iteration_time_s") - num(d1, "iteration_time_s")) <= 1e-12 * num(d1, "iteration_time_s"));
+  assert_true(num(json_object_get(d2, "memory"), "peak_bytes") == num(json_object_get(d1, "memory"), "peak_bytes"));
+  json_decref(d2);
+  json_decref(d1);
+  /* the search on the cluster */
+  ap_ctx *ctx = ap_ctx_new();
+  ap_model *m = NULL;
+  ap_cluster *c = NULL;
+  assert_int_equal(ap_model_load(ctx, LLAMA, &m), AP_OK);
+  assert_int_equal(ap_cluster_load(ctx, c2, &c), AP_OK);
+  ap_search_opts o;
+  ap_search_opts_init(&o);
+  o.global_batch_size = 8;
+  o.seq_length = 16;
+  char *out = NULL;
+  if (ap_plan_search(ctx, m, c, &o, AP_OUT_JSON, &out, NULL)) fail_msg("%s", ap_ctx_error(ctx));
+  json_error_t e;
+  json_t *doc = json_loads(out, 0, &e);
+  assert_non_null(doc);
+  assert_string_equal(str(doc, "stack"), "autopar");
+  assert_string_equal(str(doc, "stack_source"), "cluster");
+  json_t *best = json_array_get(json_object_get(doc, "plans"), 0);
+  assert_string_equal(json_string_value(json_object_get(json_object_get(best, "plan"), "precision")), "fp32");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(best, "calibration"), "constants")), "executor");
+  json_decref(doc);
+  ap_free(out);
+  ap_cluster_free(c);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
 static int setup(void **s) {
   (void)s;
   snprintf(dir, sizeof dir, "/tmp/ap_test_exec_cost.XXXXXX");
@@ -206,6 +286,7 @@ int main(void) {
       cmocka_unit_test(test_zero1_shards_the_moments),
       cmocka_unit_test(test_collective_points_interpolate),
       cmocka_unit_test(test_zbv_is_the_replayed_lists),
+      cmocka_unit_test(test_executor_cluster_defaults),
   };
   return cmocka_run_group_tests_name("exec_cost", tests, setup, teardown);
 }

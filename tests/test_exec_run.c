@@ -229,6 +229,76 @@ static void test_failing_rank_ends_job(void **s) {
   assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* A rank killed by a signal (as the kernel's out-of-memory killer ends one) ends the job with one line that
+ * names the rank and the signal, not OpenMPI's banner (issue 19, class 9): the test starts a long run, kills
+ * its rank 1 (the process whose environment says OMPI_COMM_WORLD_RANK=1 and whose command line carries the
+ * run's seed) with SIGKILL, and reads the line. */
+static void test_killed_rank_named(void **s) {
+  (void)s;
+  char cmd[2048], errp[128];
+  snprintf(errp, sizeof errp, "%s/killed.err", tmpdir);
+  snprintf(cmd, sizeof cmd,
+           "%s run --model " LLAMA " --plan %s/dp2.json --steps 100000 --seed 777125 >/dev/null 2>%s & run=$!; "
+           "for i in $(seq 1 600); do for p in /proc/[0-9]*; do "
+           "tr '\\0' '\\n' <$p/cmdline 2>/dev/null | grep -qx 777125 || continue; "
+           "tr '\\0' '\\n' <$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 || continue; "
+           "kill -9 ${p#/proc/} && break 2; done; sleep 0.05; done; wait $run",
+           bin(), tmpdir, errp);
+  int st = system(cmd);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 2);
+  FILE *f = fopen(errp, "r");
+  assert_non_null(f);
+  char line[512] = "", more[512];
+  assert_non_null(fgets(line, sizeof line, f));
+  bool one_line = fgets(more, sizeof more, f) == NULL;
+  fclose(f);
+  if (!strstr(line, "rank 1 was killed by signal 9")) fail_msg("the line names neither the rank nor the signal: %s", line);
+  assert_true(one_line);
+}
+
+/* Initial weights that are not finite are refused before the launch, naming the file, the tensor and the
+ * element (issue 19, class 9; before, the first step failed with "out of memory or a schedule that consumes
+ * before it produces"). */
+static void test_nonfinite_init_named(void **s) {
+  (void)s;
+  run_out o;
+  const char *plan = "{" B "\"pipeline\":{\"micro_batch_size\":8}}";
+  assert_int_equal(run_plan(LLAMA, "init-src", plan, NULL, &o), 0);
+  const float bad[] = {NAN, INFINITY};
+  for (size_t k = 0; k < AP_COUNT(bad); k++) {
+    st_file f;
+    assert_int_equal(st_read(NULL, o.weights, &f), AP_OK);
+    st_out *out = calloc((size_t)f.n, sizeof *out);
+    assert_non_null(out);
+    int victim = -1;
+    for (int64_t i = 0; i < f.n; i++) {
+      out[i] = (st_out){f.t[i].name, f.t[i].n_dims, {0}, f.t[i].data};
+      memcpy(out[i].shape, f.t[i].shape, sizeof out[i].shape);
+      if (victim < 0 && strstr(f.t[i].name, "layers.1.mlp.up_proj.weight")) victim = (int)i;
+    }
+    assert_true(victim >= 0);
+    f.t[victim].data[5] = bad[k];
+    char path[160], cmd[700], errp[180], line[512] = "";
+    snprintf(path, sizeof path, "%s/nonfinite%zu.safetensors", tmpdir, k);
+    assert_int_equal(st_write(NULL, path, out, f.n), AP_OK);
+    char want[200];
+    snprintf(want, sizeof want, "tensor \"%s\": element 5 of %lld is %s", f.t[victim].name, (long long)f.t[victim].n_elems,
+             k == 0 ? "NaN" : "+Inf");
+    free(out);
+    st_free(&f);
+    snprintf(errp, sizeof errp, "%s.err", path);
+    snprintf(cmd, sizeof cmd, "%s run --model " LLAMA " --plan %s/init-src.json --init %s >/dev/null 2>%s", bin(), tmpdir,
+             path, errp);
+    int st = system(cmd);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+    FILE *ef = fopen(errp, "r");
+    assert_non_null(ef);
+    if (!fgets(line, sizeof line, ef)) line[0] = '\0';
+    fclose(ef);
+    if (!strstr(line, want) || !strstr(line, path)) fail_msg("\"%s\" lacks \"%s\" or the file", line, want);
+  }
+}
+
 static void test_refused_plans(void **s) {
   (void)s;
   struct {
@@ -280,6 +350,29 @@ static void test_profile_cluster(void **s) {
   snprintf(cmd, sizeof cmd, "%s plan --model tests/data/exec/tiny-llama.json --cluster %s --gbs 8 --seq 16 --fix "
            "precision=fp32 >/dev/null 2>&1", bin(), path);
   assert_int_equal(system(cmd), 0);
+  /* Its plans are the executor's unless told otherwise (issue 20 item 5): stack autopar and fp32, priced by
+   * the executor's model from the profile; a serial plan takes one of the two ranks and says so. */
+  static const struct {
+    const char *args, *want[3];
+  } says[] = {
+      {"plan --model " LLAMA " --gbs 8 --seq 16 --top 1",
+       {"stack: autopar (the cluster's devices are autopar profile's CPU ranks", "| fp32", "the reference executor's own cost model"}},
+      {"estimate --model " LLAMA " --gbs 8 --seq 16 --dp 1",
+       {"the plan takes 1 of the cluster's 2 ranks: it runs on the first 1", "stack    autopar", "| fp32"}},
+  };
+  for (size_t i = 0; i < sizeof says / sizeof says[0]; i++) {
+    char out[200], text[8192];
+    snprintf(out, sizeof out, "%s/says%zu.txt", tmpdir, i);
+    snprintf(cmd, sizeof cmd, "%s %s --cluster %s >%s 2>&1", bin(), says[i].args, path, out);
+    assert_int_equal(system(cmd), 0);
+    FILE *tf = fopen(out, "r");
+    assert_non_null(tf);
+    size_t n = fread(text, 1, sizeof text - 1, tf);
+    fclose(tf);
+    text[n] = '\0';
+    for (int k = 0; k < 3; k++)
+      if (!strstr(text, says[i].want[k])) fail_msg("%s lacks \"%s\":\n%s", says[i].args, says[i].want[k], text);
+  }
   /* run --record appends a runs.csv row that validate --cluster predicts (peak memory as RSS) */
   char plan_path[160], csv[160];
   snprintf(plan_path, sizeof plan_path, "%s/rec.json", tmpdir);
@@ -341,6 +434,8 @@ int main(void) {
       cmocka_unit_test(test_plans_equal_one_process),
       cmocka_unit_test(test_training_changes_weights),
       cmocka_unit_test(test_failing_rank_ends_job),
+      cmocka_unit_test(test_killed_rank_named),
+      cmocka_unit_test(test_nonfinite_init_named),
       cmocka_unit_test(test_refused_plans),
       cmocka_unit_test(test_profile_cluster),
   };

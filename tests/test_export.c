@@ -17,6 +17,7 @@
 #include "model/transformer.h"
 #include "plan/export.h"
 #include "plan/schedule.h"
+#include "plan/stack.h"
 
 /* One Megatron export per line: the model, the plan, flags that must be there ("--flag" with any value,
  * "--flag value" exactly) and flags that must not. */
@@ -207,7 +208,7 @@ static void test_deepspeed_torchtitan_keys(void **state) {
       "    config.training.num_tokens_per_train_step = 1048576", "    config.parallelism.num_pp_microbatches = 64",
       "    config.parallelism.data_parallel_shard_degree = 2", "    config.parallelism.tensor_parallel_degree = 8",
       "    config.parallelism.pipeline_parallel_schedule = \"1F1B\"", "    config.activation_checkpoint = FullAC.Config()",
-      "#   torchrun --nnodes 8 --nproc-per-node 8 -m torchtitan.train --module autopar_plan --config autopar_plan"};
+      "    config.training.disable_cuda_graphs = True", "    config.loss = config.loss.loss_fn"};
   for (size_t i = 0; i < AP_COUNT(py_lines); i++)
     if (!toml_has(tt, py_lines[i])) fail_msg("torchtitan config lacks %s:\n%s", py_lines[i], tt);
   free(tt);
@@ -252,6 +253,14 @@ static void test_deepspeed_torchtitan_keys(void **state) {
       {M_LLAMA70, "torchtitan-toml", "{'parallel':{'tp':2},'precision':'fp8'}", "converters = [\"quantize.linear.float8\"]"},
       {M_LLAMA70, "torchtitan", "{'parallel':{'tp':2},'precision':'fp8'}",
        "    config.model_spec = model_registry(\"70B\", converters=[Float8LinearConverter.Config()])"},
+      /* DeepSeek-V3's base config compiles only the loss: async TP compiles the model too (CompileConfig raises
+       * otherwise); expert parallelism over the registry's all-to-all dispatcher turns CUDA graphs off. */
+      {M_DSV3, "torchtitan", "{'parallel':{'dp':8,'tp':8,'ep':8,'etp':1},'sequence_parallel':true,'overlap':{'tp_comm':true},"
+       "'seq_length':4096}", "    config.compile.components = [\"model\", \"loss\"]"},
+      {M_DSV3, "torchtitan", "{'parallel':{'dp':8,'ep':8,'etp':1},'seq_length':4096}",
+       "    config.training.disable_cuda_graphs = True"},
+      {M_LLAMA70, "torchtitan", "{'parallel':{'dp':8},'fused_loss':true}", "# loss: the base config's ChunkedLossWrapper (8 "
+       "slices of the tokens, lm_head and loss per slice), the plan's fused loss"},
   };
   for (size_t i = 0; i < AP_COUNT(tt_cases); i++) {
     tt = export_text(ctx, tt_cases[i].model, tt_cases[i].plan, tt_cases[i].format, &st);
@@ -286,9 +295,19 @@ static const struct {
     {M_LLAMA70, "{'parallel':{'dp':2,'pp':4},'optimizer':{'zero_stage':2}}", "deepspeed", AP_UNSUPPORTED,
      "ZeRO-2 and ZeRO-3 are incompatible with DeepSpeed pipeline parallelism"},
     {M_LLAMA70, "{'precision':'fp16'}", "torchtitan", AP_UNSUPPORTED, "not fp16"},
-    {M_LLAMA70, "{'parallel':{'dp':8},'fused_loss':true}", "torchtitan-toml", AP_UNSUPPORTED, "no fused in-place cross entropy"},
+    {M_LLAMA70, "{'parallel':{'dp':8},'fused_loss':true}", "torchtitan-toml", AP_UNSUPPORTED,
+     "torchtitan v0.2.2's loss is the unchunked cross entropy"},
+    /* DeepSpeed recomputes every layer it checkpoints (plan/stack.c [DS-rc]). */
+    {M_LLAMA70, "{'parallel':{'dp':2,'pp':4},'recompute':{'granularity':'full','num_layers':3}}", "deepspeed",
+     AP_UNSUPPORTED, "cannot recompute only the first 3 layers of each stage"},
+    {M_LLAMA70, "{'parallel':{'dp':2,'pp':4},'recompute':{'granularity':'full','num_layers':20}}", "deepspeed", AP_OK, ""},
+    /* trainer.py: a micro-batch's tokens divide by tp x 2·cp; the chunked loss's slices divide them. */
+    {M_LLAMA70, "{'parallel':{'tp':2,'cp':2},'seq_length':12,'sequence_parallel':true}", "torchtitan", AP_UNSUPPORTED,
+     "a micro-batch's 12 tokens must divide by 8"},
+    {M_LLAMA70, "{'parallel':{'dp':8},'seq_length':4100,'fused_loss':true}", "torchtitan", AP_UNSUPPORTED,
+     "splits a rank's 4100 tokens into 8 equal slices"},
     {M_LLAMA70, "{'parallel':{'pp':2},'recompute':{'granularity':'full','num_layers':2}}", "torchtitan", AP_UNSUPPORTED,
-     "cannot recompute only the first layers of each chunk"},
+     "cannot recompute only the first 2 layers of each chunk"},
     {M_LLAMA70, "{'parallel':{'dp':8},'recompute':{'granularity':'selective'}}", "torchtitan", AP_UNSUPPORTED,
      "no core-attention recompute"},
     {M_QWEN3MOE, "{'parallel':{'dp':4,'tp':4,'ep':4,'etp':2},'sequence_parallel':true}", "torchtitan-toml",
@@ -468,6 +487,60 @@ static void test_table(void **state) {
   assert_non_null(fa_find("torchtitan-toml", "converter:quantize.linear.float8"));
   assert_null(fa_find("torchtitan-toml", "converter:float8"));
   assert_null(fa_find("torchtitan", "model:mixtral:8x7B"));
+  /* The chunked loss the torchtitan stack models (plan/stack.c [TT-chunk]) has the slices of the source. */
+  r = fa_find("torchtitan", "default:ChunkedLossWrapper.Config.num_chunks");
+  assert_non_null(r);
+  assert_int_equal(strtol(r->choices, NULL, 10), PLAN_STACK_TT_LOSS_CHUNKS);
+  assert_int_equal(plan_stack_get(PLAN_STACK_TORCHTITAN)->loss.fused_chunks, PLAN_STACK_TT_LOSS_CHUNKS);
+  /* The head is lm_head at b5bcd76c, output at v0.2.2: each form's split must end with its own. */
+  assert_string_equal(fa_find("torchtitan", "pp:last_stage")->choices, "norm,lm_head");
+  assert_string_equal(fa_find("torchtitan-toml", "pp:last_stage")->choices, "norm,output");
+  assert_non_null(fa_find("torchtitan", "check:cuda_graphs:pp"));
+  assert_non_null(fa_find("deepspeed", "launcher:--hostfile"));
+}
+
+/* An export refused for what the plan chose names the command that plans for the format's stack from the plan's
+ * recorded inputs; one refused for the model (a framework that cannot build it) does not, since no plan helps. A
+ * plan costed for another stack exports with a note naming the same command. */
+static void test_replan_command(void **state) {
+  (void)state;
+  ap_ctx *ctx = ap_ctx_new();
+  ap_status st;
+  static const struct {
+    int model;
+    const char *plan, *format, *want;
+  } cases[] = {
+      {M_LLAMA70, "{'model':'llama-3-70b','cluster':'dgx-h100:1x8','global_batch_size':64,'seq_length':8192,"
+                  "'parallel':{'dp':4,'cp':2},'stack':'megatron-lm'}",
+       "deepspeed", "for a plan deepspeed runs: autopar plan --model llama-3-70b --cluster dgx-h100:1x8 --gbs 64 --seq 8192 "
+                    "--stack deepspeed --export deepspeed"},
+      {M_LLAMA70, "{'model':'llama-3-70b','seq_length':8192,'parallel':{'pp':4,'vpp':2},'pipeline':{'schedule':'zb-v',"
+                  "'n_micro_batches':8}}",
+       "megatron", "--cluster CLUSTER_OF_4_DEVICES --gbs 8 --seq 8192 --stack megatron-lm --export megatron"},
+  };
+  for (size_t i = 0; i < AP_COUNT(cases); i++) {
+    char *text = export_text(ctx, cases[i].model, cases[i].plan, cases[i].format, &st);
+    assert_null(text);
+    assert_int_equal(st, AP_UNSUPPORTED);
+    assert_error_contains(ctx, cases[i].want);
+  }
+  assert_null(export_text(ctx, M_MIXTRAL, "{'parallel':{'dp':8}}", "torchtitan", &st));
+  assert_error_contains(ctx, "torchtitan has no mixtral-8x7b model");
+  assert_null(strstr(ap_ctx_error(ctx), "autopar plan"));
+  /* Costed for megatron-lm, written for torchtitan: a note with the command. */
+  char *text = export_text(ctx, M_LLAMA70,
+                           "{'model':'llama-3-70b','cluster':'dgx-h100:1x8','global_batch_size':64,'seq_length':8192,"
+                           "'parallel':{'dp':8},'stack':'megatron-lm','optimizer':{'zero_stage':3}}",
+                           "torchtitan", &st);
+  if (st) fail_msg("%s", ap_ctx_error(ctx));
+  assert_non_null(strstr(text, "# note: the plan was costed for megatron-lm, not torchtitan"));
+  assert_non_null(strstr(text, "#   autopar plan --model llama-3-70b --cluster dgx-h100:1x8 --gbs 64 --seq 8192 --stack "
+                               "torchtitan --export torchtitan\n"));
+  free(text);
+  text = export_text(ctx, M_LLAMA70, "{'parallel':{'dp':8},'stack':'torchtitan','optimizer':{'zero_stage':3}}", "torchtitan", &st);
+  assert_null(strstr(text, "costed for"));
+  free(text);
+  ap_ctx_free(ctx);
 }
 
 /* The schedule an export states is the schedule data's (plan/schedule.c): over every schedule kind, 2 and 4
@@ -566,7 +639,7 @@ int main(void) {
       cmocka_unit_test(test_megatron_cases), cmocka_unit_test(test_deepspeed_torchtitan_keys),
       cmocka_unit_test(test_refused),        cmocka_unit_test(test_json_round_trip),
       cmocka_unit_test(test_header_notes),   cmocka_unit_test(test_table), cmocka_unit_test(test_moe_bias),
-      cmocka_unit_test(test_schedule_facts),
+      cmocka_unit_test(test_schedule_facts), cmocka_unit_test(test_replan_command),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

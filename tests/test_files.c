@@ -2,11 +2,14 @@
  * and special files without blocking; util_write_file_atomic creates its temporary exclusively (a symlink
  * planted at the old predictable name OUT.tmp.<pid> is not followed), replaces the file a symlink points to
  * and keeps the link, writes a FIFO directly and refuses one without a reader at once, refuses a directory,
- * and keeps an existing file's mode; util_path_inside keeps a relative name inside its folder. */
+ * and keeps an existing file's mode; util_path_inside keeps a relative name inside its folder. Issue 19: a
+ * socket is refused and a new file's mode follows the umask. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -162,6 +165,34 @@ static void test_directories_and_devices(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* A socket is refused (never replaced); a new file gets 0666 less the umask, as open(2) would give it. */
+static void test_socket_refused_and_umask(void **state) {
+  (void)state;
+  char sock[128], out[128];
+  path_of(sock, sizeof sock, "sock");
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  assert_true(fd >= 0);
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  assert_true(strlen(sock) < sizeof addr.sun_path);
+  memcpy(addr.sun_path, sock, strlen(sock) + 1);
+  assert_int_equal(bind(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+  ap_ctx *ctx = ap_ctx_new();
+  assert_int_equal(util_write_file_atomic(ctx, sock, "x"), AP_IO);
+  assert_error_contains(ctx, "is a socket");
+  assert_int_equal(util_check_writable(ctx, sock), AP_IO);
+  struct stat sb;
+  assert_int_equal(lstat(sock, &sb), 0);
+  assert_true(S_ISSOCK(sb.st_mode));
+  close(fd);
+  path_of(out, sizeof out, "masked.txt");
+  mode_t old = umask(027);
+  assert_int_equal(util_write_file_atomic(ctx, out, "x"), AP_OK);
+  umask(old);
+  assert_int_equal(stat(out, &sb), 0);
+  assert_int_equal(sb.st_mode & 0777, 0640);
+  ap_ctx_free(ctx);
+}
+
 static void test_path_inside(void **state) {
   (void)state;
   char models[128], inside[160], escape[160];
@@ -191,6 +222,7 @@ int main(void) {
       cmocka_unit_test(test_symlink_target_is_replaced_and_link_kept),
       cmocka_unit_test(test_fifo_is_written_directly),
       cmocka_unit_test(test_directories_and_devices),
+      cmocka_unit_test(test_socket_refused_and_umask),
       cmocka_unit_test(test_path_inside),
   };
   return cmocka_run_group_tests_name("files", tests, setup, teardown);

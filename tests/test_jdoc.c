@@ -139,7 +139,7 @@ static void test_estimate_document(void **state) {
   plan_resolve(ap, ap_cluster_n_devices(cl));
   cost_result *r = calloc(1, sizeof *r);
   assert_int_equal(cost_estimate(ctx, env, &ap->p, r), AP_OK);
-  char *js = cost_result_json(env, &ap->p, r);
+  char *js = cost_result_json(env, &ap->p, r, NULL);
   assert_non_null(js);
   json_t *doc = json_loads(js, 0, NULL);
   assert_non_null(doc);
@@ -152,7 +152,7 @@ static void test_estimate_document(void **state) {
   assert_int_equal(json_array_size(jd_at(doc, "memory.stages")), r->n_ranks);
   for (int i = 0; i < r->n_ranks; i++)
     assert_true(jd_getn(json_array_get(jd_at(doc, "memory.stages"), (size_t)i), "total_bytes") == r->mem[i].total);
-  char *text = cost_result_text(env, &ap->p, r);
+  char *text = cost_result_text(env, &ap->p, r, NULL);
   assert_non_null(text);
   char want[96];
   snprintf(want, sizeof want, "iteration  %.4f s   %.0f tokens/s   %.1f tokens/s/device", r->iter_s, r->tokens_per_s,

@@ -35,7 +35,8 @@ static void fixture_free(fixture *f) {
   ap_ctx_free(f->ctx);
 }
 
-/* A llama-3.1-8b plan on 8 devices: tp 2 for the Megatron stacks, FSDP (ZeRO-3, tp 1) for llm-foundry. */
+/* A llama-3.1-8b plan on 8 devices: tp 2 for the Megatron stacks (and torchtitan, with ZeRO-3), FSDP (ZeRO-3, tp
+ * 1) for llm-foundry. */
 static plan plan_on(plan_stack st, bool fused) {
   plan p;
   plan_defaults(&p);
@@ -43,6 +44,7 @@ static plan plan_on(plan_stack st, bool fused) {
   p.seq_length = 8192, p.micro_batch_size = 2, p.n_micro_batches = 1;
   if (st == PLAN_STACK_LLM_FOUNDRY) p.dp = 8, p.zero_stage = 3;
   else p.tp = 2, p.dp = 4, p.sequence_parallel = true;
+  if (st == PLAN_STACK_TORCHTITAN) p.zero_stage = 3; /* torchtitan has no ZeRO-1 */
   p.global_batch_size = p.micro_batch_size * p.dp;
   p.fused_loss = fused;
   return p;
@@ -57,7 +59,9 @@ static void test_stack_loss_facts(void **state) {
   assert_true(plan_stack_fused_default(PLAN_STACK_NEMO));            /* GPTConfig [NeMo-fce] */
   assert_true(plan_stack_fused_default(PLAN_STACK_LLM_FOUNDRY));     /* loss_fn fused_crossentropy [LF-ce] */
   assert_false(plan_stack_fused_default(PLAN_STACK_DEFAULT));
-  assert_false(plan_stack_get(PLAN_STACK_TORCHTITAN)->fused_loss);   /* [TT-fce] */
+  assert_true(plan_stack_get(PLAN_STACK_TORCHTITAN)->fused_loss);    /* ChunkedLossWrapper [TT-chunk] */
+  assert_false(plan_stack_fused_default(PLAN_STACK_TORCHTITAN));      /* validate's rows ran the unchunked one */
+  assert_int_equal(plan_stack_get(PLAN_STACK_TORCHTITAN)->loss.fused_chunks, PLAN_STACK_TT_LOSS_CHUNKS);
   assert_false(plan_stack_get(PLAN_STACK_DEEPSPEED)->fused_loss);    /* [DS-loss] */
   assert_false(plan_stack_get(PLAN_STACK_MEGATRON_DEEPSPEED)->fused_loss);
   for (int s = 0; s < PLAN_STACK_DEFAULT; s++) {
@@ -97,6 +101,31 @@ static void test_loss_memory_by_stack(void **state) {
     assert_rel_close(r.mem[0].logits, elems * ((cases[i].fused > 0 ? cases[i].fused : six) - 2) + tokens * 4, 1e-12);
     assert_true(r.peak_mem_bytes <= unfused_total + tokens * 4 * 1.5);
   }
+  fixture_free(&f);
+}
+
+/* torchtitan's chunked loss (stack.c [TT-chunk]): one slice of 8 of the unfused loss's 12 bytes per logit at a
+ * time, no 16-bit logits saved in the activations, and an fp32 gradient of the head's input (hidden 4096, not
+ * split by tp); its traffic the unfused loss's. Without the slicing the torchtitan plan keeps 12 bytes per
+ * logit element, with it less than a fifth of that. */
+static void test_chunked_loss(void **state) {
+  (void)state;
+  fixture f;
+  fixture_load(&f, "llama-3.1-8b", "dgx-h100:8");
+  const double vocab = 128256, tokens = 2.0 * 8192, hidden = 4096;
+  plan p = plan_on(PLAN_STACK_TORCHTITAN, false);
+  double elems = tokens * vocab / (double)p.tp;
+  cost_result ru, rf;
+  assert_int_equal(cost_estimate(f.ctx, f.env, &p, &ru), AP_OK);
+  assert_rel_close(ru.mem[0].logits, elems * (12 - 2), 1e-12);
+  p.fused_loss = true;
+  assert_int_equal(cost_estimate(f.ctx, f.env, &p, &rf), AP_OK);
+  assert_rel_close(rf.mem[0].logits, elems * 12 / 8 + 4 * tokens * hidden, 1e-12);
+  /* the saved 16-bit logits leave the activations (one micro-batch in flight at pp = 1) */
+  assert_rel_close(ru.mem[0].activations - rf.mem[0].activations, 2 * elems, 1e-9);
+  assert_true(rf.peak_mem_bytes < ru.peak_mem_bytes - 9 * elems);
+  /* the same traffic, so no slower */
+  assert_rel_close(rf.iter_s, ru.iter_s, 1e-12);
   fixture_free(&f);
 }
 
@@ -151,8 +180,9 @@ static search_opts opts_on(plan_stack st) {
   return o;
 }
 
-/* The search: fused where the stack has it (faster on Megatron-LM, although its default is unfused), unfused
- * where it has none (torchtitan), and the fixed value with --fix fused_loss=false. */
+/* The search: fused where the stack has it (faster on Megatron-LM, although its default is unfused; torchtitan's
+ * chunked loss, which keeps less and moves the same), unfused where it has none (DeepSpeed), and the fixed value
+ * with --fix fused_loss=false. */
 static void test_search_picks_loss(void **state) {
   (void)state;
   fixture f;
@@ -162,7 +192,8 @@ static void test_search_picks_loss(void **state) {
     int fix; /* -1 none, else the fixed value */
     bool want;
   } cases[] = {{PLAN_STACK_MEGATRON_LM, -1, true}, {PLAN_STACK_MEGATRON_LM, 0, false},
-               {PLAN_STACK_TORCHTITAN, -1, false}, {PLAN_STACK_LLM_FOUNDRY, -1, true},
+               {PLAN_STACK_TORCHTITAN, -1, true},  {PLAN_STACK_TORCHTITAN, 0, false},
+               {PLAN_STACK_DEEPSPEED, -1, false},  {PLAN_STACK_LLM_FOUNDRY, -1, true},
                {PLAN_STACK_LLM_FOUNDRY, 0, false}};
   double t_free = 0;
   for (size_t i = 0; i < AP_COUNT(cases); i++) {
@@ -294,7 +325,7 @@ static void test_plan_file_loss_default(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_stack_loss_facts),       cmocka_unit_test(test_loss_memory_by_stack),
+      cmocka_unit_test(test_stack_loss_facts), cmocka_unit_test(test_chunked_loss),       cmocka_unit_test(test_loss_memory_by_stack),
       cmocka_unit_test(test_loss_traffic),           cmocka_unit_test(test_search_picks_loss),
       cmocka_unit_test(test_search_fused_makes_it_fit), cmocka_unit_test(test_complete_takes_stack_default),
       cmocka_unit_test(test_plan_file_loss_default),

@@ -50,7 +50,7 @@ static void check_result(const cost_env *env, const plan *p, const cost_result *
   }
   assert_true(r->fits == (r->peak_mem_bytes <= r->capacity_bytes && r->host_mem_bytes <= r->host_capacity_bytes));
   jd d;
-  cost_estimate_doc(&d, env, p, r);
+  cost_estimate_doc(&d, env, p, r, NULL);
   assert_false(d.failed);
   json_t *stages = json_object_get(json_object_get(d.root, "memory"), "stages");
   assert_int_equal(json_array_size(stages), r->n_ranks);

@@ -424,6 +424,76 @@ static bool chunk_counts_differ(const plan *p) {
   return false;
 }
 
+/* Partial full recompute (the first k layers of each chunk) only on the stacks that run it (plan/stack.c [TT-rc]
+ * [DS-rc]): DeepSpeed and torchtitan recompute every layer of a chunk or none, so a search for them never picks
+ * it (before, Llama-3-70B on 64 H100 for deepspeed won with "recompute full (63 layers per chunk)", which the
+ * DeepSpeed config cannot carry), and every plan it returns exports. A --fix the stack cannot run is named at
+ * once (plan_stack_runs_fixed), which the deepspeed export's forced interleaved plan answered with "no plan found
+ * (0 plans evaluated)". */
+static void test_stack_partial_recompute(void **state) {
+  (void)state;
+  plan p;
+  plan_defaults(&p);
+  p.recompute = PLAN_RECOMPUTE_FULL;
+  p.recompute_layers = 3;
+  char why[256];
+  assert_true(plan_stack_runs(PLAN_STACK_MEGATRON_LM, &p, why, sizeof why));
+  static const plan_stack no[] = {PLAN_STACK_DEEPSPEED, PLAN_STACK_MEGATRON_DEEPSPEED, PLAN_STACK_TORCHTITAN};
+  for (size_t i = 0; i < AP_COUNT(no); i++) {
+    p.stack = no[i];
+    if (no[i] == PLAN_STACK_TORCHTITAN) p.zero_stage = 3;
+    assert_false(plan_stack_runs(no[i], &p, why, sizeof why));
+    assert_non_null(strstr(why, "recomputes every layer of a chunk or none, not only the first 3"));
+  }
+  static const struct {
+    plan_stack st;
+    const char *fix, *want; /* want NULL: the stack runs it */
+  } fixed[] = {
+      {PLAN_STACK_DEEPSPEED, "pp=4,vpp=2,schedule=interleaved-1f1b", "schedule=interleaved-1f1b: deepspeed does not run"},
+      {PLAN_STACK_DEEPSPEED, "vpp=2", "vpp=2: deepspeed runs one stage per pipeline rank"},
+      {PLAN_STACK_DEEPSPEED, "pp=2,zero=2", "zero_stage=2: deepspeed does not run ZeRO-2 with pipeline parallelism"},
+      {PLAN_STACK_DEEPSPEED, "zero=2", NULL},
+      {PLAN_STACK_DEEPSPEED, "cp=2", "cp=2: deepspeed has no context parallelism"},
+      {PLAN_STACK_TORCHTITAN, "recompute_layers=2", "recompute_layers=2: torchtitan recomputes every layer"},
+      {PLAN_STACK_TORCHTITAN, "zero=1", "zero_stage=1: torchtitan does not run ZeRO-1"},
+      {PLAN_STACK_TORCHTITAN, "fused_loss=1", NULL},
+      {PLAN_STACK_MEGATRON_LM, "schedule=zb-v,vpp=2,pp=2", "schedule=zb-v: megatron-lm does not run the zb-v schedule"},
+      {PLAN_STACK_MEGATRON_LM, "pp=1,schedule=gpipe", NULL},
+      {PLAN_STACK_LLM_FOUNDRY, "tp=2", "tp=2: llm-foundry has no tensor parallelism"},
+      {PLAN_STACK_ANY, "schedule=zb-v,vpp=2,pp=2,recompute_layers=3", NULL},
+  };
+  for (size_t i = 0; i < AP_COUNT(fixed); i++) {
+    plan f;
+    plan_defaults(&f);
+    unsigned mask = 0;
+    ap_ctx *ctx = ap_ctx_new();
+    if (plan_fix_parse(ctx, fixed[i].fix, &f, &mask)) fail_msg("%s: %s", fixed[i].fix, ap_ctx_error(ctx));
+    ap_ctx_free(ctx);
+    bool runs = plan_stack_runs_fixed(fixed[i].st, &f, mask, why, sizeof why);
+    if (runs != !fixed[i].want || (fixed[i].want && !strstr(why, fixed[i].want)))
+      fail_msg("case %zu (%s): runs %d, \"%s\", want %s", i, fixed[i].fix, runs, runs ? "" : why,
+               fixed[i].want ? fixed[i].want : "runs");
+  }
+  fixture f;
+  fixture_load(&f, "llama-3-70b", "dgx-h100:8x8");
+  search_opts o = search_opts_defaults();
+  o.global_batch_size = 1024;
+  o.seq_length = 8192;
+  o.top_k = 3;
+  o.fixed.stack = PLAN_STACK_DEEPSPEED;
+  search_result *res = NULL;
+  int n = 0;
+  if (search_run_all(f.ctx, f.env, &o, &res, &n, NULL)) fail_msg("%s", ap_ctx_error(f.ctx));
+  assert_true(n == 3);
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(res[i].p.recompute_layers, 0);
+    ap_plan ap = {.p = res[i].p, .dp_set = true, .n_micro_set = true, .gbs_set = true, .loss_set = true};
+    if (ap_export_check(f.ctx, f.model, &ap, "deepspeed")) fail_msg("#%d: %s", i + 1, ap_ctx_error(f.ctx));
+  }
+  search_results_free(res, n);
+  fixture_free(&f);
+}
+
 static void test_stack_chunk_recompute(void **state) {
   (void)state;
   plan p;
@@ -929,6 +999,7 @@ int main(void) {
       cmocka_unit_test(test_memory_objective),
       cmocka_unit_test(test_search_quality_reference),
       cmocka_unit_test(test_public_api),
+      cmocka_unit_test(test_stack_partial_recompute),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

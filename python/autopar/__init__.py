@@ -1,7 +1,8 @@
 """autopar from Python: ctypes over libautopar's public C API (include/autopar.h), standard library only.
 
 Each function returns the same document as the CLI's ``--json`` for that command, as a dict (or a list for
-the listings), and raises :class:`Error` carrying the library's one-line message on failure::
+the listings), and raises :class:`Error` carrying the library's one-line message on failure (and ValueError,
+naming the argument, for an integer out of its range or a string with an embedded NUL, before any call)::
 
     import autopar
     best = autopar.plan(model="llama-3-70b", cluster="dgx-h100:8x8", gbs=1024, seq=8192)
@@ -20,6 +21,8 @@ library path. ``libautopar-full.so`` (the core with every optional part, e.g. ON
 
 import ctypes
 import ctypes.util
+import functools
+import inspect
 import json
 import os
 
@@ -178,6 +181,81 @@ def _b(s):
     return None if s is None else str(s).encode("utf-8")
 
 
+# ---- Argument checking: the one converter between Python values and what reaches ctypes -------------------
+# ctypes wraps an int to its C type (2**64 + 64 becomes 64 in an int64_t, 2**32 + 1 becomes 1 in an int) and a
+# char * ends at the first NUL ("llama-3-8b\0x" reaches the library as "llama-3-8b"), so each public function
+# checks its arguments first (@_checked): an integer outside the range of the C type it reaches, or of the plan
+# field it sets (the library's field table, ap_plan_key_range), a fraction where an integer is expected, and a
+# string with an embedded NUL raise ValueError naming the argument. The C type of each integer argument:
+_INT_ARGS = {"top": ctypes.c_int}
+# Integer arguments that are plan fields under another name: checked against the field's range.
+_FIELD_ARGS = {"gbs": "global_batch_size", "seq": "seq_length"}
+_field_ranges = None
+
+
+def _field_range(name):
+    """(min, max) of the plan field a keyword names (canonical or alias), or None when it has no range."""
+    global _field_ranges
+    if _field_ranges is None:
+        ranges = {}
+        for f in plan_fields():
+            for k in [f["name"]] + f["aliases"]:
+                ranges[k] = (f["min"], f["max"]) if "min" in f else None
+        _field_ranges = ranges
+    return _field_ranges.get(name.replace("-", "_"))
+
+
+def _check(name, v, rng=None, integer=False):
+    """v as it is to reach the library, or ValueError naming `name` when it cannot reach it unchanged (see
+    above); an integral float where an integer is expected (gbs=8.0) becomes that integer."""
+    if isinstance(v, (str, bytes, os.PathLike)):
+        text = os.fspath(v)
+        nul = "\0" if isinstance(text, str) else b"\0"
+        if nul in text:
+            raise ValueError("%s: embedded NUL character at offset %d in %r (a C string would end there)" %
+                             (name, text.index(nul), v))
+    elif isinstance(v, (list, tuple)):
+        return type(v)(_check("%s[%d]" % (name, i), x, rng, integer) for i, x in enumerate(v))
+    elif isinstance(v, bool):
+        pass
+    elif isinstance(v, int) or (integer and isinstance(v, float)):
+        if isinstance(v, float):
+            if not v.is_integer():
+                raise ValueError("%s: expected an integer, got %r" % (name, v))
+            v = int(v)
+        lo, hi = rng if rng else (-(1 << 63), (1 << 63) - 1)
+        if not lo <= v <= hi:
+            raise ValueError("%s: expected an integer in [%d, %d], got %d" % (name, lo, hi, v))
+    return v
+
+
+def _checked(fn):
+    """Checks every argument of fn before the call (see above): strings (and the strings of lists, keyword
+    names included), the integers of _INT_ARGS against their C type, plan fields against the field table."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)
+        for name, value in bound.arguments.items():
+            kind = sig.parameters[name].kind
+            if kind is inspect.Parameter.VAR_KEYWORD:  # plan fields given as keywords
+                for key in value:
+                    _check("keyword %r" % key, key)
+                    rng = _field_range(key)
+                    value[key] = _check(key, value[key], rng, integer=rng is not None)
+            elif name in _INT_ARGS:
+                bits = 8 * ctypes.sizeof(_INT_ARGS[name])
+                bound.arguments[name] = _check(name, value, (-(1 << (bits - 1)), (1 << (bits - 1)) - 1), True)
+            elif name in _FIELD_ARGS and value is not None:
+                bound.arguments[name] = _check(name, value, _field_range(_FIELD_ARGS[name]), integer=True)
+            elif not isinstance(value, dict):  # documents (dicts) go through json.dumps, which escapes NUL
+                _check(name, value)
+        return fn(*bound.args, **bound.kwargs)
+    wrapper._checked = True
+    return wrapper
+
+
 class _Ctx:
     """One context per call: errors, calibration and the optional parts the library was built with."""
 
@@ -281,6 +359,7 @@ def _with_batch(fields, gbs, seq):
     return fields
 
 
+@_checked
 def estimate(model, cluster, plan=None, gbs=None, seq=None, calibration=None, _text=False, **fields):
     """One plan's predicted iteration time, breakdown, tokens/s, MFU and memory per stage (``autopar estimate
     --json``). ``plan`` is an autopar plan file; keyword fields override it."""
@@ -292,6 +371,7 @@ def estimate(model, cluster, plan=None, gbs=None, seq=None, calibration=None, _t
         return _out(c, _text, *c.call(c.lib.ap_estimate, c.ptr, m, cl, p, _fmt(_text)))
 
 
+@_checked
 def simulate(model, cluster, trace, plan=None, gbs=None, seq=None, calibration=None, _text=False, **fields):
     """Simulates the plan's pipeline schedule, writes its Chrome trace to ``trace`` and returns the summary
     (``autopar simulate --json``). An op-level plan (autopar-plan/2) is played by the op-level simulator, its
@@ -305,6 +385,7 @@ def simulate(model, cluster, trace, plan=None, gbs=None, seq=None, calibration=N
         return _out(c, _text, *c.call(c.lib.ap_simulate, c.ptr, m, cl, p, _b(trace), _fmt(_text)))
 
 
+@_checked
 def plan(model, cluster, gbs, seq=None, top=None, fix=None, objective=None, max_mem_fraction=None,
          time_budget=None, strategy=None, export=None, compare=None, calibration=None, stack=None, _text=False,
          **fixed_fields):
@@ -348,6 +429,7 @@ def plan(model, cluster, gbs, seq=None, top=None, fix=None, objective=None, max_
         return _out(c, _text, *c.text((status, out)))
 
 
+@_checked
 def validate(csv, search=False, calibration=None, _text=False):
     """Predicts every measured run of a runs table (``autopar validate --json``)."""
     with _Ctx(calibration) as c:
@@ -355,6 +437,7 @@ def validate(csv, search=False, calibration=None, _text=False):
         return _out(c, _text, *c.call(c.lib.ap_validate, c.ptr, _b(csv), flags))
 
 
+@_checked
 def describe(model, seq=None):
     """Parameters, per-block breakdown and FLOP per token (``autopar describe --json``)."""
     with _Ctx() as c:
@@ -362,6 +445,7 @@ def describe(model, seq=None):
         return _doc(c, *c.call(c.lib.ap_model_describe_json, c.ptr, m, int(seq or 0)))
 
 
+@_checked
 def export(plan, format, model=None):
     """A plan file as a framework's configuration (``autopar export``): returns the text."""
     with _Ctx() as c:
@@ -390,6 +474,7 @@ def clusters():
         return _doc(c, *c.call(c.lib.ap_clusters_list_json, c.ptr))
 
 
+@_checked
 def cluster(spec):
     """One cluster described (``autopar clusters --show SPEC --json``)."""
     with _Ctx() as c:
@@ -397,6 +482,7 @@ def cluster(spec):
         return _doc(c, *c.call(c.lib.ap_cluster_describe_json, c.ptr, cl))
 
 
+@_checked
 def report_html(path, title=None, command=None, estimate=None, search=None, trace=None, validate=None,
                 compare_search=None):
     """Writes the HTML report (docs/report.md) of the documents given (dicts as the functions above return
@@ -409,6 +495,7 @@ def report_html(path, title=None, command=None, estimate=None, search=None, trac
         c.check(c.lib.ap_report_html(c.ptr, ctypes.byref(r), _b(path)))
 
 
+@_checked
 def train(document, tokens, price_per_gpu_hour=None, text=False):
     """The time and cost to train on ``tokens`` (e.g. "1T") from an estimate or plan document (a dict as
     ``estimate`` and ``plan`` return it): the document with its "train" object added, as ``--tokens`` gives it
@@ -422,6 +509,7 @@ def train(document, tokens, price_per_gpu_hour=None, text=False):
         return out if text else json.loads(out)
 
 
+@_checked
 def compare_clusters(model, clusters, gbs, seq=None, tokens=None, price_per_gpu_hour=None, fix=None,
                      calibration=None, **fixed_fields):
     """Plans the model on each cluster and ranks them by time and cost to train (``autopar compare-clusters

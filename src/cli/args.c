@@ -114,20 +114,59 @@ static bool int_range(const char *names, int64_t *min, int64_t *max) {
   return false;
 }
 
-/* Outputs are the options named "output" and "trace"; every other string option and every positional
- * argument that names an existing file is an input. An output that is the same file as an input (same
- * device and inode, whatever the spelling) would destroy that input: refused. */
+/* Outputs are the options of output_names; every other string option and every positional argument that
+ * names an existing file is an input. An output that is the same file as an input (same device and inode,
+ * whatever the spelling) would destroy that input: refused. Every output is then checked with
+ * ap_check_writable, so that one that cannot be written (a missing folder, no permission, a read-only file
+ * system, a directory, a FIFO without write permission) fails before the command's work, not after it. */
 /* Where cli_parse's one-line errors go: stderr, or what cli_set_error_stream chose (the fuzz target's sink). */
 static FILE *err_to;
 static FILE *err_stream(void) { return err_to ? err_to : stderr; }
 void cli_set_error_stream(FILE *f) { err_to = f; }
+static bool no_write_checks;
+void cli_set_write_checks(bool on) { no_write_checks = !on; }
 
-static bool is_output(const cli_opt *o) { return strcmp(o->name, "output") == 0 || strcmp(o->name, "trace") == 0; }
+/* The options that name a file the command writes: -o, a trace, an HTML report, trained weights, a runs table
+ * appended to. */
+static const char *const output_names[] = {"output", "trace", "report", "save", "record"};
+
+static bool is_output(const cli_opt *o) {
+  for (size_t i = 0; i < sizeof output_names / sizeof output_names[0]; i++)
+    if (strcmp(o->name, output_names[i]) == 0) return true;
+  return false;
+}
 
 static bool same_file(const char *a, const char *b) {
   struct stat sa, sb;
   return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino &&
          S_ISREG(sa.st_mode);
+}
+
+/* True when the command's --help flag is set (it writes nothing, so its outputs are not checked). */
+static bool help_asked(const cli_opt *opts, int n_opts) {
+  for (int k = 0; k < n_opts; k++)
+    if (opts[k].kind == OPT_FLAG && strcmp(opts[k].name, "help") == 0 && *(const bool *)opts[k].target) return true;
+  return false;
+}
+
+static bool outputs_writable(const char *cmd, const cli_opt *opts, int n_opts) {
+  ap_ctx *ctx = NULL;
+  bool ok = true;
+  for (int k = 0; k < n_opts && ok; k++) {
+    if (opts[k].kind != OPT_STRING || !is_output(&opts[k])) continue;
+    const char *out = *(const char *const *)opts[k].target;
+    if (!out) continue;
+    if (!ctx && !(ctx = ap_ctx_new())) {
+      fprintf(err_stream(), "autopar %s: out of memory\n", cmd);
+      return false;
+    }
+    if (ap_check_writable(ctx, out) != AP_OK) {
+      fprintf(err_stream(), "autopar %s: --%s: %s\n", cmd, opts[k].name, ap_ctx_error(ctx));
+      ok = false;
+    }
+  }
+  ap_ctx_free(ctx);
+  return ok;
 }
 
 static bool check_outputs(const char *cmd, const cli_opt *opts, int n_opts, const char **positional, int n_pos) {
@@ -152,7 +191,7 @@ static bool check_outputs(const char *cmd, const cli_opt *opts, int n_opts, cons
       }
     }
   }
-  return true;
+  return no_write_checks || help_asked(opts, n_opts) || outputs_writable(cmd, opts, n_opts);
 }
 
 bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n_opts, const char **positional,

@@ -31,6 +31,9 @@ bool cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int 
                int n_pos_max, int *n_pos);
 /* Sends cli_parse's error lines to f instead of stderr (NULL: stderr again); for fuzz/fuzz_cli_opts.c. */
 void cli_set_error_stream(FILE *f);
+/* Turns off (false) and on cli_parse's check that each output can be written (ap_check_writable), which
+ * creates and removes a temporary beside it; off for fuzz/fuzz_cli_opts.c, which parses arbitrary paths. */
+void cli_set_write_checks(bool on);
 /* The option name of the i-th plan field of the field table (ap_plan_key): "micro-batch-size|mbs|…", the
  * canonical flag first, its aliases after, dashes for underscores; NULL past the last. cli_field_opt: the
  * same for the field one of whose spellings is key ("global_batch_size", "gbs"); NULL when none. Static. */
@@ -65,21 +68,21 @@ int cmd_profile(ap_ctx *ctx, int argc, char **argv);
 
 /* The executor's launcher pieces (cmd_run.c), shared with `autopar profile`: the rank program autopar-rank
  * beside this binary or in PREFIX/libexec/autopar/ (false when absent); a child run with stdout and stderr to
- * files, its leftovers killed and reaped (its exit status, 128+signal when killed); a whole file as a string
- * (NULL when unreadable); the rank program's one-line message in its stderr text. */
+ * files, its leftovers killed and reaped (its exit status, 128+signal when killed); the one line that says why
+ * a launch failed, from its stderr text and exit status (see cmd_run.c). */
 bool cli_find_rank_program(char *out, size_t n);
 int cli_spawn(char *const argv[], const char *out_path, const char *err_path);
-char *cli_slurp(const char *path);
-void cli_first_message(const char *text, char *out, size_t n);
+void cli_launch_message(const char *err_text, int status, char *out, size_t n);
 int cmd_solve(ap_ctx *ctx, int argc, char **argv);
 int cmd_compare_clusters(ap_ctx *ctx, int argc, char **argv);
 int cmd_compare_search(ap_ctx *ctx, int argc, char **argv);
 
-/* Reads a whole file; NULL when it cannot (src/cli/report_out.c). The caller frees it. */
+/* Reads a whole regular file (src/cli/report_out.c); NULL when it cannot, or when path is not a regular file
+ * (a FIFO or a device is never opened for a blocking read). The caller frees it. */
 char *cli_read_file(const char *path);
-/* Simulates p and returns its trace (for a report's timeline), written through a temporary file beside
- * near_path; NULL with a warning on stderr when the simulation is refused (too many passes). Frees with free. */
-char *cli_simulate_trace(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, ap_plan *p, const char *near_path);
+/* Simulates p and returns its trace (for a report's timeline), written through a file in a private temporary
+ * folder; NULL with a warning on stderr when the simulation is refused (too many passes). Frees with free. */
+char *cli_simulate_trace(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, ap_plan *p);
 /* Writes the report of command cmd (its arguments shown under the heading) from in's documents to path. */
 ap_status cli_write_report(ap_ctx *ctx, const char *path, const char *cmd, int argc, char **argv, ap_report_inputs *in);
 /* Installs the progress bar on stderr for command cmd, when stderr is a terminal and quiet is false; shown

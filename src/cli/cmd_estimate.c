@@ -140,7 +140,7 @@ static int run(ap_ctx *ctx, const char *cmd, int argc, char **argv, bool simulat
   bool unread = false;
   if (!st && report) {
     ap_report_inputs in = {0};
-    char *tr = simulate ? cli_read_file(trace) : cli_simulate_trace(ctx, m, c, p, report);
+    char *tr = simulate ? cli_read_file(trace) : cli_simulate_trace(ctx, m, c, p);
     unread = simulate && !tr;
     in.estimate_json = doc;
     in.trace_json = tr;

@@ -166,10 +166,8 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
   ap_cluster *c = NULL;
   ap_plan *cmp = NULL, *best = NULL;
   char *out = NULL, *exported = NULL;
-  /* The files it will write, before the search: a folder that does not exist fails now, with nothing printed. */
-  ap_status st = output ? ap_check_writable(ctx, output) : AP_OK;
-  if (!st && report) st = ap_check_writable(ctx, report);
-  if (!st && calibration) st = ap_ctx_set_calibration(ctx, calibration);
+  /* The files it will write were checked by cli_parse, before the search: nothing is printed when one fails. */
+  ap_status st = calibration ? ap_ctx_set_calibration(ctx, calibration) : AP_OK;
   if (!st) st = ap_model_load(ctx, model, &m);
   if (!st) st = ap_cluster_load(ctx, cluster, &c);
   if (!st && compare) st = ap_plan_load(ctx, compare, &cmp);
@@ -195,7 +193,7 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
     ap_status sst = st;
     char *est = NULL, *trace = NULL;
     if (best && ap_estimate(ctx, m, c, best, AP_OUT_JSON, &est)) est = NULL;
-    if (best) trace = cli_simulate_trace(ctx, m, c, best, report);
+    if (best) trace = cli_simulate_trace(ctx, m, c, best);
     ap_report_inputs in = {0};
     in.search_json = doc;
     in.estimate_json = est;

@@ -3,7 +3,9 @@
  * "Profiling"). The measuring is MPI work, so it runs in the rank program (src/exec/rank_prof.c), launched as
  * `autopar run` launches it (cmd_run.c: mpirun --oversubscribe -np N, one OpenBLAS thread per rank). This
  * command then loads the written file as a cluster, the check that plan, estimate and validate accept it, and
- * only then moves it to -o: a failed or refused profile leaves no file. N defaults to the machine's cores. */
+ * only then writes it to -o through ap_write_file (a temporary beside it, renamed over it): a failed or
+ * refused profile leaves -o as it was. -o is checked before the measuring (cli_parse). N defaults to the
+ * machine's cores. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -76,10 +78,10 @@ int cmd_profile(ap_ctx *ctx, int argc, char **argv) {
   largv[nl] = NULL;
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   int st = cli_spawn(largv, out_path, err_path), rc = EXIT_INTERNAL;
-  char *text = st == 0 ? cli_slurp(res_path) : NULL;
+  char *text = st == 0 ? cli_read_file(res_path) : NULL;
   if (!text) {
-    char *err = cli_slurp(err_path), msg[1024];
-    cli_first_message(err, msg, sizeof msg);
+    char *err = cli_read_file(err_path), msg[1024];
+    cli_launch_message(err, st, msg, sizeof msg);
     fprintf(stderr, "autopar profile: %s\n", msg);
     free(err);
     rc = st == 2 ? EXIT_BAD_INPUT : EXIT_INTERNAL;
@@ -89,10 +91,8 @@ int cmd_profile(ap_ctx *ctx, int argc, char **argv) {
     if (s) {
       rc = cli_fail(ctx, s);
     } else {
-      FILE *f = fopen(out, "w");
-      if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-        fprintf(stderr, "autopar profile: %s: cannot write: %s\n", out, strerror(errno));
-        remove(out);
+      if (ap_write_file(ctx, out, text) != AP_OK) { /* the one writer: a failed write leaves out as it was */
+        fprintf(stderr, "autopar profile: %s\n", ap_ctx_error(ctx));
         rc = EXIT_BAD_INPUT;
       } else {
         printf("autopar profile: %lld CPU ranks measured; wrote %s\n", (long long)ranks, out);

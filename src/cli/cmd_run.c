@@ -72,36 +72,38 @@ int cli_spawn(char *const argv[], const char *out_path, const char *err_path) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-char *cli_slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 4096, n = 0;
-  char *b = malloc(cap);
-  while (b) {
-    size_t got = fread(b + n, 1, cap - n - 1, f);
-    n += got;
-    if (got == 0) break;
-    if (n + 1 == cap) {
-      char *nb = realloc(b, cap * 2);
-      if (!nb) {
-        free(b);
-        b = NULL;
-        break;
-      }
-      b = nb;
-      cap *= 2;
-    }
+/* Why a launch failed, in one line. A rank killed by a signal (the kernel's out-of-memory killer, a crash)
+ * is named with its signal: OpenMPI's mpirun says "process rank R with PID P on node H exited on signal S
+ * (NAME)" among its banner lines ([orterun:proc-aborted-strsignal] and [orterun:proc-aborted], without the
+ * name, in help-orterun.txt, /usr/share/openmpi/ of Debian 12's openmpi-bin 4.1.4), and a launcher that
+ * was itself killed ends with status 128 + S. Otherwise the rank program's own line (the one after
+ * "autopar-rank: "), else the first line of the text that is not a banner of dashes. */
+void cli_launch_message(const char *text, int status, char *out, size_t n) {
+  const char *p = text ? strstr(text, "process rank ") : NULL;
+  int rank = -1, sig = 0;
+  char name[64] = "";
+  for (; p; p = strstr(p + 1, "process rank ")) {
+    const char *on = strstr(p, " exited on signal ");
+    if (on && sscanf(p, "process rank %d", &rank) == 1 && sscanf(on, " exited on signal %d (%63[^)])", &sig, name) >= 1)
+      break;
+    rank = -1;
   }
-  fclose(f);
-  if (b) b[n] = '\0';
-  return b;
-}
-
-/* The rank program's one-line message in text (the line after "autopar-rank: "), or the first line. */
-void cli_first_message(const char *text, char *out, size_t n) {
-  const char *p = text ? strstr(text, "autopar-rank: ") : NULL;
-  if (p) p += strlen("autopar-rank: ");
-  else p = text && *text ? text : "no message";
+  if (rank >= 0 && sig > 0) {
+    snprintf(out, n, "rank %d was killed by signal %d (%s)%s; the job was ended", rank, sig, *name ? name : strsignal(sig),
+             sig == SIGKILL ? ", as the kernel's out-of-memory killer does" : "");
+    return;
+  }
+  p = text ? strstr(text, "autopar-rank: ") : NULL;
+  if (p) {
+    p += strlen("autopar-rank: ");
+  } else if (status > 128 && status < 128 + 65) {
+    snprintf(out, n, "the launcher or a rank was killed by signal %d (%s); the job was ended", status - 128,
+             strsignal(status - 128));
+    return;
+  } else {
+    for (p = text; p && *p && (*p == '-' || *p == '\n' || *p == ' ');) p++; /* OpenMPI's banners of dashes */
+    if (!p || !*p) p = "no message";
+  }
   size_t k = strcspn(p, "\n");
   snprintf(out, n, "%.*s", (int)(k < 900 ? k : 900), p);
 }
@@ -135,23 +137,44 @@ static const char record_header[] =
 
 static long long jint(json_t *o, const char *k) { return (long long)json_integer_value(json_object_get(o, k)); }
 
-/* Appends the run r to path as one row (stack autopar; peak memory: the largest rank's peak RSS), writing the
- * header first when the file is new or empty; a file with another header is refused. Returns false with a
- * message printed. */
-static bool record_row(const char *path, const char *plan_path, json_t *r) {
-  char *old = cli_slurp(path);
-  long long n_rows = 0;
-  if (old && *old) {
-    if (strncmp(old, record_header, sizeof record_header - 1) != 0) {
-      fprintf(stderr, "autopar run: --record: %s: expected the header autopar writes (%.40s…)\n", path, record_header);
-      free(old);
-      return false;
-    }
-    for (const char *c = old; *c; c++) n_rows += *c == '\n';
-    n_rows--;
+/* Reads the runs table that --record appends to: *old is its text ("" when the file does not exist yet) and
+ * *n_rows its rows. Refuses (false, one line printed) a target that is not a regular file or a table with
+ * another header; cmd_run calls it before the launch, so that a refused table costs no training, and again
+ * at the append, which then sees the table as it is. */
+static bool record_read(const char *path, char **old, long long *n_rows) {
+  struct stat sb;
+  *old = NULL;
+  *n_rows = 0;
+  if (stat(path, &sb) != 0 && errno == ENOENT) {
+    *old = strdup("");
+    return *old != NULL;
   }
-  bool fresh = !old || !*old;
-  free(old);
+  if (!(*old = cli_read_file(path))) {
+    fprintf(stderr, "autopar run: --record: %s: cannot read it: %s\n", path,
+            stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) ? "not a regular file; expected a runs table (CSV)" : strerror(errno));
+    return false;
+  }
+  if (**old && strncmp(*old, record_header, sizeof record_header - 1) != 0) {
+    fprintf(stderr, "autopar run: --record: %s: expected the header autopar writes (%.40s…)\n", path, record_header);
+    free(*old);
+    *old = NULL;
+    return false;
+  }
+  for (const char *c = *old; *c; c++) *n_rows += *c == '\n';
+  size_t n = strlen(*old);
+  if (n && (*old)[n - 1] != '\n') ++*n_rows; /* a last row without its line end */
+  if (*n_rows) --*n_rows;                     /* the header */
+  return true;
+}
+
+/* Appends the run r to path as one row (stack autopar; peak memory: the largest rank's peak RSS), writing the
+ * header first when the file is new or empty. The table is written whole through ap_write_file (a temporary
+ * beside it, renamed over it), so that a failed append (a full disk) leaves the table as it was. Returns
+ * false with a message printed. */
+static bool record_row(ap_ctx *ctx, const char *path, const char *plan_path, json_t *r) {
+  char *old = NULL;
+  long long n_rows = 0;
+  if (!record_read(path, &old, &n_rows)) return false;
   json_t *a = json_object_get(r, "arch"), *p = json_object_get(r, "parallel");
   double it = json_number_value(json_object_get(r, "iteration_time_s")), rss = 0;
   long long ranks = jint(r, "ranks");
@@ -160,17 +183,24 @@ static bool record_row(const char *path, const char *plan_path, json_t *r) {
   json_array_foreach(json_object_get(r, "peak_rss_bytes"), i, m) if (json_number_value(m) > rss) rss = json_number_value(m);
   if (!a || !p || it <= 0 || ranks < 1) {
     fprintf(stderr, "autopar run: --record: the rank program's result lacks the run's architecture or timing\n");
+    free(old);
     return false;
   }
   const char *stem = strrchr(plan_path, '/');
   stem = stem ? stem + 1 : plan_path;
   int stem_n = (int)strcspn(stem, ".");
-  FILE *f = fopen(path, "a");
+  char *text = NULL;
+  size_t text_n = 0;
+  FILE *f = open_memstream(&text, &text_n);
   if (!f) {
-    fprintf(stderr, "autopar run: --record: %s: cannot open for appending: %s\n", path, strerror(errno));
+    fprintf(stderr, "autopar run: --record: out of memory\n");
+    free(old);
     return false;
   }
-  if (fresh) fputs(record_header, f);
+  size_t old_n = strlen(old);
+  fputs(*old ? old : record_header, f);
+  if (old_n && old[old_n - 1] != '\n') fputc('\n', f);
+  free(old);
   long long E = jint(a, "num_experts");
   bool gpt2 = strcmp(json_string_value(json_object_get(a, "family")), "gpt2") == 0;
   fprintf(f, "%.*s-%lld,autopar run --plan %s,autopar,%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,", stem_n, stem,
@@ -186,15 +216,17 @@ static bool record_row(const char *path, const char *plan_path, json_t *r) {
           (double)jint(r, "tokens_per_step") / it / (double)ranks, rss / 1073741824.0);
   fprintf(f, "tokens per step / iteration_time_s (median over steps after the first) / ranks; peak RSS max over "
              "ranks,schedule %s (not a runs.csv column)\n", json_string_value(json_object_get(p, "schedule")));
-  if (fclose(f) != 0) {
-    fprintf(stderr, "autopar run: --record: %s: cannot write\n", path);
-    return false;
+  bool ok = fclose(f) == 0 && text;
+  if (!ok) fprintf(stderr, "autopar run: --record: out of memory\n");
+  if (ok && ap_write_file(ctx, path, text) != AP_OK) {
+    fprintf(stderr, "autopar run: --record: %s\n", ap_ctx_error(ctx));
+    ok = false;
   }
-  return true;
+  free(text);
+  return ok;
 }
 
 int cmd_run(ap_ctx *ctx, int argc, char **argv) {
-  (void)ctx;
   bool json = false, help = false;
   const char *model = NULL, *plan = NULL, *init = NULL, *data = NULL, *dtype = NULL, *save = NULL, *launcher = NULL;
   const char *record = NULL;
@@ -232,6 +264,12 @@ int cmd_run(ap_ctx *ctx, int argc, char **argv) {
     fprintf(stderr, "autopar run: --model and --plan are required (see autopar run --help)\n");
     return EXIT_BAD_INPUT;
   }
+  /* --save and --record can be written (cli_parse checked them); the table --record appends to must also be
+   * one this command writes, which is known now, before any training. */
+  char *record_old = NULL;
+  long long record_rows = 0;
+  if (record && !record_read(record, &record_old, &record_rows)) return EXIT_BAD_INPUT;
+  free(record_old);
   char prog[PATH_MAX + 64];
   if (!cli_find_rank_program(prog, sizeof prog)) {
     fprintf(stderr, "autopar run: the executor is not built into this autopar (autopar-rank is missing beside it; "
@@ -265,11 +303,11 @@ int cmd_run(ap_ctx *ctx, int argc, char **argv) {
   rargs[nr] = "--check";
   rargs[nr + 1] = NULL;
   int st = cli_spawn(rargs, out_path, err_path);
-  char *check_out = cli_slurp(out_path), *err = NULL;
+  char *check_out = cli_read_file(out_path), *err = NULL;
   long long n_ranks = 0;
   if (st != 0) {
-    err = cli_slurp(err_path);
-    cli_first_message(err, msg, sizeof msg);
+    err = cli_read_file(err_path);
+    cli_launch_message(err, st, msg, sizeof msg);
     fprintf(stderr, "autopar run: %s\n", msg);
     rc = st == 2 ? EXIT_BAD_INPUT : EXIT_INTERNAL;
     goto done;
@@ -299,10 +337,10 @@ int cmd_run(ap_ctx *ctx, int argc, char **argv) {
   largv[nl] = NULL;
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   st = cli_spawn(largv, out_path, err_path);
-  char *res = cli_slurp(res_path);
+  char *res = cli_read_file(res_path);
   if (st != 0 || !res) {
-    err = cli_slurp(err_path);
-    cli_first_message(err, msg, sizeof msg);
+    err = cli_read_file(err_path);
+    cli_launch_message(err, st, msg, sizeof msg);
     fprintf(stderr, "autopar run: %s\n", msg);
     rc = st == 2 ? EXIT_BAD_INPUT : EXIT_INTERNAL;
     free(res);
@@ -317,7 +355,7 @@ int cmd_run(ap_ctx *ctx, int argc, char **argv) {
       fputs(res, stdout);
     else
       print_text(r);
-    rc = record && !record_row(record, plan, r) ? EXIT_BAD_INPUT : 0;
+    rc = record && !record_row(ctx, record, plan, r) ? EXIT_BAD_INPUT : 0;
     json_decref(r);
   }
   free(res);

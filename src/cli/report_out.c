@@ -1,27 +1,41 @@
 /* --report FILE and --tokens for the commands (cli layer): the pieces every command shares to write its HTML
  * report from the documents it prints with --json (ap_report_html, docs/report.md), to simulate a plan for
  * the report's timeline, and to render a document with the time and cost to train added (ap_render). */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
 char *cli_read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
+  /* Non-blocking, and a regular file only: a FIFO or a device named as a file is never read (it could block). */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return NULL;
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    close(fd);
+    return NULL;
+  }
   size_t cap = 1 << 16, n = 0;
   char *s = malloc(cap);
-  while (s) {
-    size_t got = fread(s + n, 1, cap - n - 1, f);
-    n += got;
-    if (n + 1 < cap) break;
-    char *t = realloc(s, cap *= 2);
-    if (!t) free(s);
-    s = t;
+  bool bad = false;
+  while (s && !bad) {
+    ssize_t got = read(fd, s + n, cap - n - 1);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) bad = true;
+    if (got <= 0) break;
+    n += (size_t)got;
+    if (n + 1 == cap) {
+      char *t = realloc(s, cap *= 2);
+      if (!t) free(s);
+      s = t;
+    }
   }
-  bool bad = ferror(f) != 0;
-  fclose(f);
+  close(fd);
   if (!s || bad) {
     free(s);
     return NULL;
@@ -30,24 +44,28 @@ char *cli_read_file(const char *path) {
   return s;
 }
 
-char *cli_simulate_trace(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, ap_plan *p, const char *near_path) {
-  size_t n = strlen(near_path) + 16;
-  char *tmp = malloc(n);
-  if (!tmp) return NULL;
-  snprintf(tmp, n, "%s.trace.tmp", near_path);
+char *cli_simulate_trace(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, ap_plan *p) {
+  /* The trace goes to a folder of this process's own (mkdtemp: mode 0700, a random name), never to a name
+   * beside the report that another user could have planted a link at. */
+  const char *tmpdir = getenv("TMPDIR");
+  char dir[512], tmp[600];
+  snprintf(dir, sizeof dir, "%s/autopar-trace.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+  if (!mkdtemp(dir)) {
+    fprintf(stderr, "autopar: warning: the report has no timeline: %s: %s\n", dir, strerror(errno));
+    return NULL;
+  }
+  snprintf(tmp, sizeof tmp, "%s/trace.json", dir);
   char *summary = NULL, *trace = NULL;
   ap_status st = ap_simulate(ctx, m, c, p, tmp, AP_OUT_JSON, &summary);
   ap_free(summary);
-  if (st == AP_IO) {
-    /* The report's folder cannot be written: writing the report itself fails next and says so. */
-  } else if (st) {
+  if (st) {
     fprintf(stderr, "autopar: warning: the report has no timeline: %s\n", ap_ctx_error(ctx));
   } else {
     trace = cli_read_file(tmp);
-    remove(tmp);
     if (!trace) fprintf(stderr, "autopar: warning: the report has no timeline: cannot read the trace back\n");
   }
-  free(tmp);
+  unlink(tmp);
+  rmdir(dir);
   return trace;
 }
 

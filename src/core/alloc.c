@@ -3,6 +3,7 @@
  * allocator is libc's; a host's allocator has realloc semantics (ap_alloc_fn in include/autopar.h). */
 #define AP_ALLOC_NO_MACROS
 #include <jansson.h>
+#include <pthread.h>
 
 #include "core/core.h"
 
@@ -98,4 +99,23 @@ void mem_enter_fn(ap_alloc_fn fn, void *user) {
   cur_fn = fn;
   cur_user = user;
   cur_failed = false;
+}
+
+/* The "C" locale object of api_scope_enter, made once per process (newlocale; pthread_once so that threads
+ * entering at once make one). NULL when it could not be made (out of memory): the calls then run under the
+ * host's locale, as before there was a scope. */
+static locale_t c_locale;
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+static void c_locale_make(void) { c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0); }
+
+api_scope api_scope_enter(const ap_ctx *ctx) {
+  mem_enter(ctx);
+  (void)pthread_once(&c_locale_once, c_locale_make);
+  api_scope s = {(locale_t)0};
+  if (c_locale) s.prev = uselocale(c_locale);
+  return s;
+}
+
+void api_scope_leave(api_scope *s) {
+  if (s->prev) uselocale(s->prev);
 }

@@ -13,6 +13,7 @@
 #ifndef AP_ALLOC_H
 #define AP_ALLOC_H
 
+#include <locale.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -48,8 +49,20 @@ __attribute__((visibility("hidden"))) bool mem_failed(void);
  * a context's; ap_ctx_new_with_allocator uses it before the context exists. */
 __attribute__((visibility("hidden"))) void mem_enter_fn(ap_alloc_fn fn, void *user);
 
-/* The first line of every public function taking a context. */
-#define API_ENTER(ctx) mem_enter(ctx)
+/* The first line of every public function taking a context: installs the context's allocator (mem_enter) and,
+ * for the call's duration, the "C" locale on the calling thread (uselocale), so that every number the library
+ * writes (printf's %g, %f, jansson's reals) and reads (strtod, jansson) has a decimal point whatever locale
+ * the host set (a host that called setlocale(LC_ALL, "de_DE.UTF-8") would otherwise get "0,5" in JSON and fail
+ * to read "0.5"). The host's own locale, global or per thread, is restored when the function returns: the
+ * scope ends through GCC's and Clang's cleanup attribute, on every return path. The host's callbacks (log,
+ * progress) run inside the call, so under "C" too. Nested public calls nest their scopes. */
+typedef struct {
+  locale_t prev; /* the thread's locale before the call (LC_GLOBAL_LOCALE when it had none of its own) */
+} api_scope;
+__attribute__((visibility("hidden"))) api_scope api_scope_enter(const ap_ctx *ctx);
+__attribute__((visibility("hidden"))) void api_scope_leave(api_scope *s);
+#define API_ENTER(ctx) \
+  api_scope api_scope_ __attribute__((cleanup(api_scope_leave), unused)) = api_scope_enter(ctx)
 
 /* Object-like, so that a function pointer (ctx_memo_put(…, free)) is the wrapper too. */
 #ifndef AP_ALLOC_NO_MACROS

@@ -83,21 +83,39 @@ static ap_status missing(const jx_src *s, const char *keys) {
   return jx_fail(s, keys, "required field missing");
 }
 
+jx_int_kind jx_int_of(json_t *v, int64_t *out, double *real) {
+  if (json_is_integer(v)) {
+    *out = (int64_t)json_integer_value(v);
+    return JX_INT;
+  }
+  if (!json_is_real(v)) return JX_INT_NOT_NUMBER;
+  double x = json_real_value(v); /* finite: jansson reads no NaN or infinity */
+  *real = x;
+  if (x != floor(x)) return JX_INT_FRACTION;
+  if (fabs(x) >= 9007199254740992.0) return JX_INT_HUGE; /* 2^53: beyond it a real is no exact integer */
+  *out = (int64_t)x;
+  return JX_INT;
+}
+
 ap_status jx_i64(const jx_src *s, json_t *obj, const char *keys, bool required, int64_t min, int64_t max,
                  int64_t *out, bool *found) {
   const char *used = NULL;
   json_t *v = jx_lookup(obj, keys, &used);
   if (found) *found = v != NULL;
   if (!v) return required ? missing(s, keys) : AP_OK;
-  int64_t x;
-  if (json_is_integer(v)) {
-    x = (int64_t)json_integer_value(v);
-  } else if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)) &&
-             fabs(json_real_value(v)) < 9e15) {
-    x = (int64_t)json_real_value(v);
-  } else {
+  int64_t x = 0;
+  double real = 0;
+  switch (jx_int_of(v, &x, &real)) {
+  case JX_INT:
+    break;
+  case JX_INT_HUGE:
+    return jx_fail(s, keys, "out of range: expected an integer in [%lld, %lld], got %g", (long long)min,
+                   (long long)max, real);
+  case JX_INT_FRACTION:
+    return jx_fail(s, keys, "expected an integer, got a fraction (%g)", real);
+  default:
     return jx_fail(s, keys, "expected an integer, got %s",
-                   json_is_string(v) ? "a string" : json_is_real(v) ? "a fraction" : "another type");
+                   json_is_string(v) ? "a string" : json_is_boolean(v) ? "a boolean" : "another type");
   }
   if (x < min || x > max) {
     if (max == INT64_MAX)

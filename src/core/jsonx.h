@@ -23,6 +23,12 @@ AP_HIDDEN ap_status jx_load_file(ap_ctx *ctx, const char *path, json_t **out);
 /* Keys may list aliases separated by '|' ("hidden_size|n_embd"); the first one present (and not null)
  * wins. *found (may be NULL) says whether any was present. Absent optional keys leave *out untouched. */
 AP_HIDDEN json_t *jx_lookup(json_t *obj, const char *keys, const char **key_used);
+/* How a JSON value reads as an integer, the one rule of every reader: JX_INT an integer, or a real without a
+ * fraction below 2^53 in magnitude (so exactly an integer), in *out; JX_INT_HUGE a real without a fraction
+ * beyond that (1e308: out of range for any integer field, never "a fraction"), in *real; JX_INT_FRACTION a
+ * real with a fraction (2.5), in *real; JX_INT_NOT_NUMBER anything else. */
+typedef enum { JX_INT, JX_INT_HUGE, JX_INT_FRACTION, JX_INT_NOT_NUMBER } jx_int_kind;
+AP_HIDDEN jx_int_kind jx_int_of(json_t *v, int64_t *out, double *real);
 AP_HIDDEN ap_status jx_i64(const jx_src *s, json_t *obj, const char *keys, bool required, int64_t min,
                            int64_t max, int64_t *out, bool *found);
 AP_HIDDEN ap_status jx_f64(const jx_src *s, json_t *obj, const char *keys, bool required, double min,

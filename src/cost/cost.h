@@ -116,6 +116,14 @@ AP_HIDDEN void cost_env_set_tuning(cost_env *env, const cost_tuning *t);
 AP_HIDDEN const graph *cost_env_graph(const cost_env *env);
 AP_HIDDEN const hw_cluster *cost_env_cluster(const cost_env *env);
 AP_HIDDEN const cost_tuning *cost_env_tuning(const cost_env *env);
+/* Whether every device of the cluster carries autopar profile's measurements of the reference executor (a
+ * cluster file from `autopar profile`, docs/executor.md) and the model has transformer layers, which the
+ * executor's cost model prices (exec_cpu.h). */
+AP_HIDDEN bool cost_env_executor(const cost_env *env);
+/* The stack plan p runs on: its own when it names one; else autopar, the reference executor, on such a
+ * cluster (cost_env_executor); else plan_stack_default. *why (may be NULL) receives a static phrase saying
+ * which: "stated", "the default", or why the cluster's. */
+AP_HIDDEN plan_stack cost_env_stack(const cost_env *env, const plan *p, const char **why);
 
 /* Time breakdown of one iteration, seconds, on the critical path. */
 typedef struct {
@@ -198,8 +206,22 @@ enum { SIM_MAX_PASSES_DEFAULT = 1000000 };
 AP_HIDDEN ap_status cost_estimate(ap_ctx *ctx, const cost_env *env, const plan *p, cost_result *out);
 
 /* The result as JSON / text (the caller frees with free()). */
-AP_HIDDEN char *cost_result_json(const cost_env *env, const plan *p, const cost_result *r);
-AP_HIDDEN char *cost_result_text(const cost_env *env, const plan *p, const cost_result *r);
+/* How the public entry points (ap_estimate, ap_simulate) took a plan to the cost model: where its stack
+ * came from ("plan", "cluster", "default") and the phrase saying why (cost_env_stack), and, when it runs on
+ * fewer ranks than the executor's cluster has, devices_used of devices_of (0 otherwise). */
+typedef struct {
+  const char *stack_source, *stack_why;
+  int64_t devices_used, devices_of;
+} cost_plan_note;
+/* The environment for one plan of the public API: builds *env for the cluster, names the plan's stack
+ * (cost_env_stack: a plan that names none takes the cluster's or the default; on autopar profile's cluster the
+ * executor's fp32 unless the plan states a precision), resolves the derived fields (plan_resolve), and, on the
+ * executor's cluster, gives a plan that states fewer ranks than it has the first of them (*sub, a cluster the
+ * caller frees with ap_cluster_free after freeing *env). Fills *note. */
+AP_HIDDEN ap_status cost_env_for_plan(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, ap_plan *ap,
+                                      cost_env **env, ap_cluster **sub, cost_plan_note *note);
+AP_HIDDEN char *cost_result_json(const cost_env *env, const plan *p, const cost_result *r, const cost_plan_note *note);
+AP_HIDDEN char *cost_result_text(const cost_env *env, const plan *p, const cost_result *r, const cost_plan_note *note);
 
 /* ---- Piecewise costs: the parts of cost_estimate that the strategies building a pipeline split piece by
  * piece (search/stage_dp.c, layer_dp.c, hetero.c) combine themselves. What a strategy may know of the

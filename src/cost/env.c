@@ -282,6 +282,29 @@ int cost_rank_group(const cost_env *env, const plan *p, int64_t r, double *capac
 
 const calib_origin *cost_env_origin(const cost_env *env) { return &env->origin; }
 
+bool cost_env_executor(const cost_env *env) {
+  if (!env->facts.has_layers) return false;
+  for (int g = 0; g < env->hc->n_groups; g++) {
+    const compute_model *cm = cost_group_model(env, g);
+    if (!cm->exec || !cm->exec->present) return false;
+  }
+  return true;
+}
+
+plan_stack cost_env_stack(const cost_env *env, const plan *p, const char **why) {
+  const char *w = "stated";
+  plan_stack st = p->stack;
+  if (st == PLAN_STACK_DEFAULT && cost_env_executor(env)) {
+    st = PLAN_STACK_AUTOPAR;
+    w = "the cluster's devices are autopar profile's CPU ranks, which the reference executor runs";
+  } else if (st == PLAN_STACK_DEFAULT) {
+    st = plan_stack_default(env->facts.has_layers);
+    w = "the default";
+  }
+  if (why) *why = w;
+  return st;
+}
+
 const calib_band *cost_env_band(const cost_env *env, const plan *p) {
   /* Residuals of fitted constants say nothing of the documented defaults. */
   if (env->origin.how == CALIB_DEFAULTS) return NULL;

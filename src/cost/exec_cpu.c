@@ -129,8 +129,15 @@ ap_status exec_cpu_profile_parse(ap_ctx *ctx, const char *file, const void *root
 
 bool cost_exec_cpu_on(const cost_env *env, int group, const plan *p) {
   const compute_model *cm = cost_group_model(env, group);
-  plan_stack st = p->stack == PLAN_STACK_DEFAULT ? plan_stack_default(env->facts.has_layers) : p->stack;
-  return st == PLAN_STACK_AUTOPAR && cm->exec && cm->exec->present && env->facts.has_layers;
+  return cost_env_stack(env, p, NULL) == PLAN_STACK_AUTOPAR && cm->exec && cm->exec->present && env->facts.has_layers;
+}
+
+void cost_exec_cpu_origin(const cost_env *env, char *out, size_t n) {
+  const exec_cpu_profile *x = cost_group_model(env, 0)->exec;
+  snprintf(out, n,
+           "the reference executor's own cost model (docs/executor.md) on the cluster's profile: %d measured GEMM shapes "
+           "by layout, its kernels' measured times, the base RSS and %d measured collectives; no fitted constants",
+           x ? x->n_gemm : 0, x ? x->n_comm : 0);
 }
 
 /* Seconds of one sgemm: the measured seconds per FLOP of the nearest shapes of that layout (inverse-distance

@@ -107,6 +107,8 @@ AP_HIDDEN void cost_flop_conventions(const cost_env *env, const plan *p, double 
  * cost, one pipeline send, the step's end over all pipeline ranks (synchronisation and AdamW of the slowest),
  * and memory of pipeline rank r. */
 AP_HIDDEN bool cost_exec_cpu_on(const cost_env *env, int group, const plan *p);
+/* One line on the constants of the executor's cost model: what of the profile it prices with. */
+AP_HIDDEN void cost_exec_cpu_origin(const cost_env *env, char *out, size_t n);
 AP_HIDDEN layer_cost cost_exec_cpu_block(const cost_env *env, int group, const plan *p, const graph_block *blk, double b,
                                          double s);
 AP_HIDDEN double cost_exec_cpu_p2p_s(const cost_env *env, int group, const plan *p, double b, double s);

@@ -179,14 +179,24 @@ cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, in
      * memory.loss_bytes_per_logit; a fused loss's are its own (plan_stack_loss: flash-attn's 4 [FA-ce], 2 in
      * place, 0 the unfused loss's: Megatron's native fusion keeps the same fp32 copy [MLM-fce]), plus an fp32
      * log-sum-exp per token. */
-    double tokens = b * s / (double)p->cp;
+    double tokens = b * s / (double)p->cp, elems = cost_logit_elems(env, p, b, s);
     double loss_bytes = sm.loss_bytes_per_logit > 0 ? sm.loss_bytes_per_logit : mt->loss_bytes_per_logit;
-    if (p->fused_loss) {
-      const plan_stack_info *si = plan_stack_get(p->stack == PLAN_STACK_DEFAULT ? plan_stack_default(env->facts.has_layers) : p->stack);
-      double fb = si ? si->loss.fused_bytes_per_logit : 2.0;
-      loss_bytes = (fb > 0 ? fb : loss_bytes);
+    const plan_stack_info *si = plan_stack_get(p->stack == PLAN_STACK_DEFAULT ? plan_stack_default(env->facts.has_layers) : p->stack);
+    int chunks = p->fused_loss && si ? si->loss.fused_chunks : 0;
+    if (chunks > 0) {
+      /* A chunked loss (stack.c [TT-chunk]): one slice of the unfused loss's working set at a time, no logits
+       * saved for the backward pass (the head's 16-bit logits leave the activations of every micro-batch in
+       * flight), and an fp32 gradient of the head's input, replicated over tensor parallelism. */
+      double saved = 2.0 * elems * (double)plan_schedule_in_flight_mb(p, r);
+      mem.activations = fmax(0, mem.activations - saved);
+      mem.logits = elems * loss_bytes / chunks + 4.0 * tokens * (double)env->g->hidden_size;
+    } else {
+      if (p->fused_loss) {
+        double fb = si ? si->loss.fused_bytes_per_logit : 2.0;
+        loss_bytes = (fb > 0 ? fb : loss_bytes);
+      }
+      mem.logits = elems * (loss_bytes - 2.0) + (p->fused_loss ? tokens * 4.0 : 0);
     }
-    mem.logits = cost_logit_elems(env, p, b, s) * (loss_bytes - 2.0) + (p->fused_loss ? tokens * 4.0 : 0);
   }
   /* Buffers: the gathered (tensor-parallel) copy of one layer input and output; with ZeRO-3, the gathered
    * parameters of the layer in use and the one prefetched; a DeepSpeed optimizer's reduction buckets and

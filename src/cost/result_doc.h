@@ -51,7 +51,11 @@ AP_HIDDEN void cost_calibration_text(strbuf *sb, const json_t *c, const char *in
 
 /* Builds the document of `estimate` (autopar-estimate/1) into d (jd_init is done here); the caller frees it
  * with jd_free. */
-AP_HIDDEN void cost_estimate_doc(jd *d, const cost_env *env, const plan *p, const cost_result *r);
+AP_HIDDEN void cost_estimate_doc(jd *d, const cost_env *env, const plan *p, const cost_result *r,
+                                 const cost_plan_note *note);
+/* Puts "stack" (the name), "stack_source" ("plan", "--stack", "--export", "cluster", "default") and
+ * "stack_note" (why, and how to take another: "the default; --stack NAME for another") into o. */
+AP_HIDDEN void cost_stack_put(jd *d, json_t *o, plan_stack stack, const char *source, const char *why);
 /* The text rendering of an autopar-estimate document; NULL when out of memory. The caller frees it. */
 AP_HIDDEN char *cost_estimate_text(const json_t *doc);
 

@@ -9,6 +9,7 @@
 
 #include "core/jsonx.h"
 #include "cost/calib.h"
+#include "cost/internal.h"
 #include "cost/result_doc.h"
 #include "plan/summary.h"
 
@@ -143,13 +144,31 @@ void cost_doc_plan(jd *d, json_t *o, const char *key, const plan *p) {
 }
 
 /* The header every document about one plan on one cluster opens with. */
-static void plan_header(jd *d, const cost_env *env, const plan *p) {
+void cost_stack_put(jd *d, json_t *o, plan_stack stack, const char *source, const char *why) {
+  char note[256];
+  bool other = strcmp(source, "--stack") != 0 && strcmp(source, "plan") != 0;
+  snprintf(note, sizeof note, "%s%s", strcmp(source, "plan") == 0 ? "stated by the plan" : why,
+           other ? "; --stack NAME for another" : "");
+  jd_str(d, o, "stack", plan_stack_name(stack));
+  jd_str(d, o, "stack_source", source);
+  jd_str(d, o, "stack_note", note);
+}
+
+static void plan_header(jd *d, const cost_env *env, const plan *p, const cost_plan_note *note) {
   const graph *g = cost_env_graph(env);
   const hw_cluster *hc = cost_env_cluster(env);
   jd_str(d, d->root, "model", g->name);
   jd_str(d, d->root, "cluster", hc->name);
   jd_int(d, d->root, "n_devices", hc->n_devices);
   jd_str(d, d->root, "device", hc->groups[0].device.name);
+  if (note && note->devices_used > 0) {
+    jd_int(d, d->root, "devices_used", note->devices_used);
+    jd_int(d, d->root, "cluster_devices", note->devices_of);
+  }
+  const char *why = NULL;
+  plan_stack stk = cost_env_stack(env, p, &why);
+  cost_stack_put(d, d->root, stk, note && note->stack_source ? note->stack_source : "plan",
+                 note && note->stack_why ? note->stack_why : why);
   char summary[512];
   plan_summary(p, PLAN_SUMMARY_LINE, NULL, NULL, summary, sizeof summary);
   jd_str(d, d->root, "summary", summary);
@@ -167,10 +186,12 @@ void cost_calibration_put(jd *d, json_t *o, const cost_env *env, const plan *p, 
   json_t *c = jd_obj(d, o, "calibration");
   jd_str(d, c, "chip", org->chip);
   jd_str(d, c, "family", org->family);
-  jd_str(d, c, "constants", how_names[org->how]);
+  jd_str(d, c, "constants", cost_exec_cpu_on(env, 0, p) ? "executor" : how_names[org->how]);
   jd_str(d, c, "from_chip", org->how == CALIB_SIBLING || org->how == CALIB_VENDOR ? org->from : NULL);
   char note[256];
-  calib_origin_text(org, note, sizeof note);
+  bool exec = cost_exec_cpu_on(env, 0, p);
+  if (exec) cost_exec_cpu_origin(env, note, sizeof note);
+  else calib_origin_text(org, note, sizeof note);
   jd_str(d, c, "note", note);
   const calib_band *b = cost_env_band(env, p);
   if (!b) {
@@ -211,16 +232,16 @@ void cost_calibration_text(strbuf *sb, const json_t *c, const char *indent, int 
             -100 * jd_getn(b, "error_low") / (1 + jd_getn(b, "error_low")));
 }
 
-void cost_estimate_doc(jd *d, const cost_env *env, const plan *p, const cost_result *r) {
+void cost_estimate_doc(jd *d, const cost_env *env, const plan *p, const cost_result *r, const cost_plan_note *note) {
   jd_init(d, "autopar-estimate/1");
-  plan_header(d, env, p);
+  plan_header(d, env, p, note);
   cost_result_put(d, d->root, r);
   cost_calibration_put(d, d->root, env, p, r);
 }
 
-char *cost_result_json(const cost_env *env, const plan *p, const cost_result *r) {
+char *cost_result_json(const cost_env *env, const plan *p, const cost_result *r, const cost_plan_note *note) {
   jd d;
-  cost_estimate_doc(&d, env, p, r);
+  cost_estimate_doc(&d, env, p, r, note);
   char *s = jd_dump(&d);
   jd_free(&d);
   return s;
@@ -230,7 +251,12 @@ char *cost_result_json(const cost_env *env, const plan *p, const cost_result *r)
 static void estimate_text(strbuf *sb, const json_t *doc) {
   sb_printf(sb, "model    %s on %s (%lld x %s)\n", jd_gets(doc, "model"), jd_gets(doc, "cluster"),
             (long long)jd_geti(doc, "n_devices"), jd_gets(doc, "device"));
+  if (jd_geti(doc, "devices_used") > 0)
+    sb_printf(sb, "devices  the plan takes %lld of the cluster's %lld ranks: it runs on the first %lld\n",
+              (long long)jd_geti(doc, "devices_used"), (long long)jd_geti(doc, "cluster_devices"),
+              (long long)jd_geti(doc, "devices_used"));
   sb_printf(sb, "plan     %s\n", jd_gets(doc, "summary"));
+  sb_printf(sb, "stack    %s (%s)\n", jd_gets(doc, "stack"), jd_gets(doc, "stack_note"));
   sb_printf(sb, "batch    %lld sequences of %lld tokens\n", (long long)jd_geti(doc, "global_batch_size"),
             (long long)jd_geti(doc, "seq_length"));
   double it = jd_getn(doc, "iteration_time_s");
@@ -284,9 +310,9 @@ char *cost_estimate_text(const json_t *doc) {
   return sb_take(&sb);
 }
 
-char *cost_result_text(const cost_env *env, const plan *p, const cost_result *r) {
+char *cost_result_text(const cost_env *env, const plan *p, const cost_result *r, const cost_plan_note *note) {
   jd d;
-  cost_estimate_doc(&d, env, p, r);
+  cost_estimate_doc(&d, env, p, r, note);
   char *s = d.failed ? NULL : cost_estimate_text(d.root);
   jd_free(&d);
   return s;

@@ -277,7 +277,15 @@ ap_status ex_load(ap_ctx *ctx, const ex_model *m, const char *path, float *w) {
         snprintf(want, sizeof want, "[%lld]", (long long)d0);
       st = ctx_fail(ctx, AP_INVALID, "%s: tensor \"%s\": shape: expected %s", path, t->name, want);
     } else {
-      copy_in(t, s->data, w + t->off);
+      /* A NaN or an infinity would make every loss NaN from the first step: said here, naming it. */
+      int64_t k = 0;
+      while (k < s->n_elems && isfinite(s->data[k])) k++;
+      if (k < s->n_elems)
+        st = ctx_fail(ctx, AP_INVALID, "%s: tensor \"%s\": element %lld of %lld is %s; expected finite weights", path,
+                      t->name, (long long)k, (long long)s->n_elems,
+                      isnan(s->data[k]) ? "NaN" : s->data[k] > 0 ? "+Inf" : "-Inf");
+      else
+        copy_in(t, s->data, w + t->off);
     }
   }
   st_free(&f);

@@ -34,6 +34,9 @@ typedef struct {
   int64_t n_chunks;
   bool split; /* the schedule splits backwards into B and W items */
   int32_t *lab_loc; /* context parallel: this rank's labels */
+  char *msg;        /* the step's message when an item fails; said: an item wrote it (else the caller's) */
+  size_t n_msg;
+  bool said;
 } step_ctx;
 
 static int tag_of(int64_t mb, int64_t chunk, int dir, int64_t n_chunks) { return (int)((mb * n_chunks + chunk) * 2 + dir); }
@@ -164,7 +167,14 @@ static bool run_forward(step_ctx *c, int64_t t, int64_t mb, int64_t chunk, int32
     double l = df ? ex_head_loss(&s->m, s->w, whole_grads(s), xf, p->cp > 1 ? c->lab_loc : lab, rows, scale,
                                  p->fused_loss, df)
                   : NAN;
-    ok = l == l; /* not NaN (out of memory) */
+    ok = df != NULL; /* NaN without df: out of memory */
+    if (ok && !isfinite(l)) {
+      snprintf(c->msg, c->n_msg, "step %lld: the loss of micro-batch %lld is %s: the weights or the gradients are no "
+               "longer finite (a learning rate too high for the model, or --init weights out of range)",
+               (long long)t + 1, (long long)mb, isnan(l) ? "NaN" : "infinite");
+      c->said = true;
+      ok = false;
+    }
     if (s->tp_rank == 0) *loss += l;
     if (ok && sp) slice_seq(s, df, x, p->mbs, c->S_layer, c->H);
     if (ok && !sp) memcpy(x, df, (size_t)n * sizeof *x);
@@ -256,6 +266,8 @@ double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg) {
   const rk_plan *p = &s->p;
   step_ctx c = {0};
   c.s = s;
+  c.msg = msg;
+  c.n_msg = n_msg;
   c.S = p->seq;
   c.T = p->mbs * p->seq;
   c.T_act = c.T / p->cp / (s->tp.sp && s->tp.size > 1 ? s->tp.size : 1);
@@ -280,7 +292,7 @@ double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg) {
                             : run_weight(&c, it->mb, it->chunk);
     int k = it->kind == RK_F ? 0 : it->kind == RK_B ? 1 : 2;
     if (s->tallying) s->pass_s[k] += MPI_Wtime() - w0, s->pass_cpu_s[k] += rk_thread_cpu_s() - c0;
-    if (!ok)
+    if (!ok && !c.said)
       snprintf(msg, n_msg, "step %lld: %s of micro-batch %d on chunk %d failed (out of memory or a schedule that "
                "consumes before it produces)", (long long)t + 1,
                it->kind == RK_F ? "forward" : it->kind == RK_B ? "backward" : "weight gradient", it->mb, it->chunk);

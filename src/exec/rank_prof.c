@@ -301,13 +301,7 @@ int rk_profile_main(int argc, char **argv) {
   MPI_Allreduce(&base_rss, &base_rss_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   int rc = 0;
   if (me == 0) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", out);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-      fprintf(stderr, "autopar-rank: %s: cannot write\n", tmp);
-      MPI_Abort(MPI_COMM_WORLD, 2);
-    }
+    strbuf f = {0}; /* the document, written whole through the one writer (util_write_file_atomic) */
     char host[128] = "?", date[32];
     gethostname(host, sizeof host - 1);
     time_t now = time(NULL);
@@ -318,25 +312,25 @@ int rk_profile_main(int argc, char **argv) {
     int wi = ng - 1;
     double n = world, link_bw = world >= 2 ? 2.0 * (n - 1) / n / beta[wi][0] : 1e12,
            link_lat = world >= 2 ? alpha[wi][0] / (2.0 * (n - 1)) : 1e-6;
-    fprintf(f, "{\n  \"name\": \"cpu-%dx\",\n  \"description\": \"this machine (%s) measured by autopar profile: %d CPU "
+    sb_printf(&f, "{\n  \"name\": \"cpu-%dx\",\n  \"description\": \"this machine (%s) measured by autopar profile: %d CPU "
                "ranks, one OpenBLAS thread each, OpenMPI\",\n",
             world, host, world);
-    fprintf(f, "  \"device\": {\n    \"name\": \"cpu-rank\",\n    \"vendor\": \"cpu\",\n    \"description\": \"one CPU "
+    sb_printf(&f, "  \"device\": {\n    \"name\": \"cpu-rank\",\n    \"vendor\": \"cpu\",\n    \"description\": \"one CPU "
                "core as an autopar-rank process sees it\",\n");
-    fprintf(f, "    \"peak_flop_per_s\": {\"fp32\": %.6g, \"bf16\": %.6g},\n    \"mem_bytes\": %lld,\n    \"mem_bw_Bps\": "
+    sb_printf(&f, "    \"peak_flop_per_s\": {\"fp32\": %.6g, \"bf16\": %.6g},\n    \"mem_bytes\": %lld,\n    \"mem_bw_Bps\": "
                "%.6g,\n", peak, peak, mem_total / world, mem_bw);
-    fprintf(f, "    \"sources\": {\"peak_flop_per_s\": \"fp32: the fastest GEMM measured by autopar profile (no datasheet "
+    sb_printf(&f, "    \"sources\": {\"peak_flop_per_s\": \"fp32: the fastest GEMM measured by autopar profile (no datasheet "
                "figure); bf16: not a bf16 unit but the same fp32 rate, because the executor runs every plan in fp32, so "
                "the work the cost model rates at bf16 (attention core, router) runs at it\", \"mem_bytes\": \"physical memory / ranks\", \"mem_bw_Bps\": \"memcpy measured by autopar "
                "profile, every rank at once\"},\n");
-    fprintf(f, "    \"profile\": {\n      \"format\": \"autopar-profile/1\",\n      \"device\": \"cpu-rank\",\n"
+    sb_printf(&f, "    \"profile\": {\n      \"format\": \"autopar-profile/1\",\n      \"device\": \"cpu-rank\",\n"
                "      \"device_name\": \"%s CPU core\",\n      \"source\": \"autopar profile (autopar-rank --profile) on "
                "%s, %s, %d ranks%s\",\n      \"date\": \"%s\",\n",
             host, host, date, world, quick ? ", --quick" : "", date);
-    fprintf(f, "      \"peak_flop_per_s\": {\"fp32\": %.6g},\n      \"mem_bw_Bps\": %.6g,\n      \"peak_source\": \"the "
+    sb_printf(&f, "      \"peak_flop_per_s\": {\"fp32\": %.6g},\n      \"mem_bw_Bps\": %.6g,\n      \"peak_source\": \"the "
                "fastest measured GEMM of this profile (a CPU core has no datasheet figure here)\",\n",
             peak, mem_bw);
-    fprintf(f, "      \"method\": {\"timing\": \"GEMMs, kernels and memcpy: the calling thread's CPU time "
+    sb_printf(&f, "      \"method\": {\"timing\": \"GEMMs, kernels and memcpy: the calling thread's CPU time "
                "(CLOCK_THREAD_CPUTIME_ID: the time on the core, which a shared machine's other jobs do not inflate), "
                "collectives: MPI_Wtime; all ranks at once after a barrier; the slowest rank's "
                "median of the repetitions\", \"gemm\": \"cblas_sgemm row-major y = x W^T, OpenBLAS, 1 thread per rank\", \"memory\": "
@@ -347,52 +341,55 @@ int rk_profile_main(int argc, char **argv) {
                "the wall time of a sequence of (a 512x768x256 GEMM, writing the send buffer, the collective) less "
                "the rank's own GEMM and writing, the slowest rank's least of 3 sequences of 8\"},\n",
             (long long)buf_bytes, evict_bytes);
-    fprintf(f, "      \"gemm\": [\n");
+    sb_printf(&f, "      \"gemm\": [\n");
     for (int i = 0; i < ns; i++) {
       const gemm_shape *g = &shapes[i];
       double flop = 2.0 * (double)(g->m * g->n * g->k), rate = flop / gemm_t[i];
-      fprintf(f, "        {\"dtype\": \"fp32\", \"op\": \"%s\", \"layout\": \"%s\", \"hidden\": %lld, \"tp\": 1, \"m\": "
+      sb_printf(&f, "        {\"dtype\": \"fp32\", \"op\": \"%s\", \"layout\": \"%s\", \"hidden\": %lld, \"tp\": 1, \"m\": "
                  "%lld, \"n\": %lld, \"k\": %lld, \"flop\": %.0f, \"time_s\": %.6g, \"flop_per_s\": %.6g, \"efficiency\": "
                  "%.6f, \"reps\": %d}%s\n",
               g->op, g->layout, (long long)g->hidden, (long long)g->m, (long long)g->n, (long long)g->k, flop, gemm_t[i], rate,
               rate / peak, gemm_reps[i], i + 1 < ns ? "," : "");
     }
-    fprintf(f, "      ],\n      \"gemm_failures\": [],\n      \"memory\": [{\"kind\": \"copy\", \"buffer_bytes\": %lld, "
+    sb_printf(&f, "      ],\n      \"gemm_failures\": [],\n      \"memory\": [{\"kind\": \"copy\", \"buffer_bytes\": %lld, "
                "\"bytes\": %lld, \"time_s\": %.6g, \"bw_Bps\": %.6g, \"efficiency\": 1, \"reps\": %d}],\n",
             (long long)buf_bytes, (long long)(2 * buf_bytes), mem_t, mem_bw, mreps);
-    fprintf(f, "      \"executor\": {\"method\": \"the executor's own kernels (autopar-rank rank_kern.c), every rank at "
+    sb_printf(&f, "      \"executor\": {\"method\": \"the executor's own kernels (autopar-rank rank_kern.c), every rank at "
                "once, the slowest rank's median of the repetitions, seconds per unit: norm per element of [T, H], swiglu and gelu per "
                "output element, rope per rotated element, attention per head x query x key at head dimension %d, xent "
                "per logit, adam per parameter, copy per byte in the caches; base_rss_bytes: the largest rank's "
                "resident set once MPI has communicated small messages and OpenBLAS has run\",\n", (int)EXEC_ATTN_HD);
-    fprintf(f, "        \"norm_fwd_s\": %.6g, \"norm_bwd_s\": %.6g, \"swiglu_fwd_s\": %.6g, \"swiglu_bwd_s\": %.6g, "
+    sb_printf(&f, "        \"norm_fwd_s\": %.6g, \"norm_bwd_s\": %.6g, \"swiglu_fwd_s\": %.6g, \"swiglu_bwd_s\": %.6g, "
                "\"gelu_fwd_s\": %.6g, \"gelu_bwd_s\": %.6g, \"rope_s\": %.6g,\n        \"attn_head_dim\": %d, "
                "\"attn_fwd_s\": %.6g, \"attn_bwd_s\": %.6g, \"xent_s\": %.6g, \"adam_s\": %.6g, \"copy_s\": %.6g, "
                "\"base_rss_bytes\": %.0f},\n",
             kern.norm_fwd_s, kern.norm_bwd_s, kern.swiglu_fwd_s, kern.swiglu_bwd_s, kern.gelu_fwd_s, kern.gelu_bwd_s,
             kern.rope_s, (int)EXEC_ATTN_HD, kern.attn_fwd_s, kern.attn_bwd_s, kern.xent_s, kern.adam_s, kern.copy_s,
             base_rss_max);
-    fprintf(f, "      \"comm\": [\n");
+    sb_printf(&f, "      \"comm\": [\n");
     for (int gi = 0; gi < ng; gi++)
       for (int c = 0; c < N_COLL; c++) {
-        fprintf(f, "        {\"op\": \"%s\", \"ranks\": %d, \"alpha_s\": %.6g, \"bw_Bps\": %.6g, \"points\": [", coll_names[c],
+        sb_printf(&f, "        {\"op\": \"%s\", \"ranks\": %d, \"alpha_s\": %.6g, \"bw_Bps\": %.6g, \"points\": [", coll_names[c],
                 groups[gi], alpha[gi][c], 1.0 / beta[gi][c]);
         for (int si = 0; si < nsz; si++)
-          fprintf(f, "%s{\"bytes\": %lld, \"time_s\": %.6g}", si ? ", " : "", (long long)sizes[si], ct[gi][c][si]);
-        fprintf(f, "], \"in_step_points\": [");
+          sb_printf(&f, "%s{\"bytes\": %lld, \"time_s\": %.6g}", si ? ", " : "", (long long)sizes[si], ct[gi][c][si]);
+        sb_printf(&f, "], \"in_step_points\": [");
         for (int si = 0; si < n_in; si++)
-          fprintf(f, "%s{\"bytes\": %lld, \"time_s\": %.6g}", si ? ", " : "", (long long)sizes[si], cin[gi][c][si]);
-        fprintf(f, "]}%s\n", gi + 1 == ng && c + 1 == N_COLL ? "" : ",");
+          sb_printf(&f, "%s{\"bytes\": %lld, \"time_s\": %.6g}", si ? ", " : "", (long long)sizes[si], cin[gi][c][si]);
+        sb_printf(&f, "]}%s\n", gi + 1 == ng && c + 1 == N_COLL ? "" : ",");
       }
-    fprintf(f, "      ]\n    }\n  },\n  \"devices_per_node\": %d,\n  \"n_nodes\": 1,\n", world);
-    fprintf(f, "  \"levels\": [{\"name\": \"shm\", \"bw_Bps\": %.6g, \"latency_s\": %.6g}],\n", link_bw, link_lat);
-    fprintf(f, "  \"sources\": {\"levels\": \"the %d-rank all-reduce fit of autopar profile, read as a ring\"}\n}\n",
+    sb_printf(&f, "      ]\n    }\n  },\n  \"devices_per_node\": %d,\n  \"n_nodes\": 1,\n", world);
+    sb_printf(&f, "  \"levels\": [{\"name\": \"shm\", \"bw_Bps\": %.6g, \"latency_s\": %.6g}],\n", link_bw, link_lat);
+    sb_printf(&f, "  \"sources\": {\"levels\": \"the %d-rank all-reduce fit of autopar profile, read as a ring\"}\n}\n",
             world);
-    if (fclose(f) != 0 || rename(tmp, out) != 0) {
-      fprintf(stderr, "autopar-rank: %s: cannot write\n", out);
-      remove(tmp);
+    char *text = sb_take(&f);
+    ap_ctx *ctx = ap_ctx_new();
+    if (!text || !ctx || util_write_file_atomic(ctx, out, text)) {
+      fprintf(stderr, "autopar-rank: %s\n", ctx && text ? ap_ctx_error(ctx) : "out of memory writing the profile");
       rc = 2;
     }
+    ap_ctx_free(ctx);
+    free(text);
   }
   MPI_Finalize();
   return rc;

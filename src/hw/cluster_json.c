@@ -441,6 +441,49 @@ ap_status hw_cluster_from_json(ap_ctx *ctx, const char *file, json_t *root, cons
   return AP_OK;
 }
 
+ap_status hw_cluster_first_devices(ap_ctx *ctx, const ap_cluster *cluster, int64_t n, ap_cluster **out) {
+  *out = NULL;
+  const hw_cluster *c = &cluster->c;
+  const hw_node_group *g0 = &c->groups[0];
+  int64_t dpn = g0->devices_per_node;
+  if (c->n_groups != 1 || n < 1 || n > c->n_devices || (n > dpn && n % dpn != 0))
+    return ctx_fail(ctx, AP_INVALID,
+                    "cluster %s: cannot take its first %lld of %lld devices (one node group, and up to one node or "
+                    "whole nodes of %lld)",
+                    c->name, (long long)n, (long long)c->n_devices, (long long)dpn);
+  ap_cluster *cl = calloc(1, sizeof *cl);
+  arena *a = arena_new();
+  hw_node_group *g = a ? arena_alloc(a, sizeof *g) : NULL;
+  if (!cl || !g) {
+    free(cl);
+    arena_free(a);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  cl->arena = a;
+  *g = *g0;
+  if (n < dpn) {
+    rescale_node(g, n);
+    g->n_nodes = 1;
+  } else {
+    g->n_nodes = n / dpn;
+  }
+  g->n_devices = n;
+  g->first_rank = 0;
+  cl->c = *c;
+  cl->c.groups = g;
+  cl->c.n_nodes = g->n_nodes;
+  cl->c.n_devices = n;
+  cl->c.name = arena_printf(a, "%s (%lld of its %lld devices)", c->name, (long long)n, (long long)c->n_devices);
+  cl->c.description = arena_strdup(a, c->description ? c->description : "");
+  cl->c.origin = arena_strdup(a, c->origin ? c->origin : "");
+  if (!cl->c.name || !cl->c.description || !cl->c.origin) {
+    ap_cluster_free(cl);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  *out = cl;
+  return AP_OK;
+}
+
 ap_status hw_cluster_parse(ap_ctx *ctx, const char *file, const char *text, size_t n_bytes, ap_cluster **out) {
   if (!out) return ctx_fail(ctx, AP_INVALID, "hw_cluster_parse: out must not be NULL");
   *out = NULL;

@@ -166,6 +166,9 @@ AP_HIDDEN ap_status hw_shorthand_count(ap_ctx *ctx, const char *spec, const char
                                        int64_t dpn, int64_t *n_nodes, int64_t *devices_per_node);
 /* The cluster inside a handle; owned by the handle. */
 AP_HIDDEN const hw_cluster *hw_cluster_of(const ap_cluster *cluster);
+/* A cluster of the first n devices of a one-group cluster: n of one node's devices (its links rescaled as for a
+ * partial node) or n / devices_per_node whole nodes; AP_INVALID otherwise. The caller frees *out. */
+AP_HIDDEN ap_status hw_cluster_first_devices(ap_ctx *ctx, const ap_cluster *cluster, int64_t n, ap_cluster **out);
 /* The node group that holds a global rank, or NULL when rank is out of range. Owned by the cluster. */
 AP_HIDDEN const hw_node_group *hw_cluster_group_of_rank(const hw_cluster *c, int64_t rank);
 /* The innermost link level's domain over every node group: the most devices a tensor-parallel group may span

@@ -74,20 +74,13 @@ ap_status gj_read_name(const rd *r, const char *where, json_t *obj, const char *
   return AP_OK;
 }
 
-/* Reads an integer or an integral number from a JSON value; false for anything else. */
-static bool int_value(json_t *v, int64_t *out) {
-  if (json_is_integer(v)) {
-    *out = (int64_t)json_integer_value(v);
-    return true;
-  }
-  if (json_is_real(v)) {
-    double x = json_real_value(v);
-    if (x == floor(x) && fabs(x) < 9e15) {
-      *out = (int64_t)x;
-      return true;
-    }
-  }
-  return false;
+/* Reads an integer (jx_int_of's rule); false for anything else, with *huge set for an integral real beyond
+ * 2^53 (out of range, not "not an integer"). */
+static bool int_value(json_t *v, int64_t *out, bool *huge) {
+  double real;
+  jx_int_kind k = jx_int_of(v, out, &real);
+  if (huge && k == JX_INT_HUGE) *huge = true;
+  return k == JX_INT;
 }
 
 /* A pair [a, b] of integers in [min, max]; with allow_scalar, a single integer n means [n, n]. */
@@ -100,17 +93,18 @@ ap_status gj_read_pair(const rd *r, const char *where, json_t *obj, const char *
     return gj_failf(r, AP_INVALID, where, key, "required field missing");
   }
   int64_t x[2];
-  bool ok;
-  if (allow_scalar && int_value(v, &x[0])) {
+  bool ok, huge = false;
+  if (allow_scalar && int_value(v, &x[0], &huge)) {
     x[1] = x[0];
     ok = true;
   } else {
-    ok = json_is_array(v) && json_array_size(v) == 2 && int_value(json_array_get(v, 0), &x[0]) &&
-         int_value(json_array_get(v, 1), &x[1]);
+    ok = json_is_array(v) && json_array_size(v) == 2 && int_value(json_array_get(v, 0), &x[0], &huge) &&
+         int_value(json_array_get(v, 1), &x[1], &huge);
   }
   if (!ok || x[0] < min || x[0] > max || x[1] < min || x[1] > max)
-    return gj_failf(r, AP_INVALID, where, key, "expected %s[a, b] of integers in [%lld, %lld]",
-                 allow_scalar ? "an integer or " : "", (long long)min, (long long)max);
+    return gj_failf(r, AP_INVALID, where, key, "%sexpected %s[a, b] of integers in [%lld, %lld]",
+                    huge ? "out of range: " : "",
+                    allow_scalar ? "an integer or " : "", (long long)min, (long long)max);
   out[0] = x[0];
   out[1] = x[1];
   return AP_OK;
@@ -177,15 +171,19 @@ static ap_status read_shape(const rd *r, const char *where, json_t *jt, int64_t 
     char key[32];
     snprintf(key, sizeof key, "shape[%d]", i);
     int64_t x;
+    bool huge = false;
     if (json_is_string(d) && strcmp(json_string_value(d), "B") == 0) {
       dims[i] = DIM_B;
     } else if (json_is_string(d) && strcmp(json_string_value(d), "S") == 0) {
       dims[i] = DIM_S;
-    } else if (int_value(d, &x) && x >= 1 && x <= MAX_DIM) {
+    } else if (int_value(d, &x, &huge) && x >= 1 && x <= MAX_DIM) {
       dims[i] = x;
       lit *= (double)x;
-    } else if (int_value(d, &x)) {
+    } else if (int_value(d, &x, NULL)) {
       return gj_failf(r, AP_INVALID, where, key, "expected a dimension in [1, %lld], got %lld", MAX_DIM, (long long)x);
+    } else if (huge) {
+      return gj_failf(r, AP_INVALID, where, key, "out of range: expected a dimension in [1, %lld], got %g", MAX_DIM,
+                      json_real_value(d));
     } else {
       return gj_failf(r, AP_INVALID, where, key, "expected an integer > 0 or \"B\" (micro-batch) or \"S\" (sequence)");
     }

@@ -20,10 +20,14 @@
 
 #include "plan/plan.h"
 
-/* Where the ranks go: nodes × processes per node = the plan's world size. */
+/* Where the ranks go: nodes × processes per node = the plan's world size; and, when the plan was costed for
+ * another stack than the format's, that stack and the command that plans for the format's instead. */
 typedef struct {
   int64_t n_nodes, per_node;
   bool assumed; /* the plan's cluster did not load, so per_node is a guess (8, or the world on one node) */
+  const char *planned_for; /* the stack the plan names when the format runs on another; NULL otherwise */
+  const char *format_stack; /* the stack the format runs on (plan_stack_of_export); NULL for json */
+  char replan[768];        /* "autopar plan --model … --stack X --export F" from the plan's recorded inputs */
 } export_launch;
 
 typedef ap_status (*export_check_fn)(ap_ctx *ctx, const plan *p, const graph *g);
@@ -119,10 +123,16 @@ AP_HIDDEN ap_status tt_model_of(ap_ctx *ctx, const char *format, const graph *g,
 /* Whether torchtitan has a model of g's family at all (any version): a stack that lacks the model runs no plan
  * of it, whatever its sizes (a missing flavor of a known family is the registry's to add, not a limit). */
 AP_HIDDEN bool tt_trains_family(const graph *g);
-/* The checks both forms share: precision, loss, recompute counts, rank order. */
+/* The checks both forms share: precision, recompute counts, rank order. */
 AP_HIDDEN ap_status tt_common_check(ap_ctx *ctx, const char *format, const plan *p, const graph *g);
-/* The module_fqns_per_model_part lists, one line per chunk, each line after indent. */
-AP_HIDDEN void tt_fqns(strbuf *sb, const char *indent, const int32_t *layers, int64_t n_chunks);
+/* The module_fqns_per_model_part lists, one line per chunk, each line after indent; the last chunk ends with
+ * `last`, the version's modules after the layers ("\"norm\", \"lm_head\"" at b5bcd76c). */
+AP_HIDDEN void tt_fqns(strbuf *sb, const char *indent, const int32_t *layers, int64_t n_chunks, const char *last);
+
+/* ap_export_check without API_ENTER: whether format can write plan ap of model (NULL: the one the plan
+ * names), with the one-line reason in ctx; replan adds the command that plans for the format's stack to a
+ * refusal (ap_export_check does; the planner's admission filter, already planning for it, does not). */
+AP_HIDDEN ap_status export_check_plan(ap_ctx *ctx, const ap_model *model, ap_plan *ap, const char *format, bool replan);
 
 /* ---- Shared by the exporters (export_api.c) ---- */
 
@@ -136,8 +146,19 @@ AP_HIDDEN bool export_chunk_layers(const plan *p, const graph *g, int32_t *out);
 AP_HIDDEN void export_order_text(const plan *p, const plan_axis *order, char *buf, size_t cap);
 /* Whether the plan's order, over the axes of degree > 1, is text (an order over all axes, "tp-cp-ep-dp-pp"). */
 AP_HIDDEN bool export_order_is(const plan *p, const char *text);
-/* Appends "# note: … processes per node assumed" when the launch shape is a guess. */
+/* Appends "# note: … processes per node assumed" when the launch shape is a guess, and "# note: costed for
+ * STACK …" with the re-planning command when the plan was costed for another stack than the format's. */
 AP_HIDDEN void export_launch_note(const plan *p, const export_launch *l, strbuf *sb);
+/* The torchrun command of launch l up to its script (no newline): on one node "torchrun --standalone --nnodes 1
+ * --nproc-per-node N"; on several, torch's c10d rendezvous on the first node at port EXPORT_RDZV_PORT, whose
+ * address is endpoint_host (a word the shell expands, e.g. "${RDZV_HOST:?…}"), so that every node runs the same
+ * command and no node rank is set by hand (pytorch/torchtitan multinode_trainer.slurm @ b5bcd76c launches so). */
+AP_HIDDEN void export_torchrun(const export_launch *l, const char *endpoint_host, strbuf *sb);
+/* "# launch: …" comment lines: the rendezvous, the SLURM srun line and the command on each node by hand, for
+ * `run` = what every node runs after its torchrun options (" -m torchtitan.train …") when script is NULL, or
+ * for a script every node runs as it is ("bash megatron.sh") with RDZV_HOST set. */
+AP_HIDDEN void export_launch_comment(const export_launch *l, const char *run, const char *script, strbuf *sb);
+enum { EXPORT_RDZV_PORT = 29500 }; /* torchrun's default master port; multinode_trainer.slurm's endpoint port */
 /* Appends one line summing the plan up, without a newline: "llama-3-70b: dp 2 x tp 8 x pp 4 x cp 1, …". */
 AP_HIDDEN void export_summary(const plan *p, const graph *g, strbuf *sb);
 

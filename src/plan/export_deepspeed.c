@@ -27,6 +27,8 @@
 /* TUNING: DeepSpeed's own defaults for the ZeRO buckets (zero/config.py: reduce_bucket_size and
  * allgather_bucket_size 5e8 elements, stage3_prefetch_bucket_size 5e7), written out so the file shows them. */
 #define DS_BUCKET_ELEMS 500000000
+/* The commit every key is read at (tests/data/framework_args.tsv's meta row; the export test checks it). */
+#define DS_COMMIT "edaa7221267243c7be7fb49c5d5f5c4fb97b4641"
 #define DS_PREFETCH_ELEMS 50000000
 
 static ap_status unsupported(ap_ctx *ctx, const char *why) {
@@ -38,30 +40,79 @@ static void set_bool(json_t *o, const char *k, bool v) { json_object_set_new(o, 
 static void set_str(json_t *o, const char *k, const char *v) { json_object_set_new(o, k, json_string(v)); }
 
 ap_status deepspeed_can_express(ap_ctx *ctx, const plan *p, const graph *g) {
-  (void)g;
   if (p->cp > 1)
     return unsupported(ctx, "DeepSpeed has no context parallelism (its Ulysses sequence parallelism splits "
-                            "attention heads, not the sequence ring); re-plan with cp = 1");
+                            "attention heads, not the sequence ring)");
   if (p->ep > 1)
     return unsupported(ctx, "DeepSpeed-MoE sets the expert-parallel size in model code (deepspeed.moe.layer.MoE"
-                            "(ep_size=...)), not in the config; re-plan with ep = 1");
+                            "(ep_size=...)), not in the config");
   if (p->recompute == PLAN_RECOMPUTE_OP)
     return unsupported(ctx, "Megatron-DeepSpeed has no per-op selective checkpointing (recompute \"op\", "
-                            "torchtitan's selective_ac_option op); re-plan with --recompute selective or full");
+                            "torchtitan's selective_ac_option op)");
+  /* DeepSpeed's activation checkpointing recomputes every layer it checkpoints: PipelineModule's
+   * activation_checkpoint_interval groups a stage's layers (runtime/pipe/module.py), Megatron-DeepSpeed's
+   * --checkpoint-num-layers is the layers per checkpoint, all of them recomputed (plan/stack.c [DS-rc]). */
+  if (p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0) {
+    int32_t layers[PLAN_MAX_CHUNKS];
+    int32_t most = 0;
+    if (export_chunk_layers(p, g, layers))
+      for (int64_t c = 0; c < plan_n_chunks(p); c++) most = layers[c] > most ? layers[c] : most;
+    if (p->recompute_layers < most)
+      return ctx_fail(ctx, AP_UNSUPPORTED,
+                      "deepspeed export: DeepSpeed cannot recompute only the first %d layers of each stage: its "
+                      "activation_checkpoint_interval (runtime/pipe/module.py) and Megatron-DeepSpeed's "
+                      "--checkpoint-num-layers group layers per checkpoint and recompute all of them",
+                      (int)p->recompute_layers);
+  }
   bool pipe = p->pp > 1;
   if (pipe && p->schedule != PLAN_SCHED_1F1B && p->schedule != PLAN_SCHED_GPIPE)
     return ctx_fail(ctx, AP_UNSUPPORTED,
-                    "deepspeed export: DeepSpeed's pipeline engine runs 1F1B with one stage per rank, not %s; "
-                    "re-plan with --fix schedule=1f1b",
+                    "deepspeed export: DeepSpeed's pipeline engine runs 1F1B with one stage per rank, not %s",
                     plan_schedule_name(p->schedule));
   if (pipe && p->zero_stage >= 2)
     return unsupported(ctx, "ZeRO-2 and ZeRO-3 are incompatible with DeepSpeed pipeline parallelism "
-                            "(deepspeed/runtime/pipe/engine.py); re-plan with zero <= 1 or pp = 1");
+                            "(deepspeed/runtime/pipe/engine.py)");
   return AP_OK;
 }
 
+/* How to start the job, for the "autopar" object: the deepspeed launcher on the first node, which starts the
+ * others over pdsh from a hostfile (deepspeed/launcher/runner.py: --hostfile, --num_nodes, --num_gpus,
+ * --master_addr, --master_port), and, where SLURM allocates the nodes, torchrun under srun with the same c10d
+ * rendezvous as the other exports; deepspeed.add_config_arguments gives the script --deepspeed and
+ * --deepspeed_config (deepspeed/__init__.py). */
+/* Sets key to the text built in sb and empties sb. */
+static void set_sb(json_t *o, const char *k, strbuf *sb) {
+  set_str(o, k, sb->buf && !sb->oom ? sb->buf : "");
+  sb_free(sb);
+}
+
+static void put_launch(json_t *ap, const export_launch *l) {
+  json_t *o = json_object();
+  strbuf sb = {0};
+  if (l->n_nodes <= 1) {
+    set_str(o, "rendezvous", "one node: the launcher sets MASTER_ADDR=localhost itself");
+    sb_printf(&sb, "deepspeed --num_gpus %lld TRAIN.py --deepspeed --deepspeed_config THIS.json", (long long)l->per_node);
+    set_sb(o, "deepspeed", &sb);
+  } else {
+    sb_printf(&sb, "%lld nodes: the first node is the rendezvous (MASTER_ADDR, port %d); the deepspeed launcher, run "
+                   "there once, starts every node over pdsh from HOSTFILE (one line per node: \"HOST slots=%lld\") "
+                   "and gives each its node rank; under SLURM every node runs the srun line's torchrun, whose c10d "
+                   "rendezvous numbers the nodes",
+              (long long)l->n_nodes, EXPORT_RDZV_PORT, (long long)l->per_node);
+    set_sb(o, "rendezvous", &sb);
+    sb_printf(&sb, "deepspeed --hostfile HOSTFILE --num_nodes %lld --num_gpus %lld --master_addr FIRST_NODE "
+                   "--master_port %d TRAIN.py --deepspeed --deepspeed_config THIS.json",
+              (long long)l->n_nodes, (long long)l->per_node, EXPORT_RDZV_PORT);
+    set_sb(o, "deepspeed", &sb);
+    sb_printf(&sb, "srun --nodes %lld --ntasks-per-node 1 ", (long long)l->n_nodes);
+    export_torchrun(l, "$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)", &sb);
+    sb_puts(&sb, " TRAIN.py --deepspeed --deepspeed_config THIS.json");
+    set_sb(o, "slurm", &sb);
+  }
+  json_object_set_new(ap, "launch", o);
+}
+
 ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, const export_launch *l, strbuf *out) {
-  (void)l;
   ap_status st = deepspeed_can_express(ctx, p, g);
   if (st) return st;
   bool pipe = p->pp > 1;
@@ -139,6 +190,16 @@ ap_status export_deepspeed(ap_ctx *ctx, const plan *p, const graph *g, const exp
   char *summary = sb_take(&sum);
   set_str(ap, "plan", summary ? summary : "");
   free(summary);
+  set_str(ap, "target", "DeepSpeed @ " DS_COMMIT " (August 2026): the keys of deepspeed/runtime/config.py, "
+                        "constants.py, zero/config.py, precision_config.py and activation_checkpointing/config.py");
+  if (l->planned_for) {
+    strbuf nb = {0};
+    sb_printf(&nb, "the plan was costed for %s, not deepspeed: DeepSpeed runs it at other figures; to plan for "
+                   "deepspeed: %s",
+              l->planned_for, l->replan);
+    set_sb(ap, "stack_note", &nb);
+  }
+  put_launch(ap, l);
   set_str(ap, "note", "not read by DeepSpeed: pass these to Megatron-DeepSpeed (--tensor-model-parallel-size, "
                       "--pipeline-model-parallel-size, --sequence-parallel) and launch world_size ranks");
   bool mpu_needed = p->tp * p->pp > 1;

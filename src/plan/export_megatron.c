@@ -45,16 +45,14 @@ ap_status megatron_can_express(ap_ctx *ctx, const plan *p, const graph *g) {
   if (st) return st;
   if (p->offload_optimizer != PLAN_OFFLOAD_NONE || p->offload_param != PLAN_OFFLOAD_NONE)
     return unsupported(ctx, "Megatron-LM has no parameter offload to host memory or NVMe, and autopar does not "
-                            "write its optimizer CPU offload; export offload plans to deepspeed, or re-plan with "
-                            "--fix offload_optimizer=none,offload_param=none");
+                            "write its optimizer CPU offload (export offload plans to deepspeed)");
   if (p->pp > 1 && (p->schedule == PLAN_SCHED_ZB_H1 || p->schedule == PLAN_SCHED_ZB_V))
     return ctx_fail(ctx, AP_UNSUPPORTED,
-                    "megatron export: Megatron-LM has no %s schedule (it runs 1F1B and interleaved 1F1B); "
-                    "re-plan with --fix schedule=1f1b or interleaved-1f1b",
+                    "megatron export: Megatron-LM has no %s schedule (it runs 1F1B and interleaved 1F1B)",
                     plan_schedule_name(p->schedule));
   if (p->recompute == PLAN_RECOMPUTE_OP)
     return unsupported(ctx, "Megatron-LM has no per-op selective checkpointing (recompute \"op\", torchtitan's "
-                            "selective_ac_option op); re-plan with --recompute selective or full");
+                            "selective_ac_option op)");
   int64_t seq = export_seq_length(p, g);
   if (s.learned_pos && seq > s.pos_rows)
     return ctx_fail(ctx, AP_INVALID,
@@ -75,7 +73,7 @@ ap_status megatron_can_express(ap_ctx *ctx, const plan *p, const graph *g) {
   if (s.n_experts > 1 && megatron_all_bias(&s) && plan_etp(p) != 1)
     return ctx_fail(ctx, AP_UNSUPPORTED,
                     "megatron export: the model has linear biases, and Megatron supports biases in MoE only with "
-                    "expert tensor parallelism 1 (transformer_config.py); re-plan with etp = 1, got %lld",
+                    "expert tensor parallelism 1 (transformer_config.py), got etp = %lld",
                     (long long)plan_etp(p));
   return AP_OK;
 }
@@ -193,8 +191,8 @@ ap_status export_megatron(ap_ctx *ctx, const plan *p, const graph *g, const expo
   strbuf h = {0};
   sb_puts(&h, "# autopar plan: ");
   export_summary(p, g, &h);
-  sb_puts(&h, "\n# Megatron-LM @ d98e8a64 (August 2026) pretrain_gpt.py. Add data (--data-path or --mock-data), "
-              "tokenizer, optimizer, learning-rate and checkpoint flags.\n");
+  sb_puts(&h, "\n# Megatron-LM @ d98e8a64 (August 2026) pretrain_gpt.py. Save as megatron.sh in Megatron-LM's folder; "
+              "add data (--data-path or --mock-data),\n# tokenizer, optimizer, learning-rate and checkpoint flags.\n");
   sb_printf(&h, "# %lld ranks: Megatron derives dp = world / (tp x pp x cp) = %lld / (%lld x %lld x %lld) = %lld\n",
             (long long)plan_n_devices(p), (long long)plan_n_devices(p), (long long)p->tp, (long long)p->pp,
             (long long)p->cp, (long long)p->dp);
@@ -216,10 +214,9 @@ ap_status export_megatron(ap_ctx *ctx, const plan *p, const graph *g, const expo
     sb_puts(&h, "# note: the model's source states no rope base, norm epsilon or dropout; Megatron's defaults stand "
                 "where not written below\n");
   sb_puts(&h, a.notes.buf ? a.notes.buf : "");
-  sb_printf(&h,
-            "torchrun --nnodes %lld --nproc-per-node %lld --node-rank ${NODE_RANK:-0} --master-addr "
-            "${MASTER_ADDR:-localhost} --master-port ${MASTER_PORT:-6000} pretrain_gpt.py \\\n",
-            (long long)l->n_nodes, (long long)l->per_node);
+  export_launch_comment(l, NULL, "megatron.sh", &h);
+  export_torchrun(l, "${RDZV_HOST:?set RDZV_HOST to the address of the first node}", &h);
+  sb_puts(&h, " pretrain_gpt.py \\\n");
   sb_puts(&h, a.body.buf ? a.body.buf : "");
   sb_puts(&h, "\n");
   sb_free(&a.body);

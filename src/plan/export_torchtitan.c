@@ -18,10 +18,24 @@
  *  - activation checkpointing is a policy object: FullAC.Config() recomputes every layer, SelectiveAC.Config()
  *    is per-op (the plan's recompute "op"), None turns it off; the default is SelectiveAC
  *    (distributed/activation_checkpoint.py, trainer.py);
- *  - the split is module_fqns_per_model_part (tok_embeddings, layers.N, norm, output), one list per chunk in
- *    forward order; looped schedules place chunk c on rank c mod pp, ZBVZeroBubble in a V
+ *  - the split is module_fqns_per_model_part, one list per chunk in forward order: tok_embeddings first,
+ *    layers.N, and the last chunk ends with norm and lm_head, the modules models/common/decoder.py builds and
+ *    _generate_llm_fqn_per_model_part puts last (at v0.2.2 the head was `output`); _split_module sets every
+ *    module a chunk does not list to None, and trainer.py asserts "Last PP stage must have lm_head for
+ *    ChunkedLossWrapper". Looped schedules place chunk c on rank c mod pp, ZBVZeroBubble in a V
  *    (distributed/pipeline_parallel.py), as plan.h does;
+ *  - Trainer.Config._validate_cuda_graphs (trainer.py) raises "CUDA graphs do not support pipeline parallelism
+ *    yet" with pp > 1, and with ep > 1 unless the token dispatcher is MinimalAsyncEP or a non-blocking HybridEP
+ *    (the registries' default moe_comm_backend "standard" builds AllToAllTokenDispatcher, which synchronises
+ *    with the host): the export sets training.disable_cuda_graphs = True there;
+ *  - CompileConfig.__post_init__ (config/configs.py) raises "Async TP requires 'model' in
+ *    --compile.components and --compile.enable", and DeepSeek-V3's base configs compile only the loss
+ *    (CompileConfig(enable=True, components=["loss"])): with async TP the export compiles model and loss;
+ *  - the loss: every base config's ChunkedLossWrapper around CrossEntropyLoss is the plan's fused loss
+ *    (plan/stack.c [TT-chunk]); an unfused plan unwraps it (config.loss = config.loss.loss_fn);
  *  - float8 is a model converter, model_registry(flavor, converters=[Float8LinearConverter.Config()]).
+ * tests/test_export.c applies each of these checks, as tools/framework_args/extract.py reads them from the
+ * sources, to every export. 
  * torchtitan trains its own model definitions only (torchtitan/models/: llama3, qwen3, deepseek_v3,
  * gpt_oss …); a model is exported when its shape is one of a registry's flavors, otherwise refused. */
 #include <stdarg.h>
@@ -29,6 +43,7 @@
 #include <string.h>
 
 #include "plan/export.h"
+#include "plan/stack.h"
 
 /* ---- Shared with the TOML form ---- */
 
@@ -123,12 +138,7 @@ ap_status tt_model_of(ap_ctx *ctx, const char *format, const graph *g, unsigned 
 
 ap_status tt_common_check(ap_ctx *ctx, const char *format, const plan *p, const graph *g) {
   if (p->precision == PLAN_PREC_FP16)
-    return ctx_fail(ctx, AP_UNSUPPORTED,
-                    "%s export: torchtitan's mixed precision is bfloat16 or float32, not fp16; re-plan with bf16", format);
-  if (p->fused_loss)
-    return ctx_fail(ctx, AP_UNSUPPORTED,
-                    "%s export: torchtitan's loss has no fused in-place cross entropy to configure; re-plan without "
-                    "fused_loss",
+    return ctx_fail(ctx, AP_UNSUPPORTED, "%s export: torchtitan's mixed precision is bfloat16 or float32, not fp16",
                     format);
   int32_t layers[PLAN_MAX_CHUNKS];
   if (!export_chunk_layers(p, g, layers)) return ctx_fail(ctx, AP_INTERNAL, "%s export: no pipeline split", format);
@@ -136,9 +146,9 @@ ap_status tt_common_check(ap_ctx *ctx, const char *format, const plan *p, const 
   for (int64_t c = 0; c < plan_n_chunks(p); c++) most = layers[c] > most ? layers[c] : most;
   if (p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0 && p->recompute_layers < most)
     return ctx_fail(ctx, AP_UNSUPPORTED,
-                    "%s export: torchtitan cannot recompute only the first layers of each chunk (recompute "
-                    "num_layers > 0); re-plan with full recompute of every layer or selective",
-                    format);
+                    "%s export: torchtitan cannot recompute only the first %d layers of each chunk (FullAC recomputes "
+                    "every layer, distributed/activation_checkpoint.py)",
+                    format, (int)p->recompute_layers);
   if (!export_order_is(p, "tp-cp-ep-dp-pp")) {
     char mine[64];
     export_order_text(p, p->order, mine, sizeof mine);
@@ -150,7 +160,7 @@ ap_status tt_common_check(ap_ctx *ctx, const char *format, const plan *p, const 
   return AP_OK;
 }
 
-void tt_fqns(strbuf *sb, const char *indent, const int32_t *layers, int64_t n_chunks) {
+void tt_fqns(strbuf *sb, const char *indent, const int32_t *layers, int64_t n_chunks, const char *last) {
   int64_t next = 0;
   for (int64_t c = 0; c < n_chunks; c++) {
     bool first = true;
@@ -163,7 +173,7 @@ void tt_fqns(strbuf *sb, const char *indent, const int32_t *layers, int64_t n_ch
       sb_printf(sb, "%s\"layers.%lld\"", first ? "" : ", ", (long long)next);
       first = false;
     }
-    if (c == n_chunks - 1) sb_printf(sb, "%s\"norm\", \"output\"", first ? "" : ", ");
+    if (c == n_chunks - 1) sb_printf(sb, "%s%s", first ? "" : ", ", last);
     sb_puts(sb, c == n_chunks - 1 ? "]\n" : "],\n");
   }
 }
@@ -174,8 +184,8 @@ ap_status torchtitan_can_express(ap_ctx *ctx, const plan *p, const graph *g) {
   if (p->offload_optimizer != PLAN_OFFLOAD_NONE || p->offload_param != PLAN_OFFLOAD_NONE)
     return ctx_fail(ctx, AP_UNSUPPORTED,
                     "torchtitan export: torchtitan offloads parameters, gradients and optimizer states together and "
-                    "only to CPU (FSDP2's CPUOffloadPolicy), which autopar does not cost; export offload plans to "
-                    "deepspeed, or re-plan with --fix offload_optimizer=none,offload_param=none");
+                    "only to CPU (FSDP2's CPUOffloadPolicy), which autopar does not cost (export offload plans to "
+                    "deepspeed)");
   const tt_flavor *t;
   ap_status st = tt_model_of(ctx, "torchtitan", g, TT_CURRENT, &t);
   if (!st) st = tt_common_check(ctx, "torchtitan", p, g);
@@ -189,7 +199,20 @@ ap_status torchtitan_can_express(ap_ctx *ctx, const plan *p, const graph *g) {
   if (p->recompute == PLAN_RECOMPUTE_SELECTIVE)
     return ctx_fail(ctx, AP_UNSUPPORTED,
                     "torchtitan export: torchtitan @ b5bcd76c has no core-attention recompute (its SelectiveAC is per "
-                    "op, FullAC every layer); re-plan with --recompute op, full or none");
+                    "op, FullAC every layer)");
+  /* trainer.py: the tokens of a micro-batch must divide by tp (with sequence parallelism) times 2·cp; the
+   * chunked loss splits a rank's tokens into num_chunks equal slices (components/loss.py torch._check). */
+  int64_t tokens = p->micro_batch_size * export_seq_length(p, g);
+  int64_t div = (p->sequence_parallel || p->tp == 1 ? p->tp : 1) * (p->cp > 1 ? 2 * p->cp : 1);
+  if (tokens % div != 0)
+    return ctx_fail(ctx, AP_UNSUPPORTED,
+                    "torchtitan export: a micro-batch's %lld tokens must divide by %lld (tp x 2·cp, trainer.py)",
+                    (long long)tokens, (long long)div);
+  if (p->fused_loss && (tokens / p->cp) % PLAN_STACK_TT_LOSS_CHUNKS != 0)
+    return ctx_fail(ctx, AP_UNSUPPORTED,
+                    "torchtitan export: ChunkedLossWrapper splits a rank's %lld tokens into %d equal slices "
+                    "(components/loss.py), which %lld is not a multiple of",
+                    (long long)(tokens / p->cp), PLAN_STACK_TT_LOSS_CHUNKS, (long long)(tokens / p->cp));
   return AP_OK;
 }
 
@@ -216,19 +239,28 @@ ap_status export_torchtitan(ap_ctx *ctx, const plan *p, const graph *g, const ex
   export_sched sc; /* the schedule's kind and micro-batches, from the schedule data */
   if ((st = export_schedule_facts(ctx, p, &sc))) return st;
 
+  /* CUDA graphs (on by default) refuse pipeline parallelism and a blocking token dispatcher (trainer.py). */
+  bool no_graphs = pipe || p->ep > 1;
   strbuf sb = {0};
   sb_puts(&sb, "# autopar plan: ");
   export_summary(p, g, &sb);
   sb_puts(&sb, "\n# torchtitan @ b5bcd76c (August 2026) config module, the Python dataclass registry that replaced "
-               "TOML in commit 9810191b;\n# for v0.2.x use --format torchtitan-toml. Save as autopar_plan.py on "
-               "PYTHONPATH and run on every node:\n");
-  sb_printf(&sb, "#   torchrun --nnodes %lld --nproc-per-node %lld -m torchtitan.train --module autopar_plan --config "
-                 "autopar_plan\n",
-            (long long)l->n_nodes, (long long)l->per_node);
+               "TOML in commit 9810191b;\n# for v0.2.x use --format torchtitan-toml. Save as autopar_plan.py on the "
+               "PYTHONPATH of every node.\n");
+  export_launch_comment(l, " -m torchtitan.train --module autopar_plan --config autopar_plan", NULL, &sb);
   sb_printf(&sb, "# %lld ranks; model %s flavor %s (matched by its sizes; rope, norm and init are the flavor's); "
                  "data, tokenizer and optimizer come from %s()\n",
             (long long)plan_n_devices(p), t->model, t->flavor, t->base);
   export_launch_note(p, l, &sb);
+  sb_printf(&sb, "# loss: %s\n",
+            p->fused_loss ? "the base config's ChunkedLossWrapper (8 slices of the tokens, lm_head and loss per slice), the "
+                            "plan's fused loss"
+                          : "the unchunked CrossEntropyLoss inside the base config's ChunkedLossWrapper, as the plan is "
+                            "costed");
+  if (no_graphs)
+    sb_printf(&sb, "# note: CUDA graphs are off: torchtitan does not capture them with %s (trainer.py "
+                   "_validate_cuda_graphs)\n",
+              pipe ? "pipeline parallelism" : "expert parallelism over the default all-to-all token dispatcher");
   if (p->dp > 1 && p->zero_stage < 3)
     sb_printf(&sb, "# note: torchtitan has no ZeRO-%d; it shards with FSDP2 and keeps parameters gathered from forward "
                    "to backward (fsdp_reshard_after_forward \"never\"), so parameters at rest take less memory than "
@@ -252,6 +284,8 @@ ap_status export_torchtitan(ap_ctx *ctx, const plan *p, const graph *g, const ex
   line(&sb, "training.num_tokens_per_train_step", "%lld", (long long)(p->global_batch_size * seq));
   line(&sb, "training.max_context_length", "%lld", (long long)seq);
   line(&sb, "training.mixed_precision_param", "\"bfloat16\"");
+  if (no_graphs) line(&sb, "training.disable_cuda_graphs", "True");
+  if (!p->fused_loss) line(&sb, "loss", "config.loss.loss_fn");
   line(&sb, "parallelism.data_parallel_replicate_degree", "1");
   line(&sb, "parallelism.data_parallel_shard_degree", "%lld", (long long)p->dp);
   line(&sb, "parallelism.fsdp_reshard_after_forward", "\"%s\"", p->zero_stage == 3 ? "always" : "never");
@@ -262,15 +296,16 @@ ap_status export_torchtitan(ap_ctx *ctx, const plan *p, const graph *g, const ex
     line(&sb, "parallelism.pipeline_parallel_schedule", "\"%s\"", schedule_names[sc.kind]);
     line(&sb, "parallelism.num_pp_microbatches", "%lld", (long long)sc.micro_batches);
     sb_puts(&sb, "    config.parallelism.module_fqns_per_model_part = [\n");
-    tt_fqns(&sb, "        ", layers, plan_n_chunks(p));
+    tt_fqns(&sb, "        ", layers, plan_n_chunks(p), "\"norm\", \"lm_head\"");
     sb_puts(&sb, "    ]\n");
   }
   line(&sb, "parallelism.context_parallel_degree", "%lld", (long long)p->cp);
   line(&sb, "parallelism.expert_parallel_degree", "%lld", (long long)p->ep);
   if (ac) line(&sb, "activation_checkpoint", "%s.Config()", ac);
   else line(&sb, "activation_checkpoint", "None");
-  if (async_tp) {
+  if (async_tp) { /* async TP needs the model compiled, which some base configs leave out (config/configs.py) */
     line(&sb, "compile.enable", "True");
+    line(&sb, "compile.components", "[\"model\", \"loss\"]");
     line(&sb, "compile.enable_async_tensor_parallel", "True");
   }
   sb_puts(&sb, "    return config\n");

@@ -30,6 +30,11 @@ ap_status torchtitan_toml_can_express(ap_ctx *ctx, const plan *p, const graph *g
   ap_status st = tt_model_of(ctx, "torchtitan-toml", g, TT_TOML, &t);
   if (!st) st = tt_common_check(ctx, "torchtitan-toml", p, g);
   if (st) return st;
+  if (p->fused_loss)
+    return ctx_fail(ctx, AP_UNSUPPORTED,
+                    "torchtitan-toml export: torchtitan v0.2.2's loss is the unchunked cross entropy "
+                    "(components/loss.py); the fused loss the plan has, ChunkedLossWrapper, came later (9530a874, "
+                    "--format torchtitan)");
   int64_t etp = plan_etp(p);
   if (p->ep > 1 && etp != 1 && etp != p->tp)
     return ctx_fail(ctx, AP_UNSUPPORTED,
@@ -60,9 +65,8 @@ ap_status export_torchtitan_toml(ap_ctx *ctx, const plan *p, const graph *g, con
   sb_puts(&sb, "\n# torchtitan v0.2.x job config (TOML; v0.2.2 is the last release that reads it, later sources take "
                "--format torchtitan).\n# Merge into the model's train config; [optimizer], data and checkpointing "
                "stay yours.\n");
-  sb_printf(&sb, "# run on every node: torchrun --nnodes %lld --nproc-per-node %lld -m torchtitan.train "
-                 "--job.config_file THIS.toml (%lld ranks)\n",
-            (long long)l->n_nodes, (long long)l->per_node, (long long)plan_n_devices(p));
+  export_launch_comment(l, " -m torchtitan.train --job.config_file THIS.toml", NULL, &sb);
+  sb_printf(&sb, "# %lld ranks\n", (long long)plan_n_devices(p));
   export_launch_note(p, l, &sb);
   if (shard > 1 && p->zero_stage < 3)
     sb_printf(&sb, "# note: torchtitan has no ZeRO-%d%s; it shards with FSDP2 and keeps parameters gathered from "
@@ -101,7 +105,7 @@ ap_status export_torchtitan_toml(ap_ctx *ctx, const plan *p, const graph *g, con
     sb_printf(&sb, "pipeline_parallel_schedule = \"%s\"\n", tt_schedule_name(sc.kind));
     sb_printf(&sb, "pipeline_parallel_microbatch_size = %lld\n", (long long)p->micro_batch_size);
     sb_puts(&sb, "module_fqns_per_model_part = [\n");
-    tt_fqns(&sb, "  ", layers, plan_n_chunks(p));
+    tt_fqns(&sb, "  ", layers, plan_n_chunks(p), "\"norm\", \"output\"");
     sb_puts(&sb, "]\n");
   }
   sb_printf(&sb, "context_parallel_degree = %lld\n", (long long)p->cp);

@@ -147,10 +147,27 @@ bool plan_split_even(int64_t n_layers, int64_t n_chunks, int32_t *out) {
   return true;
 }
 
+bool plan_split_default(int64_t n_layers, int64_t n_chunks, int32_t *out) {
+  if (n_chunks <= n_layers) return plan_split_even(n_layers, n_chunks, out);
+  /* Megatron's --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split
+   * (megatron/training/arguments.py @d98e8a64): the embedding and the loss count as one layer each, the
+   * n_layers + 2 spread evenly, the first chunk giving its place to the embedding and the last to the loss. */
+  if (n_chunks > n_layers + 2 || !plan_split_even(n_layers + 2, n_chunks, out)) return false;
+  out[0]--;
+  out[n_chunks - 1]--;
+  return true;
+}
+
+void plan_state_split(plan *p, int64_t n_layers) {
+  p->n_stage_layers = 0;
+  int64_t c = plan_n_chunks(p);
+  if (c > n_layers && c <= PLAN_MAX_CHUNKS && plan_split_default(n_layers, c, p->stage_layers)) p->n_stage_layers = (int32_t)c;
+}
+
 bool plan_chunk_layers(const plan *p, int64_t n_layers, int32_t *out) {
   int64_t n = plan_n_chunks(p);
   if (n < 1 || n > PLAN_MAX_CHUNKS) return false;
-  if (p->n_stage_layers == 0) return plan_split_even(n_layers, n, out);
+  if (p->n_stage_layers == 0) return plan_split_default(n_layers, n, out);
   if (p->n_stage_layers != n) return false;
   memcpy(out, p->stage_layers, (size_t)n * sizeof out[0]);
   return true;
@@ -261,9 +278,14 @@ static ap_status check_pipeline(ap_ctx *ctx, const plan *p, const plan_model_fac
   if (n > PLAN_MAX_CHUNKS)
     return fail(ctx, file, "pp·vpp = %lld·%lld = %lld pipeline chunks exceed the limit of %d", (long long)p->pp,
                 (long long)p->vpp, (long long)n, PLAN_MAX_CHUNKS);
-  if (p->n_stage_layers == 0 && n > f->n_layers)
-    return fail(ctx, file, "pp·vpp = %lld·%lld = %lld pipeline chunks exceed the model's %lld %s", (long long)p->pp,
-                (long long)p->vpp, (long long)n, (long long)f->n_layers, unit);
+  /* Without a split, up to two chunks more than layers take Megatron's embedding and loss accounting
+   * (plan_split_default): an embedding-only first and a head-only last chunk, as the planner splits them. */
+  if (p->n_stage_layers == 0 && n > f->n_layers + (f->has_layers ? 2 : 0))
+    return fail(ctx, file, "pp·vpp = %lld·%lld = %lld pipeline chunks exceed the model's %lld %s%s", (long long)p->pp,
+                (long long)p->vpp, (long long)n, (long long)f->n_layers, unit,
+                f->has_layers ? " by more than the embedding-only and the head-only chunk (give the split with "
+                                "stage_layers, --stage-layers)"
+                              : "");
   switch (p->schedule) {
   case PLAN_SCHED_INTERLEAVED_1F1B:
     if (p->vpp < 2) return fail(ctx, file, "%s needs vpp >= 2, got vpp = %lld", sched, (long long)p->vpp);

@@ -451,7 +451,15 @@ AP_HIDDEN bool plan_axes_group(const plan *p, unsigned axes, int64_t *stride, in
  * last the head), then to chunk 0, never to the last. Writes n_chunks entries of out; returns false (writing
  * nothing) when n_chunks < 1, n_chunks > PLAN_MAX_CHUNKS or n_chunks > n_layers. */
 AP_HIDDEN bool plan_split_even(int64_t n_layers, int64_t n_chunks, int32_t *out);
-/* The plan's split: stage_layers when given, else plan_split_even. Writes plan_n_chunks(p) entries of out
+/* The split of a plan that states none: plan_split_even while n_chunks <= n_layers; with one or two chunks
+ * more (a transformer's; plan_validate allows it only there), Megatron's split that counts the embedding and
+ * the loss as one layer each: n_layers + 2 spread evenly, less one on the first and one on the last chunk, so
+ * that 126 layers in pp·vpp = 16·8 = 128 chunks are [0, 1, …, 1, 0]. False when n_chunks > n_layers + 2. */
+AP_HIDDEN bool plan_split_default(int64_t n_layers, int64_t n_chunks, int32_t *out);
+/* Clears p's stage_layers, then writes the default split there when it is Megatron's embedding and loss
+ * accounting (more chunks than n_layers), so that the plan states it; the even split stays unstated. */
+AP_HIDDEN void plan_state_split(plan *p, int64_t n_layers);
+/* The plan's split: stage_layers when given, else plan_split_default. Writes plan_n_chunks(p) entries of out
  * (PLAN_MAX_CHUNKS long); returns false when no such split exists (the plan is then invalid). */
 AP_HIDDEN bool plan_chunk_layers(const plan *p, int64_t n_layers, int32_t *out);
 /* Whether layer i (counted from 0 at the chunk's first) of chunk c pays full recompute: never unless recompute

@@ -64,6 +64,7 @@ ap_status ap_plan_load(ap_ctx *ctx, const char *path, ap_plan **out) {
   }
   st = plan_from_json(ctx, path, root, &ap->p);
   ap->loss_set = json_object_get(root, "fused_loss") != NULL;
+  ap->prec_set = json_object_get(root, "precision") != NULL;
   json_decref(root);
   if (st) {
     free(ap);
@@ -126,6 +127,7 @@ ap_status ap_plan_set(ap_ctx *ctx, ap_plan *ap, const char *key, const char *val
   if (f->id == PLAN_F_N_MICRO_BATCHES) ap->n_micro_set = true;
   if (f->id == PLAN_F_GLOBAL_BATCH_SIZE) ap->gbs_set = true;
   if (f->id == PLAN_F_FUSED_LOSS) ap->loss_set = true;
+  if (f->id == PLAN_F_PRECISION) ap->prec_set = true;
   return AP_OK;
 }
 

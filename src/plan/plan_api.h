@@ -8,6 +8,8 @@ struct ap_plan {
   plan p;
   bool dp_set, n_micro_set, gbs_set;
   bool loss_set; /* fused_loss was set (ap_plan_set, or the plan file has the key); else the stack's default */
+  bool prec_set; /* precision was set (ap_plan_set, or the plan file has the key); else bf16, or fp32 on the
+                  * reference executor's cluster (cost_env_for_plan) */
   char origin[256]; /* the file ap_plan_load read, "" otherwise: validation errors name it */
   /* An autopar-plan/2 document (a general graph's op-level plan, docs/graph-plan.md), kept as parsed: it is
    * read against its graph once one is at hand (search/graph_plan_read.c); NULL for autopar-plan/1 plans. */

@@ -165,11 +165,31 @@
  *      backward filling a dense fp32 gradient (4), log_softmax's backward reading it for the row sums and
  *      again with the saved output and writing the input gradient (4 + 4 + 4 + 4), the cast back (4 + 2):
  *      26 bytes backward (a derivation from the kernels' reads and writes, not a measurement).
- *  [TT-fce] pytorch/torchtitan @b5bcd76c: torchtitan/components/loss.py's cross_entropy_loss has no fused
- *      kernel; its ways to a cheaper loss are torch.compile of the loss (CompileConfig.components "loss",
- *      enable False by default, config/configs.py), whose saved tensors are those Inductor's partitioner
- *      chooses, and ChunkedLossWrapper (num_chunks 8), a chunked lm_head and loss: neither is the plan's fused
- *      loss, so torchtitan runs none here.
+ *  [TT-chunk] pytorch/torchtitan @b5bcd76c torchtitan/components/loss.py ChunkedLossWrapper (num_chunks 8 by
+ *      default; added in 9530a874, June 2026, #3779), the loss every model's base config in
+ *      models/MODEL/config_registry.py wraps around CrossEntropyLoss: the decoder's forward stops before lm_head
+ *      (decoder.py _skip_lm_head, set by trainer.py), the hidden states [T, D] are detached and split into
+ *      num_chunks equal slices along the tokens, and for each slice lm_head, the loss and its backward run at
+ *      once (chunk_loss.backward()), the slice's input gradient added into an fp32 GradAccumulator the size of
+ *      the hidden states; the decoder's backward then takes the accumulated gradient. So one slice's logits and
+ *      loss tensors live at a time and no logits are saved for the backward pass; the head's FLOP and the loss's
+ *      bytes per logit are the unfused loss's ([ATen-ce]: cross_entropy_loss over pred.float() per slice), and
+ *      the fp32 accumulator (4 bytes per hidden element) is added. The slices must divide the tokens
+ *      (torch._check "sequence length must be divisible by num_chunks"). Its lm_head is not compiled. Not
+ *      modelled: the head's backward moving into the forward pass (the same FLOP) and the accumulator's traffic
+ *      (12 bytes per hidden element, under 1% of the loss's for a vocabulary 16 times the width). This is the
+ *      stack's fused loss (the plan's fused_loss); validate's torchtitan rows (releases of 2024-2025, before
+ *      it) ran the unfused CrossEntropyLoss, which stays the default when a plan does not say.
+ *  [TT-rc] pytorch/torchtitan @b5bcd76c torchtitan/distributed/activation_checkpoint.py: FullAC (every layer),
+ *      SelectiveAC (per op), MemoryBudgetAC; no policy recomputes only some of a chunk's layers.
+ *  [DS-rc] deepspeedai/DeepSpeed @edaa7221: the config's activation_checkpointing keys (partition_activations,
+ *      contiguous_memory_optimization, number_checkpoints, synchronize_checkpoint_boundary, profile,
+ *      cpu_checkpointing; runtime/activation_checkpointing/config.py) say how checkpoints are kept, not which
+ *      layers recompute; PipelineModule(activation_checkpoint_interval=k) (runtime/pipe/module.py) checkpoints
+ *      every run of k layers of a stage, so every layer recomputes; bigscience-workshop/Megatron-DeepSpeed
+ *      @8387ae17 megatron/model/transformer.py _checkpointed_forward checkpoints the layers in chunks of
+ *      --checkpoint-num-layers ("chunk size (number of layers) for checkpointing", megatron/arguments.py), all
+ *      of them. Neither recomputes only the first k layers of a stage.
  *  [DS-loss] deepspeedai/DeepSpeed @edaa7221: the engine runs the user's module and its loss; the config has no
  *      loss key (the TiledFusedLogitsLoss of deepspeed/runtime/sequence_parallel/ulysses_sp.py is model code for
  *      Ulysses sequence parallelism), so plain DeepSpeed runs none here; Megatron-DeepSpeed's loss flags are
@@ -231,57 +251,62 @@
 #define MEM_TORCHTITAN {0, 0, 0, 12.0, true, 0, false, 0, false, false, PLAN_GROUPS_PLAIN}
 #define MEM_LLM_FOUNDRY {0, 0, 0, 12.0, false, 0, false, 0, false, false, PLAN_GROUPS_PLAIN}
 /* Losses (plan_stack_loss): fused by default, fused bytes per logit, unfused forward and backward bytes moved,
- * fused ones. Megatron's unfused and native fused [MLM-ce] [MLM-fce]; PyTorch's [ATen-ce]; flash-attn's [FA-ce];
- * an in-place fused kernel (2 bytes: the logits) at the loss op's own traffic for autopar and any. */
-#define LOSS_MEGATRON(def) {def, 0, 38.0, 14.0, 22.0, 6.0}
-#define LOSS_TORCHTITAN {false, 0, 18.0, 26.0, 0, 0}
-#define LOSS_LLM_FOUNDRY {true, 4.0, 18.0, 26.0, 0, 0}
-#define LOSS_OWN {false, 0, 0, 0, 0, 0}
-#define LOSS_IN_PLACE {false, 2.0, 0, 0, 0, 0}
+ * fused ones, the fused loss's chunks. Megatron's unfused and native fused [MLM-ce] [MLM-fce]; PyTorch's
+ * [ATen-ce]; torchtitan's chunked one, the same ATen loss per slice [TT-chunk]; flash-attn's [FA-ce]; an
+ * in-place fused kernel (2 bytes: the logits) at the loss op's own traffic for autopar and any. */
+#define LOSS_MEGATRON(def) {def, 0, 38.0, 14.0, 22.0, 6.0, 0}
+#define LOSS_TORCHTITAN {false, 0, 18.0, 26.0, 18.0, 26.0, PLAN_STACK_TT_LOSS_CHUNKS}
+#define LOSS_LLM_FOUNDRY {true, 4.0, 18.0, 26.0, 0, 0, 0}
+#define LOSS_OWN {false, 0, 0, 0, 0, 0, 0}
+#define LOSS_IN_PLACE {false, 2.0, 0, 0, 0, 0, 0}
+/* The last columns of a row: a different full-recompute count per chunk [MLM-rc]; the first k layers of
+ * each chunk [MLM-rc] (Megatron's block method), which torchtitan [TT-rc] and DeepSpeed [DS-rc] do not run;
+ * whether its runs keep dropout on (Megatron-DeepSpeed [MDS-drop]; false where a row leaves it out). */
 
 static const plan_stack_info stacks[PLAN_STACK_DEFAULT] = {
     [PLAN_STACK_MEGATRON_LM] = {"megatron-lm", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                                 RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true, true, 0,
                                 "Transformer Engine fused attention", GRADS(G(4), G(2), G(4)),
                                 "[MLM-sched] [MLM-args] [MLM-rc] [MLM-ddp] [MLM-ce] [MLM-fce]", MEM_DEFAULT, false, false, false,
-                                LOSS_MEGATRON(false), true, false},
+                                LOSS_MEGATRON(false), true, false, true},
     [PLAN_STACK_MEGATRON_BRIDGE] = {"megatron-bridge", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3),
                                     Z(0) | Z(1), RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true,
                                     true, 1,
                                     "Transformer Engine fused attention", GRADS(G(2), G(2), G(2)),
                                     "[MLM-sched] [MLM-ddp] [MB-mp] [MLM-fce] [MB-fce]", MEM_DEFAULT, false, false, false,
-                                    LOSS_MEGATRON(true), true, false},
+                                    LOSS_MEGATRON(true), true, false, true},
     [PLAN_STACK_NEMO] = {"nemo", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                          RC(NONE) | RC(SELECTIVE) | RC(OP) | RC(FULL), true, true, true, true, true, 0,
                          "Transformer Engine fused attention", GRADS(G(4), G(2), G(4)), "[MLM-sched] [NeMo-mp] [MLM-fce] [NeMo-fce]", MEM_DEFAULT, false, false,
-                         false, LOSS_MEGATRON(true), true, false},
+                         false, LOSS_MEGATRON(true), true, false, true},
     [PLAN_STACK_MEGATRON_DEEPSPEED] = {"megatron-deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                                        RC(NONE) | RC(SELECTIVE) | RC(FULL), true, true, false, false, false, 0,
                                        "unfused: baddbmm, fused scale-mask-softmax, bmm",
                                        GRADS(GZ1(2, 4), G(2), GZ1(2, 4)),
                                        "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [DS-norm] "
-                                       "[DS-pipe-buf] [DS-groups] [MDS-groups] [BS-ctx] [MDS-attn] [MDS-drop]",
-                                       MEM_BIGSCIENCE, true, false, true, LOSS_OWN, false, false, true},
+                                       "[DS-pipe-buf] [DS-groups] [MDS-groups] [BS-ctx] [MDS-attn] [MDS-drop] [DS-rc]",
+                                       MEM_BIGSCIENCE, true, false, true, LOSS_OWN, false, false, false, true},
     [PLAN_STACK_TORCHTITAN] = {"torchtitan", SCH(GPIPE) | SCH(1F1B) | SCH(INTERLEAVED_1F1B) | SCH(ZB_V),
                                Z(0) | Z(2) | Z(3), Z(0) | Z(2) | Z(3), RC(NONE) | RC(OP) | RC(FULL), true, true, true,
-                               true, false, 0, "PyTorch SDPA (flash: FlashAttention-2)",
-                               GRADS(GB(4, 0, 4), GB(4, 0, 4), GB(4, 0, 4)), "[TT] [TT-loss] [ATen-ce] [TT-fce] [FA2]", MEM_TORCHTITAN,
-                               false, true, false, LOSS_TORCHTITAN, false, false},
+                               true, true, 0, "PyTorch SDPA (flash: FlashAttention-2)",
+                               GRADS(GB(4, 0, 4), GB(4, 0, 4), GB(4, 0, 4)),
+                               "[TT] [TT-loss] [ATen-ce] [TT-chunk] [TT-rc] [FA2]", MEM_TORCHTITAN,
+                               false, true, false, LOSS_TORCHTITAN, false, false, false},
     [PLAN_STACK_LLM_FOUNDRY] = {"llm-foundry", 0, Z(2) | Z(3), 0, RC(NONE) | RC(FULL), false, false, false, false, true,
                                 0, "flash-attn (FlashAttention-2)", GRADS(G(4), G(4), G(4)), "[LF] [LF-ce] [FA-ce] [ATen-ce] [FA2]",
-                                MEM_LLM_FOUNDRY, false, true, false, LOSS_LLM_FOUNDRY, false, false},
+                                MEM_LLM_FOUNDRY, false, true, false, LOSS_LLM_FOUNDRY, false, false, true},
     [PLAN_STACK_DEEPSPEED] = {"deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1), RC(NONE) | RC(FULL), true,
                               false, false, false, false, 0, "the model's own", GRADS(GZ1(2, 4), G(2), GZ1(2, 4)),
                               "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [DS-norm] [DS-pipe-buf] "
-                              "[DS-groups] [DS-loss]", MEM_DEEPSPEED,
-                              false, false, true, LOSS_OWN, false, false},
+                              "[DS-groups] [DS-loss] [DS-rc]", MEM_DEEPSPEED,
+                              false, false, true, LOSS_OWN, false, false, false},
     [PLAN_STACK_AUTOPAR] = {"autopar", ALL_SCHED, Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1) | Z(2) | Z(3), ALL_RC, true, true,
                             true, true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)),
                             "the reference executor: every schedule of plan/schedule.h", MEM_DEFAULT, false, false, false,
-                            LOSS_IN_PLACE, false, true},
+                            LOSS_IN_PLACE, false, true, true},
     [PLAN_STACK_ANY] = {"any", ALL_SCHED, Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1) | Z(2) | Z(3), ALL_RC, true, true, true,
                         true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)), "the whole space, for what-if studies",
-                        MEM_DEFAULT, false, false, false, LOSS_IN_PLACE, false, true},
+                        MEM_DEFAULT, false, false, false, LOSS_IN_PLACE, false, true, true},
 };
 
 const plan_stack_info *plan_stack_get(plan_stack s) { return (unsigned)s < PLAN_STACK_DEFAULT ? &stacks[s] : NULL; }
@@ -318,10 +343,57 @@ bool plan_stack_runs(plan_stack s, const plan *p, char *why, size_t n) {
   if (p->cp > 1 && !st->context_parallel) return snprintf(why, n, "%s has no context parallelism", st->name), false;
   if (p->ep > 1 && !st->expert_parallel) return snprintf(why, n, "%s has no expert parallelism", st->name), false;
   if (p->fused_loss && !st->fused_loss) return snprintf(why, n, "%s has no fused in-place loss", st->name), false;
+  if (p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0 && !st->partial_recompute)
+    return snprintf(why, n, "%s recomputes every layer of a chunk or none, not only the first %d (stack.c [TT-rc] [DS-rc])",
+                    st->name, (int)p->recompute_layers),
+           false;
   if (p->n_chunk_recompute > 1 && !st->chunk_recompute)
     for (int32_t c = 1; c < p->n_chunk_recompute; c++)
       if (p->chunk_recompute_layers[c] != p->chunk_recompute_layers[0])
         return snprintf(why, n, "%s takes one recompute layer count for every pipeline chunk [MLM-rc]", st->name), false;
+  return true;
+}
+
+bool plan_stack_runs_fixed(plan_stack s, const plan *fixed, unsigned mask, char *why, size_t n) {
+  const plan_stack_info *st = plan_stack_get(s);
+  if (!st || !mask) return true;
+  const plan *f = fixed;
+#define FIXES(id) ((mask & PLAN_F(id)) != 0)
+  /* pp fixed to 1 makes the schedule and the ZeRO stages with pipelining moot. */
+  bool pp1 = FIXES(PP) && f->pp <= 1, pp_many = FIXES(PP) && f->pp > 1;
+  if (pp_many && !st->pipeline) return snprintf(why, n, "pp=%lld: %s has no pipeline parallelism", (long long)f->pp, st->name), false;
+  if (FIXES(SCHEDULE) && !pp1 && f->schedule != PLAN_SCHED_1F1B && !(st->schedules >> f->schedule & 1u))
+    return snprintf(why, n, "schedule=%s: %s does not run the %s schedule", plan_schedule_name(f->schedule), st->name,
+                    plan_schedule_name(f->schedule)),
+           false;
+  if (FIXES(VPP) && f->vpp > 1 && !(st->schedules & (1u << PLAN_SCHED_INTERLEAVED_1F1B | 1u << PLAN_SCHED_ZB_V)))
+    return snprintf(why, n, "vpp=%lld: %s runs one stage per pipeline rank (no interleaved or zb-v schedule)",
+                    (long long)f->vpp, st->name),
+           false;
+  if (FIXES(ZERO_STAGE)) {
+    unsigned zmask = pp_many ? st->zero_with_pp : pp1 ? st->zero : st->zero | st->zero_with_pp;
+    if (f->zero_stage < 0 || f->zero_stage > 3 || !(zmask >> f->zero_stage & 1u))
+      return snprintf(why, n, "zero_stage=%d: %s does not run ZeRO-%d%s", (int)f->zero_stage, st->name, (int)f->zero_stage,
+                      pp_many ? " with pipeline parallelism" : ""),
+             false;
+  }
+  if (FIXES(RECOMPUTE) && !(st->recompute >> f->recompute & 1u))
+    return snprintf(why, n, "recompute=%s: %s has no %s recompute", plan_recompute_name(f->recompute), st->name,
+                    plan_recompute_name(f->recompute)),
+           false;
+  if (FIXES(RECOMPUTE_LAYERS) && f->recompute_layers > 0 && !st->partial_recompute)
+    return snprintf(why, n, "recompute_layers=%d: %s recomputes every layer of a chunk or none (stack.c [TT-rc] [DS-rc])",
+                    (int)f->recompute_layers, st->name),
+           false;
+  if (FIXES(TP) && f->tp > 1 && !st->tensor_parallel)
+    return snprintf(why, n, "tp=%lld: %s has no tensor parallelism", (long long)f->tp, st->name), false;
+  if (FIXES(CP) && f->cp > 1 && !st->context_parallel)
+    return snprintf(why, n, "cp=%lld: %s has no context parallelism", (long long)f->cp, st->name), false;
+  if (FIXES(EP) && f->ep > 1 && !st->expert_parallel)
+    return snprintf(why, n, "ep=%lld: %s has no expert parallelism", (long long)f->ep, st->name), false;
+  if (FIXES(FUSED_LOSS) && f->fused_loss && !st->fused_loss)
+    return snprintf(why, n, "fused_loss=1: %s has no fused loss", st->name), false;
+#undef FIXES
   return true;
 }
 

@@ -80,7 +80,16 @@ typedef struct {
   bool fused_default;
   double fused_bytes_per_logit;
   double unfused_fwd_bytes, unfused_bwd_bytes, fused_fwd_bytes, fused_bwd_bytes;
+  /* A chunked loss (torchtitan's ChunkedLossWrapper, stack.c [TT-chunk]) as the fused one: the LM head and the
+   * unfused loss run on this many slices of the micro-batch's tokens in turn, each backward right after its
+   * forward, so only one slice's logits live at a time and none are saved for the backward pass, and an fp32
+   * gradient of the head's input accumulates over the slices. 0: not chunked. */
+  int fused_chunks;
 } plan_stack_loss;
+
+/* ChunkedLossWrapper.Config.num_chunks's default at torchtitan b5bcd76c (stack.c [TT-chunk]): the torchtitan
+ * stack's fused_chunks; tests/test_export.c checks it against the source's (tests/data/framework_args.tsv). */
+#define PLAN_STACK_TT_LOSS_CHUNKS 8
 
 typedef struct {
   const char *name;
@@ -106,6 +115,8 @@ typedef struct {
                           * the GPU across MoE layers (cost/layer.c, compute_tuning.moe_host_s) */
   bool chunk_recompute;  /* runs a different full-recompute layer count per pipeline chunk (plan.h
                           * chunk_recompute_layers, the layer DP's plans); the frameworks take one count */
+  bool partial_recompute; /* runs full recompute of only the first recompute_layers layers of each chunk
+                           * (Megatron's --recompute-method block); false where every layer or none recomputes */
   bool dropout;          /* its runs keep dropout on (hidden and attention dropout, 1-byte masks saved for the
                           * backward; stack.c [MDS-drop]): cost/activations.c adds the masks a policy keeps */
 } plan_stack_info;
@@ -120,6 +131,10 @@ AP_HIDDEN plan_stack plan_stack_default(bool transformer);
 AP_HIDDEN plan_stack plan_stack_of_export(const char *format);
 /* Whether stack s runs plan p; false with the reason in why (n bytes; may be NULL). */
 AP_HIDDEN bool plan_stack_runs(plan_stack s, const plan *p, char *why, size_t n);
+/* Whether stack s runs the values that `fixed` holds in the fields of `mask` (plan_field bits, as --fix sets
+ * them), whatever the search chooses for the others: false with the reason, naming the field and the value, in
+ * why (n bytes), so that a --fix the stack cannot meet fails at once instead of searching an empty space. */
+AP_HIDDEN bool plan_stack_runs_fixed(plan_stack s, const plan *fixed, unsigned mask, char *why, size_t n);
 /* Whether stack s runs its fused loss when a plan does not say (plan_stack_loss.fused_default); false for
  * PLAN_STACK_DEFAULT, whose stacks (megatron-lm, autopar) both default to the unfused loss. */
 AP_HIDDEN bool plan_stack_fused_default(plan_stack s);

@@ -139,6 +139,7 @@ static void run_family(ap_ctx *ctx, arena *a, const graph_problem *gp, const sol
 
 ap_status ap_compare_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
                             const ap_graph_plan_opts *opts, int format, char **out) {
+  API_ENTER(ctx);
   *out = NULL;
   const graph *g = model_graph(model);
   const hw_cluster *c = hw_cluster_of(cluster);

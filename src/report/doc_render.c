@@ -59,6 +59,7 @@ static void train_text(strbuf *sb, const train_cost *tc, double n_devices, doubl
 
 ap_status ap_render(ap_ctx *ctx, const char *doc_json, const char *tokens, const char *price_per_gpu_hour,
                     int format, char **out) {
+  API_ENTER(ctx);
   if (!ctx) return AP_INVALID;
   if (!out) return ctx_fail(ctx, AP_INVALID, "ap_render: out must not be NULL");
   *out = NULL;

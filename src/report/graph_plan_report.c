@@ -385,6 +385,7 @@ static void write_text(strbuf *sb, const graph *g, const hw_cluster *c, const gp
 
 ap_status ap_graph_plan(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster, const ap_graph_plan_opts *opts,
                         int format, char **out) {
+  API_ENTER(ctx);
   *out = NULL;
   gplan_opts o;
   to_gplan(opts, &o);
@@ -410,6 +411,7 @@ ap_status ap_graph_plan(ap_ctx *ctx, const ap_model *model, const ap_cluster *cl
 /* ---- describe --sharding ---- */
 ap_status ap_describe_sharding(ap_ctx *ctx, const ap_model *model, const ap_cluster *cluster,
                                const ap_graph_plan_opts *opts, int format, char **out) {
+  API_ENTER(ctx);
   *out = NULL;
   const graph *g = model_graph(model);
   const hw_cluster *c = hw_cluster_of(cluster);

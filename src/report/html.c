@@ -51,6 +51,12 @@ static void section_plan(strbuf *sb, const html_inputs *in) {
   if (!p) return;
   char v[256];
   sb_puts(sb, "<section id=\"plan-table\"><h2>Plan</h2><table class=\"kv\">\n");
+  /* The stack the plan is costed for, and why it is that one (the search's or the estimate's document). */
+  json_t *sdoc = in->search ? in->search : in->estimate;
+  if (html_str(sdoc, "stack")) {
+    snprintf(v, sizeof v, "%s (%s)", html_str(sdoc, "stack"), html_str(sdoc, "stack_note") ? html_str(sdoc, "stack_note") : "");
+    row(sb, "stack", v);
+  }
   json_t *par = json_object_get(p, "parallel"), *pipe = json_object_get(p, "pipeline");
   snprintf(v, sizeof v, "dp %.0f, tp %.0f, pp %.0f, cp %.0f, ep %.0f, vpp %.0f", html_num(par, "dp"), html_num(par, "tp"),
            html_num(par, "pp"), html_num(par, "cp"), html_num(par, "ep"), html_num(par, "vpp"));

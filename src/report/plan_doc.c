@@ -172,6 +172,8 @@ void plan_doc(jd *d, const plan_doc_in *in) {
   jd_int(d, root, "global_batch_size", in->so->global_batch_size);
   jd_int(d, root, "seq_length", seq);
   jd_str(d, root, "objective", search_objective_name(in->so->objective));
+  cost_stack_put(d, root, in->so->fixed.stack, in->stack_source ? in->stack_source : "default",
+                 in->stack_why ? in->stack_why : "the default");
   json_t *s = jd_obj(d, root, "search");
   json_t *names = jd_arr(d, s, "strategies");
   size_t n_reg;

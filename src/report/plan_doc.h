@@ -53,6 +53,8 @@ typedef struct {
   const plan_compare *cmp;     /* NULL without --compare */
   const char *cluster_spec;    /* the cluster as the user named it */
   const plan_space *space;     /* the sample of costed plans; NULL = none */
+  const char *stack_source;    /* where the search's stack came from: "--stack", "--export", "cluster", "default" */
+  const char *stack_why;       /* the phrase saying so ("from --export torchtitan", "the default") */
 } plan_doc_in;
 
 /* Builds the document into d (jd_init is done here); the caller frees it with jd_free. */

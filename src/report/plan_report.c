@@ -161,7 +161,7 @@ static bool admit_export(void *user, const plan *p) {
   admit_ctx *a = user;
   ap_ctx scratch = {0};
   ap_plan ap = {.p = *p, .dp_set = true, .n_micro_set = true, .gbs_set = true, .loss_set = true};
-  ap_status st = ap_export_check(&scratch, a->model, &ap, a->format);
+  ap_status st = export_check_plan(&scratch, a->model, &ap, a->format, false);
   if (st && !a->first_refusal[0]) snprintf(a->first_refusal, sizeof a->first_refusal, "%.500s", scratch.error);
   ctx_clear(&scratch);
   return st == AP_OK;
@@ -223,8 +223,14 @@ static void compare_reason(const cost_env *env, const search_opts *so, const sea
 
 /* ---- Public API --------------------------------------------------------------------------------------------------- */
 
-static ap_status build_opts(ap_ctx *ctx, const ap_model *model, const hw_cluster *hc, const ap_search_opts *o,
-                            search_opts *so, const char *spec) {
+/* Where the search's stack came from, for the document (plan_doc_in). */
+typedef struct {
+  const char *source;
+  char why[160];
+} stack_origin;
+
+static ap_status build_opts(ap_ctx *ctx, const ap_model *model, const cost_env *env, const ap_search_opts *o,
+                            search_opts *so, const char *spec, stack_origin *so_origin) {
   *so = search_opts_defaults();
   so->global_batch_size = o->global_batch_size;
   so->seq_length = o->seq_length;
@@ -253,20 +259,38 @@ static ap_status build_opts(ap_ctx *ctx, const ap_model *model, const hw_cluster
   snprintf(so->fixed.cluster, sizeof so->fixed.cluster, "%s", spec);
   so->fixed.global_batch_size = o->global_batch_size;
   so->fixed.seq_length = o->seq_length;
-  /* The stack: --stack, else the export's, else the model's default (plan/stack.h). */
-  plan_model_facts facts;
-  plan_model_facts_of(model_graph(model), &facts);
+  /* The stack, asking for nothing the user did not say: --stack, else the one the export's format runs on, else
+   * the reference executor on a cluster of autopar profile's CPU ranks, else the model's default (plan/stack.h);
+   * the document says which and why. */
   plan_stack stk = plan_stack_of_export(o->export_format);
+  so_origin->source = "--export";
+  snprintf(so_origin->why, sizeof so_origin->why, "from --export %.64s", o->export_format ? o->export_format : "");
   if (o->stack && *o->stack) {
-    if (!plan_stack_from_name(o->stack, &stk))
+    if (!plan_stack_from_name(o->stack, &stk) || stk == PLAN_STACK_DEFAULT)
       return ctx_fail(ctx, AP_INVALID,
                       "plan: --stack must be one of megatron-lm, megatron-bridge, nemo, megatron-deepspeed, torchtitan, "
                       "llm-foundry, deepspeed, autopar, any; got \"%.64s\"",
                       o->stack);
+    so_origin->source = "--stack";
+    snprintf(so_origin->why, sizeof so_origin->why, "--stack");
   }
   if (stk == PLAN_STACK_COUNT_ || stk == PLAN_STACK_DEFAULT) {
-    stk = plan_stack_default(facts.has_layers);
+    plan probe;
+    plan_defaults(&probe);
+    const char *why = NULL;
+    stk = cost_env_stack(env, &probe, &why);
+    so_origin->source = cost_env_executor(env) ? "cluster" : "default";
+    snprintf(so_origin->why, sizeof so_origin->why, "%s", why);
   }
+  /* The executor computes in fp32 only (docs/executor.md): on its own cluster its plans are fp32 unless fixed. */
+  if (stk == PLAN_STACK_AUTOPAR && cost_env_executor(env) && !(so->fixed_mask & PLAN_F(PRECISION))) {
+    so->fixed.precision = PLAN_PREC_FP32;
+    so->fixed_mask |= PLAN_F(PRECISION);
+  }
+  /* A --fix that the stack cannot run fails now, naming the field, rather than leaving an empty space. */
+  char why[512];
+  if (!plan_stack_runs_fixed(stk, &so->fixed, so->fixed_mask, why, sizeof why))
+    return ctx_fail(ctx, AP_INVALID, "plan: --fix %s (stack %s, %s)", why, plan_stack_name(stk), so_origin->why);
   /* A stack that lacks the model runs none of its plans (issue 10): torchtitan trains only its own models. */
   if (stk == PLAN_STACK_TORCHTITAN && !tt_trains_family(model_graph(model)))
     return ctx_fail(ctx, AP_UNSUPPORTED,
@@ -274,7 +298,6 @@ static ap_status build_opts(ap_ctx *ctx, const ap_model *model, const hw_cluster
                     "deepseek_v3 and gpt_oss (torchtitan/models/ @ b5bcd76c); plan for another --stack",
                     model_graph(model)->name, model_graph(model)->model_type ? model_graph(model)->model_type : "");
   so->fixed.stack = stk;
-  (void)hc;
   return AP_OK;
 }
 
@@ -291,9 +314,15 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
   const hw_cluster *hc = hw_cluster_of(cluster);
   char spec[PLAN_NAME_MAX];
   cluster_spec(hc, spec, sizeof spec);
-  search_opts so;
-  ap_status st = build_opts(ctx, model, hc, o, &so, spec);
+  cost_env *env = NULL;
+  ap_status st = cost_env_new(ctx, model, cluster, NULL, &env);
   if (st) return st;
+  search_opts so;
+  stack_origin origin = {"default", ""};
+  if ((st = build_opts(ctx, model, env, o, &so, spec, &origin))) {
+    cost_env_free(env);
+    return st;
+  }
   admit_ctx adm = {model, o->export_format, ""};
   if (o->export_format) {
     /* An unknown format fails now, not as "nothing fits". */
@@ -301,14 +330,31 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
     ap_plan dummy = {.dp_set = true, .n_micro_set = true, .gbs_set = true, .loss_set = true};
     plan_defaults(&dummy.p);
     char *text = NULL;
-    if (ap_export(&probe, model, &dummy, o->export_format, &text) && strstr(probe.error, "unknown export format"))
+    if (ap_export(&probe, model, &dummy, o->export_format, &text) && strstr(probe.error, "unknown export format")) {
+      cost_env_free(env);
       return ctx_fail(ctx, AP_INVALID, "--export: %s", probe.error);
+    }
     free(text);
     so.admit = admit_export;
     so.admit_user = &adm;
+    /* A format that cannot carry the stack's fused loss (torchtitan-toml: v0.2.2 predates ChunkedLossWrapper)
+     * plans with the unfused one, unless the loss is fixed: the same plan with each loss, asked of the format. */
+    if (!(so.fixed_mask & PLAN_F(FUSED_LOSS)) && plan_stack_search_fused(so.fixed.stack)) {
+      dummy.p.stack = so.fixed.stack;
+      dummy.p.seq_length = so.fixed.seq_length;
+      bool ok[2];
+      for (int f = 0; f < 2; f++) {
+        dummy.p.fused_loss = f == 1;
+        ap_ctx scratch = ctx_child(ctx);
+        ok[f] = export_check_plan(&scratch, model, &dummy, o->export_format, false) == AP_OK;
+        ctx_clear(&scratch);
+      }
+      if (ok[0] && !ok[1]) {
+        so.fixed.fused_loss = false;
+        so.fixed_mask |= PLAN_F(FUSED_LOSS);
+      }
+    }
   }
-  cost_env *env = NULL;
-  if ((st = cost_env_new(ctx, model, cluster, NULL, &env))) return st;
   plan_compare cmp = {0};
   if (o->compare && !(cmp.r = malloc(sizeof *cmp.r))) {
     cost_env_free(env);
@@ -358,7 +404,8 @@ ap_status ap_plan_search(ap_ctx *ctx, const ap_model *model, const ap_cluster *c
   snprintf(message, sizeof message, "%s", ap_ctx_error(ctx));
   if (o->compare && st == AP_OK && n > 0) compare_reason(env, &so, &stats, &res[0], &cmp);
   if (st == AP_OK || st == AP_INFEASIBLE || (st == AP_CANCELLED && n > 0)) {
-    plan_doc_in in = {env, &so, &stats, res, n, st, message, o->compare ? &cmp : NULL, spec, &space};
+    plan_doc_in in = {env, &so, &stats, res, n, st, message, o->compare ? &cmp : NULL, spec, &space,
+                      origin.source, origin.why};
     jd doc;
     plan_doc(&doc, &in);
     *out = doc.failed ? NULL : format == AP_OUT_JSON ? jd_dump(&doc) : plan_doc_text(doc.root);

@@ -201,6 +201,7 @@ char *plan_doc_text(const json_t *doc) {
   long long n_eval = (long long)jd_geti(s, "n_evaluated");
   sb_printf(&sb, "; %lld plans costed in %.2f s (%.0f per second), %lld fit; objective %s\n", n_eval, elapsed,
             elapsed > 0 ? (double)n_eval / elapsed : 0, (long long)jd_geti(s, "n_fit"), jd_gets(doc, "objective"));
+  sb_printf(&sb, "stack: %s (%s)\n", jd_gets(doc, "stack"), jd_gets(doc, "stack_note"));
   if (jd_getb(s, "truncated"))
     sb_printf(&sb, "note: the time budget of %.3g s ran out; these are the best plans found so far\n",
               jd_getn(s, "time_budget_s"));

@@ -78,9 +78,14 @@ ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
   if (trace_path && !*trace_path) return ctx_fail(ctx, AP_INVALID, "ap_simulate: trace_path: expected a file name or NULL, got \"\"");
   ctx_clear(ctx);
   cost_env *env = NULL;
-  ap_status st = cost_env_new(ctx, model, cluster, NULL, &env);
-  if (st) return st;
-  plan_resolve(ap, cost_env_cluster(env)->n_devices);
+  ap_cluster *sub = NULL;
+  cost_plan_note note;
+  ap_status st = cost_env_for_plan(ctx, model, cluster, ap, &env, &sub, &note);
+  if (st) {
+    cost_env_free(env);
+    ap_cluster_free(sub);
+    return st;
+  }
   cost_result *r = calloc(1, sizeof *r);
   char *trace = NULL;
   sim_event *ev = NULL;
@@ -105,5 +110,6 @@ ap_status ap_simulate(ap_ctx *ctx, const ap_model *model, const ap_cluster *clus
   free(trace);
   free(r);
   cost_env_free(env);
+  ap_cluster_free(sub);
   return plan_blame_file(ctx, ap, st);
 }

@@ -109,6 +109,9 @@ def cli_reports(d, common):
                              timeout=120).stdout
         missing = [sid for sid in parts if 'id="%s"' % sid not in dom]
         check("%s --report: the DOM holds %s" % (name, ", ".join(parts)), not missing, "missing %s" % missing)
+        if name in ("plan", "estimate"):
+            check("%s --report: the plan table names the stack and why" % name,
+                  "<th>stack</th><td>megatron-lm (the default; --stack NAME for another)</td>" in dom)
     page = os.path.join(d, "cli-plan.html")
     if os.path.exists(page):
         with open(page, encoding="utf-8") as f:

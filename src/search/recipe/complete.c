@@ -173,20 +173,14 @@ static void enum_memory(search *s, plan *p) {
   }
 }
 
-/* The split of the layers into pp·vpp chunks, unless the partial plan gave one: the even split, or, when
- * there are more chunks than layers but at most two more, Megatron's split that counts the embedding and the
- * loss as one layer each (--account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split):
- * the layers plus two spread evenly, the first chunk giving one place to the embedding and the last to the
- * head, so that 126 layers fill pp·vpp = 16·8 = 128 chunks with an embedding-only and a head-only chunk. */
+/* The split of the layers into pp·vpp chunks, unless the partial plan gave one: the default split
+ * (plan_split_default: even, or Megatron's embedding and loss accounting when there are one or two chunks more
+ * than layers, --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split), stated in the
+ * plan when it is the latter. */
 static void set_split(search *s, plan *p) {
   if (s->split_given) return;
-  p->n_stage_layers = 0;
-  int64_t L = s->facts.n_layers, c = plan_n_chunks(p);
-  if (!s->facts.has_layers || c <= L || c > L + 2 || c > PLAN_MAX_CHUNKS) return;
-  if (!plan_split_even(L + 2, c, p->stage_layers)) return;
-  p->stage_layers[0]--;
-  p->stage_layers[c - 1]--;
-  p->n_stage_layers = (int32_t)c;
+  if (s->facts.has_layers) plan_state_split(p, s->facts.n_layers);
+  else p->n_stage_layers = 0;
 }
 
 /* The mesh is set (tp, pp, dp, cp, ep): micro-batch size, then virtual stages and the schedule. */

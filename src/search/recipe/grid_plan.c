@@ -63,18 +63,13 @@ void grid_set_mbs(plan *p, int64_t mbs) {
   p->n_micro_batches = per > 0 && p->global_batch_size % per == 0 ? p->global_batch_size / per : 1;
 }
 
-/* The split of the layers into pp·vpp chunks (unless fixed): the even split, or, when there are more chunks
- * than layers but at most two more, Megatron's split that counts the embedding and the loss as a layer each
- * (complete.c's rule, so that a published 126-layer, 128-chunk plan is in the space). */
+/* The split of the layers into pp·vpp chunks (unless fixed): the default split (plan_split_default: even, or
+ * with one or two chunks more than layers Megatron's embedding and loss accounting, so that a published
+ * 126-layer, 128-chunk plan is in the space), stated in the plan when it is the latter. */
 static void set_split(const grid *gr, plan *p) {
   if (fixes(gr, PLAN_F_STAGE_LAYERS)) return;
-  p->n_stage_layers = 0;
-  int64_t L = gr->L, c = plan_n_chunks(p);
-  if (!gr->facts.has_layers || c <= L || c > L + 2 || c > PLAN_MAX_CHUNKS) return;
-  if (!plan_split_even(L + 2, c, p->stage_layers)) return;
-  p->stage_layers[0]--;
-  p->stage_layers[c - 1]--;
-  p->n_stage_layers = (int32_t)c;
+  if (gr->facts.has_layers) plan_state_split(p, gr->L);
+  else p->n_stage_layers = 0;
 }
 
 void grid_set_pipe(const grid *gr, plan *p, const pipe_opt *po) {

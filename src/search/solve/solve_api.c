@@ -158,6 +158,7 @@ static ap_status run_stage(ap_ctx *ctx, const char *path, json_t *root, arena *a
 }
 
 ap_status ap_solve_file(ap_ctx *ctx, const char *path, const ap_solve_opts *opts, int format, char **out) {
+  API_ENTER(ctx);
   *out = NULL;
   ap_solve_opts def;
   if (!opts) {
