@@ -9,6 +9,7 @@
 
 #include "testutil.h"
 #include "cost_fixture.h"
+#include "testmodels.h"
 
 #include "cost/internal.h"
 #include "plan/stack.h"
@@ -20,28 +21,7 @@
 /* A GPT layer as Korthikanti et al. assume it: 16-bit activations, 1-byte dropout masks, GeLU MLP f = 4h, no
  * flash attention. */
 static ap_model *korthikanti_gpt(ap_ctx *ctx, int64_t l, int64_t h, int64_t a) {
-  tf_config c;
-  tf_config_defaults(&c);
-  c.name = "gpt";
-  c.model_type = "gpt2";
-  c.n_layers = l;
-  c.hidden = h;
-  c.ffn = 4 * h;
-  c.heads = c.kv_heads = a;
-  c.head_dim = c.head_dim_v = h / a;
-  c.vocab = 51200;
-  c.max_pos = 2048;
-  c.norm = NORM_LAYERNORM;
-  c.norm_bias = true;
-  c.mlp = MLP_PLAIN;
-  c.learned_pos = true;
-  c.tied = true;
-  c.qkv_bias = c.o_bias = c.mlp_bias = true;
-  c.flash_attention = false;
-  c.dropout = true;
-  ap_model *m = NULL;
-  if (model_from_tf_config(ctx, &c, &m)) fail_msg("%s", ap_ctx_error(ctx));
-  return m;
+  return test_gpt_model(ctx, l, h, a, 51200, true);
 }
 
 static int layer_block(const graph *g) {

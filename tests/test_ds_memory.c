@@ -9,59 +9,20 @@
 
 #include "testutil.h"
 
+#include "cost_fixture.h"
+#include "testmodels.h"
+
 #include "cost/internal.h"
-#include "model/model.h"
-#include "model/transformer.h"
 #include "plan/plan_api.h"
 #include "plan/schedule.h"
 #include "plan/stack.h"
 
-/* A GPT as validate builds one from runs.csv's columns (report/validate_model.c): LayerNorm with biases, learned
- * positions, tied embeddings, GeLU MLP f = 4h; flash attention and no dropout in the graph unless asked. */
-static ap_model *gpt(ap_ctx *ctx, int64_t l, int64_t h, int64_t a, int64_t vocab, bool korthikanti) {
-  tf_config c;
-  tf_config_defaults(&c);
-  c.name = "gpt";
-  c.model_type = "gpt2";
-  c.n_layers = l;
-  c.hidden = h;
-  c.ffn = 4 * h;
-  c.heads = c.kv_heads = a;
-  c.head_dim = c.head_dim_v = h / a;
-  c.vocab = vocab;
-  c.max_pos = 2048;
-  c.norm = NORM_LAYERNORM;
-  c.norm_bias = true;
-  c.mlp = MLP_PLAIN;
-  c.learned_pos = true;
-  c.tied = true;
-  c.qkv_bias = c.o_bias = c.mlp_bias = true;
-  c.flash_attention = !korthikanti;
-  c.dropout = korthikanti;
-  ap_model *m = NULL;
-  if (model_from_tf_config(ctx, &c, &m)) fail_msg("%s", ap_ctx_error(ctx));
-  return m;
-}
-
-typedef struct {
-  ap_ctx *ctx;
-  ap_model *m;
-  ap_cluster *cl;
-  cost_env *env;
-} fixture;
-
-static void open_fx(fixture *f, int64_t l, int64_t h, int64_t a, int64_t vocab, bool korthikanti, const char *cluster) {
+/* A GPT on a cluster (testmodels.h; korthikanti: dropout ops and no flash attention in its graph). */
+static void open_fx(env_fixture *f, int64_t l, int64_t h, int64_t a, int64_t vocab, bool korthikanti,
+                    const char *cluster) {
   f->ctx = ap_ctx_new();
-  f->m = gpt(f->ctx, l, h, a, vocab, korthikanti);
-  assert_int_equal(ap_cluster_load(f->ctx, cluster, &f->cl), AP_OK);
-  assert_int_equal(cost_env_new(f->ctx, f->m, f->cl, NULL, &f->env), AP_OK);
-}
-
-static void close_fx(fixture *f) {
-  cost_env_free(f->env);
-  ap_cluster_free(f->cl);
-  ap_model_free(f->m);
-  ap_ctx_free(f->ctx);
+  f->m = test_gpt_model(f->ctx, l, h, a, vocab, korthikanti);
+  env_open(f, NULL, cluster);
 }
 
 static int layer_block(const graph *g) {
@@ -83,7 +44,7 @@ static plan plan_of(plan_stack st, int64_t tp, int64_t pp, int64_t dp, int32_t z
   return p;
 }
 
-static cost_result *estimate(fixture *f, const plan *p) {
+static cost_result *estimate(env_fixture *f, const plan *p) {
   cost_result *r = malloc(sizeof *r);
   assert_non_null(r);
   if (cost_estimate(f->ctx, f->env, p, r)) fail_msg("%s", ap_ctx_error(f->ctx));
@@ -100,9 +61,9 @@ static void test_mds_layer_activations(void **state) {
   (void)state;
   const double s = 2048, b = 1, h = 12288, a = 96;
   for (int kg = 0; kg < 2; kg++) {
-    fixture f;
+    env_fixture f;
     open_fx(&f, 4, (int64_t)h, (int64_t)a, 51200, kg == 1, "dgx-a100-80gb:8x8");
-    int lb = layer_block(model_graph(f.m));
+    int lb = layer_block(f.g);
     for (int64_t tp = 1; tp <= 8; tp *= 8) {
       plan p = plan_of(PLAN_STACK_MEGATRON_DEEPSPEED, tp, 1, 64 / tp, 1, PLAN_PREC_FP16, 1);
       plan_groups pg;
@@ -123,7 +84,7 @@ static void test_mds_layer_activations(void **state) {
         assert_true(lm.act_bytes[PLAN_RECOMPUTE_NONE] < 0.8 * none);
       }
     }
-    close_fx(&f);
+    env_close(&f);
   }
 }
 
@@ -137,7 +98,7 @@ static void test_mds_layer_activations(void **state) {
 static void test_ds_pipe_buffers(void **state) {
   (void)state;
   const double s = 2048, h = 4096, b = 2;
-  fixture f;
+  env_fixture f;
   open_fx(&f, 16, (int64_t)h, 32, 50304, false, "dgx-a100-80gb:8x8");
   static const struct {
     plan_stack st;
@@ -165,7 +126,7 @@ static void test_ds_pipe_buffers(void **state) {
     free(lm);
     free(r);
   }
-  close_fx(&f);
+  env_close(&f);
 }
 
 /* ZeRO's gradient-reduction buffers ([DS-bucket]) on a model of fewer than 5·10⁸ parameters per rank:
@@ -176,7 +137,7 @@ static void test_ds_pipe_buffers(void **state) {
  * fp32 accumulators in place (none). */
 static void test_ds_reduction_buckets(void **state) {
   (void)state;
-  fixture f;
+  env_fixture f;
   open_fx(&f, 6, 2048, 16, 50304, false, "dgx-a100-80gb:8");
   static const struct {
     plan_stack st;
@@ -201,7 +162,7 @@ static void test_ds_reduction_buckets(void **state) {
     assert_rel_close(r->mem[0].buffers + 1, want + 1, 1e-9);
     free(r);
   }
-  close_fx(&f);
+  env_close(&f);
 }
 
 /* The ZeRO-1/2 step's copies ([DS-step] [DS-norm]): the local partition flattened in 16 bits and cast to fp32
@@ -212,7 +173,7 @@ static void test_ds_reduction_buckets(void **state) {
 static void test_ds_step_copies(void **state) {
   (void)state;
   const double h = 8192, vocab = 250880, tp = 8;
-  fixture f;
+  env_fixture f;
   open_fx(&f, 8, (int64_t)h, 64, (int64_t)vocab, false, "dgx-a100-80gb:8x8");
   plan p = plan_of(PLAN_STACK_MEGATRON_DEEPSPEED, (int64_t)tp, 2, 4, 1, PLAN_PREC_FP16, 1);
   cost_result *r = estimate(&f, &p);
@@ -229,7 +190,7 @@ static void test_ds_step_copies(void **state) {
   r = estimate(&f, &p);
   assert_true(r->mem[0].step == 0);
   free(r);
-  close_fx(&f);
+  env_close(&f);
 }
 
 /* Without ZeRO ([DS-bf16] [DS-step] [DS-engine]): DeepSpeed's BF16_Optimizer keeps bf16 gradients and fp32
@@ -238,7 +199,7 @@ static void test_ds_step_copies(void **state) {
  * keeps 2-byte gradients, the 12 bytes unsharded and casts and flattens every gradient for the step (8 bytes). */
 static void test_ds_optimizer_without_zero(void **state) {
   (void)state;
-  fixture f;
+  env_fixture f;
   open_fx(&f, 8, 4096, 32, 50304, false, "dgx-a100-80gb:8x4");
   const double dp = 4;
   plan p = plan_of(PLAN_STACK_MEGATRON_DEEPSPEED, 8, 1, (int64_t)dp, 0, PLAN_PREC_BF16, 1);
@@ -254,7 +215,7 @@ static void test_ds_optimizer_without_zero(void **state) {
   assert_rel_close(r->mem[0].optimizer, 12 * n, 1e-12);
   assert_rel_close(r->mem[0].step, 8 * n, 1e-12);
   free(r);
-  close_fx(&f);
+  env_close(&f);
 }
 
 /* The communicators a rank holds ([DS-groups] [MDS-groups], memory.c cost_nccl_comms), counted group by group:
