@@ -97,7 +97,8 @@ static void check_bounds(const char *model, const char *cluster, int64_t gbs, in
       fail_msg("%s: %s pp %lld vpp %lld m %lld: pipeline bound %.9g s exceeds the closed form %.9g s", model,
                plan_schedule_name(p.schedule), (long long)p.pp, (long long)p.vpp, (long long)p.n_micro_batches, pb,
                r->pipeline_s);
-    double sb = cost_bound_states_bytes(env, &pc, p.tp, p.cp, p.dp, p.pp, p.ep, p.etp, p.zero_stage);
+    double sb = cost_bound_states_bytes(env, &pc, p.tp, p.cp, p.dp, p.pp, p.ep, p.etp, p.zero_stage,
+                                        plan_stack_grads(&p).zero1_without_zero);
     if (sb > r->peak_mem_bytes * SLACK)
       fail_msg("%s: states bound %.6g B exceeds the peak %.6g B (zero %d)", model, sb, r->peak_mem_bytes, p.zero_stage);
     double cb = cost_bound_compute_s(env, p.precision, p.global_batch_size, g->default_seq);

@@ -9,6 +9,7 @@
 
 #include "testutil.h"
 #include "cost_fixture.h"
+#include "testmodels.h"
 
 #include "cost/internal.h"
 #include "plan/stack.h"
@@ -20,28 +21,7 @@
 /* A GPT layer as Korthikanti et al. assume it: 16-bit activations, 1-byte dropout masks, GeLU MLP f = 4h, no
  * flash attention. */
 static ap_model *korthikanti_gpt(ap_ctx *ctx, int64_t l, int64_t h, int64_t a) {
-  tf_config c;
-  tf_config_defaults(&c);
-  c.name = "gpt";
-  c.model_type = "gpt2";
-  c.n_layers = l;
-  c.hidden = h;
-  c.ffn = 4 * h;
-  c.heads = c.kv_heads = a;
-  c.head_dim = c.head_dim_v = h / a;
-  c.vocab = 51200;
-  c.max_pos = 2048;
-  c.norm = NORM_LAYERNORM;
-  c.norm_bias = true;
-  c.mlp = MLP_PLAIN;
-  c.learned_pos = true;
-  c.tied = true;
-  c.qkv_bias = c.o_bias = c.mlp_bias = true;
-  c.flash_attention = false;
-  c.dropout = true;
-  ap_model *m = NULL;
-  if (model_from_tf_config(ctx, &c, &m)) fail_msg("%s", ap_ctx_error(ctx));
-  return m;
+  return test_gpt_model(ctx, l, h, a, 51200, true);
 }
 
 static int layer_block(const graph *g) {
@@ -414,7 +394,8 @@ static void test_zero_model_states(void **state) {
 /* The stacks' model-state bytes per parameter (plan/stack.c), ZeRO-1 over 64 ranks: Megatron-LM's fp32 main
  * grads with bf16 (2 + 4 + 12/64), its fp16 gradients (2 + 2 + 12/64), Megatron-Bridge's bf16 reduction
  * (2 + 2 + 12/64), DeepSpeed's ZeRO optimizer, which runs bf16 as fp16 (2 + 2 + 12/64; engine.py), and without
- * ZeRO its BF16 optimizer (bf16 grads plus an unsharded fp32 copy: 2 + 2 + 4 + 12),
+ * ZeRO its BF16 optimizer (bf16 grads plus an unsharded fp32 copy, and master weights and moments it shards
+ * over the data-parallel ranks itself: 2 + 2 + 4 + 12/64; stack.c [DS-bf16]; its FP16_Optimizer shards none),
  * torchtitan's FSDP2 (ZeRO-3, fp32 reduce: (2 + 4 + 12)/64, plus 4 unsharded with pp > 1). */
 static void test_stack_model_states(void **state) {
   (void)state;
@@ -435,7 +416,8 @@ static void test_stack_model_states(void **state) {
       {PLAN_STACK_DEFAULT, PLAN_PREC_BF16, 1, 1, 6.0 + 12.0 / 64}, /* a transformer's default: megatron-lm */
       {PLAN_STACK_MEGATRON_BRIDGE, PLAN_PREC_BF16, 1, 1, 4.0 + 12.0 / 64},
       {PLAN_STACK_MEGATRON_DEEPSPEED, PLAN_PREC_BF16, 1, 1, 4.0 + 12.0 / 64},
-      {PLAN_STACK_MEGATRON_DEEPSPEED, PLAN_PREC_BF16, 0, 1, 20.0},
+      {PLAN_STACK_MEGATRON_DEEPSPEED, PLAN_PREC_BF16, 0, 1, 8.0 + 12.0 / 64},
+      {PLAN_STACK_MEGATRON_DEEPSPEED, PLAN_PREC_FP16, 0, 1, 16.0},
       {PLAN_STACK_MEGATRON_DEEPSPEED, PLAN_PREC_FP16, 1, 1, 4.0 + 12.0 / 64},
       {PLAN_STACK_TORCHTITAN, PLAN_PREC_BF16, 3, 1, 18.0 / 64},
       {PLAN_STACK_TORCHTITAN, PLAN_PREC_BF16, 3, 2, 18.0 / 64 + 4.0},

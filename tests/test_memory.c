@@ -1,7 +1,7 @@
 /* Tests of the memory model's bookkeeping and of the advice when nothing fits: over many plans (models, meshes,
  * ZeRO stages, recompute kinds, stacks, offload), every stage's parts add up to its total, in the cost result,
  * in estimate's JSON document and in its text table; the allocator reserve is memory.reserve_fraction of the
- * transient bytes (times memory.expandable_factor on a stack with expandable segments); the fit verdict is the
+ * transient bytes (memory.expandable_reserve_fraction on a stack with expandable segments); the fit verdict is the
  * total against the capacity. The advice (report/advice.c) offers each saver that helps, ZeRO-1 included, and
  * its verdicts are the cost model's. */
 #include <math.h>
@@ -44,9 +44,8 @@ static void check_result(const cost_env *env, const plan *p, const cost_result *
     const plan_stack_info *si = plan_stack_get(p->stack);
     double eager = si ? si->mem.eager_context_bytes : 0;
     if (!cost_exec_cpu_on(env, 0, p))
-      assert_rel_close(m->context, env->tuning.memory.context_bytes + eager +
-                                       env->tuning.memory.comm_bytes *
-                                           cost_nccl_comms(p, i, si && si->mem.p2p_pairs),
+      assert_rel_close(m->context, (eager > 0 ? eager : env->tuning.memory.context_bytes) +
+                                       env->tuning.memory.comm_bytes * cost_rank_nccl_comms(env, p, i),
                         1e-12);
   }
   assert_true(r->fits == (r->peak_mem_bytes <= r->capacity_bytes && r->host_mem_bytes <= r->host_capacity_bytes));
@@ -185,7 +184,8 @@ static void test_nccl_comms(void **state) {
     plan p;
     plan_defaults(&p);
     p.tp = cases[i].tp, p.pp = cases[i].pp, p.dp = cases[i].dp, p.cp = cases[i].cp, p.ep = cases[i].ep;
-    int got = cost_nccl_comms(&p, cases[i].rank, cases[i].pairs);
+    plan_stack_mem sm = {.p2p_pairs = cases[i].pairs};
+    int got = cost_nccl_comms(&p, cases[i].rank, &sm, false);
     if (got != cases[i].want)
       fail_msg("case %zu (tp%lld pp%lld dp%lld cp%lld ep%lld rank %d): %d communicators, expected %d", i,
                (long long)p.tp, (long long)p.pp, (long long)p.dp, (long long)p.cp, (long long)p.ep, cases[i].rank,

@@ -31,21 +31,53 @@ bool cost_op_policy_keeps(const graph_op *op, int *n_mm) {
  * NVIDIA Transformer Engine saves the quantised inputs for the weight-gradient GEMM); bit 4, an op of the block
  * produces it. Each marker sets bit 1 for its policy and returns the bytes of the dropout masks it keeps. */
 
+/* What unfused attention keeps beyond its inputs (compute_shard.attn_scores: Megatron-DeepSpeed's baddbmm, fused
+ * scale-mask-softmax and bmm, plan/stack.c [MDS-attn]), over the full s×s product of each of the device's heads:
+ * the softmax output (2 bytes per score) and, where the stack or the model runs attention dropout, the dropout
+ * output the bmm with V reads (2) and its mask (1): Korthikanti et al. 2022 §4.1's 5as²b. These take the place
+ * of the op's own saved tensors and mask (attention_internal): flash attention's output and statistics are not
+ * among them (the output is the next matmul's saved input anyway). */
+static double unfused_scores_bytes(const graph_op *op, const compute_shard *sh, double b, double s) {
+  double heads = (double)op->heads / (op->tp_split ? (double)sh->tp : 1.0);
+  return b * heads * (s / (double)sh->cp) * s * (sh->dropout || op->mask_of >= 0 ? 5.0 : 2.0);
+}
+
+/* An op's saved tensor that unfused attention does not keep, or that selective recompute drops: anything but
+ * the attention's inputs q, k, v. */
+static bool attention_internal(const graph_op *op, int t) {
+  return op->kind == OP_ATTENTION && t != op->in[0] && t != op->in[1] && t != op->in[2];
+}
+
+/* The hidden dropout masks of a block where its stack runs dropout (compute_shard.dropout, plan/stack.c
+ * [MDS-drop]) and the model's graph has none of its own (model/transformer.c's dropout ops, whose masks the
+ * markers count), one byte per element of the block's [b, s, h] output each: the embedding's one, and a
+ * layer's two (Megatron's bias-dropout-adds after the attention and after the MLP), split as that output is. */
+static double hidden_mask_bytes(const graph_block *blk, const compute_shard *sh, double b, double s) {
+  int n = blk->role == BLOCK_LAYER ? 2 : blk->role == BLOCK_EMBED ? 1 : 0;
+  if (!sh->dropout || blk->output < 0 || n == 0) return 0;
+  for (int i = 0; i < blk->n_ops; i++)
+    if (blk->ops[i].mask_of >= 0 && blk->ops[i].kind != OP_ATTENTION) return 0;
+  const graph_tensor *t = &blk->tensors[blk->output];
+  return n * graph_tensor_numel(t, b, s) / cost_tensor_divisor(t, sh);
+}
+
 /* No recompute, or selective: every op's saved tensors, except that selective recompute drops what the core
  * attention keeps for itself beyond its inputs q, k, v (the s×s scores and their masks, or flash attention's
- * statistics), as Megatron's core_attn recompute does (Korthikanti et al. 2022 §5). */
+ * statistics), as Megatron's core_attn recompute does (Korthikanti et al. 2022 §5); unfused attention keeps its
+ * scores instead of flash attention's own tensors; plus the hidden dropout masks where the stack runs dropout. */
 static double mark_saved(const graph_block *blk, const compute_shard *sh, double b, double s, bool selective,
                          unsigned char *mark) {
-  double masks = 0;
+  double masks = hidden_mask_bytes(blk, sh, b, s);
   for (int i = 0; i < blk->n_ops; i++) {
     const graph_op *op = &blk->ops[i];
-    bool sel = selective && op->kind == OP_ATTENTION;
+    bool sel = selective && op->kind == OP_ATTENTION, unfused = sh->attn_scores && op->kind == OP_ATTENTION;
     for (int k = 0; k < op->n_saved; k++) {
       int t = op->saved[k];
-      if (sel && t != op->in[0] && t != op->in[1] && t != op->in[2]) continue;
+      if ((sel || unfused) && attention_internal(op, t)) continue;
       mark[t] |= (unsigned char)(1 | (op->kind == OP_MATMUL ? 0 : 2));
     }
-    if (op->mask_of >= 0 && !sel)
+    if (unfused && !sel) masks += unfused_scores_bytes(op, sh, b, s);
+    if (op->mask_of >= 0 && !sel && !unfused)
       masks += graph_tensor_numel(&blk->tensors[op->mask_of], b, s) / cost_tensor_divisor(&blk->tensors[op->mask_of], sh);
   }
   return masks;
@@ -53,7 +85,7 @@ static double mark_saved(const graph_block *blk, const compute_shard *sh, double
 
 /* Per-op selective checkpointing: the block input, the outputs of the kept ops (op_policy_keeps), and what a
  * kept op saves for itself that no op of the block produces (flash attention's softmax statistics, dropout
- * masks of kept ops). */
+ * masks of kept ops; unfused attention's scores). The dropouts between the kept ops run again. */
 static double mark_op_policy(const graph_block *blk, const compute_shard *sh, double b, double s,
                              unsigned char *mark) {
   for (int i = 0; i < blk->n_ops; i++) {
@@ -71,9 +103,11 @@ static double mark_op_policy(const graph_block *blk, const compute_shard *sh, do
     const graph_op *op = &blk->ops[i];
     if (!cost_op_policy_keeps(op, &n_mm)) continue;
     if (op->out >= 0 && op->out != blk->output) mark[op->out] |= 1;
+    bool unfused = sh->attn_scores && op->kind == OP_ATTENTION;
     for (int k = 0; k < op->n_saved; k++)
-      if (!(mark[op->saved[k]] & 4)) mark[op->saved[k]] |= 1;
-    if (op->mask_of >= 0)
+      if (!(mark[op->saved[k]] & 4) && !(unfused && attention_internal(op, op->saved[k]))) mark[op->saved[k]] |= 1;
+    if (unfused) masks += unfused_scores_bytes(op, sh, b, s);
+    if (op->mask_of >= 0 && !unfused)
       masks += graph_tensor_numel(&blk->tensors[op->mask_of], b, s) / cost_tensor_divisor(&blk->tensors[op->mask_of], sh);
   }
   return masks;

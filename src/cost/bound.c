@@ -46,13 +46,15 @@ void cost_param_counts_of(const graph *g, cost_param_counts *out) {
  * divided over the group that shards it at the stage (cost_state_bytes_zero). The factor 1 - 1e-9 keeps the
  * bound strictly below rounding of the same sum in memory.c. */
 double cost_bound_states_bytes(const cost_env *env, const cost_param_counts *pc, int64_t tp, int64_t cp, int64_t dp,
-                               int64_t pp, int64_t ep, int64_t etp, int32_t z) {
+                               int64_t pp, int64_t ep, int64_t etp, int32_t z, bool z0_shards_optimizer) {
   cost_state_bytes sb = cost_state_bytes_per_param(&cost_env_tuning(env)->memory);
   int64_t e_tp = etp > 0 ? etp : tp;
   double n_dp = (double)(dp * cp), n_edp = (double)(tp * cp * dp) / (double)(e_tp * ep);
   if (n_edp < 1) n_edp = 1;
   double dense = pc->split / (double)tp + pc->replicated, expert = pc->expert / (double)(e_tp * ep);
-  double per_d = cost_state_bytes_zero(&sb, z, n_dp), per_e = cost_state_bytes_zero(&sb, z, n_edp);
+  /* An optimizer that shards itself without ZeRO (cost_state_bytes.zero1_without_zero) keeps at least ZeRO-1's. */
+  int32_t zo = z == 0 && z0_shards_optimizer ? 1 : z;
+  double per_d = cost_state_bytes_zero(&sb, zo, n_dp), per_e = cost_state_bytes_zero(&sb, zo, n_edp);
   return (dense * per_d + expert * per_e) / (double)pp * (1 - 1e-9);
 }
 
@@ -60,11 +62,17 @@ void cost_bound_mem_at_zero(const plan *p, const cost_result *r, double *z2_byte
   double n_dp = (double)(p->dp * p->cp), n_edp = (double)plan_edp(p);
   double keep = 1 - 1 / fmax(fmax(n_dp, n_edp), 1);
   double z2 = p->zero_stage >= 3 ? r->peak_mem_bytes : 0, z3 = z2;
-  for (int i = 0; i < r->n_ranks && i < COST_MAX_RANKS; i++) {
+  /* From ZeRO-0 the optimizer states shard too, and its step copies change: no bound. */
+  for (int i = 0; i < r->n_ranks && i < COST_MAX_RANKS && p->zero_stage >= 1; i++) {
     const cost_mem *mm = &r->mem[i];
     double grads = p->zero_stage <= 1 ? mm->grads : 0, params = p->zero_stage <= 2 ? mm->params : 0;
+    /* ZeRO-3 drops a ZeRO-1/2 optimizer's step copies and reduction buckets (memory.c; its own gathered
+     * parameters are among the buffers again, at least 0), and the reserve they carried. */
+    double transient = mm->activations + mm->logits + mm->buffers + mm->step;
+    double gone = p->zero_stage <= 2 ? mm->step + mm->buffers : 0;
+    double gone_reserve = transient > 0 ? mm->reserve * gone / transient : 0;
     z2 = fmax(z2, mm->total - grads * keep);
-    z3 = fmax(z3, mm->total - (grads + params) * keep);
+    z3 = fmax(z3, mm->total - (grads + params) * keep - gone - gone_reserve);
   }
   *z2_bytes = p->zero_stage >= 2 ? INFINITY : z2;
   *z3_bytes = z3;

@@ -41,9 +41,11 @@ AP_HIDDEN void cost_param_counts_of(const graph *g, cost_param_counts *out);
 /* A lower bound of the peak memory per device (cost_result.peak_mem_bytes) of every plan with these degrees
  * and ZeRO stage: the states of one replica's slice (parameters, gradients at the environment's bytes per
  * gradient, fp32 master weights and Adam moments), tp and ep applied, ZeRO sharding over dp·cp and edp, averaged
- * over the pipeline ranks (the fullest rank holds at least the average). */
+ * over the pipeline ranks (the fullest rank holds at least the average). z0_shards_optimizer: the stack's
+ * optimizer shards its states without ZeRO (cost_state_bytes.zero1_without_zero), so stage 0 is bounded as 1. */
 AP_HIDDEN double cost_bound_states_bytes(const cost_env *env, const cost_param_counts *pc, int64_t tp, int64_t cp,
-                                         int64_t dp, int64_t pp, int64_t ep, int64_t etp, int32_t zero_stage);
+                                         int64_t dp, int64_t pp, int64_t ep, int64_t etp, int32_t zero_stage,
+                                         bool z0_shards_optimizer);
 
 /* Lower bounds of the peak memory of plan p at ZeRO 2 (*z2_bytes) and ZeRO 3 (*z3_bytes), everything else
  * equal, from its evaluation r at stage 1 or 2 (the optimizer states already sharded, as the grid costs them

@@ -65,6 +65,7 @@ typedef struct {
   hw_dtype gemm_dtype;  /* bf16, fp16 or fp8 matmuls */
   bool attn_scores;     /* unfused attention: the s×s scores go through device memory (plan/stack.h) */
   bool attn_sm80;       /* FlashAttention-2 (Ampere instructions) rather than the chip's native kernel */
+  bool dropout;         /* the stack runs dropout: 1-byte masks beside the saved activations (plan/stack.h) */
   /* Device-memory bytes the plan's loss moves per logit element of the device, forward and backward
    * (plan/stack.h plan_stack_loss); 0: the loss op's own traffic (model/graph.c). */
   double loss_fwd_bytes, loss_bwd_bytes;

@@ -14,6 +14,7 @@
 #include "cost/comm.h"
 #include "cost/compute.h"
 #include "plan/plan.h"
+#include "plan/stack.h"
 
 /* Constants of the memory model; see memory.c for sources. What each stack allocates besides them is data of
  * the stack table (plan/stack.h, plan_stack_mem). */
@@ -28,9 +29,10 @@ typedef struct {
    * logits, buffers, the optimizer step's copies), whose allocation pattern makes it: fitted by calibration to
    * the measured peaks. Part of the predicted total, so of the fit test and the OOM verdict. */
   double reserve_fraction;
-  /* The same reserve relative to reserve_fraction when the stack runs the allocator with expandable segments
-   * (plan_stack_mem.expandable_segments), which maps blocks into one growing segment and so caches less. */
-  double expandable_factor;
+  /* The same reserve when the stack runs the allocator with expandable segments
+   * (plan_stack_mem.expandable_segments), which maps blocks into one growing segment: a mechanism of its own,
+   * fitted on its own rows. */
+  double expandable_reserve_fraction;
 } memory_tuning;
 
 AP_HIDDEN memory_tuning memory_tuning_defaults(void);
@@ -42,6 +44,8 @@ typedef struct {
   double weights, grads, optimizer;
   double unsharded; /* gradient bytes no ZeRO stage shards (plan/stack.h: DeepSpeed's BF16 optimizer, torchtitan
                      * pipelining); in no sum below, memory.c adds them */
+  bool zero1_without_zero; /* without ZeRO the optimizer shards the fp32 master weights and moments itself and
+                            * reduces its fp32 accumulators (plan_stack_grad_bytes) */
 } cost_state_bytes;
 /* The least any stack keeps (2-byte gradients): what the searches' memory lower bounds use. */
 AP_HIDDEN cost_state_bytes cost_state_bytes_per_param(const memory_tuning *mt);
@@ -246,6 +250,7 @@ typedef struct {
   double act_full_working_bytes;  /* transient: the whole layer's activations while it is recomputed */
   double params_dense;            /* parameters held by this device (after tp split) */
   double params_expert;           /* expert parameters held by this device (after ep, etp split) */
+  double param_max;               /* the largest one parameter tensor of the block on this device (one expert's) */
   double fwd_flop, bwd_flop;      /* per device */
 } layer_cost;
 
@@ -284,6 +289,7 @@ typedef struct {
   double chunk_t_s, chunk_t_max_s;
   double working_bytes;       /* transient per-layer peak */
   double params_dense, params_expert;
+  double param_max;           /* the largest one parameter tensor the rank holds, per device (layer_cost) */
   int64_t n_layers;           /* layers of all the rank's chunks */
   /* The breakdown of tf + tb: compute, recompute and exposed communication of one micro-batch (the non-layer
    * blocks' TP collectives whole), and the hardware FLOP of one micro-batch times tp·cp. */
@@ -315,11 +321,17 @@ AP_HIDDEN double schedule_pipeline_s(const plan *p, rank_cost *rc, int n_ranks, 
 /* Memory of pipeline rank r. */
 AP_HIDDEN cost_mem memory_rank(const cost_env *env, const plan *p, const rank_cost *rc, int r, double b, double s);
 /* The allocator reserve plan p's stack holds, as a fraction of its transient bytes (memory.c): memory.
- * reserve_fraction, times memory.expandable_factor where the stack runs expandable segments. */
+ * reserve_fraction, or memory.expandable_reserve_fraction where the stack runs expandable segments. */
 AP_HIDDEN double cost_reserve_fraction(const cost_env *env, const plan *p);
-/* The NCCL communicators pipeline rank r of plan p holds (memory.c), each memory.comm_bytes of device memory;
- * p2p_pairs: its stack sends pipeline tensors one at a time (plan_stack_mem.p2p_pairs). */
-AP_HIDDEN int cost_nccl_comms(const plan *p, int r, bool p2p_pairs);
+/* The NCCL communicators pipeline rank r of plan p holds (memory.c), each memory.comm_bytes of device memory,
+ * under its stack's memory mechanisms sm (NULL: none; plan_stack_mem.p2p_pairs, groups); tied: the model ties
+ * its embedding and head (the tied-weight group of DeepSpeed's pipeline engine). */
+AP_HIDDEN int cost_nccl_comms(const plan *p, int r, const plan_stack_mem *sm, bool tied);
+/* cost_nccl_comms for rank r of plan p on env's model, with the plan's stack: what memory_rank counts. */
+AP_HIDDEN int cost_rank_nccl_comms(const cost_env *env, const plan *p, int r);
+/* Whether plan p's optimizer shards its fp32 master weights and moments over the data-parallel ranks: ZeRO-1 and
+ * up, or an optimizer that does so without ZeRO (cost_state_bytes.zero1_without_zero). */
+AP_HIDDEN bool cost_optimizer_sharded(const plan *p, const cost_state_bytes *sb);
 
 /* The piecewise costs (rank.c): the pieces cost_estimate builds every rank from, so that a dynamic programme
  * over splits predicts the finished plan's pipeline time (schedule_time_s on the ranks' tf + tb) and memory

@@ -20,17 +20,20 @@ static double dp_sync_s(const cost_env *env, const plan *p, const plan_groups *p
   const overlap_tuning *ov = &env->tuning.overlap;
   const comm_tuning *ct = &env->tuning.comm;
   cost_state_bytes sb = cost_state_bytes_plan(&env->tuning.memory, p, env->facts.has_layers);
-  double gb = sb.grads, wb = sb.weights, m = (double)p->n_micro_batches;
+  /* An optimizer that shards itself without ZeRO all-reduces its fp32 accumulators and gathers the weights
+   * after its step (plan/stack.c [DS-bf16]). */
+  bool shard = cost_optimizer_sharded(p, &sb);
+  double gb = sb.zero1_without_zero ? sb.unsharded : sb.grads, wb = sb.weights, m = (double)p->n_micro_batches;
   double n_dp = (double)(p->dp * p->cp), n_edp = (double)plan_edp(p);
   double t_grad = 0, t_param = 0, dp_exposed = 0;
   comm_coll gcoll = p->zero_stage >= 1 ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
   if (n_dp > 1) {
     t_grad += comm_time_s(&pg->dp, gcoll, COMM_AUTO, R->params_dense * gb, ct);
-    if (p->zero_stage >= 1) t_param += comm_time_s(&pg->dp, COMM_ALLGATHER, COMM_AUTO, R->params_dense * wb, ct);
+    if (shard) t_param += comm_time_s(&pg->dp, COMM_ALLGATHER, COMM_AUTO, R->params_dense * wb, ct);
   }
   if (n_edp > 1 && R->params_expert > 0) {
     t_grad += comm_time_s(&pg->edp, gcoll, COMM_AUTO, R->params_expert * gb, ct);
-    if (p->zero_stage >= 1) t_param += comm_time_s(&pg->edp, COMM_ALLGATHER, COMM_AUTO, R->params_expert * wb, ct);
+    if (shard) t_param += comm_time_s(&pg->edp, COMM_ALLGATHER, COMM_AUTO, R->params_expert * wb, ct);
   }
   if (p->zero_stage == 3) {
     /* Per micro-batch: gather for forward and for backward, reduce-scatter of gradients, each one collective
@@ -62,7 +65,6 @@ static double dp_sync_s(const cost_env *env, const plan *p, const plan_groups *p
     dp_exposed = p->overlap_grad_reduce && !after ? cost_exposed_s(t_grad, R->tb, ov->dp_overlap) : t_grad;
     dp_exposed += p->overlap_param_gather && !after ? cost_exposed_s(t_param, R->tf, ov->dp_overlap) : t_param;
   }
-  bool shard = p->zero_stage >= 1;
   *opt_params = R->params_dense / (shard && n_dp > 0 ? n_dp : 1) + R->params_expert / (shard && n_edp > 0 ? n_edp : 1);
   return dp_exposed;
 }

@@ -55,8 +55,13 @@ layer_cost cost_block_on(const cost_env *env, int group, const plan *p, const pl
     }
     if (op->kind == OP_ATTENTION) n_attention++;
     int64_t params = graph_op_params(op);
-    if (op->n_experts > 1) lc.params_expert += (double)params / (double)(p->ep * plan_etp(p));
-    else lc.params_dense += op->tp_split ? (double)params / (double)p->tp : (double)params;
+    if (op->n_experts > 1) {
+      lc.params_expert += (double)params / (double)(p->ep * plan_etp(p));
+      lc.param_max = fmax(lc.param_max, (double)params / (double)(op->n_experts * plan_etp(p)));
+    } else {
+      lc.params_dense += op->tp_split ? (double)params / (double)p->tp : (double)params;
+      lc.param_max = fmax(lc.param_max, op->tp_split ? (double)params / (double)p->tp : (double)params);
+    }
     if (p->tp > 1 && op->tp_split && op->n_experts == 1 &&
         (op->kind == OP_MATMUL || op->kind == OP_EMBEDDING)) {
       const graph_tensor *out = &blk->tensors[op->out];

@@ -55,6 +55,7 @@ layer_share cost_rank_add_layer(const cost_env *env, const plan *p, const layer_
   if (op) R->working_bytes = fmax(R->working_bytes, L->act_full_working_bytes - L->act_bytes[PLAN_RECOMPUTE_OP]);
   R->params_dense += L->params_dense;
   R->params_expert += L->params_expert;
+  R->param_max = fmax(R->param_max, L->param_max);
   R->n_layers++;
   return sh;
 }
@@ -92,6 +93,7 @@ void cost_rank_add_extras(const cost_env *env, const plan *p, const plan_groups 
     R->hw_flop += (L.fwd_flop + L.bwd_flop) * (double)(p->tp * p->cp);
     R->act_bytes += L.act_bytes[PLAN_RECOMPUTE_NONE];
     R->params_dense += L.params_dense * (double)blk->repeat;
+    R->param_max = fmax(R->param_max, L.param_max);
     R->has_embed |= blk->role == BLOCK_EMBED;
     R->has_head |= blk->role == BLOCK_HEAD;
   }
@@ -104,6 +106,7 @@ void cost_rank_add_extras(const cost_env *env, const plan *p, const plan_groups 
         if (g->blocks[bi].ops[k].tied) {
           const graph_op *op = &g->blocks[bi].ops[k];
           R->params_dense += (double)(op->weight_k * op->weight_n) / (double)p->tp;
+          R->param_max = fmax(R->param_max, (double)(op->weight_k * op->weight_n) / (double)p->tp);
         }
   /* Pipeline send/recv of one boundary activation (a transformer's [b, s/cp, h], /tp with sequence
    * parallelism), exposed in each direction the rank sends and receives in. */
@@ -145,6 +148,7 @@ void cost_rank_merge(rank_cost *into, const rank_cost *from) {
   into->working_bytes = fmax(into->working_bytes, from->working_bytes);
   into->params_dense += from->params_dense;
   into->params_expert += from->params_expert;
+  into->param_max = fmax(into->param_max, from->param_max);
   into->p2p_s = fmax(into->p2p_s, from->p2p_s);
   into->has_embed |= from->has_embed;
   into->has_head |= from->has_head;

@@ -16,7 +16,8 @@ compute_shard cost_shard_of(const plan *p) {
   const plan_stack_info *st = plan_stack_get(p->stack); /* NULL when not resolved: fused attention */
   compute_shard sh = {.tp = p->tp, .cp = p->cp, .ep = p->ep, .etp = plan_etp(p),
                       .sequence_parallel = p->sequence_parallel && p->tp > 1, .gemm_dtype = cost_gemm_dtype(p->precision),
-                      .attn_scores = st && st->attn_scores, .attn_sm80 = st && st->attn_sm80};
+                      .attn_scores = st && st->attn_scores, .attn_sm80 = st && st->attn_sm80,
+                      .dropout = st && st->dropout};
   if (st) {
     /* The traffic of the loss the plan runs: its stack's fused or unfused one (stack.c [MLM-ce] [ATen-ce]). */
     sh.loss_fwd_bytes = p->fused_loss ? st->loss.fused_fwd_bytes : st->loss.unfused_fwd_bytes;

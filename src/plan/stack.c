@@ -31,7 +31,14 @@
  *  [DS-bf16] deepspeedai/DeepSpeed deepspeed/runtime/bf16_optimizer.py @0acdb021: BF16_Optimizer keeps the
  *      bf16 gradients and an fp32 gradient buffer the size of the whole flat bf16 group (fp32_groups_
  *      gradients_flat, torch.zeros_like(bf16_groups_flat, dtype=grad_acc_dtype), fp32 by default), sharding
- *      only the fp32 master partition and Adam's states (ZeRO-1).
+ *      only the fp32 master partition and Adam's states (ZeRO-1). The same at microsoft/DeepSpeed @77b649d1
+ *      (olruwase/bf16-updates, 2022-03, the branch BigScience trained BLOOM on: tr11-176B-ml/chronicles-
+ *      prequel.md @9e64edec) and @38327e07 (2025-02): fp32_groups_flat_partition is the dp rank's share of the
+ *      flat group (bf16_dp_partitions[partition_id].clone().float()), so at ZeRO stage 0 the optimizer itself
+ *      shards its master weights and moments over the data-parallel ranks (tr11-176B-ml.slurm: "bf16 must use
+ *      z0! it implements its own zero stage 1 equivalent"); step() takes the norm of the fp32 gradients and
+ *      clips them in place and steps on them (no copies), and the pipeline engine all-reduces the flat fp32
+ *      gradients in place (pipe/engine.py _bf16_reduce_grads: one tensor, which flatten does not copy).
  *  [DS-fp16] DeepSpeed's fp16 optimizers (runtime/fp16/fused_optimizer.py, ZeRO-1/2 stage_1_and_2.py) reduce
  *      fp16 gradients: 2 bytes per parameter (commit not pinned).
  *  [TT] pytorch/torchtitan: FSDP2 with MixedPrecisionPolicy(reduce_dtype = mixed_precision_reduce, "float32"
@@ -65,7 +72,63 @@
  *      and flattens the list (_flatten_dense_tensors): 4 + 4 bytes per parameter, all alive at the cat.
  *  [DS-bucket] the same stage_1_and_2.py: reduce_bucket_size defaults to 500,000,000 elements, and with
  *      contiguous_gradients (default true) a bucket of that many elements of the 16-bit dtype is allocated
- *      for the reduction (backward(); reduce_gradients() under pipeline parallelism).
+ *      for the reduction (backward(); reduce_gradients() under pipeline parallelism), two with overlap_comm
+ *      (ipg_buffer's buf_0 and buf_1), which the pipeline engine turns off; microsoft/DeepSpeed deepspeed/
+ *      runtime/engine.py @38327e07 _configure_zero_optimizer keeps both settings at stage 1. At @2151c787
+ *      (2022-02-18, the master the BigScience rows of 02-2022 ran) it turned contiguous_gradients and
+ *      overlap_comm off for stage 1 ("meaningless in stage 1"), and the reduction flattened buckets of at most
+ *      reduce_bucket_size elements of the rank's gradients instead (stage_1_and_2.py reduce_ipg_grads,
+ *      buffered_reduce_fallback, allreduce_bucket: self.flatten(bucket)). Without ZeRO the engine all-reduces
+ *      the 16-bit gradients through buckets of MEMORY_OPT_ALLREDUCE_SIZE = 500,000,000 elements, flattened the
+ *      same way (engine.py buffered_allreduce_fallback, allreduce_no_retain). allgather_bucket_size allocates
+ *      nothing: the all-gather after the step writes into views of the flat 16-bit group.
+ *  [DS-norm] microsoft/DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py @2151c787 and @38327e07,
+ *      get_grad_norm_direct: the norm of every gradient of the rank's partition, one at a time, from an fp64
+ *      copy (g.data.double().norm(2); torch.linalg.vector_norm(g.data.double()) at @38327e07), before the
+ *      flatten of [DS-step]: 8 bytes per element of the largest gradient in the partition (the whole tensor, or
+ *      the part of it the partition holds: averaged_gradients are views). With a 250,880-token vocabulary
+ *      split over tp 8 the embedding's gradient is 449.6M elements at h 14336: 3.6 GB, more than 6 bytes per
+ *      parameter of a 4-GB-parameter stage's dp-8 partition. The overflow check before it (has_overflow_
+ *      partitioned_grads_serial, x.float()) copies the same tensors at 4 bytes.
+ *  [DS-pipe-buf] microsoft/DeepSpeed deepspeed/runtime/pipe/engine.py @2151c787 and @38327e07: _exec_forward_
+ *      pass keeps each micro-batch's stage output in pipe_buffers['outputs'][buffer_id] until _exec_backward_
+ *      pass sets it to None; with tensor slicing (is_pipe_partitioned: model-parallel size > 1; pipe_partitioned
+ *      defaults true at @38327e07) a stage other than the last keeps only its 1/tp part (PartitionedTensor's
+ *      local_data, a clone; first_output.data = torch.zeros(1)). A stage other than the first receives its
+ *      input into pipe_recv_buf, keeps a clone in the buffer (_exec_recv_activations) and runs the forward on
+ *      another clone (inputs = ...clone()): two copies at tp 1; with tp > 1 the gathered full input replaces the
+ *      buffer and is the first layer's checkpointed input, one copy. A micro-batch's buffers live from its
+ *      forward to its backward: TrainSchedule (schedule.py) reserves max(2, min(stages − stage_id + 1,
+ *      micro_batches)) slots and runs 1F1B, so p − r of them are full on pipeline rank r at its peak. Two
+ *      buffers are allocated once and kept: pipe_recv_buf (_recv_tensor_meta, the shapes sent: the 1/tp part
+ *      with tp > 1) on every stage but the first, and grad_layer (_exec_recv_grads, the partitioned shapes with
+ *      is_grad_partitioned) on every stage but the last.
+ *  [DS-groups] microsoft/DeepSpeed deepspeed/runtime/pipe/topology.py @2151c787, PipelineParallelGrid: its own
+ *      dist.new_group for the model group of each replica (all tp·pp ranks: ZeRO's and the fp16 optimizer's
+ *      norm and overflow all-reduces, mpu.get_model_parallel_group), the data-parallel groups (the gradient
+ *      reduction), the pipe groups (engine.py _aggregate_total_loss broadcasts the loss over it) and the slice
+ *      groups of tp ranks (PartitionedTensor.full() gathers the partitioned pipe tensors over it); pipe/
+ *      module.py _index_tied_modules makes one more group for the ranks holding a tied layer (the embedding
+ *      on the first and last stage), all-reduced in ReduceTiedGrads; Megatron's own tensor-parallel group
+ *      (bigscience-workshop/Megatron-DeepSpeed megatron/mpu/initialize.py @541b967f) carries the layers'
+ *      all-reduces. Each process group is its own NCCL communicator (PyTorch's ProcessGroupNCCL), even one
+ *      over every rank. pretrain_gpt.py @541b967f builds GPTModelPipe whenever --deepspeed is on, so the
+ *      pipeline engine and its grid run even at pp 1.
+ *  [MDS-groups] bigscience-workshop/Megatron-DeepSpeed megatron/data/gpt_dataset.py @541b967f,
+ *      _build_index_mappings: every rank all-reduces a count over Megatron's data-parallel and then its
+ *      pipeline-parallel group (mpu.get_data_parallel_group(), get_pipeline_model_parallel_group(): "This
+ *      should be a barrier"), so those two groups of megatron/mpu/initialize.py open communicators of their
+ *      own beside the pipeline grid's groups of the same ranks. bigscience-workshop/bigscience train/tr11-200B-ml/
+ *      tr11-200B-ml.slurm @217dc6c (2022-02-17), the script of the 02-2022 rows: --train-weighted-split-paths
+ *      (build_dataset_group: GPTDataset), ZERO_STAGE=1, --fp16, --checkpoint-activations and --deepspeed-
+ *      activation-checkpointing without --partition-activations, no bucket or overlap settings in ds_config.
+ *  [MDS-drop] bigscience-workshop/Megatron-DeepSpeed megatron/arguments.py @541b967f: --attention-dropout and
+ *      --hidden-dropout default to 0.1, and bigscience-workshop/bigscience train/tr11-176B-ml/README.md
+ *      @9e64edec: "The default Megatron-LM dropout settings are inherited". Each dropout keeps a 1-byte mask
+ *      (torch's fused dropout): the embedding's over [b, s, h] (megatron/model/language_model.py Embedding,
+ *      embedding_dropout; outside every checkpointed layer, so kept for every micro-batch in flight), the two
+ *      bias-dropout-adds of each layer over [b, s, h] and the attention probabilities' over [b, a, s, s]
+ *      (ParallelAttention, attention_dropout), whose output the bmm with V keeps too (2 bytes).
  *  [MLM-ce] NVIDIA/Megatron-LM megatron/core/tensor_parallel/cross_entropy.py @d98e8a64: the vocab-parallel
  *      cross entropy works in place on one fp32 copy of the 16-bit logits (memory.loss_bytes_per_logit's 6).
  *      Its kernels, eager, per logit element: the .float() copy (read 2, write 4), max (read 4), the in-place
@@ -137,9 +200,9 @@
  *      per logit element. run_train.sh @b5bcd76c launches with PYTORCH_ALLOC_CONF="expandable_segments:True".
  *  [BS-ctx] bigscience-workshop/bigscience train/tr11-176B-ml/chronicles-prequel.md @053adafe: "40GB A100 takes
  *      1573MiB for cuda kernels (probably about the same for 80GB ...)", measured with torch.ones(1).cuda() and
- *      nvidia-smi on the 2022 software the megatron-deepspeed rows ran (CUDA 11, every module loaded at start);
- *      CUDA 11.7 and later load modules lazily (CUDA_MODULE_LOADING=LAZY, PyTorch's default since 2.0), which
- *      memory.context_bytes counts.
+ *      nvidia-smi on the 2022 software the megatron-deepspeed rows ran (CUDA 11, every module loaded at start):
+ *      the whole context, which takes the place of memory.context_bytes; CUDA 11.7 and later load modules
+ *      lazily (CUDA_MODULE_LOADING=LAZY, PyTorch's default since 2.0), which memory.context_bytes counts.
  *  [MLM-moe-sync] NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py @d98e8a64: the
  *      all-to-all dispatcher copies the tokens per expert (the all-to-all's input and output splits, the grouped
  *      GEMM's token counts) to the host on a side stream and waits for them (_maybe_dtoh_and_synchronize,
@@ -172,17 +235,21 @@
 #define Z(a) (1u << (a))
 /* Gradient bytes per precision: bf16, fp16, fp8 (fp8 GEMMs within bf16 training keep bf16's). */
 #define GRADS(b, f, e) {[PLAN_PREC_BF16] = b, [PLAN_PREC_FP16] = f, [PLAN_PREC_FP8] = e}
-#define G(g) {g, 0, 0}
-#define GB(g, u, upp) {g, u, upp}
-/* Memory mechanisms (plan_stack_mem): DeepSpeed's optimizers [DS-step] [DS-bucket], its pipeline's single
- * send/recv [DS-p2p] (Megatron's and torchtitan's pipelines batch theirs [MLM-p2p]) and BigScience's context
- * [BS-ctx]; torchtitan's loss [TT-loss]; llm-foundry's unfused torch_crossentropy [LF-ce], the same ATen path
+#define G(g) {g, 0, 0, false}
+#define GB(g, u, upp) {g, u, upp, false}
+/* DeepSpeed's BF16_Optimizer without ZeRO: bf16 gradients, fp32 accumulators, its own ZeRO-1 [DS-bf16]. */
+#define GZ1(g, u) {g, u, 0, true}
+/* Memory mechanisms (plan_stack_mem): DeepSpeed's optimizers [DS-step] [DS-bucket] [DS-norm] (ZeRO-1 with
+ * contiguous gradients in today's DeepSpeed, without in the 2022 one BigScience ran), its pipeline's single
+ * send/recv [DS-p2p] (Megatron's and torchtitan's pipelines batch theirs [MLM-p2p]), buffers [DS-pipe-buf] and
+ * process groups [DS-groups] (at every pp and with Megatron's own, for Megatron-DeepSpeed [MDS-groups]) and
+ * BigScience's context [BS-ctx]; torchtitan's loss [TT-loss]; llm-foundry's unfused torch_crossentropy [LF-ce], the same ATen path
  * as torchtitan's (12 bytes; its default fused loss is plan_stack_loss's). */
-#define MEM_DEFAULT {0, 0, 0, 0, false, 0, false}
-#define MEM_DEEPSPEED {6.0, 8.0, 5e8, 0, false, 0, true}
-#define MEM_BIGSCIENCE {6.0, 8.0, 5e8, 0, false, 1573.0 * 1048576.0, true}
-#define MEM_TORCHTITAN {0, 0, 0, 12.0, true, 0, false}
-#define MEM_LLM_FOUNDRY {0, 0, 0, 12.0, false, 0, false}
+#define MEM_DEFAULT {0, 0, 0, 0, false, 0, false, 0, false, false, PLAN_GROUPS_PLAIN}
+#define MEM_DEEPSPEED {6.0, 8.0, 5e8, 0, false, 0, true, 8.0, true, true, PLAN_GROUPS_DS_PIPE}
+#define MEM_BIGSCIENCE {6.0, 8.0, 5e8, 0, false, 1573.0 * 1048576.0, true, 8.0, true, false, PLAN_GROUPS_MDS}
+#define MEM_TORCHTITAN {0, 0, 0, 12.0, true, 0, false, 0, false, false, PLAN_GROUPS_PLAIN}
+#define MEM_LLM_FOUNDRY {0, 0, 0, 12.0, false, 0, false, 0, false, false, PLAN_GROUPS_PLAIN}
 /* Losses (plan_stack_loss): fused by default, fused bytes per logit, unfused forward and backward bytes moved,
  * fused ones, the fused loss's chunks. Megatron's unfused and native fused [MLM-ce] [MLM-fce]; PyTorch's
  * [ATen-ce]; torchtitan's chunked one, the same ATen loss per slice [TT-chunk]; flash-attn's [FA-ce]; an
@@ -192,8 +259,9 @@
 #define LOSS_LLM_FOUNDRY {true, 4.0, 18.0, 26.0, 0, 0, 0}
 #define LOSS_OWN {false, 0, 0, 0, 0, 0, 0}
 #define LOSS_IN_PLACE {false, 2.0, 0, 0, 0, 0, 0}
-/* The last two columns of a row: a different full-recompute count per chunk [MLM-rc]; the first k layers of
- * each chunk [MLM-rc] (Megatron's block method), which torchtitan [TT-rc] and DeepSpeed [DS-rc] do not run. */
+/* The last columns of a row: a different full-recompute count per chunk [MLM-rc]; the first k layers of
+ * each chunk [MLM-rc] (Megatron's block method), which torchtitan [TT-rc] and DeepSpeed [DS-rc] do not run;
+ * whether its runs keep dropout on (Megatron-DeepSpeed [MDS-drop]; false where a row leaves it out). */
 
 static const plan_stack_info stacks[PLAN_STACK_DEFAULT] = {
     [PLAN_STACK_MEGATRON_LM] = {"megatron-lm", SCH(1F1B) | SCH(INTERLEAVED_1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
@@ -214,9 +282,10 @@ static const plan_stack_info stacks[PLAN_STACK_DEFAULT] = {
     [PLAN_STACK_MEGATRON_DEEPSPEED] = {"megatron-deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1),
                                        RC(NONE) | RC(SELECTIVE) | RC(FULL), true, true, false, false, false, 0,
                                        "unfused: baddbmm, fused scale-mask-softmax, bmm",
-                                       GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)),
-                                       "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [BS-ctx] [MDS-attn] [DS-rc]",
-                                       MEM_BIGSCIENCE, true, false, true, LOSS_OWN, false, false, false},
+                                       GRADS(GZ1(2, 4), G(2), GZ1(2, 4)),
+                                       "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [DS-norm] "
+                                       "[DS-pipe-buf] [DS-groups] [MDS-groups] [BS-ctx] [MDS-attn] [MDS-drop] [DS-rc]",
+                                       MEM_BIGSCIENCE, true, false, true, LOSS_OWN, false, false, false, true},
     [PLAN_STACK_TORCHTITAN] = {"torchtitan", SCH(GPIPE) | SCH(1F1B) | SCH(INTERLEAVED_1F1B) | SCH(ZB_V),
                                Z(0) | Z(2) | Z(3), Z(0) | Z(2) | Z(3), RC(NONE) | RC(OP) | RC(FULL), true, true, true,
                                true, true, 0, "PyTorch SDPA (flash: FlashAttention-2)",
@@ -227,8 +296,9 @@ static const plan_stack_info stacks[PLAN_STACK_DEFAULT] = {
                                 0, "flash-attn (FlashAttention-2)", GRADS(G(4), G(4), G(4)), "[LF] [LF-ce] [FA-ce] [ATen-ce] [FA2]",
                                 MEM_LLM_FOUNDRY, false, true, false, LOSS_LLM_FOUNDRY, false, false, true},
     [PLAN_STACK_DEEPSPEED] = {"deepspeed", SCH(1F1B), Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1), RC(NONE) | RC(FULL), true,
-                              false, false, false, false, 0, "the model's own", GRADS(GB(2, 4, 0), G(2), GB(2, 4, 0)),
-                              "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [DS-loss] [DS-rc]", MEM_DEEPSPEED,
+                              false, false, false, false, 0, "the model's own", GRADS(GZ1(2, 4), G(2), GZ1(2, 4)),
+                              "[DS-pipe] [DS-engine] [DS-bf16] [DS-fp16] [DS-step] [DS-bucket] [DS-norm] [DS-pipe-buf] "
+                              "[DS-groups] [DS-loss] [DS-rc]", MEM_DEEPSPEED,
                               false, false, true, LOSS_OWN, false, false, false},
     [PLAN_STACK_AUTOPAR] = {"autopar", ALL_SCHED, Z(0) | Z(1) | Z(2) | Z(3), Z(0) | Z(1) | Z(2) | Z(3), ALL_RC, true, true,
                             true, true, true, 0, "fused (flash)", GRADS(G(4), G(4), G(4)),
@@ -360,6 +430,7 @@ plan_stack_grad_bytes plan_stack_grads_on(const plan *p, plan_stack stack) {
   if (!st) st = &stacks[PLAN_STACK_ANY];
   plan_stack_grad_bytes g = st->grad[(unsigned)p->precision < PLAN_PREC_COUNT_ ? p->precision : PLAN_PREC_BF16];
   if (p->pp <= 1) g.unsharded_pp = 0;
-  if (p->zero_stage > 0) g.unsharded = 0; /* the ZeRO optimizer keeps gradients in the model dtype [DS-engine] */
+  if (p->zero_stage > 0) g.unsharded = 0, g.zero1_without_zero = false; /* the ZeRO optimizer keeps gradients in
+                                                                          * the model dtype [DS-engine] */
   return g;
 }

@@ -15,10 +15,25 @@
 /* Bytes per parameter a stack keeps for gradients under one precision: `grads` is the buffer that is reduced
  * over the data-parallel ranks (sharded from ZeRO-2 on), `unsharded` an extra copy kept only by the stack's
  * optimizer without ZeRO (DeepSpeed's BF16 optimizer's fp32 accumulators, the ZeRO-0 wrapper), and
- * `unsharded_pp` one kept only when pp > 1. */
+ * `unsharded_pp` one kept only when pp > 1. `zero1_without_zero`: that optimizer without ZeRO is itself a
+ * ZeRO-1: it shards the fp32 master weights and Adam's moments over the data-parallel ranks, steps on the fp32
+ * accumulators it keeps (no step copies) and reduces them in place (no bucket) (DeepSpeed's BF16_Optimizer,
+ * stack.c [DS-bf16]). */
 typedef struct {
   double grads, unsharded, unsharded_pp;
+  bool zero1_without_zero;
 } plan_stack_grad_bytes;
+
+/* The process groups a stack's launch opens beyond those of its parallel degrees (cost/memory.c cost_nccl_comms;
+ * each group a collective runs on is a communicator of its own, with its own buffers). */
+typedef enum {
+  PLAN_GROUPS_PLAIN,   /* one per parallel degree (Megatron-Core, torchtitan, FSDP) */
+  PLAN_GROUPS_DS_PIPE, /* with pp > 1, DeepSpeed's pipeline grid: data, pipe, model (tp·pp) and slice (tp) groups,
+                        * the tied-embedding group of the first and last stage (stack.c [DS-groups]) */
+  PLAN_GROUPS_MDS,     /* Megatron-DeepSpeed: that grid at every pp (GPTModelPipe runs the pipeline engine), plus
+                        * Megatron's own data- and pipeline-parallel groups, which the dataset's barrier uses
+                        * (stack.c [DS-groups] [MDS-groups]) */
+} plan_stack_groups;
 
 /* What a stack allocates besides the model states and the saved activations (cost/memory.c turns them into
  * bytes): the transient copies its optimizer step makes of the gradients, per parameter of the local ZeRO-1/2
@@ -26,7 +41,7 @@ typedef struct {
  * reduction bucket its ZeRO-1/2 optimizer keeps from the backward on, in elements of the 16-bit gradient type;
  * the peak bytes per logit element of its default loss, the 16-bit logits included (0: the cost model's
  * memory.loss_bytes_per_logit); and whether its launch scripts turn on the caching allocator's expandable
- * segments, which keep fragmentation low (memory.reserve_fraction then applies with memory.expandable_factor);
+ * segments, which keep fragmentation low (memory.expandable_reserve_fraction then applies);
  * and the CUDA context its software takes where it loads every kernel module at start (CUDA before 11.7, or
  * CUDA_MODULE_LOADING=EAGER): bytes beyond the lazily loaded context memory.context_bytes counts; and whether
  * its pipeline sends one tensor at a time (torch.distributed.send/recv), for which PyTorch opens a communicator
@@ -35,8 +50,24 @@ typedef struct {
 typedef struct {
   double step_bytes_zero, step_bytes_nozero, bucket_elems, loss_bytes_per_logit;
   bool expandable_segments;
-  double eager_context_bytes; /* the CUDA context its software measured with eager module loading; 0: lazy */
+  double eager_context_bytes; /* the whole CUDA context its software measured with eager module loading, in place
+                               * of memory.context_bytes; 0: lazy loading, memory.context_bytes */
   bool p2p_pairs;             /* pipeline send/recv one at a time: one communicator per neighbour */
+  /* Bytes per element of the one gradient at a time its ZeRO-1/2 step copies to take the gradient norm (fp64:
+   * 8), over the largest gradient (or the part of it) in the rank's partition: the step's transient is the
+   * larger of this and step_bytes_zero per parameter of the partition (stack.c [DS-norm]); 0: none. */
+  double norm_copy_bytes;
+  /* Its pipeline engine keeps every in-flight micro-batch's stage output until that micro-batch's backward, cut
+   * to the rank's 1/tp share with tp > 1, and with tp = 1 the received input besides the forward's copy of it;
+   * and one receive buffer for the activations and one for the gradients, each the 1/tp share, kept for the
+   * whole run (stack.c [DS-pipe-buf]). */
+  bool pipe_buffers;
+  /* Its ZeRO-1 keeps contiguous_gradients and overlap_comm as configured (DeepSpeed @38327e07: a bucket of
+   * bucket_elems, two with overlap_comm), rather than turning both off at stage 1 (@2151c787: the reduction
+   * flattens at most bucket_elems of the rank's gradients at a time); stack.c [DS-bucket]. */
+  bool zero1_contiguous;
+  /* Which process groups it opens besides the model's tensor-parallel one (cost/memory.c cost_nccl_comms). */
+  plan_stack_groups groups;
 } plan_stack_mem;
 
 /* The loss of a stack (cost/memory.c, cost/compute.c; stack.c [MLM-ce] … [FA-ce]): whether it runs its fused
@@ -86,6 +117,8 @@ typedef struct {
                           * chunk_recompute_layers, the layer DP's plans); the frameworks take one count */
   bool partial_recompute; /* runs full recompute of only the first recompute_layers layers of each chunk
                            * (Megatron's --recompute-method block); false where every layer or none recomputes */
+  bool dropout;          /* its runs keep dropout on (hidden and attention dropout, 1-byte masks saved for the
+                          * backward; stack.c [MDS-drop]): cost/activations.c adds the masks a policy keeps */
 } plan_stack_info;
 
 /* The row of stack s (NULL for PLAN_STACK_DEFAULT or out of range). */

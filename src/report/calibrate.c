@@ -169,7 +169,7 @@ static void fit_one(fit_state *f, const calib_param *k, int dev) {
 }
 
 /* The memory fit adjusts the constants marked fit_memory in the table (memory.reserve_fraction, context_bytes,
- * expandable_factor: the allocator reserve and the CUDA context, which the measured peaks show) against the
+ * expandable_reserve_fraction: the allocator reserves and the CUDA context, which the measured peaks show) against the
  * rows that report a peak, under the constraint that every row measured to run still fits (objective); the
  * library workspaces keep their documented value. */
 static void fit(fit_state *f) {

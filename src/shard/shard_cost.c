@@ -197,7 +197,7 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
     int hl = L->w_map[1];
     sop.extra_params = op->extra_params / (L->k_loop >= 0 ? f[L->k_loop] : 1) / (hl >= 0 ? f[hl] : 1);
   }
-  compute_shard csh = {1, 1, 1, 1, false, env->gemm_dtype, false, false, 0, 0};
+  compute_shard csh = {.tp = 1, .cp = 1, .ep = 1, .etp = 1, .gemm_dtype = env->gemm_dtype};
   compute_op_time ct = compute_op(env->cm, &mini, &sop, b, s, &csh);
   st->compute_s = env->n_micro * (ct.fwd_s + ct.bwd_s);
   st->compute_fwd_s = env->n_micro * ct.fwd_s;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/stack.h"
 #include "search/recipe/grid_internal.h"
 
 /* TUNING: context parallelism splits the sequence into 2·cp chunks for ring attention; below 4,096 tokens per
@@ -104,7 +105,11 @@ bool grid_zero_shards(const grid_mesh *m) {
 static double states_bound(const grid *gr, const grid_mesh *m, int32_t z) {
   /* Offloaded states leave device memory (cost/offload.c): no bound from them then. */
   if (gr->o->fixed.offload_optimizer != PLAN_OFFLOAD_NONE || gr->o->fixed.offload_param != PLAN_OFFLOAD_NONE) return 0;
-  return cost_bound_states_bytes(gr->env, &gr->params, m->tp, m->cp, m->dp, m->pp, m->ep, m->etp, z);
+  /* A stack whose optimizer shards itself at stage 0 (plan/stack.h zero1_without_zero) is bounded as at 1. */
+  plan q = gr->o->fixed;
+  q.zero_stage = 0, q.pp = m->pp;
+  bool z0_sharded = plan_stack_grads_on(&q, q.stack).zero1_without_zero;
+  return cost_bound_states_bytes(gr->env, &gr->params, m->tp, m->cp, m->dp, m->pp, m->ep, m->etp, z, z0_sharded);
 }
 
 static void add_mesh(grid *gr, const grid_mesh *m) {
