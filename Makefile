@@ -248,6 +248,11 @@ failing-allocator:
 # Everything `all` builds (the shared libraries too), so that README's Python lines work after it alone. The
 # build's lines go to $(BUILD)/example-build.log (shown when it fails; V=1 prints them), so that the plan is what
 # the command shows.
+# With other goals beside it (make -j8 example test), `all` is a prerequisite, built by this make once, so that
+# the sub-make below finds it done and no two makes write one library at the same time (tests/sh_first_build.sh).
+ifneq ($(filter-out example,$(MAKECMDGOALS)),)
+example: all
+endif
 example: | $(DEPS)
 ifeq ($(V),1)
 	$(MAKE) all
