@@ -238,10 +238,12 @@ static ap_status convert(const dec *d, const Onnx__ModelProto *mp, onnx_model *m
 
 static ap_status onnx_load(ap_ctx *ctx, arena *a, const char *file, const void *bytes, size_t n, graph *out) {
   dec d = {ctx, a, file};
+  ap_status st = onnx_wire_check(ctx, file, bytes, n); /* protobuf-c's recursion has no depth bound */
+  if (st) return st;
   Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, n, bytes);
   if (!mp) return ctx_fail(ctx, AP_INVALID, "%s: not an ONNX model (the protobuf does not decode as onnx.ModelProto)", file);
   onnx_model m;
-  ap_status st = convert(&d, mp, &m);
+  st = convert(&d, mp, &m);
   if (!st) st = onnx_import(ctx, a, file, &m, out);
   onnx__model_proto__free_unpacked(mp, NULL);
   return st;
