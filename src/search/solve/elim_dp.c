@@ -330,6 +330,8 @@ ap_status solve_elim_presolved(ap_ctx *ctx, const sp_problem *p, const solve_opt
   }
   if (!st) {
     r->n_evals = kr.n_evals;
+    r->answer_from = kr.answer_from;
+    r->timed_out = kr.timed_out;
     if (kr.status == SOLVE_INFEASIBLE || isinf(constant)) {
       r->status = SOLVE_INFEASIBLE;
       r->objective = r->lower_bound = NAN;
