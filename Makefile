@@ -201,7 +201,8 @@ fuzz: fuzz-build
 	@set -e; for f in $(FUZZERS); do n=$$(basename $$f .c); t=$${n#fuzz_}; \
 	  mkdir -p build/fuzzlib/corpus-$$t fuzz/corpus/$$t; \
 	  echo "fuzz: $$n for $(FUZZ_SECONDS) s"; \
-	  build/fuzzlib/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -print_final_stats=0 -artifact_prefix=build/fuzzlib/$$t- \
+	  len=$$(sed -n 's/^.*FUZZ_MAX_LEN: \([0-9]*\).*$$/\1/p' $$f); len=$${len:-65536}; \
+	  build/fuzzlib/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=$$len -timeout=10 -print_final_stats=0 -artifact_prefix=build/fuzzlib/$$t- \
 	    build/fuzzlib/corpus-$$t fuzz/corpus/$$t fuzz/seeds/$$t 2>build/fuzzlib/$$n.log || { tail -40 build/fuzzlib/$$n.log; exit 1; }; \
 	  grep -E '^(#[0-9]+\s+DONE|Done)' build/fuzzlib/$$n.log | tail -1; \
 	done; echo "fuzz: all targets ran clean"

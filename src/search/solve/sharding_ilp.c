@@ -292,23 +292,10 @@ static double lp_bound(Cbc_Model *m, int n_cols, double offset, double limit_s) 
   return v;
 }
 
-/* Gives CBC the start choice (o->start, per group) as its MIP start: the s columns of the chosen strategies
- * at 1, the others at 0. */
-static void mip_start(const sp_problem *p, const ilp_model *im, const int32_t *start) {
-  int *idx = malloc(((size_t)im->n_cols + 1) * sizeof *idx);
-  double *val = malloc(((size_t)im->n_cols + 1) * sizeof *val);
-  int n = 0;
-  for (int32_t g = 0; idx && val && g < p->n_groups; g++)
-    for (int32_t k = 0; k < p->n_s[g]; k++) idx[n] = im->s_col[g] + k, val[n++] = k == start[g] ? 1.0 : 0.0;
-  if (idx && val) Cbc_setMIPStartI(im->m, n, idx, val);
-  free(idx);
-  free(val);
-}
-
 /* The time budget is one wall clock over building and solving (docs/solve.md): the deadline is o->deadline_s
  * (or time_budget_s from here); the build stops at it, the LP relaxation gets at most a fifth of what is left
  * and CBC the rest as its own seconds limit (elapsed time). Stopped by it with an incumbent, the result is
- * feasible; with none, AP_CANCELLED and r->timed_out, and the caller answers with its heuristic start. */
+ * feasible; with none, AP_CANCELLED and r->timed_out, and the caller (solve.c) answers with its heuristic. */
 static ap_status ilp_solve_sharding(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r) {
   ilp_model im = {.m = Cbc_newModel(), .deadline_s = solve_deadline_s(o)};
   r->n_evals = 0;
@@ -358,7 +345,6 @@ static ap_status ilp_solve_sharding(ap_ctx *ctx, const sp_problem *p, const solv
   }
   if (!im.const_infeasible && !o->skip_lower_bound && left > 0 && (!limited || lp_s <= 0.2 * left))
     r->lower_bound = lp_bound(im.m, im.n_cols, im.offset, limited ? 0.2 * left : 1e9);
-  if (o->start) mip_start(p, &im, o->start);
   left = limited ? im.deadline_s - solve_clock_s() : INFINITY;
   ap_status st = AP_OK;
   if (limited && left <= 0) {

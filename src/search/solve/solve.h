@@ -24,7 +24,6 @@ typedef struct {
                               solves use only the optimum, and the relaxation took a third of their time */
   double deadline_s;       /* solve_clock_s() by which the strategy returns, model building included (one wall
                               clock for the whole command, issue 19 class 3); 0 = time_budget_s from its start */
-  const int32_t *start;    /* per group: a choice the ILP starts from (CBC's MIP start); NULL = none */
 } solve_opts;
 
 /* Defaults: 20,000 evaluations (the issue's test budget), 60 s, seed 1, alpha 1.2 (FlexFlow's searchAlpha at
