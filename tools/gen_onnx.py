@@ -14,6 +14,8 @@ Usage: gen_onnx.py KIND OUT [ARGS]
   chain N OUT              x [2, 8] float through N Relu nodes in a chain
   conv G WCH OUT           Conv of x [1, 4, 8, 8] with weight [8, WCH, 3, 3] (raw data) and group G
   raw-short OUT            a MatMul whose weight initializer has 4 bytes fewer raw_data than its dims need
+  dims D0 D1 OUT           x [D0, D1] through a MatMul with an external weight W [D1, 4] (hostile numbers)
+  init-dims D0 D1 OUT      x [2, 8] through a MatMul with an external weight W [D0, D1]
 """
 import sys
 
@@ -110,6 +112,15 @@ def raw_short():
     return model(graph([n], [value_info("x", FLOAT, [2, 8])], inits=[w]))
 
 
+def external(name, dims):
+    return b"".join(f_int(1, d) for d in dims) + f_int(2, FLOAT) + f_bytes(8, name) + f_int(14, 1)
+
+
+def dims_model(xd, wd):
+    n = node("MatMul", ["x", "W"], ["y"], "fc")
+    return model(graph([n], [value_info("x", FLOAT, xd)], inits=[external("W", wd)]))
+
+
 def main(argv):
     kind, args = argv[1], argv[2:]
     if kind == "nested-if":
@@ -120,6 +131,10 @@ def main(argv):
         data = chain(int(args[0]))
     elif kind == "conv":
         data = conv(int(args[0]), int(args[1]))
+    elif kind == "dims":
+        data = dims_model([int(args[0]), int(args[1])], [int(args[1]), 4])
+    elif kind == "init-dims":
+        data = dims_model([2, 8], [int(args[0]), int(args[1])])
     elif kind == "raw-short":
         data = raw_short()
     else:

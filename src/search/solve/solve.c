@@ -147,6 +147,28 @@ static void heuristic(const sp_problem *p, arena *a, int32_t *h, double limit_s,
   solve_descend(p, allowed, n_allowed, h, s, &b);
 }
 
+/* Per group, the allowed strategy of least memory summed over the program points: the start when greedy's
+ * choice breaks the memory budget (memory at a point is a sum over groups, so the leanest choice is the one
+ * most likely to fit; the descent then trades cost back). */
+static void leanest(const sp_problem *p, arena *a, int32_t *h) {
+  double **tot = arena_alloc(a, ((size_t)p->n_groups + 1) * sizeof *tot);
+  for (int32_t g = 0; tot && g < p->n_groups; g++)
+    if (!(tot[g] = arena_alloc(a, (size_t)p->n_s[g] * sizeof **tot))) return;
+  if (!tot) return;
+  for (int32_t g = 0; g < p->n_groups; g++) memset(tot[g], 0, (size_t)p->n_s[g] * sizeof **tot);
+  for (int32_t t = 0; p->mem_active && t < p->n_points; t++)
+    for (int32_t q = 0; q < p->mem[t].n_terms; q++) {
+      const sp_memterm *tm = &p->mem[t].terms[q];
+      for (int32_t k = 0; k < p->n_s[tm->g]; k++) tot[tm->g][k] += tm->mem_bytes[k];
+    }
+  for (int32_t g = 0; g < p->n_groups; g++) {
+    int32_t best = -1;
+    for (int32_t k = 0; k < p->n_s[g]; k++)
+      if (sp_allowed(p, g, k) && (best < 0 || tot[g][k] < tot[g][best])) best = k;
+    if (best >= 0) h[g] = best;
+  }
+}
+
 static ap_status ilp_kernel(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r) {
   const ilp_ops *ops = ctx_part_ops(ctx, "ilp");
   int32_t *h = malloc(((size_t)p->n_groups + 1) * sizeof *h);
@@ -163,6 +185,15 @@ static ap_status ilp_kernel(ap_ctx *ctx, const sp_problem *p, const solve_opts *
   ap_status st = solve_greedy(ctx, p, &og, &rh);
   double deadline = solve_deadline_s(o);
   sp_score hs = sp_eval(p, h);
+  if (!st && hs.violation > 0 && p->mem_active) {
+    int32_t *lean = arena_alloc(a, ((size_t)p->n_groups + 1) * sizeof *lean);
+    if (lean) {
+      memcpy(lean, h, (size_t)p->n_groups * sizeof *h);
+      leanest(p, a, lean);
+      sp_score ls = sp_eval(p, lean);
+      if (sp_better(ls, hs)) memcpy(h, lean, (size_t)p->n_groups * sizeof *h), hs = ls;
+    }
+  }
   if (!st && isfinite(deadline)) heuristic(p, a, h, 0.1 * (deadline - solve_clock_s()), &hs);
   if (!st) st = ops->solve_sharding(ctx, p, o, r);
   bool worse = st == AP_OK && r->status != SOLVE_INFEASIBLE && hs.violation <= 0 && hs.objective < r->objective;
