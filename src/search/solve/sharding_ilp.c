@@ -18,7 +18,8 @@
  *  - memory (c): per program point Σ m_g_k s_g_k ≤ budget, or with overbudget_cost_per_byte, ≤ budget + z
  *    with z ≥ 0 priced at that cost per byte (z is then the excess of the peak). Memory rows are scaled by
  *    the budget so that their coefficients are near 1.
- * Every column and row is named (NOTES.md: NULL names crash CBC). The LP relaxation (all columns
+ * The model is built in arrays and loaded in one Cbc_loadProblem, which takes no names (NOTES.md's crash on
+ * NULL names is Cbc_addCol's and Cbc_addRow's, no longer called). The LP relaxation (all columns
  * continuous, a clone of the model) is solved too: its value is the lower bound reported. The choice CBC
  * returns is scored again with sp_eval, so the objective printed is the problem's own, at full precision, and
  * "optimal" is reported only when that score meets CBC's proved bound. CBC's integer preprocessing is off (it
@@ -115,8 +116,8 @@ static bool add_row(ilp_model *im, int n, const int *cols, const double *coefs, 
   return true;
 }
 
-/* Hands the built model to CBC in column-major form, one call; names every column and row (NOTES.md: CBC
- * crashes on NULL names where it takes them). False when out of memory or past the deadline. */
+/* Hands the built model to CBC in column-major form, one call (Cbc_loadProblem takes no names, and CBC then
+ * names nothing: NOTES.md's crash on NULL names is Cbc_addCol's). False when out of memory or past the deadline. */
 static bool load(ilp_model *im) {
   int nc = im->n_cols;
   int *start = calloc((size_t)nc + 1, sizeof *start), *index = malloc((im->n_t + 1) * sizeof *index);
