@@ -98,3 +98,17 @@ for s in mcmc mcts rl recursive greedy; do
   # a heuristic may come back without a choice under the memory budget (exit 1): the clock is what is tested
   expect "class 3: $s --time-budget 1 on 1,000 x 16 within 5 s" 5 "0|1" "" solve "$T/p16.json" --strategy "$s" --time-budget 1
 done
+
+# class 3: compare-search --time-budget without --evals: only the clock stops a family (it stopped at 20,000
+# evaluations before); the whole command within the families' budgets.
+start=$(date +%s)
+if timeout 60 "$bin" compare-search --model mlp-3 --cluster h100-sxm:8 --time-budget 1 --json >"$T/cs.json" 2>"$T/err" &&
+  python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+e = [f['evaluations'] for f in d['families'] if f['name'].startswith('mcmc-sim')][0]
+sys.exit(0 if e > 20000 else 1)" "$T/cs.json"; then
+  ok "class 3: compare-search --time-budget 1 lifts the 20,000-evaluation cap ($(($(date +%s) - start)) s)"
+else
+  notok "class 3: compare-search --time-budget 1: mcmc-sim stopped at the evaluation cap or failed ($(head -c 200 "$T/err"))"
+fi
