@@ -23,7 +23,7 @@ ifeq ($(CORE_ONLY),1)
 BUILD    := build/core
 BIN      := build/core/bin/autopar
 endif
-WARN     := -Wall -Wextra -Wshadow -Wconversion -Wmissing-prototypes -Wstrict-prototypes -Werror
+WARN     := -Wall -Wextra -Wshadow -Wconversion -Wmissing-prototypes -Wstrict-prototypes -Werror $(WARN_EXTRA)
 OPT      ?= -O2 -g
 CPPFLAGS += -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L
 CFLAGS   += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden
@@ -190,9 +190,12 @@ FUZZ_LONG_MAX_LEN ?= 8192
 # libFuzzer's -timeout is wall-clock seconds per input: on a machine shared with other jobs a target under nice can
 # be starved past 10 s on an input that runs in 0.1 s alone (the cluster target did, at 816k runs); raise it there.
 FUZZ_LONG_TIMEOUT ?= 10
+# The fuzz build is clang's, whose warnings differ from gcc's (a table row leaving trailing fields zero in
+# src/plan/stack.c, an unsigned-to-double conversion in html_timeline.c): they stay warnings there, not errors;
+# the gcc build (make, make test) keeps -Werror.
 .PHONY: fuzz-build fuzz-long tsan failing-allocator
 fuzz-build: | $(DEPS)
-	$(MAKE) BUILD=build/fuzzlib CC=clang OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" $(FUZZ_LIB) $(FUZZ_PART_A)
+	$(MAKE) BUILD=build/fuzzlib CC=clang OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" WARN_EXTRA=-Wno-error $(FUZZ_LIB) $(FUZZ_PART_A)
 	@set -e; for f in $(FUZZERS); do n=$$(basename $$f .c); \
 	  extra=$$(sed -n 's/^.*FUZZ_LINK: \([^*]*\).*$$/\1/p' $$f); \
 	  clang $(FUZZ_CFLAGS) -o build/fuzzlib/$$n $$f $$extra $(FUZZ_PART_A) $(FUZZ_LIB) $(PART_LDLIBS) -ljansson -lm; done
@@ -201,7 +204,8 @@ fuzz: fuzz-build
 	@set -e; for f in $(FUZZERS); do n=$$(basename $$f .c); t=$${n#fuzz_}; \
 	  mkdir -p build/fuzzlib/corpus-$$t fuzz/corpus/$$t; \
 	  echo "fuzz: $$n for $(FUZZ_SECONDS) s"; \
-	  build/fuzzlib/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -print_final_stats=0 -artifact_prefix=build/fuzzlib/$$t- \
+	  len=$$(sed -n 's/^.*FUZZ_MAX_LEN: \([0-9]*\).*$$/\1/p' $$f); len=$${len:-65536}; \
+	  build/fuzzlib/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=$$len -timeout=10 -print_final_stats=0 -artifact_prefix=build/fuzzlib/$$t- \
 	    build/fuzzlib/corpus-$$t fuzz/corpus/$$t fuzz/seeds/$$t 2>build/fuzzlib/$$n.log || { tail -40 build/fuzzlib/$$n.log; exit 1; }; \
 	  grep -E '^(#[0-9]+\s+DONE|Done)' build/fuzzlib/$$n.log | tail -1; \
 	done; echo "fuzz: all targets ran clean"

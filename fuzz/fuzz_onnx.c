@@ -3,7 +3,8 @@
  * through a context holding the part; a model that imports is then evaluated (parameters, FLOP, saved bytes,
  * edges) so that graph.c's accounting also meets whatever the importer accepts. Seeds: fuzz/seeds/onnx/, a few
  * small files of Debian's libonnx-testdata (node tests of supported and unsupported ops) and a structure-only
- * U-Net export. Links libautopar-onnx.a (the Makefile's fuzz rule links every built part). */
+ * U-Net export. Links libautopar-onnx.a (the Makefile's fuzz rule links every built part). Inputs up to 1.2 MB
+ * (FUZZ_MAX_LEN: 1200000), so that nesting and size bounds (src/model/onnx_wire.c, issue 19 class 2) are reached. */
 #include <stddef.h>
 #include <stdint.h>
 

@@ -89,4 +89,14 @@ typedef struct {
  * ("net.onnx: node 'Foo_12' (op_type Foo): unsupported op type"). */
 AP_HIDDEN ap_status onnx_import(ap_ctx *ctx, arena *a, const char *file, const onnx_model *m, graph *out);
 
+/* The deepest nesting of protobuf messages read (a subgraph level is three: GraphProto, NodeProto,
+ * AttributeProto; a sequence type two). TUNING: 64 leaves 20 levels of If within If, far beyond any export
+ * seen, while protobuf-c's recursion stays a few kilobytes of stack. */
+enum { ONNX_MAX_NESTING = 64 };
+
+/* Scans an ONNX file's protobuf wire format and fails (AP_INVALID, naming the file and the byte) when its
+ * messages nest deeper than ONNX_MAX_NESTING; called before protobuf-c unpacks, whose recursion has no bound
+ * (src/model/onnx_wire.c). Malformed bytes pass: the decoder refuses them. */
+AP_HIDDEN ap_status onnx_wire_check(ap_ctx *ctx, const char *file, const void *bytes, size_t n);
+
 #endif

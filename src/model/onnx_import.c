@@ -332,7 +332,8 @@ static ap_status read_node(imp *im, const decl_index *di, int ni) {
     ap_status st = apply_declared(x, find_decl(di, name), v);
     if (st) return st;
   }
-  ap_status st = spec->infer(x);
+  ap_status st = ox_check_node(x);
+  if (!st) st = spec->infer(x);
   if (st) return st;
   for (int i = 0; i < nd->n_out; i++) {
     ox_val *v = ox_out(x, i);

@@ -71,6 +71,11 @@ AP_HIDDEN const ox_op_spec *ox_find_op(const char *op_type);
  * graph tensors. Takes the node's pending parameters into op. */
 AP_HIDDEN ap_status ox_make_op(ox *x, const ox_op_spec *spec, graph_op *op);
 
+/* Checks the current node against its ONNX operator definition (onnx_check.c): input and output counts,
+ * attribute types and flags, and the relations between inputs (Conv's group and channels, bias lengths, norm
+ * scales); fails naming the node. Run before shape inference. */
+AP_HIDDEN ap_status ox_check_node(const ox *x);
+
 /* Helpers shared by onnx_shape.c and onnx_shape_nn.c: fail unless v (input i) has a known shape; set output
  * i's shape (unless declared) and element type; resolve a possibly negative axis against rank r; the numpy
  * broadcast of n values; an ints attribute, else the known values of input `input` (-1 when both are absent,

@@ -69,6 +69,63 @@ static ap_status tensor_values(const dec *d, const Onnx__TensorProto *t, int64_t
   return AP_OK;
 }
 
+/* The bytes of one element of data type et in raw_data and the typed field that holds it otherwise
+ * (onnx.proto, TensorProto: FLOAT16, BFLOAT16 and the small integers in int32_data, UINT32 in uint64_data,
+ * COMPLEX64 as two floats); 0 for a type autopar does not know (STRING has no raw form). */
+static size_t elem_bytes(int et) {
+  switch (et) {
+  case ONNX_UINT8: case ONNX_INT8: case ONNX_BOOL: return 1;
+  case ONNX_UINT16: case ONNX_INT16: case ONNX_FLOAT16: case ONNX_BFLOAT16: return 2;
+  case ONNX_FLOAT: case ONNX_INT32: case ONNX_UINT32: return 4;
+  case ONNX_INT64: case ONNX_UINT64: case ONNX_DOUBLE: case 14 /* COMPLEX64 */: return 8;
+  case 15 /* COMPLEX128 */: return 16;
+  default: return 0;
+  }
+}
+
+/* The number of typed values stored for data type et, per element (complex: 2), or false when unknown. */
+static bool typed_count(const Onnx__TensorProto *t, int et, size_t *n, uint64_t *per) {
+  *per = 1;
+  switch (et) {
+  case ONNX_FLOAT: *n = t->n_float_data; return true;
+  case 14: *n = t->n_float_data, *per = 2; return true;
+  case ONNX_DOUBLE: *n = t->n_double_data; return true;
+  case 15: *n = t->n_double_data, *per = 2; return true;
+  case ONNX_INT64: *n = t->n_int64_data; return true;
+  case ONNX_UINT32: case ONNX_UINT64: *n = t->n_uint64_data; return true;
+  case ONNX_STRING: *n = t->n_string_data; return true;
+  case ONNX_UINT8: case ONNX_INT8: case ONNX_BOOL: case ONNX_UINT16: case ONNX_INT16: case ONNX_INT32:
+  case ONNX_FLOAT16: case ONNX_BFLOAT16: *n = t->n_int32_data; return true;
+  default: return false;
+  }
+}
+
+/* Every tensor stored in the file holds exactly what its dims and data type say (issue 19, class 6: a short
+ * raw_data was accepted, an out-of-bounds read once the executor reads initializers). */
+static ap_status check_length(const dec *d, const Onnx__TensorProto *t, const char *name, uint64_t numel) {
+  int et = t->has_data_type ? t->data_type : 0;
+  if (t->has_raw_data) {
+    size_t w = elem_bytes(et);
+    uint64_t want;
+    if (!w) {
+      if (et == ONNX_STRING)
+        return ctx_fail(d->ctx, AP_INVALID, "%s: tensor '%.200s': a string tensor cannot have raw_data", d->file, name);
+      return AP_OK; /* a type autopar does not read: refused where it is used */
+    }
+    if (__builtin_mul_overflow(numel, (uint64_t)w, &want) || want != t->raw_data.len)
+      return ctx_fail(d->ctx, AP_INVALID, "%s: tensor '%.200s': raw_data holds %zu bytes, its dims and data type "
+                      "need %llu elements of %zu bytes", d->file, name, t->raw_data.len, (unsigned long long)numel, w);
+    return AP_OK;
+  }
+  size_t n = 0;
+  uint64_t per = 1, want;
+  if (!typed_count(t, et, &n, &per)) return AP_OK;
+  if (__builtin_mul_overflow(numel, per, &want) || want != n)
+    return ctx_fail(d->ctx, AP_INVALID, "%s: tensor '%.200s': %zu values stored, its dims need %llu", d->file, name, n,
+                    (unsigned long long)numel);
+  return AP_OK;
+}
+
 static ap_status tensor(const dec *d, const Onnx__TensorProto *t, onnx_tensor *o) {
   memset(o, 0, sizeof *o);
   o->name = str_or_empty(t->name);
@@ -79,12 +136,18 @@ static ap_status tensor(const dec *d, const Onnx__TensorProto *t, onnx_tensor *o
   o->n_dims = (int)t->n_dims;
   o->dims = t->dims;
   o->external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-  double numel = 1;
+  uint64_t numel = 1;
   for (size_t i = 0; i < t->n_dims; i++) {
     if (t->dims[i] < 0)
       return ctx_fail(d->ctx, AP_INVALID, "%s: tensor '%.200s': dims[%zu] = %lld (expected >= 0)", d->file, o->name, i,
                       (long long)t->dims[i]);
-    numel *= (double)t->dims[i];
+    if (__builtin_mul_overflow(numel, (uint64_t)t->dims[i], &numel))
+      return ctx_fail(d->ctx, AP_INVALID, "%s: tensor '%.200s': the product of its dims overflows 64 bits", d->file,
+                      o->name);
+  }
+  if (!o->external) {
+    ap_status st = check_length(d, t, o->name, numel);
+    if (st) return st;
   }
   return tensor_values(d, t, numel <= ONNX_MAX_VALUES ? (int64_t)numel : -1, o);
 }
@@ -238,10 +301,12 @@ static ap_status convert(const dec *d, const Onnx__ModelProto *mp, onnx_model *m
 
 static ap_status onnx_load(ap_ctx *ctx, arena *a, const char *file, const void *bytes, size_t n, graph *out) {
   dec d = {ctx, a, file};
+  ap_status st = onnx_wire_check(ctx, file, bytes, n); /* protobuf-c's recursion has no depth bound */
+  if (st) return st;
   Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, n, bytes);
   if (!mp) return ctx_fail(ctx, AP_INVALID, "%s: not an ONNX model (the protobuf does not decode as onnx.ModelProto)", file);
   onnx_model m;
-  ap_status st = convert(&d, mp, &m);
+  st = convert(&d, mp, &m);
   if (!st) st = onnx_import(ctx, a, file, &m, out);
   onnx__model_proto__free_unpacked(mp, NULL);
   return st;
