@@ -216,6 +216,14 @@ fuzz: fuzz-build
 # fuzz/corpus/NAME/, which is then minimised (libFuzzer -merge=1) so the committed corpus stays small. One
 # line per target (executions, coverage, corpus files and bytes) goes to build/fuzzlib/fuzz-long.txt.
 FUZZ_TARGETS ?= $(patsubst fuzz/fuzz_%.c,%,$(FUZZERS))
+# Seeds too big to commit, for the campaign only (build/fuzzlib/big-NAME/, read by fuzz-long beside the
+# committed ones when present): ONNX files of about 1 MB (a 34,000-node chain) and the 3,000-deep nested If,
+# so that fuzz_onnx's mutations start at the sizes issue 19 asks the reader to be fuzzed at.
+.PHONY: fuzz-big-seeds
+fuzz-big-seeds:
+	mkdir -p build/fuzzlib/big-onnx
+	python3 tools/gen_onnx.py chain 34000 build/fuzzlib/big-onnx/chain-34000.onnx
+	python3 tools/gen_onnx.py nested-if 3000 build/fuzzlib/big-onnx/nested-if-3000.onnx
 fuzz-long: fuzz-build
 	@set -e; failed=""; : >build/fuzzlib/fuzz-long.txt; for t in $(FUZZ_TARGETS); do n=fuzz_$$t; \
 	  mkdir -p fuzz/corpus/$$t build/fuzzlib/min-$$t; rm -rf build/fuzzlib/min-$$t/*; \
@@ -223,7 +231,8 @@ fuzz-long: fuzz-build
 	  len=$$(sed -n 's/^.*FUZZ_MAX_LEN: \([0-9]*\).*$$/\1/p' fuzz/$$n.c); len=$${len:-$(FUZZ_LONG_MAX_LEN)}; \
 	  nice -n 10 build/fuzzlib/$$n -max_total_time=$(FUZZ_LONG_SECONDS) -runs=$$( [ $(FUZZ_LONG_RUNS) -gt 0 ] && echo $(FUZZ_LONG_RUNS) || echo -1) \
 	    -max_len=$$len -timeout=$(FUZZ_LONG_TIMEOUT) -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=build/fuzzlib/$$t- \
-	    fuzz/corpus/$$t fuzz/seeds/$$t >build/fuzzlib/$$n.long.log 2>&1 || { tail -40 build/fuzzlib/$$n.long.log; failed="$$failed $$t"; }; \
+	    fuzz/corpus/$$t fuzz/seeds/$$t $$( [ -d build/fuzzlib/big-$$t ] && echo build/fuzzlib/big-$$t ) \
+	    >build/fuzzlib/$$n.long.log 2>&1 || { tail -40 build/fuzzlib/$$n.long.log; failed="$$failed $$t"; }; \
 	  if nice -n 10 build/fuzzlib/$$n -merge=1 -max_len=$$len build/fuzzlib/min-$$t fuzz/corpus/$$t >build/fuzzlib/$$n.merge.log 2>&1; \
 	  then rm -rf fuzz/corpus/$$t && mv build/fuzzlib/min-$$t fuzz/corpus/$$t; else failed="$$failed $$t(merge)"; fi; \
 	  execs=$$(sed -n 's/^stat::number_of_executed_units: *//p' build/fuzzlib/$$n.long.log); \
