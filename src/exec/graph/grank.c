@@ -1,0 +1,422 @@
+/* The rank program's graph mode (exec layer, bin/autopar-rank; docs/executor.md "ONNX graphs"): `autopar run
+ * --model NET.onnx --plan PLAN.json --data DATA.safetensors` trains the ONNX graph under an autopar-plan/2
+ * plan. rank.c's main hands over here when the model is an .onnx file. Each rank decodes the graph through the
+ * "onnx" part with its values (onnx_part_ops.decode), reads the plan, takes its share of each global batch
+ * from DATA (one tensor per graph input by name, samples on the leading axis, and `labels`; step t takes
+ * samples t·B … t·B + B − 1, modulo the samples in the file), runs forward and backward (gx_train.c), sums the
+ * gradients over the ranks (MPI_Allreduce) and applies plain SGD or the transformer executor's AdamW
+ * (ex_adamw_step). BatchNormalization's statistics and its backward sums are all-reduced inside the op
+ * (gx_comm), so every rank normalises by the global batch, as one process does.
+ *
+ * What runs: plans whose every op is data parallel (output split on its batch dim over every mesh axis,
+ * weights whole, no pending sum), on a 1- or 2-axis mesh, one stage. Any other spec exits 2 naming the op and
+ * the spec: the column/row splits, their resharding and the inter-op stages are not run yet. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include <mpi.h>
+
+#include "exec/graph/grank.h"
+#include "exec/graph/gx.h"
+#include "model/onnx.h"
+#include "model/safetensors.h"
+
+#ifdef AP_PART_ONNX
+AP_API const ap_part *ap_part_onnx(void);
+#endif
+
+typedef struct {
+  const char *model, *plan, *init, *data, *save, *result;
+  int64_t steps, fail_rank;
+  bool check, sgd;
+  int loss;
+  ex_adamw opt;
+  bool wd_given;
+} gr_args;
+
+static bool g_mpi = false;
+static int g_rank = 0;
+
+static void die(int code, const char *fmt, ...) AP_PRINTF(2, 3);
+static void die(int code, const char *fmt, ...) {
+  char msg[1200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (g_mpi) {
+    fprintf(stderr, "autopar-rank: rank %d: %s\n", g_rank, msg);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+  }
+  fprintf(stderr, "autopar-rank: %s\n", msg);
+  exit(code);
+}
+
+bool gr_is_graph(const char *model) {
+  size_t n = model ? strlen(model) : 0;
+  return n > 5 && strcmp(model + n - 5, ".onnx") == 0;
+}
+
+static void parse_args(int argc, char **argv, gr_args *a) {
+  *a = (gr_args){.steps = 1, .fail_rank = -1, .opt = {3e-4, 0.9, 0.95, 1e-8, 0.1}};
+  for (int i = 1; i < argc; i++) {
+    const char *k = argv[i];
+    if (strcmp(k, "--check") == 0) {
+      a->check = true;
+      continue;
+    }
+    if (i + 1 >= argc) die(2, "%s: expected a value", k);
+    const char *v = argv[++i];
+    char *end = NULL;
+    double d = strtod(v, &end);
+    bool num = end && *end == '\0' && end != v;
+    if (strcmp(k, "--model") == 0) a->model = v;
+    else if (strcmp(k, "--plan") == 0) a->plan = v;
+    else if (strcmp(k, "--init") == 0) a->init = v;
+    else if (strcmp(k, "--data") == 0) a->data = v;
+    else if (strcmp(k, "--save") == 0) a->save = v;
+    else if (strcmp(k, "--result") == 0) a->result = v;
+    else if (strcmp(k, "--loss") == 0) {
+      if (strcmp(v, "cross-entropy") && strcmp(v, "mse")) die(2, "--loss: expected cross-entropy or mse, got \"%s\"", v);
+      a->loss = v[0] == 'm' ? GX_LOSS_MSE : GX_LOSS_XENT;
+    } else if (strcmp(k, "--optimizer") == 0) {
+      if (strcmp(v, "adamw") && strcmp(v, "sgd")) die(2, "--optimizer: expected adamw or sgd, got \"%s\"", v);
+      a->sgd = v[0] == 's';
+    } else if (strcmp(k, "--data-dtype") == 0 || strcmp(k, "--seed") == 0) {
+      die(2, "%s: not an option of a graph run (the data and the weights come from files)", k);
+    } else if (!num) {
+      die(2, "%s: expected a number, got \"%s\"", k, v);
+    } else if (strcmp(k, "--steps") == 0 && d >= 1 && d <= 1e6 && d == floor(d)) a->steps = (int64_t)d;
+    else if (strcmp(k, "--fail-rank") == 0 && d >= 0 && d == floor(d)) a->fail_rank = (int64_t)d;
+    else if (strcmp(k, "--lr") == 0 && d >= 0) a->opt.lr = d;
+    else if (strcmp(k, "--beta1") == 0 && d >= 0 && d < 1) a->opt.beta1 = d;
+    else if (strcmp(k, "--beta2") == 0 && d >= 0 && d < 1) a->opt.beta2 = d;
+    else if (strcmp(k, "--eps") == 0 && d > 0) a->opt.eps = d;
+    else if (strcmp(k, "--weight-decay") == 0 && d >= 0) a->opt.weight_decay = d, a->wd_given = true;
+    else die(2, "%s: unknown option or value out of range (\"%s\")", k, v);
+  }
+  if (!a->model || !a->plan) die(2, "--model and --plan are required");
+  if (!a->data) die(2, "--data: required for an ONNX model (a safetensors file: one tensor per graph input, and labels)");
+  if (a->sgd && !a->wd_given) a->opt.weight_decay = 0.0;
+}
+
+typedef struct {
+  int n_dev, mesh_rank, micro_batches;
+  int64_t gbs;
+} gr_plan;
+
+static const char *spec_str(json_t *spec, char *buf, size_t n) {
+  char *s = json_dumps(spec, JSON_COMPACT);
+  snprintf(buf, n, "%s", s ? s : "?");
+  free(s);
+  return buf;
+}
+
+/* Whether a dim spec is whole ("R"). */
+static bool is_r(json_t *d) { return json_is_string(d) && strcmp(json_string_value(d), "R") == 0; }
+
+static bool all_r(json_t *spec) {
+  if (!json_is_array(spec)) return false;
+  size_t i;
+  json_t *d;
+  json_array_foreach(spec, i, d) if (!is_r(d)) return false;
+  return true;
+}
+
+/* Reads the plan's mesh, global batch and micro-batches and checks every op's spec is one this runtime runs:
+ * on one device anything (every spec is whole); otherwise the batch split over every mesh axis. */
+static void read_plan(const char *path, const gx_graph *g, gr_plan *p) {
+  json_error_t je;
+  json_t *root = json_load_file(path, 0, &je);
+  if (!root) die(2, "%s:%d: not JSON: %s", path, je.line, je.text);
+  json_t *fmt = json_object_get(root, "format");
+  if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "autopar-plan/2") != 0)
+    die(2, "%s: format: expected \"autopar-plan/2\" (the plan `autopar plan --model NET.onnx --json` prints)", path);
+  json_t *shape = json_object_get(json_object_get(root, "mesh"), "shape");
+  if (!json_is_array(shape) || json_array_size(shape) < 1 || json_array_size(shape) > 2)
+    die(2, "%s: mesh.shape: expected 1 or 2 axes", path);
+  p->mesh_rank = (int)json_array_size(shape);
+  p->n_dev = 1;
+  for (size_t i = 0; i < json_array_size(shape); i++) {
+    json_int_t v = json_integer_value(json_array_get(shape, i));
+    if (v < 1 || v > 4096) die(2, "%s: mesh.shape[%zu]: expected a count >= 1", path, i);
+    p->n_dev *= (int)v;
+  }
+  json_t *stages = json_object_get(root, "stages");
+  if (json_is_array(stages) && json_array_size(stages) > 1)
+    die(2, "%s: stages: %zu pipeline stages; the graph executor runs plans of one stage (inter-op stages are not run "
+        "yet)", path, json_array_size(stages));
+  json_t *gbs = json_object_get(root, "global_batch_size"), *mb = json_object_get(root, "micro_batches");
+  if (!json_is_integer(gbs) || json_integer_value(gbs) < 1) die(2, "%s: global_batch_size: expected a count >= 1", path);
+  p->gbs = (int64_t)json_integer_value(gbs);
+  p->micro_batches = json_is_integer(mb) ? (int)json_integer_value(mb) : 1;
+  if (p->micro_batches < 1) die(2, "%s: micro_batches: expected a count >= 1", path);
+  if (p->gbs % ((int64_t)p->n_dev * p->micro_batches))
+    die(2, "%s: global_batch_size %lld is not a multiple of %d devices x %d micro-batches", path, (long long)p->gbs,
+        p->n_dev, p->micro_batches);
+  const char *dp = p->mesh_rank == 1 ? "S0" : "S01";
+  json_t *ops = json_object_get(root, "ops");
+  if (!json_is_array(ops)) die(2, "%s: ops: expected an array", path);
+  size_t i;
+  json_t *op;
+  char buf[300];
+  json_array_foreach(ops, i, op) {
+    const char *name = json_string_value(json_object_get(op, "name"));
+    if (!name) die(2, "%s: ops[%zu].name: expected a string", path, i);
+    bool found = false;
+    for (int k = 0; k < g->n_nodes && !found; k++) found = strcmp(g->nodes[k].name, name) == 0;
+    if (!found) die(2, "%s: ops[%zu] \"%s\": no node of the model has this name", path, i, name);
+    if (p->n_dev == 1) continue;
+    json_t *out = json_object_get(op, "output_spec"), *w = json_object_get(op, "weight_spec");
+    json_t *ws = json_object_get(op, "weight_specs"), *part = json_object_get(op, "partial");
+    if (json_is_array(out) && json_array_size(out) && json_is_array(json_array_get(out, 0))) out = json_array_get(out, 0);
+    bool ok = json_is_array(out) && json_array_size(out) >= 1 && json_is_string(json_array_get(out, 0)) &&
+              strcmp(json_string_value(json_array_get(out, 0)), dp) == 0;
+    for (size_t d = 1; ok && d < json_array_size(out); d++) ok = is_r(json_array_get(out, d));
+    if (!ok)
+      die(2, "%s: op \"%s\": output_spec %s: the graph executor runs data-parallel specs only (the batch dim split as %s, "
+          "every other dim R); column/row splits are not run yet", path, name, spec_str(out, buf, sizeof buf), dp);
+    if (w && !all_r(w))
+      die(2, "%s: op \"%s\": weight_spec %s: the graph executor runs whole weights only (data parallelism)", path, name,
+          spec_str(w, buf, sizeof buf));
+    const char *wn;
+    json_t *wv;
+    json_object_foreach(ws, wn, wv) if (!all_r(wv))
+      die(2, "%s: op \"%s\": weight_specs.%s %s: the graph executor runs whole weights only (data parallelism)", path,
+          name, wn, spec_str(wv, buf, sizeof buf));
+    if (json_is_array(part) && json_array_size(part))
+      die(2, "%s: op \"%s\": partial %s: the graph executor runs no pending sums", path, name,
+          spec_str(part, buf, sizeof buf));
+  }
+  json_decref(root);
+}
+
+/* The DATA file's tensor per graph input, and labels; all with the same sample count. */
+typedef struct {
+  st_file f;
+  const st_tensor **in;
+  const st_tensor *labels;
+  int64_t n_samples;
+} gr_data;
+
+static void open_data(ap_ctx *ctx, const char *path, const gx_graph *g, gr_data *d) {
+  if (st_read(ctx, path, &d->f)) die(2, "%s", ap_ctx_error(ctx));
+  d->in = calloc((size_t)(g->n_inputs ? g->n_inputs : 1), sizeof *d->in);
+  if (!d->in) die(1, "out of memory");
+  d->labels = st_find(&d->f, "labels");
+  if (!d->labels || d->labels->n_dims < 1) die(2, "%s: expected a tensor \"labels\" with the samples on its first axis", path);
+  d->n_samples = d->labels->shape[0];
+  for (int i = 0; i < g->n_inputs; i++) {
+    const char *nm = g->names[g->inputs[i]];
+    d->in[i] = st_find(&d->f, nm);
+    if (!d->in[i]) die(2, "%s: expected a tensor \"%s\" (graph input %d of the model)", path, nm, i);
+    if (d->in[i]->n_dims < 1 || d->in[i]->shape[0] != d->n_samples)
+      die(2, "%s: tensor \"%s\": %lld samples on its first axis; labels has %lld", path, nm,
+          (long long)(d->in[i]->n_dims ? d->in[i]->shape[0] : 0), (long long)d->n_samples);
+  }
+  if (d->n_samples < 1) die(2, "%s: labels: no samples", path);
+}
+
+/* Samples [first, first + n) of step t's global batch of B into t (is_int: as int64). */
+static bool batch_of(const st_tensor *src, bool is_int, int64_t n_samples, int64_t t0, int64_t n, gx_tensor *out) {
+  int64_t dims[GX_MAX_DIMS];
+  dims[0] = n;
+  for (int d = 1; d < src->n_dims; d++) dims[d] = src->shape[d];
+  if (!gx_alloc(out, is_int, src->n_dims, dims)) return false;
+  int64_t per = n ? out->n / n : 0;
+  for (int64_t j = 0; j < n; j++) {
+    int64_t s = (t0 + j) % n_samples;
+    for (int64_t e = 0; e < per; e++) {
+      float v = src->data[s * per + e];
+      if (is_int) out->i[j * per + e] = (int64_t)v;
+      else out->f[j * per + e] = v;
+    }
+  }
+  return true;
+}
+
+static void sum_doubles(void *user, double *buf, int64_t n) {
+  (void)user;
+  MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void write_result(ap_ctx *ctx, const gr_args *a, const gx_graph *g, const gr_plan *p, int world,
+                         const double *loss, const double *time_s, const long *rss) {
+  json_t *r = json_object(), *steps = json_array(), *jr = json_array();
+  json_object_set_new(r, "format", json_string("autopar-run/1"));
+  json_object_set_new(r, "model", json_string(a->model));
+  json_object_set_new(r, "plan", json_string(a->plan));
+  json_object_set_new(r, "ranks", json_integer(world));
+  json_object_set_new(r, "params", json_integer(g->n_weights));
+  json_object_set_new(r, "precision", json_string("fp32"));
+  json_object_set_new(r, "loss_kind", json_string(a->loss == GX_LOSS_MSE ? "mse" : "cross-entropy"));
+  json_object_set_new(r, "optimizer", json_string(a->sgd ? "sgd" : "adamw"));
+  json_object_set_new(r, "global_batch_size", json_integer(p->gbs));
+  json_object_set_new(r, "micro_batches", json_integer(p->micro_batches));
+  for (int64_t t = 0; t < a->steps; t++) {
+    json_t *s = json_object();
+    json_object_set_new(s, "step", json_integer(t + 1));
+    json_object_set_new(s, "loss", json_real(loss[t]));
+    json_object_set_new(s, "time_s", json_real(time_s[t]));
+    json_array_append_new(steps, s);
+  }
+  json_object_set_new(r, "steps", steps);
+  int64_t n = a->steps > 1 ? a->steps - 1 : 1;
+  double *sorted = malloc((size_t)n * sizeof *sorted), med = 0;
+  if (!sorted) die(1, "out of memory");
+  memcpy(sorted, a->steps > 1 ? time_s + 1 : time_s, (size_t)n * sizeof *sorted);
+  qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+  med = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  free(sorted);
+  json_object_set_new(r, "iteration_time_s", json_real(med));
+  for (int k = 0; k < world; k++) json_array_append_new(jr, json_integer((json_int_t)rss[k] * 1024));
+  json_object_set_new(r, "peak_rss_bytes", jr);
+  char *text = json_dumps(r, JSON_REAL_PRECISION(17));
+  json_decref(r);
+  if (!text) die(1, "out of memory");
+  size_t tn = strlen(text);
+  char *line = malloc(tn + 2);
+  if (!line) die(1, "out of memory");
+  memcpy(line, text, tn);
+  line[tn] = '\n', line[tn + 1] = '\0';
+  free(text);
+  if (util_write_file_atomic(ctx, a->result, line)) die(1, "%s", ap_ctx_error(ctx));
+  free(line);
+}
+
+static void save_weights(ap_ctx *ctx, const char *path, const gx_graph *g, const float *w) {
+  st_out *o = calloc((size_t)(g->n_params ? g->n_params : 1), sizeof *o);
+  if (!o) die(1, "out of memory");
+  for (int i = 0; i < g->n_params; i++) {
+    const gx_tensor *c = &g->consts[g->params[i].val];
+    o[i].name = g->params[i].name;
+    o[i].n_dims = c->rank;
+    memcpy(o[i].shape, c->dims, sizeof(int64_t) * (size_t)c->rank);
+    o[i].data = w + g->params[i].off;
+  }
+  if (st_write(ctx, path, o, g->n_params)) die(2, "%s", ap_ctx_error(ctx));
+  free(o);
+}
+
+int gr_main(int argc, char **argv) {
+  gr_args a;
+  parse_args(argc, argv, &a);
+  ap_ctx *ctx = ap_ctx_new();
+  if (!ctx) die(1, "out of memory");
+#ifdef AP_PART_ONNX
+  if (ap_ctx_add_part(ctx, ap_part_onnx())) die(1, "%s", ap_ctx_error(ctx));
+#endif
+  const onnx_part_ops *ops = ctx_part_ops(ctx, "onnx");
+  if (!ops || !ops->decode)
+    die(2, "%s: ONNX import is not built into this autopar (the optional part \"onnx\")", a.model);
+  char *bytes = NULL;
+  size_t n_bytes = 0;
+  if (util_read_file(ctx, a.model, &bytes, &n_bytes)) die(2, "%s", ap_ctx_error(ctx));
+  arena *ar = arena_new();
+  onnx_model m;
+  gx_graph g;
+  if (!ar) die(1, "out of memory");
+  if (ops->decode(ctx, ar, a.model, bytes, n_bytes, &m)) die(2, "%s", ap_ctx_error(ctx));
+  free(bytes);
+  if (gx_graph_build(ctx, a.model, &m, &g)) die(2, "%s", ap_ctx_error(ctx));
+  gr_plan p;
+  read_plan(a.plan, &g, &p);
+  gr_data data = {0};
+  open_data(ctx, a.data, &g, &data);
+  float *w = calloc((size_t)(g.n_weights ? g.n_weights : 1), sizeof *w);
+  float *gw = calloc((size_t)(g.n_weights ? g.n_weights : 1), sizeof *gw);
+  float *mom = calloc((size_t)(g.n_weights ? g.n_weights : 1), sizeof *mom);
+  float *var = calloc((size_t)(g.n_weights ? g.n_weights : 1), sizeof *var);
+  if (!w || !gw || !mom || !var) die(1, "out of memory for %lld parameters", (long long)g.n_weights);
+  if (gx_graph_init(ctx, &g, a.init, w)) die(2, "%s", ap_ctx_error(ctx));
+  if (a.check) {
+    printf("ranks %d\n", p.n_dev);
+    return 0;
+  }
+  if (!a.result) die(2, "--result: required without --check");
+  MPI_Init(&argc, &argv);
+  g_mpi = true;
+  int rank, world;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  g_rank = rank;
+  if (world != p.n_dev) die(2, "%s: the plan has %d devices but the job has %d ranks", a.plan, p.n_dev, world);
+  int64_t B = p.gbs, local = B / world, mb = local / p.micro_batches, per_out = 0;
+  gx_comm comm = {NULL, world > 1 ? sum_doubles : NULL};
+  gx_tensor *in = calloc((size_t)(g.n_inputs ? g.n_inputs : 1), sizeof *in), lab;
+  double *loss = calloc((size_t)a.steps, sizeof *loss), *time_s = calloc((size_t)a.steps, sizeof *time_s);
+  if (!in || !loss || !time_s) die(1, "out of memory");
+  per_out = data.labels->n_elems / data.n_samples; /* label values per sample (mse: the output's per sample) */
+  for (int64_t t = 0; t < a.steps; t++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    if (t == 0 && a.fail_rank == rank) die(1, "failing on purpose (--fail-rank %d)", rank);
+    memset(gw, 0, sizeof *gw * (size_t)g.n_weights);
+    double l_sum = 0;
+    for (int u = 0; u < p.micro_batches; u++) {
+      /* Micro-batch u of the global batch: samples u·B/m … (u+1)·B/m − 1, this rank's slice of them, so that
+       * BatchNormalization sees the same samples on any number of ranks. */
+      int64_t first = t * B + u * (B / p.micro_batches) + rank * mb;
+      for (int i = 0; i < g.n_inputs; i++) {
+        bool is_int = m.inputs[0].elem_type != ONNX_FLOAT;
+        for (int k = 0; k < m.n_inputs; k++)
+          if (strcmp(m.inputs[k].name, g.names[g.inputs[i]]) == 0) is_int = m.inputs[k].elem_type != ONNX_FLOAT;
+        if (!batch_of(data.in[i], is_int, data.n_samples, first, mb, &in[i])) die(1, "out of memory");
+      }
+      if (!batch_of(data.labels, a.loss == GX_LOSS_XENT, data.n_samples, first, mb, &lab)) die(1, "out of memory");
+      gx_run r = {.g = &g, .w = w, .gw = gw, .comm = &comm, .global_batch = B / p.micro_batches};
+      double scale = 1.0 / ((double)B * (a.loss == GX_LOSS_MSE ? (double)per_out : 1.0));
+      double l = gx_step(&r, in, &lab, a.loss, scale);
+      if (isnan(l)) die(2, "%s: %s", a.model, r.err);
+      l_sum += l;
+      for (int i = 0; i < g.n_inputs; i++) gx_free(&in[i]);
+      gx_free(&lab);
+    }
+    if (world > 1) MPI_Allreduce(MPI_IN_PLACE, gw, (int)g.n_weights, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (a.sgd) {
+      /* torch.optim.SGD without momentum (torch/optim/sgd.py, _single_tensor_sgd at v1.13): g ← g + wd·p; p ← p − lr·g. */
+      for (int64_t e = 0; e < g.n_weights; e++) w[e] -= (float)a.opt.lr * (gw[e] + (float)a.opt.weight_decay * w[e]);
+    } else {
+      ex_adamw_step(&g.table, &a.opt, t + 1, w, gw, mom, var, 0, g.n_weights);
+    }
+    double total = 0;
+    MPI_Allreduce(&l_sum, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    time_s[t] = MPI_Wtime() - t0;
+    loss[t] = total / ((double)B * (a.loss == GX_LOSS_MSE ? (double)per_out : 1.0));
+  }
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  long my_rss = ru.ru_maxrss, *rss = calloc((size_t)world, sizeof *rss);
+  if (!rss) die(1, "out of memory");
+  MPI_Gather(&my_rss, 1, MPI_LONG, rss, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  if (rank == 0) {
+    if (a.save) save_weights(ctx, a.save, &g, w);
+    write_result(ctx, &a, &g, &p, world, loss, time_s, rss);
+  }
+  free(rss);
+  free(in);
+  free(loss);
+  free(time_s);
+  free(w);
+  free(gw);
+  free(mom);
+  free(var);
+  free(data.in);
+  st_free(&data.f);
+  gx_graph_free(&g);
+  arena_free(ar);
+  ap_ctx_free(ctx);
+  MPI_Finalize();
+  return 0;
+}
