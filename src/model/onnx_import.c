@@ -119,7 +119,7 @@ typedef struct {
 
 /* The symbolic shape of a tensor of literal dims d (the rules at the top of the file); returns the rank, or -1
  * when the relabelled shape would exceed GRAPH_MAX_DIMS (the caller then keeps the literal shape). */
-static int relabel(const refs *r, const int64_t *d, int n, int64_t *out) {
+static int relabel(const refs *r, const int64_t *d, int n, int64_t *out, int8_t *first, int8_t *count) {
   bool exact_b = false, has_b = false;
   for (int i = 0; i < n; i++) exact_b = exact_b || (r->b0 > 1 && d[i] == r->b0);
   int k = 0;
@@ -140,6 +140,8 @@ static int relabel(const refs *r, const int64_t *d, int n, int64_t *out) {
       add[na++] = v;
     }
     if (k + na > GRAPH_MAX_DIMS) return -1;
+    first[i] = (int8_t)k;
+    count[i] = (int8_t)na;
     for (int j = 0; j < na; j++) out[k++] = add[j];
   }
   return k;
@@ -168,10 +170,11 @@ static ap_status add_tensor(imp *im, ox_val *v) {
       return ctx_fail(x->ctx, AP_UNSUPPORTED, "%s: value '%.200s': dimension %d is %lld (empty tensors are not supported)",
                       x->file, v->name, i, (long long)v->dims[i]);
   int64_t dims[GRAPH_MAX_DIMS];
-  int n = relabel(&im->r, v->dims, v->n_dims, dims);
+  int n = relabel(&im->r, v->dims, v->n_dims, dims, v->g_first, v->g_count);
   if (n < 0) {
     n = v->n_dims;
     memcpy(dims, v->dims, sizeof dims[0] * (size_t)n);
+    for (int i = 0; i < n; i++) v->g_first[i] = (int8_t)i, v->g_count[i] = 1;
   }
   v->tensor = graph_tensor_add(&im->gb, v->name, dt, -1, false, dims, n);
   return v->tensor < 0 ? oom(x) : AP_OK;
@@ -359,6 +362,7 @@ static ap_status read_node(imp *im, const decl_index *di, int ni) {
   }
   if (!op.n_out) return ox_fail(x, AP_INVALID, "no output");
   op.out = op.outs[0];
+  int src[OP_MAX_IN];
   for (int i = 0; i < nd->n_in; i++) {
     ox_val *v = ox_in(x, i);
     if (!v || !v->activation || v->tensor < 0) continue;
@@ -367,9 +371,11 @@ static ap_status read_node(imp *im, const decl_index *di, int ni) {
     if (dup) continue;
     if (op.n_in == OP_MAX_IN)
       return ox_fail(x, AP_UNSUPPORTED, "more than %d distinct activation inputs (autopar's ops take at most %d)", OP_MAX_IN, OP_MAX_IN);
+    src[op.n_in] = i;
     op.in[op.n_in++] = v->tensor;
   }
   if ((st = ox_make_op(x, spec, &op))) return st;
+  ox_dim_map(x, &op, src);
   if (graph_op_add(&im->gb, &op) < 0) return oom(x);
   return AP_OK;
 }

@@ -19,6 +19,9 @@ typedef struct {
   int64_t pending_params; /* trainable parameters that flowed into this value and no emitted op has counted yet */
   int producer;     /* node index, or -1 */
   int tensor;       /* graph tensor index, or -1 */
+  /* Where each of its dims went in its graph tensor (set with tensor): ONNX dim d is graph dims g_first[d] ..
+   * g_first[d] + g_count[d] - 1 (two where B·S or B·heads was relabelled into two dims). */
+  int8_t g_first[ONNX_MAX_DIMS], g_count[ONNX_MAX_DIMS];
 } ox_val;
 
 typedef struct {
@@ -70,6 +73,9 @@ AP_HIDDEN const ox_op_spec *ox_find_op(const char *op_type);
 /* Fills op (kind, weights, FLOP rule, saved tensors) for the current node, whose activation inputs are
  * graph tensors. Takes the node's pending parameters into op. */
 AP_HIDDEN ap_status ox_make_op(ox *x, const ox_op_spec *spec, graph_op *op);
+/* Fills op's dim correspondence (graph.h in_dim, whole_dims) for the current node from its operator's
+ * semantics (onnx_dims.c); src[k] is the node input that op input k is. */
+AP_HIDDEN void ox_dim_map(ox *x, graph_op *op, const int *src);
 
 /* Helpers shared by onnx_shape.c and onnx_shape_nn.c: fail unless v (input i) has a known shape; set output
  * i's shape (unless declared) and element type; resolve a possibly negative axis against rank r; the numpy

@@ -51,7 +51,7 @@ AP_HIDDEN ap_status shard_mesh_init(ap_ctx *ctx, const hw_cluster *c, int n_axes
 
 /* One tensor's spec: per dim, a mask of mesh axes (bit a = split over axis a). */
 typedef struct {
-  int n_dims;
+  int8_t n_dims; /* int8_t: a strategy holds one spec per input of an n-ary op (graph.h OP_MAX_IN) */
   uint8_t dim[GRAPH_MAX_DIMS];
 } shard_spec;
 

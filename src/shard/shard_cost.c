@@ -58,7 +58,7 @@ static uint8_t loop_mask(const shard_mesh *m, const int8_t *axis_loop, int loop)
 /* Spec of an operand from its dim → loop map; false when a split does not divide a dim. */
 static bool operand_spec(const shard_mesh *m, const int8_t *axis_loop, const int64_t *f, const int8_t *map,
                          const int64_t *dims, int n_dims, shard_spec *sp) {
-  sp->n_dims = n_dims;
+  sp->n_dims = (int8_t)n_dims;
   for (int i = 0; i < n_dims; i++) {
     int l = map[i];
     sp->dim[i] = loop_mask(m, axis_loop, l);
@@ -220,6 +220,15 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
     }
   }
   partial_sum(st, m, st->partial, env->n_micro * out_bytes);
+  /* BatchNormalization in training mode normalises by the statistics of the whole batch: with N split they are
+   * all-reduced, the sum and the sum of squares per channel forward and the two per-channel sums of its
+   * gradient backward (PyTorch's SyncBatchNorm, torch/nn/modules/_functions.py: all_reduce of the mean/invstd
+   * counts forward, of sum_dy and sum_dy_xmu backward), in fp32. */
+  double bn_stat_bytes = 0;
+  if (op->kind == OP_NORM && op->op_type && strcmp(op->op_type, "BatchNormalization") == 0 && L->n_loops >= 2)
+    bn_stat_bytes = env->n_micro * 2.0 * (double)L->size[1] * 4.0;
+  for (int a = 0; a < m->n_axes && bn_stat_bytes > 0; a++)
+    if (axis_loop[a] == 0) add_comm(st, m, COMM_ALLREDUCE, a, bn_stat_bytes);
   st->fwd_comm_s = st->comm_s - c_start;
   c_start = st->comm_s;
   /* Backward: each input's gradient is a partial sum over the axes on loops it lacks. */
@@ -236,6 +245,8 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
     }
     partial_sum(st, m, mask, env->n_micro * graph_tensor_bytes(&tens[sop.in[i]], b, s));
   }
+  for (int a = 0; a < m->n_axes && bn_stat_bytes > 0; a++)
+    if (axis_loop[a] == 0) add_comm(st, m, COMM_ALLREDUCE, a, bn_stat_bytes);
   st->bwd_comm_s = st->comm_s - c_start;
   c_start = st->comm_s;
   /* The weight gradient: a partial sum over the axes on loops the weight lacks (data parallelism's
