@@ -22,6 +22,7 @@
 
 #include "exec/graph/grank.h"
 #include "exec/graph/gx.h"
+#include "exec/graph/gx_shard.h"
 #include "model/onnx.h"
 #include "model/safetensors.h"
 
@@ -107,29 +108,43 @@ static void parse_args(int argc, char **argv, gr_args *a) {
 
 typedef struct {
   int n_dev, mesh_rank, micro_batches;
+  int64_t mesh[2];
   int64_t gbs;
+  gx_opspec *ops; /* per node */
 } gr_plan;
 
 static const char *spec_str(json_t *spec, char *buf, size_t n) {
-  char *s = json_dumps(spec, JSON_COMPACT);
+  char *s = json_dumps(spec, JSON_COMPACT | JSON_ENCODE_ANY);
   snprintf(buf, n, "%s", s ? s : "?");
   free(s);
   return buf;
 }
 
-/* Whether a dim spec is whole ("R"). */
-static bool is_r(json_t *d) { return json_is_string(d) && strcmp(json_string_value(d), "R") == 0; }
-
-static bool all_r(json_t *spec) {
-  if (!json_is_array(spec)) return false;
-  size_t i;
-  json_t *d;
-  json_array_foreach(spec, i, d) if (!is_r(d)) return false;
-  return true;
+/* A spec list ["S0", "R", ...] into out; exits 2 naming the op and the field on anything else. */
+static void parse_spec(const char *path, const char *op, const char *field, json_t *j, int n_axes, gx_spec *out) {
+  char buf[300];
+  if (!json_is_array(j) || json_array_size(j) > GX_MAX_DIMS)
+    die(2, "%s: op \"%s\": %s %s: expected a list of dim specs", path, op, field, spec_str(j, buf, sizeof buf));
+  out->rank = (int)json_array_size(j);
+  for (int d = 0; d < out->rank; d++) {
+    const char *v = json_string_value(json_array_get(j, (size_t)d));
+    int m = !v ? -1 : !strcmp(v, "R") ? 0 : !strcmp(v, "S0") ? 1 : !strcmp(v, "S1") ? 2 : !strcmp(v, "S01") ? 3 : -1;
+    if (m < 0 || (m & 2 && n_axes < 2))
+      die(2, "%s: op \"%s\": %s %s: dim %d is not R, S0%s", path, op, field, spec_str(j, buf, sizeof buf), d,
+          n_axes < 2 ? " (a 1-axis mesh)" : ", S1 or S01");
+    out->d[d] = (uint8_t)m;
+  }
 }
 
-/* Reads the plan's mesh, global batch and micro-batches and checks every op's spec is one this runtime runs:
- * on one device anything (every spec is whole); otherwise the batch split over every mesh axis. */
+static unsigned axes_of(const gx_spec *s) {
+  unsigned a = 0;
+  for (int d = 0; d < s->rank; d++) a |= s->d[d];
+  return a;
+}
+
+/* Reads the plan's mesh, global batch and micro-batches, and each op's specs onto the graph's nodes (by name,
+ * in graph order): output_spec, input_specs onto the node's activation inputs in order, weight_specs onto its
+ * initializers by name (weight_spec onto its one weight), partial. One stage only. */
 static void read_plan(const char *path, const gx_graph *g, gr_plan *p) {
   json_error_t je;
   json_t *root = json_load_file(path, 0, &je);
@@ -145,6 +160,7 @@ static void read_plan(const char *path, const gx_graph *g, gr_plan *p) {
   for (size_t i = 0; i < json_array_size(shape); i++) {
     json_int_t v = json_integer_value(json_array_get(shape, i));
     if (v < 1 || v > 4096) die(2, "%s: mesh.shape[%zu]: expected a count >= 1", path, i);
+    p->mesh[i] = (int64_t)v;
     p->n_dev *= (int)v;
   }
   json_t *stages = json_object_get(root, "stages");
@@ -155,11 +171,10 @@ static void read_plan(const char *path, const gx_graph *g, gr_plan *p) {
   if (!json_is_integer(gbs) || json_integer_value(gbs) < 1) die(2, "%s: global_batch_size: expected a count >= 1", path);
   p->gbs = (int64_t)json_integer_value(gbs);
   p->micro_batches = json_is_integer(mb) ? (int)json_integer_value(mb) : 1;
-  if (p->micro_batches < 1) die(2, "%s: micro_batches: expected a count >= 1", path);
-  if (p->gbs % ((int64_t)p->n_dev * p->micro_batches))
-    die(2, "%s: global_batch_size %lld is not a multiple of %d devices x %d micro-batches", path, (long long)p->gbs,
-        p->n_dev, p->micro_batches);
-  const char *dp = p->mesh_rank == 1 ? "S0" : "S01";
+  if (p->micro_batches < 1 || p->gbs % p->micro_batches)
+    die(2, "%s: micro_batches: expected a count >= 1 that divides global_batch_size %lld", path, (long long)p->gbs);
+  p->ops = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *p->ops);
+  if (!p->ops) die(1, "out of memory");
   json_t *ops = json_object_get(root, "ops");
   if (!json_is_array(ops)) die(2, "%s: ops: expected an array", path);
   size_t i;
@@ -168,30 +183,55 @@ static void read_plan(const char *path, const gx_graph *g, gr_plan *p) {
   json_array_foreach(ops, i, op) {
     const char *name = json_string_value(json_object_get(op, "name"));
     if (!name) die(2, "%s: ops[%zu].name: expected a string", path, i);
-    bool found = false;
-    for (int k = 0; k < g->n_nodes && !found; k++) found = strcmp(g->nodes[k].name, name) == 0;
-    if (!found) die(2, "%s: ops[%zu] \"%s\": no node of the model has this name", path, i, name);
-    if (p->n_dev == 1) continue;
-    json_t *out = json_object_get(op, "output_spec"), *w = json_object_get(op, "weight_spec");
-    json_t *ws = json_object_get(op, "weight_specs"), *part = json_object_get(op, "partial");
-    if (json_is_array(out) && json_array_size(out) && json_is_array(json_array_get(out, 0))) out = json_array_get(out, 0);
-    bool ok = json_is_array(out) && json_array_size(out) >= 1 && json_is_string(json_array_get(out, 0)) &&
-              strcmp(json_string_value(json_array_get(out, 0)), dp) == 0;
-    for (size_t d = 1; ok && d < json_array_size(out); d++) ok = is_r(json_array_get(out, d));
-    if (!ok)
-      die(2, "%s: op \"%s\": output_spec %s: the graph executor runs data-parallel specs only (the batch dim split as %s, "
-          "every other dim R); column/row splits are not run yet", path, name, spec_str(out, buf, sizeof buf), dp);
-    if (w && !all_r(w))
-      die(2, "%s: op \"%s\": weight_spec %s: the graph executor runs whole weights only (data parallelism)", path, name,
-          spec_str(w, buf, sizeof buf));
-    const char *wn;
-    json_t *wv;
-    json_object_foreach(ws, wn, wv) if (!all_r(wv))
-      die(2, "%s: op \"%s\": weight_specs.%s %s: the graph executor runs whole weights only (data parallelism)", path,
-          name, wn, spec_str(wv, buf, sizeof buf));
-    if (json_is_array(part) && json_array_size(part))
-      die(2, "%s: op \"%s\": partial %s: the graph executor runs no pending sums", path, name,
-          spec_str(part, buf, sizeof buf));
+    int k = -1;
+    for (int q = 0; q < g->n_nodes && k < 0; q++)
+      if (strcmp(g->nodes[q].name, name) == 0 && !p->ops[q].in_plan) k = q;
+    if (k < 0) die(2, "%s: ops[%zu] \"%s\": no node of the model has this name", path, i, name);
+    gx_opspec *os = &p->ops[k];
+    const gx_node *nd = &g->nodes[k];
+    os->in_plan = true;
+    for (int q = 0; q < GX_MAX_OUT_SPECS; q++) os->out[q].rank = -1;
+    for (int q = 0; q < GX_MAX_IO; q++) os->in[q].rank = -1;
+    json_t *out = json_object_get(op, "output_spec");
+    if (json_is_array(out) && json_array_size(out) && json_is_array(json_array_get(out, 0))) {
+      for (size_t o = 0; o < json_array_size(out) && o < GX_MAX_OUT_SPECS; o++)
+        parse_spec(path, name, "output_spec", json_array_get(out, o), p->mesh_rank, &os->out[o]);
+    } else {
+      parse_spec(path, name, "output_spec", out, p->mesh_rank, &os->out[0]);
+    }
+    json_t *ins = json_object_get(op, "input_specs"), *ws = json_object_get(op, "weight_specs");
+    json_t *w1 = json_object_get(op, "weight_spec"), *part = json_object_get(op, "partial");
+    size_t next_in = 0;
+    bool w1_used = false;
+    for (int q = 0; q < nd->n_in; q++) {
+      int v = nd->in[q];
+      if (v < 0) continue;
+      if (g->dep[v]) {
+        if (json_is_array(ins) && next_in < json_array_size(ins))
+          parse_spec(path, name, "input_specs", json_array_get(ins, next_in), p->mesh_rank, &os->in[q]);
+        next_in++;
+        continue;
+      }
+      json_t *byname = json_object_get(ws, g->names[v]);
+      if (byname) parse_spec(path, name, "weight_specs", byname, p->mesh_rank, &os->in[q]);
+      else if (!ws && w1 && !w1_used && g->consts[v].rank >= 1 && !g->consts[v].is_int) {
+        parse_spec(path, name, "weight_spec", w1, p->mesh_rank, &os->in[q]);
+        w1_used = true;
+      }
+    }
+    if (json_is_array(part)) {
+      size_t a;
+      json_t *x;
+      json_array_foreach(part, a, x) {
+        json_int_t ax = json_integer_value(x);
+        if (!json_is_integer(x) || ax < 0 || ax >= p->mesh_rank)
+          die(2, "%s: op \"%s\": partial %s: expected mesh axes", path, name, spec_str(part, buf, sizeof buf));
+        os->partial |= 1u << ax;
+      }
+    }
+    os->used = os->partial;
+    for (int q = 0; q < GX_MAX_OUT_SPECS; q++) os->used |= axes_of(&os->out[q]);
+    for (int q = 0; q < nd->n_in; q++) os->used |= axes_of(&os->in[q]);
   }
   json_decref(root);
 }
@@ -240,9 +280,17 @@ static bool batch_of(const st_tensor *src, bool is_int, int64_t n_samples, int64
   return true;
 }
 
-static void sum_doubles(void *user, double *buf, int64_t n) {
+/* The communicators of the mesh's axis sets: [1] axis 0, [2] axis 1, [3] both (the world). */
+static MPI_Comm g_axes_comm[4];
+
+static void mesh_all_reduce(void *user, unsigned axes, float *buf, int64_t n) {
   (void)user;
-  MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  if (axes && n) MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, g_axes_comm[axes & 3]);
+}
+
+static void mesh_sum_d(void *user, unsigned axes, double *buf, int64_t n) {
+  (void)user;
+  if (axes && n) MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_DOUBLE, MPI_SUM, g_axes_comm[axes & 3]);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -351,8 +399,20 @@ int gr_main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   g_rank = rank;
   if (world != p.n_dev) die(2, "%s: the plan has %d devices but the job has %d ranks", a.plan, p.n_dev, world);
-  int64_t B = p.gbs, local = B / world, mb = local / p.micro_batches, per_out = 0;
-  gx_comm comm = {NULL, world > 1 ? sum_doubles : NULL};
+  /* The mesh: the last axis takes consecutive ranks (docs/graph-plan.md "Mesh"). */
+  gx_mesh mesh = {.n_axes = p.mesh_rank, .all_reduce = mesh_all_reduce, .sum_d = mesh_sum_d};
+  mesh.size[0] = p.mesh[0], mesh.size[1] = p.mesh_rank > 1 ? p.mesh[1] : 1;
+  mesh.coord[0] = (int)(rank / mesh.size[1]), mesh.coord[1] = (int)(rank % mesh.size[1]);
+  g_axes_comm[3] = MPI_COMM_WORLD;
+  if (p.mesh_rank == 1) {
+    g_axes_comm[1] = MPI_COMM_WORLD;
+  } else {
+    MPI_Comm_split(MPI_COMM_WORLD, mesh.coord[1], mesh.coord[0], &g_axes_comm[1]);
+    MPI_Comm_split(MPI_COMM_WORLD, mesh.coord[0], mesh.coord[1], &g_axes_comm[2]);
+  }
+  int64_t B = p.gbs, mb = B / p.micro_batches, per_out = 0;
+  gx_shape *shapes = world > 1 ? calloc((size_t)g.n_vals, sizeof *shapes) : NULL;
+  if (world > 1 && !shapes) die(1, "out of memory");
   gx_tensor *in = calloc((size_t)(g.n_inputs ? g.n_inputs : 1), sizeof *in), lab;
   double *loss = calloc((size_t)a.steps, sizeof *loss), *time_s = calloc((size_t)a.steps, sizeof *time_s);
   if (!in || !loss || !time_s) die(1, "out of memory");
@@ -366,7 +426,7 @@ int gr_main(int argc, char **argv) {
     for (int u = 0; u < p.micro_batches; u++) {
       /* Micro-batch u of the global batch: samples u·B/m … (u+1)·B/m − 1, this rank's slice of them, so that
        * BatchNormalization sees the same samples on any number of ranks. */
-      int64_t first = t * B + u * (B / p.micro_batches) + rank * mb;
+      int64_t first = t * B + u * mb;
       for (int i = 0; i < g.n_inputs; i++) {
         bool is_int = m.inputs[0].elem_type != ONNX_FLOAT;
         for (int k = 0; k < m.n_inputs; k++)
@@ -374,9 +434,11 @@ int gr_main(int argc, char **argv) {
         if (!batch_of(data.in[i], is_int, data.n_samples, first, mb, &in[i])) die(1, "out of memory");
       }
       if (!batch_of(data.labels, a.loss == GX_LOSS_XENT, data.n_samples, first, mb, &lab)) die(1, "out of memory");
-      gx_run r = {.g = &g, .w = w, .gw = gw, .comm = &comm, .global_batch = B / p.micro_batches};
+      gx_run r = {.g = &g, .w = w, .gw = gw};
       double scale = 1.0 / ((double)B * (a.loss == GX_LOSS_MSE ? (double)per_out : 1.0));
-      double l = gx_step(&r, in, &lab, a.loss, scale);
+      if (shapes && t == 0 && u == 0 && !gx_shapes(&r, in, shapes)) die(2, "%s: %s", a.model, r.err);
+      double l = shapes ? gx_shard_step(&r, &mesh, p.ops, shapes, in, &lab, a.loss, scale)
+                        : gx_step(&r, in, &lab, a.loss, scale);
       if (isnan(l)) die(2, "%s: %s", a.model, r.err);
       l_sum += l;
       for (int i = 0; i < g.n_inputs; i++) gx_free(&in[i]);
@@ -389,8 +451,8 @@ int gr_main(int argc, char **argv) {
     } else {
       ex_adamw_step(&g.table, &a.opt, t + 1, w, gw, mom, var, 0, g.n_weights);
     }
-    double total = 0;
-    MPI_Allreduce(&l_sum, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double total = l_sum; /* every rank computed the whole loss */
+    MPI_Bcast(&total, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     time_s[t] = MPI_Wtime() - t0;
     loss[t] = total / ((double)B * (a.loss == GX_LOSS_MSE ? (double)per_out : 1.0));
@@ -405,6 +467,12 @@ int gr_main(int argc, char **argv) {
     write_result(ctx, &a, &g, &p, world, loss, time_s, rss);
   }
   free(rss);
+  free(shapes);
+  free(p.ops);
+  if (p.mesh_rank > 1) {
+    MPI_Comm_free(&g_axes_comm[1]);
+    MPI_Comm_free(&g_axes_comm[2]);
+  }
   free(in);
   free(loss);
   free(time_s);

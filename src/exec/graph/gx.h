@@ -57,6 +57,7 @@ typedef struct {
   int n_params;
   gx_param *params;
   int *param_of;      /* per value: its index in params, or -1 */
+  bool *dep;          /* per value: computed from a graph input (an activation), not only from weights and constants */
   int64_t n_weights;  /* floats in the flat buffer */
   ex_model table;     /* the parameter table in ex_model's form, for ex_adamw_step's per-tensor decay */
 } gx_graph;
@@ -69,11 +70,13 @@ AP_HIDDEN void gx_graph_free(gx_graph *g);
  * file, may be NULL) has a tensor of that name, its values (the shape must match). */
 AP_HIDDEN ap_status gx_graph_init(ap_ctx *ctx, const gx_graph *g, const char *init, float *w);
 
-/* The communication an op needs under data parallelism: the sum of n doubles over the ranks that share the
- * global batch (BatchNormalization's statistics). NULL sum: one rank. */
+/* The communication an op needs inside itself: the sum of n doubles over the ranks that share its samples
+ * (BatchNormalization's statistics: the mesh axes that split the batch, `axes`, a bit per mesh axis). NULL
+ * sum: one rank. */
 typedef struct {
   void *user;
-  void (*sum)(void *user, double *buf, int64_t n);
+  void (*sum)(void *user, unsigned axes, double *buf, int64_t n);
+  unsigned axes;
 } gx_comm;
 
 /* One forward and backward pass's state: every value's tensor and gradient. */
@@ -84,7 +87,6 @@ typedef struct {
   gx_tensor *v;
   float **grad; /* per value: its gradient (v's shape), or NULL */
   const gx_comm *comm;
-  int64_t global_batch; /* samples over every rank (BatchNormalization's count) */
   char err[420];
 } gx_run;
 
@@ -97,6 +99,8 @@ enum { GX_LOSS_XENT, GX_LOSS_MSE };
  * shape that disagrees, names the node). */
 AP_HIDDEN double gx_step(gx_run *r, const gx_tensor *inputs, const gx_tensor *labels, int loss, double scale);
 AP_HIDDEN void gx_run_free(gx_run *r);
+/* The loss of output y against labels (the sum over rows or elements) and dy = d(sum · scale)/dy. */
+AP_HIDDEN double gx_loss(gx_run *r, const gx_tensor *y, const gx_tensor *lab, int loss, double scale, float *dy);
 
 /* ---- Tensors and ops (gx_tensor.c, gx_fwd.c, gx_bwd.c) ---- */
 AP_HIDDEN bool gx_alloc(gx_tensor *t, bool is_int, int rank, const int64_t *dims);
@@ -113,7 +117,6 @@ AP_HIDDEN bool gx_bwd(gx_run *r, int k);
 /* The gradient buffer of value v, zeroed on first use; NULL on out of memory. */
 AP_HIDDEN float *gx_grad(gx_run *r, int v);
 AP_HIDDEN bool gx_fail(gx_run *r, int k, const char *fmt, ...) AP_PRINTF(3, 4);
-/* Whether value v carries a gradient (a float value that depends on a trainable weight or on a graph input). */
 AP_HIDDEN const onnx_attr *gx_attr(const onnx_node *n, const char *name);
 AP_HIDDEN int64_t gx_attr_i(const onnx_node *n, const char *name, int64_t def);
 AP_HIDDEN double gx_attr_f(const onnx_node *n, const char *name, double def);

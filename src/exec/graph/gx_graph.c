@@ -136,6 +136,17 @@ ap_status gx_graph_build(ap_ctx *ctx, const char *file, const onnx_model *m, gx_
     g->n_weights += c->n;
   }
   free(state);
+  g->dep = calloc((size_t)g->n_vals, sizeof *g->dep);
+  if (!g->dep) return ctx_fail(ctx, AP_NOMEM, "%s: out of memory", file);
+  for (int i = 0; i < g->n_inputs; i++) g->dep[g->inputs[i]] = true;
+  for (int k = 0; k < g->n_nodes; k++) {
+    bool d = false;
+    for (int i = 0; i < g->nodes[k].n_in; i++) d = d || (g->nodes[k].in[i] >= 0 && g->dep[g->nodes[k].in[i]]);
+    /* Shape reads only an activation's dims: what it computes is known without the data. */
+    if (strcmp(g->nodes[k].node->op_type, "Shape") == 0) d = false;
+    for (int o = 0; o < g->nodes[k].n_out; o++)
+      if (g->nodes[k].out[o] >= 0) g->dep[g->nodes[k].out[o]] = d;
+  }
   g->table.n_t = g->n_params;
   g->table.n_params = g->n_weights;
   return AP_OK;
@@ -152,6 +163,7 @@ void gx_graph_free(gx_graph *g) {
   free(g->names);
   free(g->inputs);
   free(g->param_of);
+  free(g->dep);
   free(g->params);
   free(g->table.t);
   memset(g, 0, sizeof *g);

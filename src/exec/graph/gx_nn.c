@@ -131,7 +131,7 @@ static bool conv(gx_run *r, int k, bool bwd) {
 
 /* Sums over the ranks that share the global batch (nothing on one rank). */
 static void global_sum(gx_run *r, double *buf, int64_t n) {
-  if (r->comm && r->comm->sum) r->comm->sum(r->comm->user, buf, n);
+  if (r->comm && r->comm->sum && r->comm->axes) r->comm->sum(r->comm->user, r->comm->axes, buf, n);
 }
 
 /* BatchNormalization in training mode (training_mode = 1, or the running statistics asked for as outputs,
@@ -144,7 +144,7 @@ static bool batchnorm(gx_run *r, int k, bool bwd) {
   bool train = gx_attr_i(nd->node, "training_mode", 0) || (nd->n_out > 1 && nd->out[1] >= 0);
   if (x->rank < 2) return gx_fail(r, k, "expected an input [N, C, ...]");
   int64_t N = x->dims[0], C = x->dims[1], S = N > 0 && C > 0 ? x->n / (N * C) : 0;
-  double *st = calloc((size_t)(4 * C), sizeof *st); /* mean, invstd; then the backward's two sums */
+  double *st = calloc((size_t)(4 * C + 1), sizeof *st); /* mean, invstd; the backward's two sums; the count */
   if (!st) return gx_fail(r, k, "out of memory");
   if (train) {
     for (int64_t n = 0; n < N; n++)
@@ -153,8 +153,12 @@ static bool batchnorm(gx_run *r, int k, bool bwd) {
           double v = x->f[(n * C + c) * S + s];
           st[c] += v, st[C + c] += v * v;
         }
-    global_sum(r, st, 2 * C);
-    double cnt = (double)r->global_batch * (double)(N ? x->n / N : 0) / (double)C;
+    double *cnt_p = st + 2 * C; /* the samples' elements per channel, summed with the statistics */
+    *cnt_p = (double)N * (double)S;
+    global_sum(r, st, 2 * C + 1);
+    double cnt = *cnt_p;
+    st[4 * C] = cnt;
+    *cnt_p = 0;
     for (int64_t c = 0; c < C; c++) {
       double m = st[c] / cnt, var = st[C + c] / cnt - m * m;
       st[c] = m, st[C + c] = 1.0 / sqrt((var > 0 ? var : 0) + eps);
@@ -192,7 +196,7 @@ static bool batchnorm(gx_run *r, int k, bool bwd) {
   for (int64_t c = 0; c < C; c++) ds[c] += (float)s2[c], db[c] += (float)s1[c];
   if (train) {
     global_sum(r, s1, 2 * C);
-    double cnt = (double)r->global_batch * (double)(N ? x->n / N : 0) / (double)C;
+    double cnt = st[4 * C];
     for (int64_t e = 0; e < x->n; e++) {
       int64_t c = (e / S) % C;
       double xh = (x->f[e] - st[c]) * st[C + c];

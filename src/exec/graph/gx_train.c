@@ -22,7 +22,7 @@ void gx_run_free(gx_run *r) {
 
 /* Cross entropy of the output's last axis against class ids (mean-free: the sum over rows), or the squared
  * error summed over elements; writes dy = d(loss sum · scale)/dy. */
-static double loss_fn(gx_run *r, const gx_tensor *y, const gx_tensor *lab, int loss, double scale, float *dy) {
+double gx_loss(gx_run *r, const gx_tensor *y, const gx_tensor *lab, int loss, double scale, float *dy) {
   if (loss == GX_LOSS_MSE) {
     if (lab->n != y->n) {
       snprintf(r->err, sizeof r->err, "labels: %lld values for an output of %lld (mse takes the output's shape)",
@@ -94,7 +94,7 @@ double gx_step(gx_run *r, const gx_tensor *inputs, const gx_tensor *labels, int 
   }
   float *dy = gx_grad(r, g->output);
   if (!dy) goto oom;
-  result = loss_fn(r, y, labels, loss, scale, dy);
+  result = gx_loss(r, y, labels, loss, scale, dy);
   if (isnan(result)) goto done;
   for (int k = g->n_nodes - 1; k >= 0; k--)
     if (!gx_bwd(r, k)) {
