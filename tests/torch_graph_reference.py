@@ -18,6 +18,9 @@ which must be data parallel for these sizes, else autopar run exits 2 naming the
 Standard library + torch + onnx (Debian python3-torch, python3-onnx; /usr/bin/python3). Not part of `make test`
 or CI's required path: where torch is absent it says so and exits 0.
 Run: /usr/bin/python3 tests/torch_graph_reference.py [--bin bin/autopar] [--steps 4] [--keep DIR]
+With --keep DIR the models, data, weights and PyTorch's losses (torch_losses.json) stay in DIR: the fixtures of
+tests/data/graph/ are `--keep tests/data/graph` (then delete its plan files), which tests/sh_graph_exec.sh runs
+in `make test` without torch.
 """
 import argparse
 import json
@@ -159,7 +162,8 @@ def main():
     gen = torch.Generator().manual_seed(1234)
     work = a.keep or tempfile.mkdtemp(prefix="torch-graph-ref.")
     os.makedirs(work, exist_ok=True)
-    worst, failed = 0.0, []
+    worst, failed, record = 0.0, [], {"steps": a.steps, "gbs": a.gbs, "lr": LR, "beta1": B1, "beta2": B2, "eps": EPS,
+                                       "weight_decay": WD, "torch": torch.__version__, "models": {}}
     for name in a.cases.split(","):
         model, inputs, labels, opt_name = make_case(name, gen, 3 * a.gbs)
         model.train()
@@ -174,6 +178,7 @@ def main():
         write_safetensors(os.path.join(work, name + ".init.safetensors"),
                           {k: v for k, v in model.named_parameters()})
         ref = torch_losses(model, inputs, labels, a.gbs, a.steps, opt_name)
+        record["models"][name] = {"optimizer": opt_name, "losses": ref}
         model.load_state_dict(state)
         runs = [1] + ([a.ranks] if a.ranks > 1 else [])
         for n_dev in runs:
@@ -194,6 +199,10 @@ def main():
                   (name, n_dev, opt_name, rel, " ".join("%.6f" % x for x in got), " ".join("%.6f" % x for x in ref)))
             if not ok:
                 failed.append("%s on %d rank(s)" % (name, n_dev))
+    if a.keep:  # the fixture tests/sh_graph_exec.sh checks the serial run against (tests/data/graph/)
+        with open(os.path.join(work, "torch_losses.json"), "w") as f:
+            json.dump(record, f, indent=1)
+            f.write("\n")
     if failed:
         print("torch_graph_reference: FAILED (relative 1e-5): " + ", ".join(failed))
         return 1

@@ -214,7 +214,9 @@ static void read_plan(const char *path, const gx_graph *g, gr_plan *p) {
       }
       json_t *byname = json_object_get(ws, g->names[v]);
       if (byname) parse_spec(path, name, "weight_specs", byname, p->mesh_rank, &os->in[q]);
-      else if (!ws && w1 && !w1_used && g->consts[v].rank >= 1 && !g->consts[v].is_int) {
+      else if (!ws && w1 && !w1_used && (g->consts[v].rank < 0 || (g->consts[v].rank >= 1 && !g->consts[v].is_int))) {
+        /* A weight that reaches the op through ops on weights alone (a Transpose of the initializer) is the
+         * op's weight as the importer folds it. */
         parse_spec(path, name, "weight_spec", w1, p->mesh_rank, &os->in[q]);
         w1_used = true;
       }
