@@ -106,11 +106,17 @@ static void parse_args(int argc, char **argv, gr_args *a) {
   if (a->sgd && !a->wd_given) a->opt.weight_decay = 0.0;
 }
 
+enum { GR_MAX_STAGES = 8 };
+
 typedef struct {
-  int n_dev, mesh_rank, micro_batches;
-  int64_t mesh[2];
+  int n_dev, micro_batches, n_stages;
   int64_t gbs;
-  gx_opspec *ops; /* per node */
+  int axes[GR_MAX_STAGES];       /* per stage: its mesh's axes (1 or 2) */
+  int64_t mesh[GR_MAX_STAGES][2];
+  int base[GR_MAX_STAGES];       /* per stage: its first rank (stages take consecutive ranks in order) */
+  int first[GR_MAX_STAGES], last[GR_MAX_STAGES]; /* per stage: its first and last node */
+  int *stage_of;                 /* per node: its stage, -1 for nodes on weights and constants alone */
+  gx_opspec *ops;                /* per node */
 } gr_plan;
 
 static const char *spec_str(json_t *spec, char *buf, size_t n) {
@@ -152,21 +158,53 @@ static void read_plan(const char *path, const gx_graph *g, gr_plan *p) {
   json_t *fmt = json_object_get(root, "format");
   if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "autopar-plan/2") != 0)
     die(2, "%s: format: expected \"autopar-plan/2\" (the plan `autopar plan --model NET.onnx --json` prints)", path);
-  json_t *shape = json_object_get(json_object_get(root, "mesh"), "shape");
-  if (!json_is_array(shape) || json_array_size(shape) < 1 || json_array_size(shape) > 2)
-    die(2, "%s: mesh.shape: expected 1 or 2 axes", path);
-  p->mesh_rank = (int)json_array_size(shape);
-  p->n_dev = 1;
-  for (size_t i = 0; i < json_array_size(shape); i++) {
-    json_int_t v = json_integer_value(json_array_get(shape, i));
-    if (v < 1 || v > 4096) die(2, "%s: mesh.shape[%zu]: expected a count >= 1", path, i);
-    p->mesh[i] = (int64_t)v;
-    p->n_dev *= (int)v;
-  }
+  /* The stages (a plan of one stage may omit them): each its mesh and its first and last op, in graph order. */
   json_t *stages = json_object_get(root, "stages");
-  if (json_is_array(stages) && json_array_size(stages) > 1)
-    die(2, "%s: stages: %zu pipeline stages; the graph executor runs plans of one stage (inter-op stages are not run "
-        "yet)", path, json_array_size(stages));
+  size_t n_st = json_is_array(stages) ? json_array_size(stages) : 0;
+  if (n_st > GR_MAX_STAGES) die(2, "%s: stages: %zu stages (at most %d)", path, n_st, GR_MAX_STAGES);
+  p->n_stages = n_st > 1 ? (int)n_st : 1;
+  p->n_dev = 0;
+  int from = 0;
+  for (int st = 0; st < p->n_stages; st++) {
+    json_t *sj = n_st > 1 ? json_array_get(stages, (size_t)st) : NULL;
+    json_t *shape = sj ? json_object_get(sj, "mesh") : json_object_get(json_object_get(root, "mesh"), "shape");
+    if (!json_is_array(shape) || json_array_size(shape) < 1 || json_array_size(shape) > 2)
+      die(2, "%s: %s: expected 1 or 2 axes", path, sj ? "stages[].mesh" : "mesh.shape");
+    p->axes[st] = (int)json_array_size(shape);
+    p->base[st] = p->n_dev;
+    int n = 1;
+    p->mesh[st][1] = 1;
+    for (size_t i = 0; i < json_array_size(shape); i++) {
+      json_int_t v = json_integer_value(json_array_get(shape, i));
+      if (v < 1 || v > 4096) die(2, "%s: mesh[%zu]: expected a count >= 1", path, i);
+      p->mesh[st][i] = (int64_t)v;
+      n *= (int)v;
+    }
+    p->n_dev += n;
+    p->first[st] = 0, p->last[st] = g->n_nodes - 1;
+    if (!sj) continue;
+    const char *fo = json_string_value(json_object_get(sj, "first_op"));
+    const char *lo = json_string_value(json_object_get(sj, "last_op"));
+    p->first[st] = p->last[st] = -1;
+    for (int k = from; k < g->n_nodes && fo && p->first[st] < 0; k++)
+      if (!strcmp(g->nodes[k].name, fo)) p->first[st] = k;
+    for (int k = p->first[st] < 0 ? g->n_nodes : p->first[st]; k < g->n_nodes && lo && p->last[st] < 0; k++)
+      if (!strcmp(g->nodes[k].name, lo)) p->last[st] = k;
+    if (p->first[st] < 0 || p->last[st] < 0)
+      die(2, "%s: stages[%d]: first_op \"%s\" and last_op \"%s\": expected nodes of the model in order", path, st,
+          fo ? fo : "?", lo ? lo : "?");
+    from = p->last[st] + 1;
+  }
+  p->stage_of = malloc(sizeof *p->stage_of * (size_t)(g->n_nodes ? g->n_nodes : 1));
+  if (!p->stage_of) die(1, "out of memory");
+  /* Nodes between a stage's first and last op are its own; a node on weights and constants alone runs on every
+   * stage (-1); a data node before the first stage or between stages goes with the stage before it. */
+  for (int k = 0, st = 0; k < g->n_nodes; k++) {
+    while (st + 1 < p->n_stages && k >= p->first[st + 1]) st++;
+    bool data = false;
+    for (int o = 0; o < g->nodes[k].n_out; o++) data = data || (g->nodes[k].out[o] >= 0 && g->dep[g->nodes[k].out[o]]);
+    p->stage_of[k] = data ? st : -1;
+  }
   json_t *gbs = json_object_get(root, "global_batch_size"), *mb = json_object_get(root, "micro_batches");
   if (!json_is_integer(gbs) || json_integer_value(gbs) < 1) die(2, "%s: global_batch_size: expected a count >= 1", path);
   p->gbs = (int64_t)json_integer_value(gbs);
@@ -189,15 +227,19 @@ static void read_plan(const char *path, const gx_graph *g, gr_plan *p) {
     if (k < 0) die(2, "%s: ops[%zu] \"%s\": no node of the model has this name", path, i, name);
     gx_opspec *os = &p->ops[k];
     const gx_node *nd = &g->nodes[k];
+    int n_axes = p->axes[p->stage_of[k] < 0 ? 0 : p->stage_of[k]];
+    p->stage_of[k] = p->stage_of[k] < 0 ? 0 : p->stage_of[k]; /* a plan op runs on its stage only */
+    for (int st = 0; st < p->n_stages; st++)
+      if (k >= p->first[st] && k <= p->last[st]) p->stage_of[k] = st, n_axes = p->axes[st];
     os->in_plan = true;
     for (int q = 0; q < GX_MAX_OUT_SPECS; q++) os->out[q].rank = -1;
     for (int q = 0; q < GX_MAX_IO; q++) os->in[q].rank = -1;
     json_t *out = json_object_get(op, "output_spec");
     if (json_is_array(out) && json_array_size(out) && json_is_array(json_array_get(out, 0))) {
       for (size_t o = 0; o < json_array_size(out) && o < GX_MAX_OUT_SPECS; o++)
-        parse_spec(path, name, "output_spec", json_array_get(out, o), p->mesh_rank, &os->out[o]);
+        parse_spec(path, name, "output_spec", json_array_get(out, o), n_axes, &os->out[o]);
     } else {
-      parse_spec(path, name, "output_spec", out, p->mesh_rank, &os->out[0]);
+      parse_spec(path, name, "output_spec", out, n_axes, &os->out[0]);
     }
     json_t *ins = json_object_get(op, "input_specs"), *ws = json_object_get(op, "weight_specs");
     json_t *w1 = json_object_get(op, "weight_spec"), *part = json_object_get(op, "partial");
@@ -208,16 +250,16 @@ static void read_plan(const char *path, const gx_graph *g, gr_plan *p) {
       if (v < 0) continue;
       if (g->dep[v]) {
         if (json_is_array(ins) && next_in < json_array_size(ins))
-          parse_spec(path, name, "input_specs", json_array_get(ins, next_in), p->mesh_rank, &os->in[q]);
+          parse_spec(path, name, "input_specs", json_array_get(ins, next_in), n_axes, &os->in[q]);
         next_in++;
         continue;
       }
       json_t *byname = json_object_get(ws, g->names[v]);
-      if (byname) parse_spec(path, name, "weight_specs", byname, p->mesh_rank, &os->in[q]);
+      if (byname) parse_spec(path, name, "weight_specs", byname, n_axes, &os->in[q]);
       else if (!ws && w1 && !w1_used && (g->consts[v].rank < 0 || (g->consts[v].rank >= 1 && !g->consts[v].is_int))) {
         /* A weight that reaches the op through ops on weights alone (a Transpose of the initializer) is the
          * op's weight as the importer folds it. */
-        parse_spec(path, name, "weight_spec", w1, p->mesh_rank, &os->in[q]);
+        parse_spec(path, name, "weight_spec", w1, n_axes, &os->in[q]);
         w1_used = true;
       }
     }
@@ -226,7 +268,7 @@ static void read_plan(const char *path, const gx_graph *g, gr_plan *p) {
       json_t *x;
       json_array_foreach(part, a, x) {
         json_int_t ax = json_integer_value(x);
-        if (!json_is_integer(x) || ax < 0 || ax >= p->mesh_rank)
+        if (!json_is_integer(x) || ax < 0 || ax >= n_axes)
           die(2, "%s: op \"%s\": partial %s: expected mesh axes", path, name, spec_str(part, buf, sizeof buf));
         os->partial |= 1u << ax;
       }
@@ -293,6 +335,40 @@ static void mesh_all_reduce(void *user, unsigned axes, float *buf, int64_t n) {
 static void mesh_sum_d(void *user, unsigned axes, double *buf, int64_t n) {
   (void)user;
   if (axes && n) MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_DOUBLE, MPI_SUM, g_axes_comm[axes & 3]);
+}
+
+/* The pipeline's point-to-point messages (gx_pipe): a stage's first rank sends to every rank of the other stage;
+ * the sends are nonblocking until pipe_flush, so that no order of stages can deadlock on them. */
+typedef struct {
+  const gr_plan *p;
+  int stage_rank;
+  MPI_Request *req;
+  int n_req, cap_req;
+} gr_link;
+
+static void pipe_send(void *user, int dst, const float *buf, int64_t n) {
+  gr_link *l = user;
+  if (l->stage_rank != 0) return;
+  int n_dst = (int)(l->p->mesh[dst][0] * l->p->mesh[dst][1]);
+  for (int q = 0; q < n_dst; q++) {
+    if (l->n_req == l->cap_req) {
+      l->cap_req = l->cap_req ? 2 * l->cap_req : 64;
+      l->req = realloc(l->req, sizeof *l->req * (size_t)l->cap_req);
+      if (!l->req) die(1, "out of memory");
+    }
+    MPI_Isend(buf, (int)n, MPI_FLOAT, l->p->base[dst] + q, 21, MPI_COMM_WORLD, &l->req[l->n_req++]);
+  }
+}
+
+static void pipe_recv(void *user, int src, float *buf, int64_t n) {
+  gr_link *l = user;
+  MPI_Recv(buf, (int)n, MPI_FLOAT, l->p->base[src], 21, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
+static void pipe_flush(void *user) {
+  gr_link *l = user;
+  MPI_Waitall(l->n_req, l->req, MPI_STATUSES_IGNORE);
+  l->n_req = 0;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -401,23 +477,34 @@ int gr_main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   g_rank = rank;
   if (world != p.n_dev) die(2, "%s: the plan has %d devices but the job has %d ranks", a.plan, p.n_dev, world);
-  /* The mesh: the last axis takes consecutive ranks (docs/graph-plan.md "Mesh"). */
-  gx_mesh mesh = {.n_axes = p.mesh_rank, .all_reduce = mesh_all_reduce, .sum_d = mesh_sum_d};
-  mesh.size[0] = p.mesh[0], mesh.size[1] = p.mesh_rank > 1 ? p.mesh[1] : 1;
-  mesh.coord[0] = (int)(rank / mesh.size[1]), mesh.coord[1] = (int)(rank % mesh.size[1]);
-  g_axes_comm[3] = MPI_COMM_WORLD;
-  if (p.mesh_rank == 1) {
-    g_axes_comm[1] = MPI_COMM_WORLD;
+  /* This rank's stage (stages take consecutive ranks in order) and its place on the stage's mesh, whose last
+   * axis takes consecutive ranks (docs/graph-plan.md "Mesh"). */
+  int stage = 0;
+  while (stage + 1 < p.n_stages && rank >= p.base[stage + 1]) stage++;
+  int lr = rank - p.base[stage];
+  gx_mesh mesh = {.n_axes = p.axes[stage], .all_reduce = mesh_all_reduce, .sum_d = mesh_sum_d};
+  mesh.size[0] = p.mesh[stage][0], mesh.size[1] = p.axes[stage] > 1 ? p.mesh[stage][1] : 1;
+  mesh.coord[0] = (int)(lr / mesh.size[1]), mesh.coord[1] = (int)(lr % mesh.size[1]);
+  MPI_Comm stage_comm;
+  MPI_Comm_split(MPI_COMM_WORLD, stage, lr, &stage_comm);
+  g_axes_comm[3] = stage_comm;
+  if (p.axes[stage] == 1) {
+    g_axes_comm[1] = stage_comm;
   } else {
-    MPI_Comm_split(MPI_COMM_WORLD, mesh.coord[1], mesh.coord[0], &g_axes_comm[1]);
-    MPI_Comm_split(MPI_COMM_WORLD, mesh.coord[0], mesh.coord[1], &g_axes_comm[2]);
+    MPI_Comm_split(stage_comm, mesh.coord[1], mesh.coord[0], &g_axes_comm[1]);
+    MPI_Comm_split(stage_comm, mesh.coord[0], mesh.coord[1], &g_axes_comm[2]);
   }
+  gr_link link = {.p = &p, .stage_rank = lr};
+  gx_pipe pipe = {p.n_stages, stage, p.stage_of, &link, pipe_send, pipe_recv, pipe_flush};
+  int out_stage = g.producer[g.output] >= 0 && p.stage_of[g.producer[g.output]] >= 0 ? p.stage_of[g.producer[g.output]] : 0;
   int64_t B = p.gbs, mb = B / p.micro_batches, per_out = 0;
   gx_shape *shapes = world > 1 ? calloc((size_t)g.n_vals, sizeof *shapes) : NULL;
   if (world > 1 && !shapes) die(1, "out of memory");
   gx_tensor *in = calloc((size_t)(g.n_inputs ? g.n_inputs : 1), sizeof *in), lab;
   double *loss = calloc((size_t)a.steps, sizeof *loss), *time_s = calloc((size_t)a.steps, sizeof *time_s);
-  if (!in || !loss || !time_s) die(1, "out of memory");
+  gx_run *runs = calloc((size_t)p.micro_batches, sizeof *runs);
+  gx_shard_mb **mbs = calloc((size_t)p.micro_batches, sizeof *mbs);
+  if (!in || !loss || !time_s || !runs || !mbs) die(1, "out of memory");
   per_out = data.labels->n_elems / data.n_samples; /* label values per sample (mse: the output's per sample) */
   for (int64_t t = 0; t < a.steps; t++) {
     MPI_Barrier(MPI_COMM_WORLD);
@@ -436,16 +523,28 @@ int gr_main(int argc, char **argv) {
         if (!batch_of(data.in[i], is_int, data.n_samples, first, mb, &in[i])) die(1, "out of memory");
       }
       if (!batch_of(data.labels, a.loss == GX_LOSS_XENT, data.n_samples, first, mb, &lab)) die(1, "out of memory");
-      gx_run r = {.g = &g, .w = w, .gw = gw};
       double scale = 1.0 / ((double)B * (a.loss == GX_LOSS_MSE ? (double)per_out : 1.0));
-      if (shapes && t == 0 && u == 0 && !gx_shapes(&r, in, shapes)) die(2, "%s: %s", a.model, r.err);
-      double l = shapes ? gx_shard_step(&r, &mesh, p.ops, shapes, in, &lab, a.loss, scale)
-                        : gx_step(&r, in, &lab, a.loss, scale);
-      if (isnan(l)) die(2, "%s: %s", a.model, r.err);
-      l_sum += l;
+      runs[u] = (gx_run){.g = &g, .w = w, .gw = gw};
+      if (shapes && t == 0 && u == 0 && !gx_shapes(&runs[u], in, shapes)) die(2, "%s: %s", a.model, runs[u].err);
+      if (!shapes) {
+        double l = gx_step(&runs[u], in, &lab, a.loss, scale);
+        if (isnan(l)) die(2, "%s: %s", a.model, runs[u].err);
+        l_sum += l;
+      } else {
+        /* GPipe's order (Huang et al. 2019): every micro-batch's forward, then the backwards in reverse. The
+         * numbers are the same under 1F1B, which orders the same passes differently. */
+        if (!(mbs[u] = gx_shard_fwd(&runs[u], &mesh, p.ops, shapes, &pipe, in))) die(2, "%s: %s", a.model, runs[u].err);
+        if (gx_shard_has_output(mbs[u])) {
+          double l = gx_shard_loss(mbs[u], &lab, a.loss, scale);
+          if (isnan(l)) die(2, "%s: %s", a.model, runs[u].err);
+          l_sum += l;
+        }
+      }
       for (int i = 0; i < g.n_inputs; i++) gx_free(&in[i]);
       gx_free(&lab);
     }
+    for (int u = p.micro_batches - 1; shapes && u >= 0; u--)
+      if (!gx_shard_bwd(mbs[u])) die(2, "%s: %s", a.model, runs[u].err);
     if (world > 1) MPI_Allreduce(MPI_IN_PLACE, gw, (int)g.n_weights, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (a.sgd) {
       /* torch.optim.SGD without momentum (torch/optim/sgd.py, _single_tensor_sgd at v1.13): g ← g + wd·p; p ← p − lr·g. */
@@ -453,8 +552,8 @@ int gr_main(int argc, char **argv) {
     } else {
       ex_adamw_step(&g.table, &a.opt, t + 1, w, gw, mom, var, 0, g.n_weights);
     }
-    double total = l_sum; /* every rank computed the whole loss */
-    MPI_Bcast(&total, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    double total = l_sum; /* every rank of the output's stage computed the whole loss */
+    MPI_Bcast(&total, 1, MPI_DOUBLE, p.base[out_stage], MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     time_s[t] = MPI_Wtime() - t0;
     loss[t] = total / ((double)B * (a.loss == GX_LOSS_MSE ? (double)per_out : 1.0));
@@ -471,10 +570,15 @@ int gr_main(int argc, char **argv) {
   free(rss);
   free(shapes);
   free(p.ops);
-  if (p.mesh_rank > 1) {
+  if (p.axes[stage] > 1) {
     MPI_Comm_free(&g_axes_comm[1]);
     MPI_Comm_free(&g_axes_comm[2]);
   }
+  MPI_Comm_free(&stage_comm);
+  free(link.req);
+  free(runs);
+  free(mbs);
+  free(p.stage_of);
   free(in);
   free(loss);
   free(time_s);

@@ -57,6 +57,7 @@ typedef struct {
   int n_params;
   gx_param *params;
   int *param_of;      /* per value: its index in params, or -1 */
+  int *producer;      /* per value: the node that computes it, or -1 */
   bool *dep;          /* per value: computed from a graph input (an activation), not only from weights and constants */
   int64_t n_weights;  /* floats in the flat buffer */
   ex_model table;     /* the parameter table in ex_model's form, for ex_adamw_step's per-tensor decay */

@@ -137,7 +137,12 @@ ap_status gx_graph_build(ap_ctx *ctx, const char *file, const onnx_model *m, gx_
   }
   free(state);
   g->dep = calloc((size_t)g->n_vals, sizeof *g->dep);
-  if (!g->dep) return ctx_fail(ctx, AP_NOMEM, "%s: out of memory", file);
+  g->producer = malloc(sizeof *g->producer * (size_t)g->n_vals);
+  if (!g->dep || !g->producer) return ctx_fail(ctx, AP_NOMEM, "%s: out of memory", file);
+  for (int v = 0; v < g->n_vals; v++) g->producer[v] = -1;
+  for (int k = 0; k < g->n_nodes; k++)
+    for (int o = 0; o < g->nodes[k].n_out; o++)
+      if (g->nodes[k].out[o] >= 0) g->producer[g->nodes[k].out[o]] = k;
   for (int i = 0; i < g->n_inputs; i++) g->dep[g->inputs[i]] = true;
   for (int k = 0; k < g->n_nodes; k++) {
     bool d = false;
@@ -164,6 +169,7 @@ void gx_graph_free(gx_graph *g) {
   free(g->inputs);
   free(g->param_of);
   free(g->dep);
+  free(g->producer);
   free(g->params);
   free(g->table.t);
   memset(g, 0, sizeof *g);

@@ -24,7 +24,7 @@
 #include "exec/graph/gx_ops.h"
 #include "exec/graph/gx_shard.h"
 
-typedef struct {
+struct gx_shard_mb {
   gx_run *r;
   const gx_mesh *m;
   const gx_opspec *ops;
@@ -32,7 +32,11 @@ typedef struct {
   gx_spec *lay;     /* per value: its layout */
   gx_tensor *whole; /* per value: its whole tensor once gathered (rank -1: not yet) */
   float **wgrad;    /* per value of a split layout: the gradient contributions put whole */
-} sh;
+  float **xgrad;    /* per value sent to later stages: the whole gradient they sent back */
+  const gx_pipe *pipe;
+  bool *sent, *recvd; /* per value: sent to a later stage / received from an earlier one */
+};
+typedef struct gx_shard_mb sh;
 
 static bool is_whole(const gx_spec *s) {
   if (s->rank < 0) return true;
@@ -317,21 +321,27 @@ static bool fwd_node(sh *h, int k) {
   return true;
 }
 
-/* The gradient of value v in its layout, once every consumer has contributed (called at its producer). */
+/* The gradient of value v in its layout, once every consumer has contributed (called at its producer): this
+ * stage's contributions, and the whole gradient later stages sent back (xgrad). */
 static bool settle_grad(sh *h, int k, int v) {
   gx_run *r = h->r;
   if (v < 0 || r->v[v].is_int) return true;
-  if (is_whole(&h->lay[v])) { /* contributions are masked shares of the whole gradient */
-    if (r->grad[v]) h->m->all_reduce(h->m->user, all_axes(h->m), r->grad[v], r->v[v].n);
-    return true;
-  }
-  if (!h->wgrad[v]) return true;
   const gx_tensor *t = &r->v[v];
-  int64_t wd[GX_MAX_DIMS];
-  h->m->all_reduce(h->m->user, all_axes(h->m), h->wgrad[v], whole_dims(h, v, wd));
-  float *g = gx_grad(r, v);
-  if (!g) return gx_fail(r, k, "out of memory");
-  for (int64_t e = 0; e < t->n; e++) g[e] += h->wgrad[v][whole_index(h->m, &h->lay[v], t->rank, t->dims, e)];
+  if (is_whole(&h->lay[v])) { /* contributions are masked shares of the whole gradient */
+    if (r->grad[v]) h->m->all_reduce(h->m->user, all_axes(h->m), r->grad[v], t->n);
+  } else if (h->wgrad[v]) {
+    int64_t wd[GX_MAX_DIMS];
+    h->m->all_reduce(h->m->user, all_axes(h->m), h->wgrad[v], whole_dims(h, v, wd));
+    float *g = gx_grad(r, v);
+    if (!g) return gx_fail(r, k, "out of memory");
+    for (int64_t e = 0; e < t->n; e++) g[e] += h->wgrad[v][whole_index(h->m, &h->lay[v], t->rank, t->dims, e)];
+  }
+  if (h->xgrad[v]) {
+    float *g = gx_grad(r, v);
+    if (!g) return gx_fail(r, k, "out of memory");
+    bool whole = is_whole(&h->lay[v]);
+    for (int64_t e = 0; e < t->n; e++) g[e] += h->xgrad[v][whole ? e : whole_index(h->m, &h->lay[v], t->rank, t->dims, e)];
+  }
   return true;
 }
 
@@ -450,50 +460,59 @@ static bool bwd_node(sh *h, int k) {
   return ok;
 }
 
-bool gx_shapes(gx_run *r, const gx_tensor *inputs, gx_shape *out) {
-  const gx_graph *g = r->g;
-  r->v = calloc((size_t)g->n_vals, sizeof *r->v);
-  r->grad = calloc((size_t)g->n_vals, sizeof *r->grad);
-  bool ok = r->v && r->grad;
-  for (int v = 0; ok && v < g->n_vals; v++) {
-    r->v[v].rank = -1;
-    if (g->consts[v].rank < 0) continue;
-    r->v[v] = g->consts[v];
-    r->v[v].view = true;
-    if (g->param_of[v] >= 0) r->v[v].f = (float *)r->w + g->params[g->param_of[v]].off;
-  }
-  for (int i = 0; ok && i < g->n_inputs; i++) {
-    gx_tensor *t = &r->v[g->inputs[i]];
-    ok = gx_alloc(t, inputs[i].is_int, inputs[i].rank, inputs[i].dims);
-    if (ok && t->is_int) memcpy(t->i, inputs[i].i, sizeof *t->i * (size_t)t->n);
-    else if (ok) memcpy(t->f, inputs[i].f, sizeof *t->f * (size_t)t->n);
-  }
-  for (int k = 0; ok && k < g->n_nodes; k++) ok = gx_fwd(r, k);
-  for (int v = 0; ok && v < g->n_vals; v++) {
-    out[v].rank = r->v[v].rank;
-    if (r->v[v].rank > 0) memcpy(out[v].dims, r->v[v].dims, sizeof out[v].dims);
-  }
-  if (!ok && !r->err[0]) snprintf(r->err, sizeof r->err, "out of memory");
-  gx_run_free(r);
-  return ok;
+/* Whether node k runs on this rank's stage. */
+static bool here(const sh *h, int k) {
+  return !h->pipe || h->pipe->stage_of[k] < 0 || h->pipe->stage_of[k] == h->pipe->stage;
 }
 
-double gx_shard_step(gx_run *r, const gx_mesh *mesh, const gx_opspec *ops, const gx_shape *shapes,
-                     const gx_tensor *inputs, const gx_tensor *labels, int loss, double scale) {
-  const gx_graph *g = r->g;
-  r->err[0] = '\0';
-  sh h = {r, mesh, ops, shapes, calloc((size_t)g->n_vals, sizeof(gx_spec)), calloc((size_t)g->n_vals, sizeof(gx_tensor)),
-          calloc((size_t)g->n_vals, sizeof(float *))};
-  r->v = calloc((size_t)g->n_vals, sizeof *r->v);
-  r->grad = calloc((size_t)g->n_vals, sizeof *r->grad);
-  double result = NAN;
-  if (!h.lay || !h.whole || !h.wgrad || !r->v || !r->grad) {
-    snprintf(r->err, sizeof r->err, "out of memory");
-    goto done;
-  }
+/* The stage that produces value v (-1: every stage has it: a graph input, a weight, a constant). */
+static int stage_of_value(const sh *h, int v) {
+  int p = h->r->g->producer[v];
+  return !h->pipe || p < 0 ? -1 : h->pipe->stage_of[p];
+}
+
+/* The stages that read value v, a bit each. */
+static unsigned readers(const sh *h, int v) {
+  unsigned m = 0;
+  const gx_graph *g = h->r->g;
+  for (int k = 0; k < g->n_nodes; k++)
+    for (int i = 0; i < g->nodes[k].n_in; i++)
+      if (g->nodes[k].in[i] == v && h->pipe->stage_of[k] >= 0) m |= 1u << h->pipe->stage_of[k];
+  return m;
+}
+
+static void free_state(sh *h) {
+  const gx_graph *g = h->r->g;
   for (int v = 0; v < g->n_vals; v++) {
-    h.lay[v].rank = -1;
-    h.whole[v].rank = -1;
+    if (h->whole) gx_free(&h->whole[v]);
+    if (h->wgrad) free(h->wgrad[v]);
+    if (h->xgrad) free(h->xgrad[v]);
+  }
+  free(h->lay);
+  free(h->whole);
+  free(h->wgrad);
+  free(h->xgrad);
+  free(h->sent);
+  free(h->recvd);
+  gx_run_free(h->r);
+  free(h);
+}
+
+gx_shard_mb *gx_shard_fwd(gx_run *r, const gx_mesh *mesh, const gx_opspec *ops, const gx_shape *shapes,
+                          const gx_pipe *pipe, const gx_tensor *inputs) {
+  const gx_graph *g = r->g;
+  size_t nv = (size_t)g->n_vals;
+  r->err[0] = '\0';
+  sh *h = calloc(1, sizeof *h);
+  if (!h) return NULL;
+  *h = (sh){r, mesh, ops, shapes, calloc(nv, sizeof(gx_spec)), calloc(nv, sizeof(gx_tensor)), calloc(nv, sizeof(float *)),
+            calloc(nv, sizeof(float *)), pipe && pipe->n_stages > 1 ? pipe : NULL, calloc(nv, 1), calloc(nv, 1)};
+  r->v = calloc(nv, sizeof *r->v);
+  r->grad = calloc(nv, sizeof *r->grad);
+  if (!h->lay || !h->whole || !h->wgrad || !h->xgrad || !h->sent || !h->recvd || !r->v || !r->grad) goto oom;
+  for (int v = 0; v < g->n_vals; v++) {
+    h->lay[v].rank = -1;
+    h->whole[v].rank = -1;
     r->v[v].rank = -1;
     if (g->consts[v].rank < 0) continue;
     r->v[v] = g->consts[v];
@@ -506,47 +525,100 @@ double gx_shard_step(gx_run *r, const gx_mesh *mesh, const gx_opspec *ops, const
     if (t->is_int) memcpy(t->i, inputs[i].i, sizeof *t->i * (size_t)t->n);
     else memcpy(t->f, inputs[i].f, sizeof *t->f * (size_t)t->n);
   }
+  /* The activations earlier stages computed for this one, whole, in value order (as they send them). */
+  for (int v = 0; h->pipe && v < g->n_vals; v++) {
+    int src = stage_of_value(h, v);
+    if (src < 0 || src == pipe->stage || !(readers(h, v) & (1u << pipe->stage))) continue;
+    if (!gx_alloc(&r->v[v], false, shapes[v].rank, shapes[v].dims)) goto oom;
+    pipe->recv(pipe->user, src, r->v[v].f, r->v[v].n);
+    h->recvd[v] = true;
+  }
   for (int k = 0; k < g->n_nodes; k++)
-    if (!fwd_node(&h, k)) goto done;
-  const gx_tensor *y = whole_of(&h, g->n_nodes - 1, g->output);
-  if (!y) goto done;
+    if (here(h, k) && !fwd_node(h, k)) goto fail;
+  for (int v = 0; h->pipe && v < g->n_vals; v++) {
+    if (stage_of_value(h, v) != pipe->stage || r->v[v].is_int) continue;
+    unsigned later = readers(h, v) & ~(1u << pipe->stage);
+    if (!later) continue;
+    const gx_tensor *w = whole_of(h, g->n_nodes - 1, v);
+    if (!w) goto fail;
+    for (int t = 0; t < pipe->n_stages; t++)
+      if (later & (1u << t)) pipe->send(pipe->user, t, w->f, w->n);
+    h->sent[v] = true;
+  }
+  if (h->pipe) pipe->flush(pipe->user);
+  return h;
+oom:
+  snprintf(r->err, sizeof r->err, "out of memory");
+fail:
+  free_state(h);
+  return NULL;
+}
+
+bool gx_shard_has_output(const gx_shard_mb *h) {
+  return !h->pipe || stage_of_value(h, h->r->g->output) == h->pipe->stage;
+}
+
+double gx_shard_loss(gx_shard_mb *h, const gx_tensor *labels, int loss, double scale) {
+  gx_run *r = h->r;
+  const gx_graph *g = r->g;
+  const gx_tensor *y = whole_of(h, g->n_nodes - 1, g->output);
+  if (!y) return NAN;
   float *dy = calloc((size_t)(y->n ? y->n : 1), sizeof *dy);
-  if (!dy) goto oom;
-  result = gx_loss(r, y, labels, loss, scale, dy);
-  if (isnan(result)) {
-    free(dy);
-    goto done;
+  if (!dy) {
+    snprintf(r->err, sizeof r->err, "out of memory");
+    return NAN;
   }
-  /* The output's gradient, whole on every rank, as masked shares (settle_grad sums them at its producer). */
-  if (is_whole(&h.lay[g->output])) {
-    if (!first_on(mesh, all_axes(mesh))) memset(dy, 0, sizeof *dy * (size_t)y->n);
-    r->grad[g->output] = dy;
-  } else {
-    if (!first_on(mesh, all_axes(mesh))) memset(dy, 0, sizeof *dy * (size_t)y->n);
-    h.wgrad[g->output] = dy;
+  double result = gx_loss(r, y, labels, loss, scale, dy);
+  /* The output's gradient, whole on every rank, as one rank's share (settle_grad sums the shares). */
+  if (!first_on(h->m, all_axes(h->m))) memset(dy, 0, sizeof *dy * (size_t)y->n);
+  if (is_whole(&h->lay[g->output])) r->grad[g->output] = dy;
+  else h->wgrad[g->output] = dy;
+  return result;
+}
+
+bool gx_shard_bwd(gx_shard_mb *h) {
+  gx_run *r = h->r;
+  const gx_graph *g = r->g;
+  const gx_pipe *pipe = h->pipe;
+  bool ok = true;
+  /* The gradients later stages send back for what this one sent them, summed per value. */
+  for (int v = 0; ok && pipe && v < g->n_vals; v++) {
+    if (!h->sent[v]) continue;
+    int64_t n = r->v[v].n, wd[GX_MAX_DIMS];
+    if (!is_whole(&h->lay[v])) n = whole_dims(h, v, wd);
+    float *buf = malloc(sizeof *buf * (size_t)(n ? n : 1));
+    h->xgrad[v] = calloc((size_t)(n ? n : 1), sizeof(float));
+    ok = buf && h->xgrad[v];
+    unsigned later = readers(h, v) & ~(1u << pipe->stage);
+    for (int t = 0; ok && t < pipe->n_stages; t++)
+      if (later & (1u << t)) {
+        pipe->recv(pipe->user, t, buf, n);
+        for (int64_t e = 0; e < n; e++) h->xgrad[v][e] += buf[e];
+      }
+    free(buf);
   }
-  for (int k = g->n_nodes - 1; k >= 0; k--)
-    if (!bwd_node(&h, k)) {
-      result = NAN;
-      goto done;
+  if (!ok) snprintf(r->err, sizeof r->err, "out of memory");
+  for (int k = g->n_nodes - 1; ok && k >= 0; k--)
+    if (here(h, k)) ok = bwd_node(h, k);
+  /* What this stage received goes back as its whole gradient (zeros where nothing reached it). */
+  for (int v = 0; ok && pipe && v < g->n_vals; v++) {
+    if (!h->recvd[v]) continue;
+    float *gr = gx_grad(r, v);
+    if (!gr) {
+      snprintf(r->err, sizeof r->err, "out of memory");
+      ok = false;
+      break;
     }
-  for (int p = 0; p < g->n_params; p++) {
+    h->m->all_reduce(h->m->user, all_axes(h->m), gr, r->v[v].n);
+    pipe->send(pipe->user, stage_of_value(h, v), gr, r->v[v].n);
+  }
+  if (pipe) pipe->flush(pipe->user);
+  for (int p = 0; ok && p < g->n_params; p++) {
     const float *gr = r->grad[g->params[p].val];
     if (!gr) continue;
     float *dst = r->gw + g->params[p].off;
     for (int64_t e = 0; e < g->params[p].n; e++) dst[e] += gr[e];
   }
-  goto done;
-oom:
-  snprintf(r->err, sizeof r->err, "out of memory");
-done:
-  if (h.whole)
-    for (int v = 0; v < g->n_vals; v++) gx_free(&h.whole[v]);
-  if (h.wgrad)
-    for (int v = 0; v < g->n_vals; v++) free(h.wgrad[v]);
-  free(h.lay);
-  free(h.whole);
-  free(h.wgrad);
-  gx_run_free(r);
-  return result;
+  free_state(h);
+  return ok;
 }

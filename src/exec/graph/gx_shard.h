@@ -43,12 +43,34 @@ typedef struct {
   int64_t dims[GX_MAX_DIMS];
 } gx_shape;
 
-/* As gx_step, on this rank's shards: inputs are the whole micro-batch (each op slices its spec's share);
- * the loss is computed on the gathered output on every rank and returned whole. The parameter gradient in
- * r->gw is this rank's share: summed over every rank (host all-reduce) it is the whole gradient. */
-AP_HIDDEN double gx_shard_step(gx_run *r, const gx_mesh *mesh, const gx_opspec *ops, const gx_shape *shapes,
-                               const gx_tensor *inputs, const gx_tensor *labels, int loss, double scale);
-/* The whole shapes: one forward pass of inputs on this process. False with r->err set. */
+/* Inter-op stages (a pipeline): each node's stage (-1: every stage runs it, for nodes on weights and constants
+ * alone); send puts n floats to every rank of stage dst (only this stage's first rank sends: the tensor is
+ * whole and the same on each of its ranks), recv takes n floats from stage src's first rank, flush waits for
+ * the sends. NULL or one stage: no pipeline. */
+typedef struct {
+  int n_stages, stage;
+  const int *stage_of;
+  void *user;
+  void (*send)(void *user, int dst, const float *buf, int64_t n);
+  void (*recv)(void *user, int src, float *buf, int64_t n);
+  void (*flush)(void *user);
+} gx_pipe;
+
+/* One micro-batch on this rank's shards, in passes, so that a pipeline schedule can order them. */
+typedef struct gx_shard_mb gx_shard_mb;
+/* The forward pass of this stage's nodes: inputs are the whole micro-batch (each op slices its spec's share);
+ * activations from earlier stages are received whole and those later stages read are sent whole. r stays in
+ * use until gx_shard_bwd. NULL with r->err set on failure. */
+AP_HIDDEN gx_shard_mb *gx_shard_fwd(gx_run *r, const gx_mesh *mesh, const gx_opspec *ops, const gx_shape *shapes,
+                                    const gx_pipe *pipe, const gx_tensor *inputs);
+/* Whether this rank's stage computes the graph's output (and so the loss). */
+AP_HIDDEN bool gx_shard_has_output(const gx_shard_mb *h);
+/* The loss on the gathered output (the whole loss, on every rank of the stage), as gx_step's. */
+AP_HIDDEN double gx_shard_loss(gx_shard_mb *h, const gx_tensor *labels, int loss, double scale);
+/* The backward pass of this stage's nodes; adds this rank's share of the parameter gradient to r->gw (summed
+ * over every rank by the host it is the whole gradient) and frees h. False with r->err set. */
+AP_HIDDEN bool gx_shard_bwd(gx_shard_mb *h);
+/* The whole shapes: one forward pass of inputs on this process (gx_train.c). False with r->err set. */
 AP_HIDDEN bool gx_shapes(gx_run *r, const gx_tensor *inputs, gx_shape *out);
 
 #endif

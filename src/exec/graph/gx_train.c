@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "exec/graph/gx.h"
+#include "exec/graph/gx_shard.h"
 
 void gx_run_free(gx_run *r) {
   if (r->v)
@@ -113,4 +114,32 @@ oom:
 done:
   gx_run_free(r);
   return result;
+}
+
+bool gx_shapes(gx_run *r, const gx_tensor *inputs, gx_shape *out) {
+  const gx_graph *g = r->g;
+  r->v = calloc((size_t)g->n_vals, sizeof *r->v);
+  r->grad = calloc((size_t)g->n_vals, sizeof *r->grad);
+  bool ok = r->v && r->grad;
+  for (int v = 0; ok && v < g->n_vals; v++) {
+    r->v[v].rank = -1;
+    if (g->consts[v].rank < 0) continue;
+    r->v[v] = g->consts[v];
+    r->v[v].view = true;
+    if (g->param_of[v] >= 0) r->v[v].f = (float *)r->w + g->params[g->param_of[v]].off;
+  }
+  for (int i = 0; ok && i < g->n_inputs; i++) {
+    gx_tensor *t = &r->v[g->inputs[i]];
+    ok = gx_alloc(t, inputs[i].is_int, inputs[i].rank, inputs[i].dims);
+    if (ok && t->is_int) memcpy(t->i, inputs[i].i, sizeof *t->i * (size_t)t->n);
+    else if (ok) memcpy(t->f, inputs[i].f, sizeof *t->f * (size_t)t->n);
+  }
+  for (int k = 0; ok && k < g->n_nodes; k++) ok = gx_fwd(r, k);
+  for (int v = 0; ok && v < g->n_vals; v++) {
+    out[v].rank = r->v[v].rank;
+    if (r->v[v].rank > 0) memcpy(out[v].dims, r->v[v].dims, sizeof out[v].dims);
+  }
+  if (!ok && !r->err[0]) snprintf(r->err, sizeof r->err, "out of memory");
+  gx_run_free(r);
+  return ok;
 }
