@@ -39,9 +39,12 @@ install-exec: $(EXEC_RANK_BIN)
 endif
 # `make bench-executor`: the cost model against the executor on this machine (bench/executor.py; not in make test).
 ifneq ($(CORE_ONLY),1)
-.PHONY: bench-executor bench-exec-effects
+.PHONY: bench-executor bench-exec-effects bench-graph-executor
 bench-executor: $(BIN) $(EXEC_RANK_BIN)
 	python3 bench/executor.py --bin $(BIN)
+# `make bench-graph-executor`: op-level plans of ONNX graphs, predicted against measured (bench/graph_executor.py).
+bench-graph-executor: $(BIN) $(EXEC_RANK_BIN)
+	python3 bench/graph_executor.py --bin $(BIN)
 # `make bench-exec-effects`: what separates measured from predicted step time (bench/exec_effects.py; a few minutes).
 bench-exec-effects: $(BIN) $(EXEC_RANK_BIN)
 	python3 bench/exec_effects.py --bin $(BIN)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <mpi.h>
 
@@ -371,13 +372,20 @@ static void pipe_flush(void *user) {
   l->n_req = 0;
 }
 
+/* This process's CPU time, seconds (a diagnostic beside wall time on a loaded machine). */
+static double cpu_s_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
 
 static void write_result(ap_ctx *ctx, const gr_args *a, const gx_graph *g, const gr_plan *p, int world,
-                         const double *loss, const double *time_s, const long *rss) {
+                         const double *loss, const double *time_s, const double *cpu_s, const long *rss) {
   json_t *r = json_object(), *steps = json_array(), *jr = json_array();
   json_object_set_new(r, "format", json_string("autopar-run/1"));
   json_object_set_new(r, "model", json_string(a->model));
@@ -394,6 +402,7 @@ static void write_result(ap_ctx *ctx, const gr_args *a, const gx_graph *g, const
     json_object_set_new(s, "step", json_integer(t + 1));
     json_object_set_new(s, "loss", json_real(loss[t]));
     json_object_set_new(s, "time_s", json_real(time_s[t]));
+    json_object_set_new(s, "cpu_s", json_real(cpu_s[t])); /* the slowest rank's CPU time in the step */
     json_array_append_new(steps, s);
   }
   json_object_set_new(r, "steps", steps);
@@ -502,13 +511,14 @@ int gr_main(int argc, char **argv) {
   if (world > 1 && !shapes) die(1, "out of memory");
   gx_tensor *in = calloc((size_t)(g.n_inputs ? g.n_inputs : 1), sizeof *in), lab;
   double *loss = calloc((size_t)a.steps, sizeof *loss), *time_s = calloc((size_t)a.steps, sizeof *time_s);
+  double *cpu_s = calloc((size_t)a.steps, sizeof *cpu_s);
   gx_run *runs = calloc((size_t)p.micro_batches, sizeof *runs);
   gx_shard_mb **mbs = calloc((size_t)p.micro_batches, sizeof *mbs);
-  if (!in || !loss || !time_s || !runs || !mbs) die(1, "out of memory");
+  if (!in || !loss || !time_s || !cpu_s || !runs || !mbs) die(1, "out of memory");
   per_out = data.labels->n_elems / data.n_samples; /* label values per sample (mse: the output's per sample) */
   for (int64_t t = 0; t < a.steps; t++) {
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
+    double t0 = MPI_Wtime(), c0 = cpu_s_now();
     if (t == 0 && a.fail_rank == rank) die(1, "failing on purpose (--fail-rank %d)", rank);
     memset(gw, 0, sizeof *gw * (size_t)g.n_weights);
     double l_sum = 0;
@@ -554,8 +564,10 @@ int gr_main(int argc, char **argv) {
     }
     double total = l_sum; /* every rank of the output's stage computed the whole loss */
     MPI_Bcast(&total, 1, MPI_DOUBLE, p.base[out_stage], MPI_COMM_WORLD);
+    double my_cpu = cpu_s_now() - c0;
     MPI_Barrier(MPI_COMM_WORLD);
     time_s[t] = MPI_Wtime() - t0;
+    MPI_Allreduce(&my_cpu, &cpu_s[t], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     loss[t] = total / ((double)B * (a.loss == GX_LOSS_MSE ? (double)per_out : 1.0));
   }
   struct rusage ru;
@@ -565,7 +577,7 @@ int gr_main(int argc, char **argv) {
   MPI_Gather(&my_rss, 1, MPI_LONG, rss, 1, MPI_LONG, 0, MPI_COMM_WORLD);
   if (rank == 0) {
     if (a.save) save_weights(ctx, a.save, &g, w);
-    write_result(ctx, &a, &g, &p, world, loss, time_s, rss);
+    write_result(ctx, &a, &g, &p, world, loss, time_s, cpu_s, rss);
   }
   free(rss);
   free(shapes);
@@ -582,6 +594,7 @@ int gr_main(int argc, char **argv) {
   free(in);
   free(loss);
   free(time_s);
+  free(cpu_s);
   free(w);
   free(gw);
   free(mom);
