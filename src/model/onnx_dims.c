@@ -92,10 +92,8 @@ static bool onnx_map(ox *x, int idx, const ox_val *in, const ox_val *out, int8_t
     if (known && na > 0) {
       for (int64_t i = 0; i < na; i++)
         if (ox_axis(axes[i], ni, &a)) sliced[a] = true;
-    } else if (!known || na == 0) {
-      for (int d = 0; d < ni; d++) sliced[d] = true; /* axes unknown: each dim that changes size, below */
-    } else {
-      for (int d = 0; d < ni; d++) sliced[d] = true; /* absent: every dim is sliced */
+    } else { /* absent (every dim is sliced) or not known at import */
+      for (int d = 0; d < ni; d++) sliced[d] = true;
     }
     for (int d = 0; d < ni; d++)
       m[d] = (int8_t)(!sliced[d] && d < no && in->dims[d] == out->dims[d] && in->dims[d] > 1 ? d : -1);
