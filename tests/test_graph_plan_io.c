@@ -380,7 +380,8 @@ static ap_plan *load_text(ap_ctx *ctx, const char *path, const char *text) {
  * a one-node cluster: estimate gives the plan's time, memory, mesh and stages (per-micro-batch times, send/recv,
  * in-flight micro-batches), export writes the same file, the document renders as the text the planner prints
  * for it (ap_graph_plan_render, so that plan --report need not search twice), and the simulator plays each
- * stage on its own nodes (no stage slower than its closed form, which counts no overlap) and the pipeline as one
+ * stage on its own nodes (no stage slower than its closed form, whose weight sync overlaps the backward pass as
+ * the simulator's does, gp_wgrad_exposed_s, and which counts no other overlap) and the pipeline as one
  * timeline, no shorter than any stage's passes over the micro-batches plus its weight sync, nor than one
  * micro-batch's way through every stage and back with its sends (test_graph_pipe.c checks timelines by hand).
  * The closed form's distance to the timeline is printed per multi-stage plan (it counts neither the overlap
@@ -472,8 +473,9 @@ static void test_round_trip_stages(void **state) {
     }
     ap_model_free(m);
   }
-  /* ResNet-50, ViT-B/16, GPT-2 and T5 pipeline across the 4 nodes, ViT-B/16 also inside one (at this commit) */
-  if (n_multi < 4) fail_msg("only %d of the 10 plans have several stages", n_multi);
+  /* ResNet-50 and ViT-B/16 pipeline across the 4 nodes, ViT-B/16 also inside one (at this commit; GPT-2 and T5
+   * did too until the weight sync was priced in DDP's overlapped buckets, shard.h SHARD_BUCKET_BYTES) */
+  if (n_multi < 3) fail_msg("only %d of the 10 plans have several stages", n_multi);
   ap_ctx_free(ctx);
 }
 
