@@ -10,7 +10,7 @@
 #include "model/model.h"
 #include "onnx.pb-c.h"
 
-enum { OB_MAX = 48, OB_DIMS = 8, OB_ATTRS = 3, OB_IO = 4 };
+enum { OB_MAX = 128, OB_DIMS = 8, OB_ATTRS = 3, OB_IO = 4 };
 
 typedef struct {
   Onnx__ModelProto model;
