@@ -116,14 +116,36 @@ static void test_weight_spec_stored_order(void **state) {
   arena_free(a);
   ap_cluster_free(c);
   ap_model_free(m);
-  /* GPT-2's weights are stored [in, out]: the logical order. */
+  /* GPT-2's MatMuls read their weights through a Transpose, [in, out]: the logical order. The packed c_attn is
+   * read as three parts (onnx_packed.c), each naming the initializer as stored ([3·768, 768], nn.Linear's
+   * [out, in]: logical {1, 0}) and its part of stored dim 0, and the bias's part. */
   assert_int_equal(ap_model_load(ctx, "examples/onnx/gpt2_small.onnx", &m), AP_OK);
-  const graph_op *qkv = find(model_graph(m), "/h.0/c_attn/MatMul");
-  assert_int_equal(qkv->n_weights, 1);
-  assert_int_equal(qkv->weights[0].dims[0], 768);
-  assert_int_equal(qkv->weights[0].dims[1], 2304);
-  assert_int_equal(qkv->weights[0].logical[0], 0);
-  assert_int_equal(qkv->weights[0].logical[1], 1);
+  const graph_op *proj = find(model_graph(m), "/h.0/c_proj/MatMul");
+  assert_int_equal(proj->n_weights, 1);
+  assert_int_equal(proj->weights[0].dims[0], 768);
+  assert_int_equal(proj->weights[0].logical[0], 0);
+  assert_int_equal(proj->weights[0].logical[1], 1);
+  for (int q = 0; q < 3; q++) {
+    char name[32];
+    snprintf(name, sizeof name, "/h.0/c_attn/MatMul#%d", q);
+    const graph_op *part = find(model_graph(m), name);
+    assert_int_equal(part->weight_k, 768);
+    assert_int_equal(part->weight_n, 768);
+    assert_true(part->has_bias);
+    const graph_op *first = find(model_graph(m), "/h.0/c_attn/MatMul#0");
+    assert_int_equal(part->packed_with, q ? (int)(first - model_graph(m)->blocks[0].ops) + 1 : 0);
+    assert_int_equal(part->n_weights, 2);
+    assert_string_equal(part->weights[0].name, "h.0.c_attn.weight");
+    assert_int_equal(part->weights[0].dims[0], 2304);
+    assert_int_equal(part->weights[0].dims[1], 768);
+    assert_int_equal(part->weights[0].logical[0], 1);
+    assert_int_equal(part->weights[0].logical[1], 0);
+    assert_int_equal(part->weights[0].part_dim, 0);
+    assert_int_equal(part->weights[0].part, q);
+    assert_int_equal(part->weights[0].n_parts, 3);
+    assert_string_equal(part->weights[1].name, "h.0.c_attn.bias");
+    assert_int_equal(part->weights[1].part, q);
+  }
   ap_model_free(m);
   ap_ctx_free(ctx);
 }
@@ -178,8 +200,8 @@ static void test_weight_specs_and_outputs(void **state) {
       assert_true(json_array_size(os) == 0 || json_is_string(json_array_get(os, 0)));
     }
   }
-  assert_int_equal(n_split, 12); /* one Split of q, k, v per layer */
-  assert_int_equal(n_multi, 12 + 37); /* and the dropouts, which also output their masks in training mode */
+  assert_int_equal(n_split, 0); /* the Split of q, k, v per layer is read as the packed c_attn's parts */
+  assert_int_equal(n_multi, 37); /* the dropouts, which also output their masks in training mode */
   json_decref(doc);
   ap_free(text);
   ap_model_free(m);

@@ -193,6 +193,7 @@ typedef struct {
   graph_builder gb;
   graph *g;
   const onnx_value **declared; /* per value index: its value_info or output declaration, or NULL */
+  ox_packed *pk;               /* per node: its part in a packed projection (onnx_packed.c) */
 } imp;
 
 static ap_status add_tensor(imp *im, ox_val *v) {
@@ -333,6 +334,58 @@ static const onnx_value *find_decl(const decl_index *di, const char *name) {
   return NULL;
 }
 
+/* The Split of a packed projection (onnx_packed.c): one MatMul per part, each producing one of its outputs. */
+static ap_status emit_packed(imp *im, int ni) {
+  ox *x = &im->x;
+  const ox_packed *e = &im->pk[ni];
+  const onnx_node *mm = &x->m->nodes[e->mm];
+  int xi = find_val(x, mm->in[0]), wi = find_val(x, mm->in[1]), bi = -1;
+  if (e->add >= 0) {
+    const onnx_node *ad = &x->m->nodes[e->add];
+    for (int k = 0; k < 2 && bi < 0; k++) {
+      int v = find_val(x, ad->in[k]);
+      if (v >= 0 && x->vals[v].is_init) bi = v;
+    }
+  }
+  if (xi < 0 || wi < 0 || x->vals[xi].tensor < 0 || (e->add >= 0 && bi < 0))
+    return ox_fail(x, AP_INTERNAL, "a packed projection lost its operands");
+  ox_val *w = &x->vals[wi], *bias = bi >= 0 ? &x->vals[bi] : NULL;
+  bool tr = false;
+  const onnx_tensor *init = ox_packed_weight(x->m, mm, e->mm, &tr);
+  if (!init) return ox_fail(x, AP_INTERNAL, "a packed projection lost its weight");
+  int64_t k_dim = w->dims[0], n_part = w->dims[1] / e->parts;
+  const char *base = mm->name && *mm->name ? mm->name : arena_printf(x->a, "MatMul_%d", e->mm);
+  int first = im->gb.blk->n_ops;
+  for (int q = 0; q < e->parts; q++) {
+    ox_val *v = ox_out(x, q);
+    ap_status st = add_tensor(im, v);
+    if (st) return st;
+    graph_op op = graph_op_init(OP_MATMUL, arena_printf(x->a, "%s#%d", base, q));
+    if (!op.name) return oom(x);
+    op.op_type = "MatMul";
+    op.n_in = 1, op.in[0] = x->vals[xi].tensor;
+    op.out = op.outs[0] = v->tensor, op.n_out = 1;
+    op.weight_k = k_dim, op.weight_n = n_part, op.has_bias = bias != NULL;
+    op.packed_with = q > 0 ? first + 1 : 0;
+    w->pending_params -= k_dim * n_part;
+    if (bias) bias->pending_params -= n_part;
+    op.saved[op.n_saved++] = op.in[0];
+    graph_weight *gw = &op.weights[op.n_weights++];
+    if (tr) /* stored [p·N, K]: the part is of stored dim 0 */
+      *gw = (graph_weight){.name = init->name, .n_dims = 2, .dims = {init->dims[0], init->dims[1]}, .logical = {1, 0},
+                           .part_dim = 0, .part = (int16_t)q, .n_parts = (int16_t)e->parts};
+    else
+      *gw = (graph_weight){.name = w->name, .n_dims = 2, .dims = {w->dims[0], w->dims[1]}, .logical = {0, 1},
+                           .part_dim = 1, .part = (int16_t)q, .n_parts = (int16_t)e->parts};
+    if (bias)
+      op.weights[op.n_weights++] = (graph_weight){.name = bias->name, .n_dims = 1, .dims = {bias->dims[0]},
+                                                  .logical = {1}, .part_dim = 0, .part = (int16_t)q,
+                                                  .n_parts = (int16_t)e->parts};
+    if (graph_op_add(&im->gb, &op) < 0) return oom(x);
+  }
+  return AP_OK;
+}
+
 static ap_status read_node(imp *im, const decl_index *di, int ni) {
   ox *x = &im->x;
   const onnx_node *nd = &x->m->nodes[ni];
@@ -381,6 +434,9 @@ static ap_status read_node(imp *im, const decl_index *di, int ni) {
   ap_status st = spec->infer(x);
   if (st) return st;
   ox_dim_tags(x, im->r.b0, im->r.s0);
+  if (im->pk[ni].role == OX_PACKED_MATMUL) ox_packed_check(x, im->pk, ni);
+  if (activation && (im->pk[ni].role == OX_PACKED_MATMUL || im->pk[ni].role == OX_PACKED_BIAS)) return AP_OK;
+  if (activation && im->pk[ni].role == OX_PACKED_SPLIT) return emit_packed(im, ni);
   for (int i = 0; i < nd->n_out; i++) {
     ox_val *v = ox_out(x, i);
     if (v && v->n_dims < 0) return ox_fail(x, AP_INVALID, "the shape of output '%.200s' cannot be inferred", v->name);
@@ -452,6 +508,9 @@ ap_status onnx_import(ap_ctx *ctx, arena *a, const char *file, const onnx_model 
   if (!g.name || !g.source || !graph_block_begin(&im.gb, &g, "graph", BLOCK_OTHER, 1)) return oom(&im.x);
   for (int i = 0; i < im.x.n_vals; i++)
     if (im.x.vals[i].activation && (st = add_tensor(&im, &im.x.vals[i]))) return st;
+  im.pk = arena_alloc(a, (size_t)(m->n_nodes > 0 ? m->n_nodes : 1) * sizeof *im.pk);
+  if (!im.pk) return oom(&im.x);
+  if ((st = ox_packed_scan(&im.x, im.pk))) return st;
   for (int i = 0; i < m->n_nodes; i++)
     if ((st = read_node(&im, &di, i))) return st;
   if (im.gb.oom) return oom(&im.x);

@@ -252,8 +252,9 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
     if (axis_loop[a] == 0) add_comm(st, m, COMM_ALLREDUCE, a, bn_stat_bytes);
   st->fwd_comm_s = st->comm_s - c_start;
   c_start = st->comm_s;
-  /* Backward: each input's gradient is a partial sum over the axes on loops it lacks. */
-  for (int i = 0; i < op->n_in; i++) {
+  /* Backward: each input's gradient is a partial sum over the axes on loops it lacks (a packed projection's
+   * parts after the first add theirs into the first's, which reduces the sum once: graph.h packed_with). */
+  for (int i = 0; i < op->n_in && op->packed_with == 0; i++) {
     const graph_tensor *t = &blk->tensors[op->in[i]];
     if (is_integer(t->dt)) continue;
     unsigned mask = 0;

@@ -189,6 +189,18 @@ ap_status graph_problem_build(ap_ctx *ctx, arena *a, const graph *g, const shard
       if (try_follow(gp, a, i, p, e)) gp->n_followers++;
     }
   }
+  /* The parts of a packed projection share one strategy (graph.h packed_with): their strategy lists are the
+   * same (same shapes), so the same index means the same specs. */
+  for (int i = 0; i < n; i++) {
+    gp_node *nd = &gp->nodes[i];
+    const graph_op *op = &g->blocks[nd->block].ops[nd->op];
+    if (op->packed_with <= 0 || nd->follow >= 0 || (o->fix && o->fix[i] >= 0)) continue;
+    int lead = gp->block_base[nd->block] + op->packed_with - 1;
+    gp_node *ld = &gp->nodes[lead];
+    bool same = lead != i && nd->n_s == ld->n_s;
+    for (int k = 0; same && k < nd->n_s; k++) same = shard_spec_equal(&nd->s[k].out[0], &ld->s[k].out[0]);
+    if (same) nd->follow = lead;
+  }
   if (o->tie_repeats) {
     ap_status st = tie_repeats(ctx, gp, a, o);
     if (st) return st;
