@@ -96,6 +96,11 @@ typedef struct {
   int n_dims;
   int64_t dims[GRAPH_MAX_DIMS];
   int8_t logical[GRAPH_MAX_DIMS];
+  /* A packed weight read in parts (n_parts > 1; the ONNX importer's packed projections, onnx_packed.c): the op's
+   * logical weight is part `part` of n_parts equal contiguous parts of stored dim part_dim (the query, key or
+   * value columns of a fused QKV weight), and its spec splits that part. */
+  int8_t part_dim;
+  int16_t part, n_parts;
 } graph_weight;
 
 typedef struct {
@@ -156,6 +161,10 @@ typedef struct {
    * position-dependent mask of Trilu). */
   bool dims_known;
   uint8_t whole_dims;
+  /* A part q > 0 of a packed projection (onnx_packed.c): the index of part 0 in the block, plus one; 0 for every
+   * other op. The parts share one strategy (the search ties them), so the gradients of their common input are
+   * summed locally and reduced once, by part 0 (Megatron's fused QKV: one all-reduce of the input's gradient). */
+  int packed_with;
   int8_t in_dim[OP_MAX_IN][GRAPH_MAX_DIMS];
 } graph_op;
 

@@ -92,10 +92,8 @@ static bool onnx_map(ox *x, int idx, const ox_val *in, const ox_val *out, int8_t
     if (known && na > 0) {
       for (int64_t i = 0; i < na; i++)
         if (ox_axis(axes[i], ni, &a)) sliced[a] = true;
-    } else if (!known || na == 0) {
-      for (int d = 0; d < ni; d++) sliced[d] = true; /* axes unknown: each dim that changes size, below */
-    } else {
-      for (int d = 0; d < ni; d++) sliced[d] = true; /* absent: every dim is sliced */
+    } else { /* absent (every dim is sliced) or not known at import */
+      for (int d = 0; d < ni; d++) sliced[d] = true;
     }
     for (int d = 0; d < ni; d++)
       m[d] = (int8_t)(!sliced[d] && d < no && in->dims[d] == out->dims[d] && in->dims[d] > 1 ? d : -1);
@@ -191,4 +189,112 @@ void ox_dim_map(ox *x, graph_op *op, const int *src) {
         if (out->g_first[j] + s < GRAPH_MAX_DIMS) r.whole_dims = (uint8_t)(r.whole_dims | (1u << (out->g_first[j] + s)));
   r.dims_known = true;
   *op = r;
+}
+
+/* ---- Batch and sequence tags (onnx_internal.h OX_TAG_*) ---- */
+
+/* The tag of an output dim of size o that is input dims i .. k-1 merged (a view). */
+static uint8_t merged_tag(const uint8_t *t, int i, int k) {
+  if (k == i + 1) return t[i];
+  if (k == i + 2 && t[i] == OX_TAG_B && t[i + 1] == OX_TAG_S) return OX_TAG_BS;
+  if (t[i] != OX_TAG_B) return OX_TAG_NONE;
+  for (int q = i + 1; q < k; q++)
+    if (t[q] != OX_TAG_NONE) return OX_TAG_NONE;
+  return OX_TAG_BX;
+}
+
+/* A view (Reshape, Flatten, Squeeze, Unsqueeze, Identity): output dims that start at the element offset of an
+ * input dim take its tag, or the merged tag of the input dims they cover; the pieces of a split B·S or B·k
+ * input dim are B and then S (or the literal). */
+static void tag_view(const ox_val *in, ox_val *out, int64_t b0, int64_t s0) {
+  int ni = in->n_dims, no = out->n_dims;
+  int64_t pin[ONNX_MAX_DIMS + 1];
+  pin[0] = 1;
+  for (int i = 0; i < ni; i++) pin[i + 1] = pin[i] * in->dims[i];
+  int64_t po = 1;
+  for (int j = 0; j < no; j++) {
+    int64_t o = out->dims[j];
+    uint8_t tg = OX_TAG_NONE;
+    for (int i = 0; i < ni && o > 1; i++) {
+      if (in->dims[i] <= 1) continue;
+      if (pin[i] == po) {
+        if (in->dims[i] == o) {
+          tg = in->tag[i];
+        } else if (o > in->dims[i]) {
+          int k = i;
+          while (k < ni && pin[k + 1] / pin[i] < o) k++;
+          if (k < ni && pin[k + 1] / pin[i] == o) tg = merged_tag(in->tag, i, k + 1);
+          else if (in->tag[i] == OX_TAG_B && o % in->dims[i] == 0) tg = OX_TAG_BX; /* B and a leading factor */
+        } else if (o == b0 && (in->tag[i] == OX_TAG_BS || in->tag[i] == OX_TAG_BX)) {
+          tg = OX_TAG_B;
+        }
+        break;
+      }
+      if (pin[i] < po && po < pin[i + 1]) { /* a later piece of input dim i */
+        if (in->tag[i] == OX_TAG_BS && po / pin[i] == b0 && o == s0) tg = OX_TAG_S;
+        break;
+      }
+    }
+    out->tag[j] = tg;
+    po *= o;
+  }
+}
+
+void ox_dim_tags(ox *x, int64_t b0, int64_t s0) {
+  const onnx_node *nd = x->node;
+  const char *t = nd->op_type;
+  const ox_val *in0 = ox_in(x, 0), *in1 = ox_in(x, 1);
+  bool view = strcmp(t, "Reshape") == 0 || strcmp(t, "Flatten") == 0 || strcmp(t, "Squeeze") == 0 ||
+              strcmp(t, "Unsqueeze") == 0 || strcmp(t, "Identity") == 0;
+  (void)s0;
+  for (int k = 0; k < x->n_out; k++) {
+    ox_val *out = ox_out(x, k);
+    if (!out || out->n_dims < 0 || out->n_dims > ONNX_MAX_DIMS) continue;
+    int no = out->n_dims;
+    memset(out->tag, OX_TAG_NONE, sizeof out->tag);
+    out->tagged = false;
+    if (view) {
+      if (in0 && in0->tagged) tag_view(in0, out, b0, s0), out->tagged = true;
+      continue;
+    }
+    if (strcmp(t, "MatMul") == 0 || strcmp(t, "Gemm") == 0) {
+      if (!in0 || !in0->tagged || no < 1) continue;
+      int nx = in0->n_dims;
+      for (int j = 0; j < no - 1; j++) { /* leading dims and M from the left operand (broadcast) */
+        int i = nx - 1 - (no - 1 - j);
+        if (i >= 0 && in0->dims[i] == out->dims[j]) out->tag[j] = in0->tag[i];
+        else if (in1 && in1->activation && in1->tagged) {
+          int iy = in1->n_dims - 2 - (no - 2 - j);
+          if (iy >= 0 && in1->dims[iy] == out->dims[j]) out->tag[j] = in1->tag[iy];
+        }
+      }
+      if (in1 && in1->activation && in1->tagged && strcmp(t, "MatMul") == 0) out->tag[no - 1] = in1->tag[in1->n_dims - 1];
+      out->tagged = true;
+      continue;
+    }
+    static const char *const batch_first[] = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
+                                              "GlobalMaxPool", NULL};
+    if (is(t, batch_first)) {
+      if (in0 && in0->tagged && no > 0) out->tag[0] = in0->tag[0], out->tagged = true;
+      continue;
+    }
+    if (strcmp(t, "Gather") == 0 && in0 && !in0->activation && in1 && in1->tagged) { /* an embedding lookup */
+      for (int j = 0; j < in1->n_dims && j < no; j++) out->tag[j] = in1->tag[j];
+      out->tagged = true;
+      continue;
+    }
+    /* The rest by their dim correspondence: each output dim takes the tag of an input dim mapped onto it. */
+    bool any = false;
+    for (int i = 0; i < x->n_in; i++) {
+      const ox_val *v = ox_in(x, i);
+      if (!v || !v->activation || !v->tagged || v->n_dims > ONNX_MAX_DIMS) continue;
+      int8_t m[ONNX_MAX_DIMS];
+      uint32_t whole = 0;
+      if (!onnx_map(x, i, v, out, m, &whole)) continue;
+      any = true;
+      for (int d = 0; d < v->n_dims; d++)
+        if (m[d] >= 0 && out->tag[m[d]] == OX_TAG_NONE) out->tag[m[d]] = v->tag[d];
+    }
+    out->tagged = any;
+  }
 }

@@ -11,9 +11,12 @@
  *  - embedding: the output dims, plus the table's rows (a contraction: Megatron's VocabParallelEmbedding);
  *    the table is [rows, H].
  *  - loss: the logits' dims, all contractions into a scalar.
- *  - elementwise, views and the rest: the output dims; operands map by equal shape, broadcasting
- *    (right-aligned, size-1 dims unmapped), element-offset alignment for reshapes (a dim starting at the same
- *    element stride as an output dim), and otherwise by equal sizes (transposes).
+ *  - elementwise ops and the rest: the output dims; an ONNX op's operands map by its dim correspondence
+ *    (graph.h in_dim, from the operator's semantics: src/model/onnx_dims.c) and the dims it needs whole are not
+ *    split (whole_dims); views map by element offsets only (a dim starting at the same element offset as an
+ *    output dim); ops of other sources by equal shape, broadcasting (right-aligned, size-1 dims unmapped),
+ *    element offsets, and otherwise by equal sizes.
+ *  - matmul batch dims, an embedding's indices and a norm's input (other sources) by broadcasting only.
  * Also: the names and parsing of specs, and a weight's spec in its stored order. */
 #include <stdio.h>
 #include <string.h>
