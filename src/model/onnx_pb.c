@@ -50,6 +50,12 @@ static ap_status tensor_values(const dec *d, const Onnx__TensorProto *t, int64_t
   default: return AP_OK;
   }
   size_t n = (size_t)numel;
+  /* The values must be in the file before a buffer is sized by the dims (a file may claim any dims). */
+  size_t have = t->has_raw_data ? (t->raw_data.len % w ? 0 : t->raw_data.len / w)
+                : t->data_type == ONNX_INT64 ? t->n_int64_data
+                : t->data_type == ONNX_UINT64 || t->data_type == ONNX_UINT32 ? t->n_uint64_data
+                                                                             : t->n_int32_data;
+  if (have != n) return AP_OK;
   int64_t *v = arena_alloc(d->a, sizeof *v * (n ? n : 1));
   if (!v) return oom(d);
   if (t->has_raw_data) {
@@ -90,9 +96,12 @@ static ap_status tensor(const dec *d, const Onnx__TensorProto *t, onnx_tensor *o
   if (d->keep && o->elem_type == ONNX_FLOAT && !o->external) {
     if (numel > 1e10) return ctx_fail(d->ctx, AP_INVALID, "%s: tensor '%.200s': too large", d->file, o->name);
     size_t n = (size_t)numel;
+    /* The data must hold the floats before any buffer is sized by the dims. */
+    if (!(t->has_raw_data && t->raw_data.len == n * 4) && !(!t->has_raw_data && t->n_float_data == n))
+      return ctx_fail(d->ctx, AP_INVALID, "%s: tensor '%.200s': its data does not hold its %zu floats", d->file, o->name, n);
     float *f = arena_alloc(d->a, sizeof *f * (n ? n : 1));
     if (!f) return oom(d);
-    if (t->has_raw_data && t->raw_data.len == n * 4) {
+    if (t->has_raw_data) {
       for (size_t i = 0; i < n; i++) {
         uint32_t u = (uint32_t)raw_int(t->raw_data.data + 4 * i, 4, true);
         memcpy(&f[i], &u, sizeof u);
@@ -104,7 +113,7 @@ static ap_status tensor(const dec *d, const Onnx__TensorProto *t, onnx_tensor *o
     }
     o->f32 = f;
   }
-  return tensor_values(d, t, d->keep || numel <= ONNX_MAX_VALUES ? (int64_t)numel : -1, o);
+  return tensor_values(d, t, numel <= (d->keep ? 1e10 : ONNX_MAX_VALUES) ? (int64_t)numel : -1, o);
 }
 
 static ap_status attr(const dec *d, const Onnx__AttributeProto *p, onnx_attr *o, bool *subgraph) {
