@@ -12,8 +12,8 @@ trains N steps with `autopar run` on that one-device plan, and trains the module
 same batches in PyTorch (mean cross entropy over the global batch; AdamW with decay on tensors of 2+ dims as the
 executor applies it, or plain SGD). Every step's loss must agree within relative 1e-5.
 
-With --ranks N the data-parallel plan on N devices (`plan --cluster h100:N --fix`-free: the planner's own plan,
-which must be data parallel for these sizes, else autopar run exits 2 naming the op) runs too and must equal.
+With --ranks N the planner's own plan on N devices (`plan --cluster h100:N`; at these sizes it replicates every
+op) runs too and must equal PyTorch; tests/graph_exec.py runs every plan kind against the serial run.
 
 Standard library + torch + onnx (Debian python3-torch, python3-onnx; /usr/bin/python3). Not part of `make test`
 or CI's required path: where torch is absent it says so and exits 0.
