@@ -476,6 +476,11 @@ int gr_main(int argc, char **argv) {
   if (gx_graph_init(ctx, &g, a.init, w)) die(2, "%s", ap_ctx_error(ctx));
   if (a.check) {
     printf("ranks %d\n", p.n_dev);
+    free(w), free(gw), free(mom), free(var), free(data.in), free(p.ops), free(p.stage_of);
+    st_free(&data.f);
+    gx_graph_free(&g);
+    arena_free(ar);
+    ap_ctx_free(ctx);
     return 0;
   }
   if (!a.result) die(2, "--result: required without --check");
