@@ -8,7 +8,7 @@ ONNX_GEN   := $(BUILD)/gen/onnx
 PART_SRC_onnx    := src/model/onnx_pb.c $(ONNX_GEN)/onnx.pb-c.c
 PART_CFLAGS_onnx := -I$(ONNX_GEN) $(shell $(PKG_CONFIG) --cflags libprotobuf-c 2>/dev/null)
 PART_LIBS_onnx   := $(shell $(PKG_CONFIG) --libs libprotobuf-c 2>/dev/null || echo -lprotobuf-c)
-PART_TESTS_onnx  := tests/test_onnx.c tests/test_graph_plan_io.c tests/test_search_onnx.c
+PART_TESTS_onnx  := tests/test_onnx.c tests/test_graph_plan_io.c tests/test_search_onnx.c tests/test_shard_diff.c tests/test_onnx_tags.c tests/test_megatron_onnx.c
 
 $(ONNX_GEN)/onnx.pb-c.c $(ONNX_GEN)/onnx.pb-c.h &: $(ONNX_PROTO) | $(BUILD)/.deps
 	@mkdir -p $(ONNX_GEN)

@@ -116,14 +116,36 @@ static void test_weight_spec_stored_order(void **state) {
   arena_free(a);
   ap_cluster_free(c);
   ap_model_free(m);
-  /* GPT-2's weights are stored [in, out]: the logical order. */
+  /* GPT-2's MatMuls read their weights through a Transpose, [in, out]: the logical order. The packed c_attn is
+   * read as three parts (onnx_packed.c), each naming the initializer as stored ([3·768, 768], nn.Linear's
+   * [out, in]: logical {1, 0}) and its part of stored dim 0, and the bias's part. */
   assert_int_equal(ap_model_load(ctx, "examples/onnx/gpt2_small.onnx", &m), AP_OK);
-  const graph_op *qkv = find(model_graph(m), "/h.0/c_attn/MatMul");
-  assert_int_equal(qkv->n_weights, 1);
-  assert_int_equal(qkv->weights[0].dims[0], 768);
-  assert_int_equal(qkv->weights[0].dims[1], 2304);
-  assert_int_equal(qkv->weights[0].logical[0], 0);
-  assert_int_equal(qkv->weights[0].logical[1], 1);
+  const graph_op *proj = find(model_graph(m), "/h.0/c_proj/MatMul");
+  assert_int_equal(proj->n_weights, 1);
+  assert_int_equal(proj->weights[0].dims[0], 768);
+  assert_int_equal(proj->weights[0].logical[0], 0);
+  assert_int_equal(proj->weights[0].logical[1], 1);
+  for (int q = 0; q < 3; q++) {
+    char name[32];
+    snprintf(name, sizeof name, "/h.0/c_attn/MatMul#%d", q);
+    const graph_op *part = find(model_graph(m), name);
+    assert_int_equal(part->weight_k, 768);
+    assert_int_equal(part->weight_n, 768);
+    assert_true(part->has_bias);
+    const graph_op *first = find(model_graph(m), "/h.0/c_attn/MatMul#0");
+    assert_int_equal(part->packed_with, q ? (int)(first - model_graph(m)->blocks[0].ops) + 1 : 0);
+    assert_int_equal(part->n_weights, 2);
+    assert_string_equal(part->weights[0].name, "h.0.c_attn.weight");
+    assert_int_equal(part->weights[0].dims[0], 2304);
+    assert_int_equal(part->weights[0].dims[1], 768);
+    assert_int_equal(part->weights[0].logical[0], 1);
+    assert_int_equal(part->weights[0].logical[1], 0);
+    assert_int_equal(part->weights[0].part_dim, 0);
+    assert_int_equal(part->weights[0].part, q);
+    assert_int_equal(part->weights[0].n_parts, 3);
+    assert_string_equal(part->weights[1].name, "h.0.c_attn.bias");
+    assert_int_equal(part->weights[1].part, q);
+  }
   ap_model_free(m);
   ap_ctx_free(ctx);
 }
@@ -178,8 +200,8 @@ static void test_weight_specs_and_outputs(void **state) {
       assert_true(json_array_size(os) == 0 || json_is_string(json_array_get(os, 0)));
     }
   }
-  assert_int_equal(n_split, 12); /* one Split of q, k, v per layer */
-  assert_int_equal(n_multi, 12 + 37); /* and the dropouts, which also output their masks in training mode */
+  assert_int_equal(n_split, 0); /* the Split of q, k, v per layer is read as the packed c_attn's parts */
+  assert_int_equal(n_multi, 37); /* the dropouts, which also output their masks in training mode */
   json_decref(doc);
   ap_free(text);
   ap_model_free(m);
@@ -380,7 +402,8 @@ static ap_plan *load_text(ap_ctx *ctx, const char *path, const char *text) {
  * a one-node cluster: estimate gives the plan's time, memory, mesh and stages (per-micro-batch times, send/recv,
  * in-flight micro-batches), export writes the same file, the document renders as the text the planner prints
  * for it (ap_graph_plan_render, so that plan --report need not search twice), and the simulator plays each
- * stage on its own nodes (no stage slower than its closed form, which counts no overlap) and the pipeline as one
+ * stage on its own nodes (no stage slower than its closed form, whose weight sync overlaps the backward pass as
+ * the simulator's does, gp_wgrad_exposed_s, and which counts no other overlap) and the pipeline as one
  * timeline, no shorter than any stage's passes over the micro-batches plus its weight sync, nor than one
  * micro-batch's way through every stage and back with its sends (test_graph_pipe.c checks timelines by hand).
  * The closed form's distance to the timeline is printed per multi-stage plan (it counts neither the overlap
@@ -472,8 +495,9 @@ static void test_round_trip_stages(void **state) {
     }
     ap_model_free(m);
   }
-  /* ResNet-50, ViT-B/16, GPT-2 and T5 pipeline across the 4 nodes, ViT-B/16 also inside one (at this commit) */
-  if (n_multi < 4) fail_msg("only %d of the 10 plans have several stages", n_multi);
+  /* ResNet-50 and ViT-B/16 pipeline across the 4 nodes, ViT-B/16 also inside one (at this commit; GPT-2 and T5
+   * did too until the weight sync was priced in DDP's overlapped buckets, shard.h SHARD_BUCKET_BYTES) */
+  if (n_multi < 3) fail_msg("only %d of the 10 plans have several stages", n_multi);
   ap_ctx_free(ctx);
 }
 

@@ -82,7 +82,9 @@ typedef struct {
   bool seq_parallel; /* true when sequence parallelism may split its S dimension (TP leaves it whole) */
 } graph_tensor;
 
-enum { OP_MAX_IN = 4, OP_MAX_SAVED = 6, OP_MAX_OUT = 8, OP_MAX_WEIGHTS = 5 };
+/* OP_MAX_IN: an n-ary op's activation inputs (a DenseNet-201 Concat joins 49 feature maps; Sum, Max, Min, Mean
+ * take any number). */
+enum { OP_MAX_IN = 64, OP_MAX_SAVED = 6, OP_MAX_OUT = 8, OP_MAX_WEIGHTS = 5 };
 
 /* One weight of an op as its source file stores it (an ONNX initializer the op reads): its name, its dims in
  * the stored order, and for each stored dim the dim of the op's logical weight it is (the [k, n] of a matmul,
@@ -94,6 +96,11 @@ typedef struct {
   int n_dims;
   int64_t dims[GRAPH_MAX_DIMS];
   int8_t logical[GRAPH_MAX_DIMS];
+  /* A packed weight read in parts (n_parts > 1; the ONNX importer's packed projections, onnx_packed.c): the op's
+   * logical weight is part `part` of n_parts equal contiguous parts of stored dim part_dim (the query, key or
+   * value columns of a fused QKV weight), and its spec splits that part. */
+  int8_t part_dim;
+  int16_t part, n_parts;
 } graph_weight;
 
 typedef struct {
@@ -143,6 +150,22 @@ typedef struct {
    * weights have only the logical form). The first is the op's main weight. */
   int n_weights;
   graph_weight weights[OP_MAX_WEIGHTS];
+  /* Dim correspondence, from the operator's semantics (the ONNX importer, src/model/onnx_dims.c; dims_known
+   * false for ops of other sources and for matmuls, convolutions, pools, losses, embeddings and views, which the
+   * sharding layer maps by kind and shape): in_dim[i][d] is the dim of the op's first output that dim d of
+   * activation input i is, element for element, so that a split of that output dim into contiguous chunks
+   * is the same split of the input dim (a Transpose's perm, the kept dims of a Concat, Slice, Gather or
+   * reduction, broadcasting); -1 where it is none (a concatenated, sliced, gathered, reduced or broadcast dim,
+   * which the op reads whole). whole_dims bit j: output dim j must not be split at all, because each of its
+   * elements depends on the whole of the dim (a softmax's or normalisation's axis, a concatenated axis, the
+   * position-dependent mask of Trilu). */
+  bool dims_known;
+  uint8_t whole_dims;
+  /* A part q > 0 of a packed projection (onnx_packed.c): the index of part 0 in the block, plus one; 0 for every
+   * other op. The parts share one strategy (the search ties them), so the gradients of their common input are
+   * summed locally and reduced once, by part 0 (Megatron's fused QKV: one all-reduce of the input's gradient). */
+  int packed_with;
+  int8_t in_dim[OP_MAX_IN][GRAPH_MAX_DIMS];
 } graph_op;
 
 typedef enum { BLOCK_EMBED, BLOCK_LAYER, BLOCK_HEAD, BLOCK_OTHER } block_role;

@@ -33,6 +33,7 @@ typedef struct {
   bool external;
   int64_t n_vals; /* -1 when the values are not known */
   const int64_t *vals;
+  const float *f32; /* FLOAT data, only when decoded for the executor (onnx_part_ops.decode); else NULL */
 } onnx_tensor;
 
 typedef enum { ONNX_ATTR_OTHER, ONNX_ATTR_FLOAT, ONNX_ATTR_INT, ONNX_ATTR_STRING, ONNX_ATTR_TENSOR, ONNX_ATTR_INTS,
@@ -46,6 +47,7 @@ typedef struct {
   int n_ints; /* INTS: the list; FLOATS: only the count is kept, in n_floats */
   const int64_t *ints;
   int n_floats;
+  const float *floats; /* FLOATS: the list, only when decoded for the executor; else NULL */
   const onnx_tensor *t;
 } onnx_attr;
 
@@ -83,6 +85,9 @@ typedef struct {
  * *out (allocated from a). file names the source in messages. */
 typedef struct {
   ap_status (*load)(ap_ctx *ctx, arena *a, const char *file, const void *bytes, size_t n, graph *out);
+  /* Decodes the file into *out with every tensor's values kept (FLOAT data in f32, integer tensors of any
+   * size in vals, FLOATS attributes), copied into a: what the graph executor (src/exec/graph/) runs. */
+  ap_status (*decode)(ap_ctx *ctx, arena *a, const char *file, const void *bytes, size_t n, onnx_model *out);
 } onnx_part_ops;
 
 /* Imports a decoded model (core library; called by the part). Errors name the file and the node

@@ -12,9 +12,15 @@
  * and variance; each is counted once, so a tied weight is not counted again.
  *
  * Batch and sequence: in a static-shape export the first dim of the graph inputs is the batch b0 and the
- * second dim of integer (token) inputs the sequence s0; a dim equal to b0, s0 or b0·s0, or a multiple of b0 in
- * one of the first two places of a tensor of rank >= 3 with no dim equal to b0 (torch's [S, B·heads, d]
- * attention layout), is relabelled to the graph's symbolic B and S (graph.h), at most one B per tensor. */
+ * second dim of integer (token) inputs the sequence s0. Those dims are tagged B and S at the graph inputs and
+ * the tags follow each node's semantics (onnx_dims.c ox_dim_tags: the dim correspondence of pointwise ops,
+ * transposes, concatenations, reductions and gathers, the leading dims of a matmul, the batch of a convolution,
+ * element offsets through views, where B·S merges and splits and B·heads is torch's [S, B·heads, d] attention
+ * layout); a tagged dim is relabelled to the graph's symbolic B, S, [B, S] or [B, heads] (graph.h), so a hidden
+ * size equal to the sequence stays literal. A tensor whose tags place no batch takes its first dim of b0's size
+ * as B. A value no tag rule reached keeps the older rule by sizes: a dim equal to b0, s0 or b0·s0, or a
+ * multiple of b0 in one of the first two places of a tensor of rank >= 3 with no dim equal to b0, at most one
+ * B per tensor. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -119,7 +125,7 @@ typedef struct {
 
 /* The symbolic shape of a tensor of literal dims d (the rules at the top of the file); returns the rank, or -1
  * when the relabelled shape would exceed GRAPH_MAX_DIMS (the caller then keeps the literal shape). */
-static int relabel(const refs *r, const int64_t *d, int n, int64_t *out) {
+static int relabel(const refs *r, const int64_t *d, int n, int64_t *out, int8_t *first, int8_t *count) {
   bool exact_b = false, has_b = false;
   for (int i = 0; i < n; i++) exact_b = exact_b || (r->b0 > 1 && d[i] == r->b0);
   int k = 0;
@@ -140,6 +146,40 @@ static int relabel(const refs *r, const int64_t *d, int n, int64_t *out) {
       add[na++] = v;
     }
     if (k + na > GRAPH_MAX_DIMS) return -1;
+    first[i] = (int8_t)k;
+    count[i] = (int8_t)na;
+    for (int j = 0; j < na; j++) out[k++] = add[j];
+  }
+  return k;
+}
+
+/* The symbolic shape of a tagged value (ox_val tag): B, S, [B, S] or [B, v / b0] where its tags say, literal
+ * elsewhere; -1 when it would exceed GRAPH_MAX_DIMS. */
+static int relabel_tags(const refs *r, ox_val *v, int64_t *out) {
+  int k = 0;
+  /* A tensor whose tags place no batch (it went through a layout the tags do not follow, such as torch's
+   * [S·B, E] for the attention's output projection) takes as B its first dim of the batch's size. */
+  int b_at = -1;
+  for (int i = 0; i < v->n_dims && b_at != -2; i++)
+    if (v->tag[i] == OX_TAG_B || v->tag[i] == OX_TAG_BS || v->tag[i] == OX_TAG_BX) b_at = -2;
+  for (int i = 0; i < v->n_dims && b_at == -1; i++)
+    if (r->b0 > 1 && v->dims[i] == r->b0) b_at = i;
+  for (int i = 0; i < v->n_dims; i++) {
+    int64_t add[2], d = v->dims[i];
+    int na = 0;
+    switch (i == b_at ? OX_TAG_B : v->tag[i]) {
+    case OX_TAG_B: add[na++] = DIM_B; break;
+    case OX_TAG_S: add[na++] = DIM_S; break;
+    case OX_TAG_BS: add[na++] = DIM_B, add[na++] = DIM_S; break;
+    case OX_TAG_BX:
+      if (r->b0 > 1 && d % r->b0 == 0) add[na++] = DIM_B, add[na++] = d / r->b0;
+      else add[na++] = d;
+      break;
+    default: add[na++] = d; break;
+    }
+    if (k + na > GRAPH_MAX_DIMS) return -1;
+    v->g_first[i] = (int8_t)k;
+    v->g_count[i] = (int8_t)na;
     for (int j = 0; j < na; j++) out[k++] = add[j];
   }
   return k;
@@ -153,6 +193,7 @@ typedef struct {
   graph_builder gb;
   graph *g;
   const onnx_value **declared; /* per value index: its value_info or output declaration, or NULL */
+  ox_packed *pk;               /* per node: its part in a packed projection (onnx_packed.c) */
 } imp;
 
 static ap_status add_tensor(imp *im, ox_val *v) {
@@ -168,10 +209,11 @@ static ap_status add_tensor(imp *im, ox_val *v) {
       return ctx_fail(x->ctx, AP_UNSUPPORTED, "%s: value '%.200s': dimension %d is %lld (empty tensors are not supported)",
                       x->file, v->name, i, (long long)v->dims[i]);
   int64_t dims[GRAPH_MAX_DIMS];
-  int n = relabel(&im->r, v->dims, v->n_dims, dims);
+  int n = v->tagged ? relabel_tags(&im->r, v, dims) : relabel(&im->r, v->dims, v->n_dims, dims, v->g_first, v->g_count);
   if (n < 0) {
     n = v->n_dims;
     memcpy(dims, v->dims, sizeof dims[0] * (size_t)n);
+    for (int i = 0; i < n; i++) v->g_first[i] = (int8_t)i, v->g_count[i] = 1;
   }
   v->tensor = graph_tensor_add(&im->gb, v->name, dt, -1, false, dims, n);
   return v->tensor < 0 ? oom(x) : AP_OK;
@@ -249,6 +291,11 @@ static ap_status read_inputs(imp *im) {
                       "(export at a fixed batch and sequence; they are relabelled B and S)", x->file, in->name);
     if (v->n_dims >= 1 && !im->r.b0) im->r.b0 = v->dims[0];
     if (v->n_dims >= 2 && !im->r.s0 && is_int(v->elem_type)) im->r.s0 = v->dims[1];
+    /* Tags: an input's first dim is the batch, a token input's second the sequence. */
+    v->tagged = v->n_dims <= ONNX_MAX_DIMS;
+    for (int d = 0; d < v->n_dims && d < ONNX_MAX_DIMS; d++) v->tag[d] = OX_TAG_NONE;
+    if (v->n_dims >= 1 && v->dims[0] == im->r.b0 && im->r.b0 > 1) v->tag[0] = OX_TAG_B;
+    if (v->n_dims >= 2 && is_int(v->elem_type) && v->dims[1] == im->r.s0 && im->r.s0 > 1) v->tag[1] = OX_TAG_S;
   }
   return AP_OK;
 }
@@ -285,6 +332,58 @@ static const onnx_value *find_decl(const decl_index *di, const char *name) {
     k = (k + 1) & (size_t)(di->cap - 1);
   }
   return NULL;
+}
+
+/* The Split of a packed projection (onnx_packed.c): one MatMul per part, each producing one of its outputs. */
+static ap_status emit_packed(imp *im, int ni) {
+  ox *x = &im->x;
+  const ox_packed *e = &im->pk[ni];
+  const onnx_node *mm = &x->m->nodes[e->mm];
+  int xi = find_val(x, mm->in[0]), wi = find_val(x, mm->in[1]), bi = -1;
+  if (e->add >= 0) {
+    const onnx_node *ad = &x->m->nodes[e->add];
+    for (int k = 0; k < 2 && bi < 0; k++) {
+      int v = find_val(x, ad->in[k]);
+      if (v >= 0 && x->vals[v].is_init) bi = v;
+    }
+  }
+  if (xi < 0 || wi < 0 || x->vals[xi].tensor < 0 || (e->add >= 0 && bi < 0))
+    return ox_fail(x, AP_INTERNAL, "a packed projection lost its operands");
+  ox_val *w = &x->vals[wi], *bias = bi >= 0 ? &x->vals[bi] : NULL;
+  bool tr = false;
+  const onnx_tensor *init = ox_packed_weight(x->m, mm, e->mm, &tr);
+  if (!init) return ox_fail(x, AP_INTERNAL, "a packed projection lost its weight");
+  int64_t k_dim = w->dims[0], n_part = w->dims[1] / e->parts;
+  const char *base = mm->name && *mm->name ? mm->name : arena_printf(x->a, "MatMul_%d", e->mm);
+  int first = im->gb.blk->n_ops;
+  for (int q = 0; q < e->parts; q++) {
+    ox_val *v = ox_out(x, q);
+    ap_status st = add_tensor(im, v);
+    if (st) return st;
+    graph_op op = graph_op_init(OP_MATMUL, arena_printf(x->a, "%s#%d", base, q));
+    if (!op.name) return oom(x);
+    op.op_type = "MatMul";
+    op.n_in = 1, op.in[0] = x->vals[xi].tensor;
+    op.out = op.outs[0] = v->tensor, op.n_out = 1;
+    op.weight_k = k_dim, op.weight_n = n_part, op.has_bias = bias != NULL;
+    op.packed_with = q > 0 ? first + 1 : 0;
+    w->pending_params -= k_dim * n_part;
+    if (bias) bias->pending_params -= n_part;
+    op.saved[op.n_saved++] = op.in[0];
+    graph_weight *gw = &op.weights[op.n_weights++];
+    if (tr) /* stored [p·N, K]: the part is of stored dim 0 */
+      *gw = (graph_weight){.name = init->name, .n_dims = 2, .dims = {init->dims[0], init->dims[1]}, .logical = {1, 0},
+                           .part_dim = 0, .part = (int16_t)q, .n_parts = (int16_t)e->parts};
+    else
+      *gw = (graph_weight){.name = w->name, .n_dims = 2, .dims = {w->dims[0], w->dims[1]}, .logical = {0, 1},
+                           .part_dim = 1, .part = (int16_t)q, .n_parts = (int16_t)e->parts};
+    if (bias)
+      op.weights[op.n_weights++] = (graph_weight){.name = bias->name, .n_dims = 1, .dims = {bias->dims[0]},
+                                                  .logical = {1}, .part_dim = 0, .part = (int16_t)q,
+                                                  .n_parts = (int16_t)e->parts};
+    if (graph_op_add(&im->gb, &op) < 0) return oom(x);
+  }
+  return AP_OK;
 }
 
 static ap_status read_node(imp *im, const decl_index *di, int ni) {
@@ -335,6 +434,10 @@ static ap_status read_node(imp *im, const decl_index *di, int ni) {
   ap_status st = ox_check_node(x);
   if (!st) st = spec->infer(x);
   if (st) return st;
+  ox_dim_tags(x, im->r.b0, im->r.s0);
+  if (im->pk[ni].role == OX_PACKED_MATMUL) ox_packed_check(x, im->pk, ni);
+  if (activation && (im->pk[ni].role == OX_PACKED_MATMUL || im->pk[ni].role == OX_PACKED_BIAS)) return AP_OK;
+  if (activation && im->pk[ni].role == OX_PACKED_SPLIT) return emit_packed(im, ni);
   for (int i = 0; i < nd->n_out; i++) {
     ox_val *v = ox_out(x, i);
     if (v && v->n_dims < 0) return ox_fail(x, AP_INVALID, "the shape of output '%.200s' cannot be inferred", v->name);
@@ -360,6 +463,7 @@ static ap_status read_node(imp *im, const decl_index *di, int ni) {
   }
   if (!op.n_out) return ox_fail(x, AP_INVALID, "no output");
   op.out = op.outs[0];
+  int src[OP_MAX_IN];
   for (int i = 0; i < nd->n_in; i++) {
     ox_val *v = ox_in(x, i);
     if (!v || !v->activation || v->tensor < 0) continue;
@@ -368,9 +472,11 @@ static ap_status read_node(imp *im, const decl_index *di, int ni) {
     if (dup) continue;
     if (op.n_in == OP_MAX_IN)
       return ox_fail(x, AP_UNSUPPORTED, "more than %d distinct activation inputs (autopar's ops take at most %d)", OP_MAX_IN, OP_MAX_IN);
+    src[op.n_in] = i;
     op.in[op.n_in++] = v->tensor;
   }
   if ((st = ox_make_op(x, spec, &op))) return st;
+  ox_dim_map(x, &op, src);
   if (graph_op_add(&im->gb, &op) < 0) return oom(x);
   return AP_OK;
 }
@@ -403,6 +509,9 @@ ap_status onnx_import(ap_ctx *ctx, arena *a, const char *file, const onnx_model 
   if (!g.name || !g.source || !graph_block_begin(&im.gb, &g, "graph", BLOCK_OTHER, 1)) return oom(&im.x);
   for (int i = 0; i < im.x.n_vals; i++)
     if (im.x.vals[i].activation && (st = add_tensor(&im, &im.x.vals[i]))) return st;
+  im.pk = arena_alloc(a, (size_t)(m->n_nodes > 0 ? m->n_nodes : 1) * sizeof *im.pk);
+  if (!im.pk) return oom(&im.x);
+  if ((st = ox_packed_scan(&im.x, im.pk))) return st;
   for (int i = 0; i < m->n_nodes; i++)
     if ((st = read_node(&im, &di, i))) return st;
   if (im.gb.oom) return oom(&im.x);

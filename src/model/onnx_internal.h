@@ -19,7 +19,19 @@ typedef struct {
   int64_t pending_params; /* trainable parameters that flowed into this value and no emitted op has counted yet */
   int producer;     /* node index, or -1 */
   int tensor;       /* graph tensor index, or -1 */
+  /* Where each of its dims went in its graph tensor (set with tensor): ONNX dim d is graph dims g_first[d] ..
+   * g_first[d] + g_count[d] - 1 (two where B·S or B·heads was relabelled into two dims). */
+  int8_t g_first[ONNX_MAX_DIMS], g_count[ONNX_MAX_DIMS];
+  /* What each dim is in terms of the graph inputs' batch and sequence (an OX_TAG_*), tagged at the graph inputs
+   * and carried through each node by its operator's semantics (onnx_dims.c ox_dim_tags); tagged false where no
+   * rule applied (the importer then falls back to matching sizes). */
+  bool tagged;
+  uint8_t tag[ONNX_MAX_DIMS];
 } ox_val;
+
+/* A dim's symbolic meaning: literal, the batch B, the sequence S, B·S merged, or B times a literal (torch's
+ * [S, B·heads, d] attention layout). */
+enum { OX_TAG_NONE, OX_TAG_B, OX_TAG_S, OX_TAG_BS, OX_TAG_BX };
 
 typedef struct {
   ap_ctx *ctx;
@@ -70,6 +82,28 @@ AP_HIDDEN const ox_op_spec *ox_find_op(const char *op_type);
 /* Fills op (kind, weights, FLOP rule, saved tensors) for the current node, whose activation inputs are
  * graph tensors. Takes the node's pending parameters into op. */
 AP_HIDDEN ap_status ox_make_op(ox *x, const ox_op_spec *spec, graph_op *op);
+/* Fills op's dim correspondence (graph.h in_dim, whole_dims) for the current node from its operator's
+ * semantics (onnx_dims.c); src[k] is the node input that op input k is. */
+AP_HIDDEN void ox_dim_map(ox *x, graph_op *op, const int *src);
+/* Packed projections (onnx_packed.c): per node, its role in a MatMul (+ bias Add) -> equal Split pattern, the
+ * three nodes' indices and the parts. */
+enum { OX_PACKED_MATMUL = 1, OX_PACKED_BIAS, OX_PACKED_SPLIT };
+typedef struct {
+  int role; /* 0: none */
+  int mm, add, split; /* node indices; add -1 when there is no bias */
+  int parts;
+} ox_packed;
+/* Finds the patterns over the model's nodes into pk[n_nodes]. */
+AP_HIDDEN ap_status ox_packed_scan(ox *x, ox_packed *pk);
+/* The initializer a packed MatMul's weight is: its input 1, or (*transposed) the input of the Transpose that
+ * feeds it; NULL when neither is a 2-D initializer. at: the MatMul's node index. */
+AP_HIDDEN const onnx_tensor *ox_packed_weight(const onnx_model *m, const onnx_node *mm, int64_t at, bool *transposed);
+/* At the MatMul node ni (the current node, shapes inferred): drops the pattern unless its shapes fit. */
+AP_HIDDEN void ox_packed_check(ox *x, ox_packed *pk, int ni);
+
+/* Tags the current node's outputs (ox_val tag) from its inputs' tags; b0 and s0 are the graph inputs' batch and
+ * sequence sizes (0 when none). */
+AP_HIDDEN void ox_dim_tags(ox *x, int64_t b0, int64_t s0);
 
 /* Checks the current node against its ONNX operator definition (onnx_check.c): input and output counts,
  * attribute types and flags, and the relations between inputs (Conv's group and channels, bias lengths, norm

@@ -174,7 +174,7 @@ ap_status ap_graph_plan_simulate(ap_ctx *ctx, const ap_model *model, const ap_cl
     sb_puts(&sb, "}\n");
   } else {
     head_text(&sb, "simulate", ap, g, c, &r);
-    sb_printf(&sb, "simulated %.4g s per iteration (%lld events; the planner's closed form, without overlap: %.4g s)\n",
+    sb_printf(&sb, "simulated %.4g s per iteration (%lld events; the planner's closed form: %.4g s)\n",
               sim_s, (long long)events, r.br.total_s);
     for (int q = 0; multi && q < n_ps; q++)
       sb_printf(&sb, "  stage %d: simulated %.4g s per micro-batch (forward %.4g s, backward %.4g s, weight sync %.3g s "

@@ -34,6 +34,12 @@
 
 enum { SHARD_MAX_AXES = 2, SHARD_MAX_LOOPS = 10, SHARD_MAX_COMM = 8, SHARD_MAX_WDIMS = 4 };
 
+/* PyTorch DDP's gradient bucket, 25 MiB (bucket_cap_mb = 25, torch/nn/parallel/distributed.py), and its first
+ * bucket, 1 MiB (kDefaultFirstBucketBytes, torch/csrc/distributed/c10d/reducer.hpp), which DDP keeps small so
+ * that the first all-reduce starts early in the backward pass. */
+#define SHARD_BUCKET_BYTES (25.0 * 1024 * 1024)
+#define SHARD_FIRST_BUCKET_BYTES (1.0 * 1024 * 1024)
+
 /* The logical mesh over a cluster (or over a submesh of it: a stage). */
 typedef struct {
   int n_axes;
@@ -51,7 +57,7 @@ AP_HIDDEN ap_status shard_mesh_init(ap_ctx *ctx, const hw_cluster *c, int n_axes
 
 /* One tensor's spec: per dim, a mask of mesh axes (bit a = split over axis a). */
 typedef struct {
-  int n_dims;
+  int8_t n_dims; /* int8_t: a strategy holds one spec per input of an n-ary op (graph.h OP_MAX_IN) */
   uint8_t dim[GRAPH_MAX_DIMS];
 } shard_spec;
 
@@ -82,6 +88,8 @@ typedef struct {
   double fwd_comm_s, bwd_comm_s, wgrad_comm_s; /* comm_s by phase: the output's pending sum (forward), the
                                                   inputs' gradient sums (backward, blocking), the weight's
                                                   gradient sum (once per iteration, may overlap) */
+  double wgrad_bytes;                /* the weight gradient's bytes that wgrad_comm_s reduces (0: none) */
+  uint8_t wgrad_mask;                /* the mesh axes it is reduced over */
   double weight_mem_bytes, act_mem_bytes;
   int n_comm;
   shard_comm comm[SHARD_MAX_COMM];

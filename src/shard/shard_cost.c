@@ -58,7 +58,7 @@ static uint8_t loop_mask(const shard_mesh *m, const int8_t *axis_loop, int loop)
 /* Spec of an operand from its dim → loop map; false when a split does not divide a dim. */
 static bool operand_spec(const shard_mesh *m, const int8_t *axis_loop, const int64_t *f, const int8_t *map,
                          const int64_t *dims, int n_dims, shard_spec *sp) {
-  sp->n_dims = n_dims;
+  sp->n_dims = (int8_t)n_dims;
   for (int i = 0; i < n_dims; i++) {
     int l = map[i];
     sp->dim[i] = loop_mask(m, axis_loop, l);
@@ -91,6 +91,27 @@ static graph_tensor shard_tensor(const shard_mesh *m, const graph_tensor *t, con
 static void add_comm(shard_strategy *st, const shard_mesh *m, comm_coll coll, int axis, double bytes) {
   if (bytes <= 0 || m->shape[axis] <= 1) return;
   double t = comm_time_s(&m->group[axis], coll, COMM_AUTO, bytes, NULL);
+  st->comm_s += t;
+  for (int i = 0; i < st->n_comm; i++)
+    if (st->comm[i].coll == coll && st->comm[i].axis == axis) {
+      st->comm[i].bytes += bytes;
+      st->comm[i].time_s += t;
+      return;
+    }
+  if (st->n_comm < SHARD_MAX_COMM) st->comm[st->n_comm++] = (shard_comm){coll, axis, bytes, t};
+}
+
+/* The weight gradients' all-reduce as PyTorch's DistributedDataParallel runs it: gradients gathered into
+ * buckets of bucket_cap_mb = 25 MiB (torch/nn/parallel/distributed.py: "default case (bucket cap is 25 MiB)",
+ * bucket_bytes_cap = int(bucket_cap_mb * 1024 * 1024)), one all-reduce per bucket, so an op whose gradient is
+ * smaller than a bucket pays its share of a bucket's all-reduce (bytes / cap of it, the latency amortised over
+ * the bucket) and a larger one its own all-reduce. The simulator (search/graph/graph_sim.c) launches the
+ * buckets as they fill during the backward pass, overlapped with it. */
+static void add_bucketed(shard_strategy *st, const shard_mesh *m, comm_coll coll, int axis, double bytes) {
+  if (bytes <= 0 || m->shape[axis] <= 1) return;
+  double t = bytes >= SHARD_BUCKET_BYTES
+                 ? comm_time_s(&m->group[axis], coll, COMM_AUTO, bytes, NULL)
+                 : bytes / SHARD_BUCKET_BYTES * comm_time_s(&m->group[axis], coll, COMM_AUTO, SHARD_BUCKET_BYTES, NULL);
   st->comm_s += t;
   for (int i = 0; i < st->n_comm; i++)
     if (st->comm[i].coll == coll && st->comm[i].axis == axis) {
@@ -220,10 +241,20 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
     }
   }
   partial_sum(st, m, st->partial, env->n_micro * out_bytes);
+  /* BatchNormalization in training mode normalises by the statistics of the whole batch: with N split they are
+   * all-reduced, the sum and the sum of squares per channel forward and the two per-channel sums of its
+   * gradient backward (PyTorch's SyncBatchNorm, torch/nn/modules/_functions.py: all_reduce of the mean/invstd
+   * counts forward, of sum_dy and sum_dy_xmu backward), in fp32. */
+  double bn_stat_bytes = 0;
+  if (op->kind == OP_NORM && op->op_type && strcmp(op->op_type, "BatchNormalization") == 0 && L->n_loops >= 2)
+    bn_stat_bytes = env->n_micro * 2.0 * (double)L->size[1] * 4.0;
+  for (int a = 0; a < m->n_axes && bn_stat_bytes > 0; a++)
+    if (axis_loop[a] == 0) add_comm(st, m, COMM_ALLREDUCE, a, bn_stat_bytes);
   st->fwd_comm_s = st->comm_s - c_start;
   c_start = st->comm_s;
-  /* Backward: each input's gradient is a partial sum over the axes on loops it lacks. */
-  for (int i = 0; i < op->n_in; i++) {
+  /* Backward: each input's gradient is a partial sum over the axes on loops it lacks (a packed projection's
+   * parts after the first add theirs into the first's, which reduces the sum once: graph.h packed_with). */
+  for (int i = 0; i < op->n_in && op->packed_with == 0; i++) {
     const graph_tensor *t = &blk->tensors[op->in[i]];
     if (is_integer(t->dt)) continue;
     unsigned mask = 0;
@@ -236,6 +267,8 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
     }
     partial_sum(st, m, mask, env->n_micro * graph_tensor_bytes(&tens[sop.in[i]], b, s));
   }
+  for (int a = 0; a < m->n_axes && bn_stat_bytes > 0; a++)
+    if (axis_loop[a] == 0) add_comm(st, m, COMM_ALLREDUCE, a, bn_stat_bytes);
   st->bwd_comm_s = st->comm_s - c_start;
   c_start = st->comm_s;
   /* The weight gradient: a partial sum over the axes on loops the weight lacks (data parallelism's
@@ -250,7 +283,15 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
       for (int d = 0; d < L->w_dims; d++) has = has || L->w_map[d] == l;
       if (!has) mask |= 1u << a;
     }
-    partial_sum(st, m, mask, gbytes);
+    if (mask == 1u || mask == 2u) {
+      add_bucketed(st, m, COMM_ALLREDUCE, mask == 1u ? 0 : 1, gbytes);
+    } else if (mask == 3u) {
+      add_bucketed(st, m, COMM_REDUCE_SCATTER, 1, gbytes);
+      add_bucketed(st, m, COMM_ALLREDUCE, 0, gbytes / (double)m->shape[1]);
+      add_bucketed(st, m, COMM_ALLGATHER, 1, gbytes);
+    }
+    st->wgrad_bytes = mask ? gbytes : 0;
+    st->wgrad_mask = (uint8_t)mask;
   }
   st->wgrad_comm_s = st->comm_s - c_start;
   return true;

@@ -11,9 +11,12 @@
  *  - embedding: the output dims, plus the table's rows (a contraction: Megatron's VocabParallelEmbedding);
  *    the table is [rows, H].
  *  - loss: the logits' dims, all contractions into a scalar.
- *  - elementwise, views and the rest: the output dims; operands map by equal shape, broadcasting
- *    (right-aligned, size-1 dims unmapped), element-offset alignment for reshapes (a dim starting at the same
- *    element stride as an output dim), and otherwise by equal sizes (transposes).
+ *  - elementwise ops and the rest: the output dims; an ONNX op's operands map by its dim correspondence
+ *    (graph.h in_dim, from the operator's semantics: src/model/onnx_dims.c) and the dims it needs whole are not
+ *    split (whole_dims); views map by element offsets only (a dim starting at the same element offset as an
+ *    output dim); ops of other sources by equal shape, broadcasting (right-aligned, size-1 dims unmapped),
+ *    element offsets, and otherwise by equal sizes.
+ *  - matmul batch dims, an embedding's indices and a norm's input (other sources) by broadcasting only.
  * Also: the names and parsing of specs, and a weight's spec in its stored order. */
 #include <stdio.h>
 #include <string.h>
@@ -51,13 +54,13 @@ bool shard_spec_parse(const char *text, int n_dims, shard_spec *out) {
     p = end + 1;
     if (!*p) return false;
   }
-  out->n_dims = n;
+  out->n_dims = (int8_t)n;
   return n == n_dims;
 }
 
 void shard_stored_weight_spec(const shard_strategy *s, const graph_weight *w, shard_spec *out) {
   memset(out, 0, sizeof *out);
-  out->n_dims = w->n_dims;
+  out->n_dims = (int8_t)w->n_dims;
   for (int d = 0; d < w->n_dims && d < GRAPH_MAX_DIMS; d++) {
     int l = w->logical[d];
     out->dim[d] = l >= 0 && l < s->weight.n_dims ? s->weight.dim[l] : 0;
@@ -69,8 +72,14 @@ static void dims_of(const graph_tensor *t, double b, double s, int64_t *d) {
   for (int i = 0; i < t->n_dims; i++) d[i] = (int64_t)graph_dim(t->dims[i], b, s);
 }
 
+/* How align may map an operand: by broadcasting only (matmuls, embeddings' indices), by broadcasting or element
+ * offsets (views: a reshape moves no element, so a dim that starts at the same element offset as an output dim
+ * and splits into the same contiguous chunks is that dim), or by any of those and then equal sizes (ops of op
+ * graphs, whose sources state no dim correspondence). */
+enum { ALIGN_BCAST, ALIGN_VIEW, ALIGN_ANY };
+
 /* Maps the dims of operand x (rank nx) onto the loops of the output dims od (rank no): map[i] = loop or -1. */
-static void align(const int64_t *xd, int nx, const int64_t *od, int no, int8_t *map) {
+static void align(const int64_t *xd, int nx, const int64_t *od, int no, int8_t *map, int mode) {
   for (int i = 0; i < nx; i++) map[i] = -1;
   bool ok = true;
   /* Equal shapes, or broadcasting: right-aligned, each dim equal or 1. */
@@ -85,6 +94,7 @@ static void align(const int64_t *xd, int nx, const int64_t *od, int no, int8_t *
       return;
     }
   }
+  if (mode == ALIGN_BCAST) return;
   /* A reshape: the same number of elements, dims mapped where they start at the same element offset. */
   int64_t nxe = 1, noe = 1;
   for (int i = 0; i < nx; i++) nxe *= xd[i];
@@ -104,10 +114,14 @@ static void align(const int64_t *xd, int nx, const int64_t *od, int no, int8_t *
       }
       px *= xd[i];
     }
-    /* Prefix alignment fails for transposes; fall back to matching sizes if it mapped little. */
-    if (n_mapped >= nx - 1 || nx == 1) return;
+    /* A split of input dim i into f chunks and of output dim j into f chunks cut the flat order at the same
+     * places when both start after the same number of elements, so the mapping is exact (given that f divides
+     * both, which operand_spec checks). Prefix alignment fails for transposes; an op graph's op may fall back to
+     * matching sizes if it mapped little. */
+    if (mode == ALIGN_VIEW || n_mapped >= nx - 1 || nx == 1) return;
     for (int i = 0; i < nx; i++) map[i] = -1;
   }
+  if (mode != ALIGN_ANY) return;
   /* Equal sizes, each output dim used once, the same position first. */
   bool used[GRAPH_MAX_DIMS] = {false};
   for (int i = 0; i < nx; i++)
@@ -184,16 +198,16 @@ void shard_op_loops(const graph_block *blk, const graph_op *op, double b, double
       int64_t yd[GRAPH_MAX_DIMS];
       dims_of(y, b, s, yd);
       int ny = y->n_dims;
-      align(xd, nx - 1, od, no - 1, L->in_map[0]); /* batch dims and M */
+      align(xd, nx - 1, od, no - 1, L->in_map[0], ALIGN_BCAST); /* batch dims and M */
       L->in_map[0][nx - 1] = L->k_loop;
       if (ny >= 2) {
-        align(yd, ny - 2, od, no - 2, L->in_map[1]);
+        align(yd, ny - 2, od, no - 2, L->in_map[1], ALIGN_BCAST);
         L->in_map[1][ny - 2] = L->k_loop;
         L->in_map[1][ny - 1] = (int8_t)(no - 1);
       }
       L->n_loop = -1; /* N is an activation's dim here, not a weight's */
     } else {
-      align(xd, nx - 1, od, no - 1, L->in_map[0]);
+      align(xd, nx - 1, od, no - 1, L->in_map[0], ALIGN_BCAST);
       L->in_map[0][nx - 1] = L->k_loop;
       L->w_dims = 2;
       L->w_shape[0] = op->weight_k;
@@ -275,9 +289,11 @@ void shard_op_loops(const graph_block *blk, const graph_op *op, double b, double
     } else if (no > 0) {
       L->splittable[no - 1] = false;
     }
-    if (x0) {
+    if (op->dims_known) {
+      memcpy(L->in_map[0], op->in_dim[0], sizeof L->in_map[0]);
+    } else if (x0) {
       dims_of(x0, b, s, xd);
-      align(xd, x0->n_dims, od, no, L->in_map[0]);
+      align(xd, x0->n_dims, od, no, L->in_map[0], ALIGN_BCAST);
     }
     if (op->extra_params > 0 && kept >= 0 && kept < no) {
       L->w_dims = 1;
@@ -293,7 +309,7 @@ void shard_op_loops(const graph_block *blk, const graph_op *op, double b, double
     for (int i = 0; i < op->n_in && i < OP_MAX_IN; i++) {
       const graph_tensor *t = &blk->tensors[op->in[i]];
       dims_of(t, b, s, xd);
-      if (t->n_dims < no) align(xd, t->n_dims, od, no - 1, L->in_map[i]); /* the indices: the output's leading dims */
+      if (t->n_dims < no) align(xd, t->n_dims, od, no - 1, L->in_map[i], ALIGN_BCAST); /* the indices: the output's leading dims */
     }
     if (op->extra_params > 0 && !op->tied) {
       L->w_dims = 2;
@@ -307,9 +323,13 @@ void shard_op_loops(const graph_block *blk, const graph_op *op, double b, double
   }
   default: {
     for (int i = 0; i < op->n_in && i < OP_MAX_IN; i++) {
+      if (op->dims_known) {
+        memcpy(L->in_map[i], op->in_dim[i], sizeof L->in_map[i]);
+        continue;
+      }
       const graph_tensor *t = &blk->tensors[op->in[i]];
       dims_of(t, b, s, xd);
-      align(xd, t->n_dims, od, no, L->in_map[i]);
+      align(xd, t->n_dims, od, no, L->in_map[i], op->is_view ? ALIGN_VIEW : ALIGN_ANY);
     }
     if (op->kind != OP_ELEMENTWISE)
       for (int l = 1; l < L->n_loops; l++) L->splittable[l] = false; /* routing ops: the batch dim only */
@@ -322,4 +342,8 @@ void shard_op_loops(const graph_block *blk, const graph_op *op, double b, double
     break;
   }
   }
+  /* The dims the operator needs whole (a softmax's axis, a concatenated axis: graph.h whole_dims). */
+  if (op->dims_known)
+    for (int j = 0; j < no && j < GRAPH_MAX_DIMS; j++)
+      if (op->whole_dims & (1u << j)) L->splittable[j] = false;
 }

@@ -244,9 +244,13 @@ ap_status gplan_run(ap_ctx *ctx, const graph *g, const hw_cluster *c, const gpla
       if (r->n_tries < (int)AP_COUNT(r->tries))
         r->tries[r->n_tries++] = (gplan_try){ss->name, {shp[0], n_axes == 2 ? shp[1] : 1}, n_axes, env.n_micro,
                                              sr.status, sr.objective, sr.lower_bound, dt, sr.n_evals};
-      if (sr.status == SOLVE_INFEASIBLE || !(sr.objective < best)) continue;
-      best = sr.objective;
+      if (sr.status == SOLVE_INFEASIBLE) continue;
+      /* ranked by the evaluation (the weight sync's overlap with the backward pass counted, gp_evaluate), which
+       * is what the plan reports */
       gp_node_choice(gp, gch, nch);
+      double t_eval = gp_evaluate(gp, nch).total_s;
+      if (!(t_eval < best)) continue;
+      best = t_eval;
       memcpy(bestch, nch, (size_t)n_nodes * sizeof *nch);
       r->mesh = *mesh;
       r->strategy = ss->name;

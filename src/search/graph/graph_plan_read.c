@@ -117,7 +117,7 @@ static ap_status read_spec(const jx_src *s, const char *key, json_t *a, int rank
   if ((int)json_array_size(a) != rank)
     return jx_fail(s, key, "expected %d entries (one per dim), got %zu", rank, json_array_size(a));
   memset(out, 0, sizeof *out);
-  out->n_dims = rank;
+  out->n_dims = (int8_t)rank;
   for (int d = 0; d < rank; d++) {
     json_t *e = json_array_get(a, (size_t)d);
     const char *v = json_is_string(e) ? json_string_value(e) : "";

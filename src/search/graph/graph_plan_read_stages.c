@@ -6,7 +6,7 @@
  * op after the previous one's last, the last to the graph's last op, no stage starting inside a repeated block).
  * Each stage's ops are then matched against the whole graph's problem on its mesh (gstage_mesh_problem) and tied
  * into the groups of the stage's own problem (gstage_range_problem); once matched, each stage's objective is
- * scored on that problem (sp_eval, as every solver scores its result) and the stage is described, priced and the
+ * scored as the inter-op pass scores a stage (gp_evaluate_range of its node choice) and the stage is described, priced and the
  * pipeline's latency formed by the pass's own functions (gstage_describe, gstage_latency_s, gplan_take_stages),
  * so that the figures are the plan's to the bit. */
 #include <math.h>
@@ -170,7 +170,12 @@ ap_status gread_stages_finish(ap_ctx *ctx, arena *a, const hw_cluster *c, const 
     int32_t *gch = arena_alloc(a, (size_t)(y->sp.n_groups > 0 ? y->sp.n_groups : 1) * sizeof *gch);
     if (!gch) return ctx_fail(ctx, AP_NOMEM, "out of memory");
     for (int32_t k = 0; k < y->sp.n_groups; k++) gch[k] = choice[y->lo + y->sp.leader[k]];
-    double obj = sp_eval(&y->sp, gch).objective;
+    /* scored as the inter-op pass scores a stage: the evaluation of its node choice (gp_evaluate_range, the
+     * weight sync's overlap counted) */
+    int32_t *full = arena_alloc(a, (size_t)y->gp->n_nodes * sizeof *full);
+    if (!full) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+    for (int i = 0; i <= y->hi - y->lo; i++) full[y->lo + i] = gch[y->sp.group_of[i]];
+    double obj = gp_evaluate_range(y->gp, full, y->lo, y->hi).total_s;
     double next = q + 1 < x->n ? cross[y->hi + 1] : 0;
     ap_status e = gstage_describe(ctx, a, c, &y->sub, y->gp, y->lo, y->hi, choice + y->lo, obj, next, n_micro, &st[q]);
     if (e) return e;

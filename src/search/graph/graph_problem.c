@@ -189,6 +189,18 @@ ap_status graph_problem_build(ap_ctx *ctx, arena *a, const graph *g, const shard
       if (try_follow(gp, a, i, p, e)) gp->n_followers++;
     }
   }
+  /* The parts of a packed projection share one strategy (graph.h packed_with): their strategy lists are the
+   * same (same shapes), so the same index means the same specs. */
+  for (int i = 0; i < n; i++) {
+    gp_node *nd = &gp->nodes[i];
+    const graph_op *op = &g->blocks[nd->block].ops[nd->op];
+    if (op->packed_with <= 0 || nd->follow >= 0 || (o->fix && o->fix[i] >= 0)) continue;
+    int lead = gp->block_base[nd->block] + op->packed_with - 1;
+    gp_node *ld = &gp->nodes[lead];
+    bool same = lead != i && nd->n_s == ld->n_s;
+    for (int k = 0; same && k < nd->n_s; k++) same = shard_spec_equal(&nd->s[k].out[0], &ld->s[k].out[0]);
+    if (same) nd->follow = lead;
+  }
   if (o->tie_repeats) {
     ap_status st = tie_repeats(ctx, gp, a, o);
     if (st) return st;
@@ -259,15 +271,46 @@ gp_breakdown gp_evaluate(const graph_problem *gp, const int32_t *ch) {
   return gp_evaluate_range(gp, ch, 0, gp->n_nodes - 1);
 }
 
+double gp_wgrad_exposed_s(const graph_problem *gp, const int32_t *ch, int lo, int hi, double *total_s) {
+  /* The backward pass as the simulator plays it (graph_sim.c) along the op order: each op's backward compute,
+   * then its input-gradient sums on the communication stream, which the next op waits for; the buckets share
+   * that stream (FIFO). Without the weight sync it would end at t0. */
+  double comp = 0, comm = 0, t0 = 0, bucket_s[4] = {0}, bucket_bytes[4] = {0}, all = 0;
+  bool first[4] = {true, true, true, true};
+  for (int i = hi; i >= lo; i--) {
+    const gp_node *nd = &gp->nodes[i];
+    const shard_strategy *s = &nd->s[ch[i]];
+    double bwd = nd->repeat * (s->compute_s - s->compute_fwd_s), red = nd->repeat * s->bwd_comm_s;
+    t0 += bwd + red;
+    comp += bwd;
+    if (red > 0) comm = fmax(comm, comp) + red, comp = comm;
+    if (s->wgrad_comm_s <= 0) continue;
+    int q = s->wgrad_mask & 3u;
+    all += nd->repeat * s->wgrad_comm_s;
+    bucket_s[q] += nd->repeat * s->wgrad_comm_s;
+    bucket_bytes[q] += nd->repeat * s->wgrad_bytes;
+    if (bucket_bytes[q] >= (first[q] ? SHARD_FIRST_BUCKET_BYTES : SHARD_BUCKET_BYTES) || s->wgrad_bytes <= 0) {
+      comm = fmax(comm, comp) + bucket_s[q];
+      bucket_s[q] = bucket_bytes[q] = 0;
+      first[q] = false;
+    }
+  }
+  for (int q = 0; q < 4; q++)
+    if (bucket_s[q] > 0) comm = fmax(comm, comp) + bucket_s[q];
+  if (total_s) *total_s = all;
+  return fmax(0, fmax(comp, comm) - t0);
+}
+
 gp_breakdown gp_evaluate_range(const graph_problem *gp, const int32_t *ch, int lo, int hi) {
   gp_breakdown r = {0};
   for (int i = lo; i <= hi; i++) {
     const gp_node *nd = &gp->nodes[i];
     const shard_strategy *s = &nd->s[ch[i]];
     r.compute_s += nd->repeat * s->compute_s;
-    r.op_comm_s += nd->repeat * s->comm_s;
+    r.op_comm_s += nd->repeat * (s->comm_s - s->wgrad_comm_s);
     r.mem_bytes += nd->repeat * (s->weight_mem_bytes + s->act_mem_bytes);
   }
+  r.op_comm_s += gp_wgrad_exposed_s(gp, ch, lo, hi, NULL);
   for (int ei = 0; ei < gp->g->n_edges; ei++) {
     const graph_edge *e = &gp->g->edges[ei];
     int f = gp_node_of(gp, e->from_block, e->from_op), t = gp_node_of(gp, e->to_block, e->to_op);

@@ -59,6 +59,14 @@ typedef struct {
 AP_HIDDEN gp_breakdown gp_evaluate(const graph_problem *gp, const int32_t *node_choice);
 /* The same over nodes lo..hi and the edges between them (a pipeline stage). */
 AP_HIDDEN gp_breakdown gp_evaluate_range(const graph_problem *gp, const int32_t *node_choice, int lo, int hi);
+/* The weight-gradient synchronisation of nodes lo..hi as PyTorch DDP runs it (shard.h SHARD_BUCKET_BYTES): the
+ * gradients fill buckets in backward order, a full bucket is all-reduced once its last gradient is ready, on a
+ * stream of its own that overlaps the backward pass (each op's backward compute and its input-gradient sums,
+ * in reverse op order); returns the part that outlasts the backward pass (the exposed tail), and the sum of
+ * every bucket's all-reduce in *total_s when it is not NULL. The evaluation (gp_evaluate) counts this exposed
+ * part instead of the sum; the solvers' additive objective keeps the sum (an upper bound). */
+AP_HIDDEN double gp_wgrad_exposed_s(const graph_problem *gp, const int32_t *node_choice, int lo, int hi,
+                                    double *total_s);
 
 /* The bytes of the tensor an edge carries (whole), and the resharding seconds of edge e between the chosen
  * strategies, with its collectives when comm is not NULL. */

@@ -120,6 +120,8 @@ static double run_from(gsim *s, const int32_t *ch, int first) {
   for (int i = lo; i < n; i++) fwd_end = fmax(fwd_end, s->ready[i]);
   comp = fmax(comp, fwd_end);
   s->fwd_end_s = fwd_end;
+  double bucket_s[4] = {0}, bucket_bytes[4] = {0};
+  bool first_bucket[4] = {true, true, true, true};
   for (int i = n - 1; i >= lo; i--) {
     const gp_node *nd = &gp->nodes[i];
     const shard_strategy *st = &nd->s[ch[i]];
@@ -140,9 +142,23 @@ static double run_from(gsim *s, const int32_t *ch, int first) {
       comm = cs + nd->repeat * st->bwd_comm_s;
       s->gdone[i] = comm;
     }
-    if (st->wgrad_comm_s > 0 && !s->skip_wgrad) comm = fmax(comm, comp) + nd->repeat * st->wgrad_comm_s;
+    if (st->wgrad_comm_s > 0 && !s->skip_wgrad) {
+      /* DDP's buckets (shard.h SHARD_BUCKET_BYTES): the gradient joins the open bucket of its axes; a bucket
+       * that is full is all-reduced once its last gradient is ready (the first at 1 MiB), overlapped with the
+       * backward compute that follows. wgrad_comm_s is the op's share of its bucket's all-reduce. */
+      int q = st->wgrad_mask & 3u;
+      bucket_s[q] += nd->repeat * st->wgrad_comm_s;
+      bucket_bytes[q] += nd->repeat * st->wgrad_bytes;
+      if (bucket_bytes[q] >= (first_bucket[q] ? SHARD_FIRST_BUCKET_BYTES : SHARD_BUCKET_BYTES) || st->wgrad_bytes <= 0) {
+        comm = fmax(comm, comp) + bucket_s[q];
+        bucket_s[q] = bucket_bytes[q] = 0;
+        first_bucket[q] = false;
+      }
+    }
     ev++;
   }
+  for (int q = 0; q < 4; q++) /* the buckets left open at the end of the backward pass: the exposed tail */
+    if (bucket_s[q] > 0) comm = fmax(comm, comp) + bucket_s[q];
   s->n_events = ev;
   return fmax(comp, comm);
 }

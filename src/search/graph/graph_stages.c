@@ -297,7 +297,8 @@ static ap_status solve_range(ap_ctx *ctx, arena *a, const graph_problem *gp, int
     }
   int32_t *gch = arena_alloc(t, (size_t)(sp.n_groups > 0 ? sp.n_groups : 1) * sizeof *gch);
   int32_t *best = arena_alloc(a, (size_t)n * sizeof *best);
-  if (!gch || !best) {
+  int32_t *full = arena_alloc(t, (size_t)gp->n_nodes * sizeof *full);
+  if (!gch || !best || !full) {
     st = ctx_fail(ctx, AP_NOMEM, "out of memory");
     goto done;
   }
@@ -318,8 +319,11 @@ static ap_status solve_range(ap_ctx *ctx, arena *a, const graph_problem *gp, int
     }
     if (st) goto done;
     r->n_stage_solves++;
-    if (sr.status == SOLVE_INFEASIBLE || !(isnan(out->obj) || sr.objective < out->obj)) continue;
-    out->obj = sr.objective;
+    if (sr.status == SOLVE_INFEASIBLE) continue;
+    for (int i = 0; i < n; i++) full[lo + i] = gch[sp.group_of[i]];
+    double obj = gp_evaluate_range(gp, full, lo, hi).total_s; /* the weight sync's overlap counted */
+    if (!(isnan(out->obj) || obj < out->obj)) continue;
+    out->obj = obj;
     for (int i = 0; i < n; i++) best[i] = gch[sp.group_of[i]];
     out->choice = best;
     if (ss->exact && sr.status == SOLVE_OPTIMAL) break;
