@@ -285,6 +285,8 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
     if (!v->error) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
     else st = AP_OK;
   } else {
+    const graph *g = model_graph(m);
+    for (int b = 0; b < g->n_blocks; b++) v->moe |= g->blocks[b].is_moe;
     v->predicted_tokens = cr->tokens_per_s_per_device;
     v->predicted_peak_mem_bytes = cr->peak_mem_bytes;
     v->fits = cr->fits;
@@ -413,8 +415,45 @@ ap_status validate_file_stack(ap_ctx *ctx, const char *csv_path, const char *clu
   return validate_run(ctx, csv_path, cluster, stack, false, budget_per_row_s > 0, budget_per_row_s, out);
 }
 
+void validate_report_set_row(validate_report *dst, int64_t i, const validate_row *src) {
+  if (i < 0 || i >= dst->n_rows) return;
+  dst->rows[i] = *src;
+  dst->rows[i].kept_env = NULL, dst->rows[i].kept_cluster = NULL, dst->rows[i].kept_model = NULL;
+}
+
+ap_status validate_report_hold(ap_ctx *ctx, validate_report *dst, validate_report *src) {
+  validate_report **h = realloc(dst->held, sizeof *h * (size_t)(dst->n_held + 1));
+  if (!h) {
+    validate_report_free(src);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  dst->held = h;
+  dst->held[dst->n_held++] = src;
+  return AP_OK;
+}
+
+ap_status validate_report_resummarise(ap_ctx *ctx, validate_report *rep, const char *cv, const validate_fold *folds,
+                                      int64_t n_folds) {
+  rep->cv = cv ? arena_strdup(rep->a, cv) : NULL;
+  rep->n_folds = 0;
+  rep->folds = n_folds > 0 ? arena_alloc(rep->a, sizeof *rep->folds * (size_t)n_folds) : NULL;
+  if ((cv && !rep->cv) || (n_folds > 0 && !rep->folds)) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  for (int64_t k = 0; k < n_folds; k++) {
+    rep->folds[k] = folds[k];
+    if (!(rep->folds[k].name = arena_strdup(rep->a, folds[k].name))) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  rep->n_folds = n_folds;
+  return validate_summarise(ctx, rep);
+}
+
+validate_row *validate_report_row_mut(validate_report *r, int64_t i) { return i >= 0 && i < r->n_rows ? &r->rows[i] : NULL; }
+
+const char *validate_report_strdup(validate_report *r, const char *s) { return arena_strdup(r->a, s); }
+
 void validate_report_free(validate_report *r) {
   if (!r) return;
+  for (int i = 0; i < r->n_held; i++) validate_report_free(r->held[i]);
+  free(r->held);
   for (int64_t i = 0; r->rows && i < r->n_rows; i++) {
     cost_env_free(r->rows[i].kept_env);
     ap_cluster_free(r->rows[i].kept_cluster);
