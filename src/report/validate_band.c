@@ -24,7 +24,7 @@ enum { BAND_K = 20, MEM_BAND_K = 10 };
 /* TUNING: the half-widths grow by WIDEN_FEW / n (few rows: the percentiles of n points undershoot the spread)
  * and by WIDEN_FAR per unit of mean distance (rows unlike the target); and never fall below MIN_HALF (the data
  * floor: identical inputs measured a few percent apart). */
-static const double WIDEN_FEW = 3.0, WIDEN_FAR = 0.15, MIN_HALF = 0.02;
+static const double WIDEN_FEW = 3.0, WIDEN_FAR = 0.5, MIN_HALF = 0.02;
 
 void band_point_of(const validate_row *v, band_point *p) {
   memset(p, 0, sizeof *p);
