@@ -13,11 +13,11 @@
  * repeated, twice, since a different calibration can change what a tuned team would pick (a third round
  * changes the MAPE on runs.csv by less than 0.1 point).
  *
- * Out of sample: leave-one-source-out. Rows are grouped by their source (the text of the source column up to
- * its first space, e.g. "mosaicml/llm-foundry"); for each group the constants are fitted on the other groups
- * only and the group is predicted with them. A chip seen only in the left-out group takes the fitted
- * constants of the nearest chip of its family, else of its vendor (calib_nearest), or keeps the constants it
- * had before the fit when there is none, which is what a user with no runs of that chip would get. */
+ * Out of sample: validate --cv source and --cv chip (calibrate_cv.c): each source, then each chip, predicted
+ * by the same fit on the other groups only (a chip no other group measures takes the fitted constants of the
+ * nearest chip of its family, else of its vendor: calib_nearest). Their per-group figures go in the file's
+ * "fit" summary, and their residuals, each with what describes its run, in "residuals": the points every
+ * prediction's error band is built from (validate_band.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +29,7 @@
 #include "report/calibrate.h"
 #include "report/calibrate_fit.h"
 #include "report/validate.h"
+#include "report/validate_band.h"
 
 /* The report's text, every figure read from its document. */
 static void calibrate_text(strbuf *sb, const json_t *doc) {
@@ -39,7 +40,8 @@ static void calibrate_text(strbuf *sb, const json_t *doc) {
             100 * jd_getn(doc, "mape_before"), 100 * jd_getn(doc, "mape_after"));
   double loo = jd_getn(doc, "leave_one_source_out_mape"), mem_before = jd_getn(doc, "memory_mape_before");
   if (isfinite(loo))
-    sb_printf(sb, "leave-one-source-out MAPE %.1f%% (each source predicted by constants fitted on the others)\n", 100 * loo);
+    sb_printf(sb, "leave-one-source-out MAPE %.1f%%, leave-one-chip-out %.1f%% (each source, each chip predicted by "
+                  "constants fitted on the others: validate --cv)\n", 100 * loo, 100 * jd_getn(doc, "leave_one_chip_out_mape"));
   if (isfinite(mem_before))
     sb_printf(sb, "memory MAPE %.1f%% before, %.1f%% after (rows that report a measured peak)\n", 100 * mem_before,
               100 * jd_getn(doc, "memory_mape_after"));
@@ -53,14 +55,14 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
   *report_out = NULL;
   /* effort 0 is the full fit; 1 a quick one (one sweep of 8 steps) for tests. */
   int sweeps = effort ? 1 : FIT_SWEEPS, steps = effort ? 8 : GOLDEN_STEPS;
-  cost_calib *start = malloc(sizeof *start), *cal = malloc(sizeof *cal), *loo = malloc(sizeof *loo);
+  cost_calib *start = malloc(sizeof *start), *cal = malloc(sizeof *cal);
   cost_result *scratch = malloc(2 * sizeof *scratch); /* [1]: validate_fit_disagrees' completion */
   validate_report *rep = NULL;
   cal_row *rows = NULL;
   const char *fold_names[MAX_FOLDS] = {0};
   int n_folds = 0;
   strbuf sb = {0}, fitj = {0};
-  ap_status st = (!start || !cal || !loo || !scratch) ? ctx_fail(ctx, AP_NOMEM, "out of memory") : AP_OK;
+  ap_status st = (!start || !cal || !scratch) ? ctx_fail(ctx, AP_NOMEM, "out of memory") : AP_OK;
   /* Start from the --calibration file when one is given, else from the documented defaults, so that the
    * shipped calibration (make calibrate) does not depend on the one it replaces. */
   if (!st) {
@@ -107,7 +109,7 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
       mem_before = calfit_mape_of(&fm, -1, NULL);
     }
     /* Memory constants first (they decide which plans fit), then the throughput constants. */
-    if (round == 0) n_steps = 9 + n_folds;
+    if (round == 0) n_steps = 11;
     if (ctx_progress(ctx, (double)++step / n_steps, "validating")) st = ctx_fail(ctx, AP_CANCELLED, "cancelled");
     if (st) break;
     calfit_fit(&fm);
@@ -118,44 +120,54 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
     after_fixed = calfit_mape_of(&f, -1, NULL);
     if (ctx_progress(ctx, (double)++step / n_steps, "fitting throughput")) st = ctx_fail(ctx, AP_CANCELLED, "cancelled");
   }
-  /* Leave-one-source-out on the last round's plans. */
-  double loo_sum = 0;
-  int loo_n = 0;
+  /* Out of sample: validate --cv source and chip (calibrate_cv.c), whose residuals are the calibration's points
+   * for the error bands (validate_band.c): each row as predicted without its source, and without its chip. */
+  double loo_mape = NAN, chip_mape = NAN;
   if (!st) {
     sb_printf(&fitj, "{\"rows\": %d, \"mape_before\": ", n_rows);
     jx_sb_num(&fitj, before);
     sb_puts(&fitj, ", \"mape_after\": ");
     jx_sb_num(&fitj, after_fixed);
-    sb_puts(&fitj, ", \"leave_one_source_out\": [");
-    int n_listed = 0;
-    for (int fo = 0; fo < n_folds; fo++) {
-      /* Start from the constants in force before the fit, in the device order the rows index. */
-      *loo = *cal;
-      loo->comm = start->comm;
-      loo->overlap = start->overlap;
-      loo->memory = start->memory;
-      for (int d = 0; d < loo->n_chips; d++) loo->chips[d].compute = calib_tuning_for_chip(start, &loo->chips[d], NULL).compute;
-      fit_state f = {loo, rows, n_rows, scratch, fo, sweeps, steps, false};
-      int n = 0;
-      (void)calfit_mape_of(&f, fo, &n);
-      if (ctx_progress(ctx, (double)++step / n_steps, "leave-one-source-out")) {
+    cal->n_points = 0;
+    static const char *const groupings[2] = {"source", "chip"};
+    for (int k = 0; k < 2 && !st && !device; k++) {
+      if (ctx_progress(ctx, (double)++step / n_steps, groupings[k][0] == 's' ? "leave-one-source-out" : "leave-one-chip-out")) {
         st = ctx_fail(ctx, AP_CANCELLED, "cancelled");
         break;
       }
-      if (n == 0) continue; /* a source with no measured throughput has nothing to predict */
-      calfit_fit(&f);
-      calfit_borrow_for_unfitted(&f);
-      double m = calfit_mape_of(&f, fo, &n);
-      loo_sum += m * n;
-      loo_n += n;
-      sb_printf(&fitj, "%s{\"source\": ", n_listed++ ? ", " : "");
-      jx_sb_str(&fitj, fold_names[fo]);
-      sb_printf(&fitj, ", \"rows\": %d, \"mape\": ", n);
-      jx_sb_num(&fitj, m);
-      sb_puts(&fitj, "}");
+      validate_report *cv = NULL;
+      ap_ctx cctx = ctx_child(ctx);
+      cctx.progress_fn = NULL;
+      if ((st = validate_cv(&cctx, csv_path, groupings[k], effort, &cv))) {
+        ctx_fail(ctx, st, "%s", cctx.error);
+        break;
+      }
+      const validate_summary *cs = validate_report_summary(cv);
+      if (k == 0) loo_mape = cs->mape;
+      else chip_mape = cs->mape;
+      sb_printf(&fitj, ", \"leave_one_%s_out\": [", groupings[k]);
+      for (int64_t fo = 0; fo < cs->n_folds; fo++) {
+        sb_printf(&fitj, "%s{\"group\": ", fo ? ", " : "");
+        jx_sb_str(&fitj, cs->folds[fo].name);
+        sb_printf(&fitj, ", \"rows\": %lld, \"mape\": ", (long long)cs->folds[fo].n);
+        jx_sb_num(&fitj, cs->folds[fo].mape);
+        sb_printf(&fitj, ", \"memory_rows\": %lld, \"memory_mape\": ", (long long)cs->folds[fo].mem_n);
+        jx_sb_num(&fitj, cs->folds[fo].mem_mape);
+        sb_puts(&fitj, "}");
+      }
+      sb_printf(&fitj, "], \"leave_one_%s_out_mape\": ", groupings[k]);
+      jx_sb_num(&fitj, cs->mape);
+      sb_printf(&fitj, ", \"leave_one_%s_out_memory_mape\": ", groupings[k]);
+      jx_sb_num(&fitj, cs->mem_mape);
+      for (int64_t i = 0; i < validate_report_n_rows(cv) && cal->n_points < CALIB_MAX_POINTS; i++) {
+        const validate_row *v = validate_report_row(cv, i);
+        if (v->error) continue;
+        band_point_of(v, &cal->points[cal->n_points]);
+        const calib_point *pt = &cal->points[cal->n_points];
+        if (isfinite(pt->err) || isfinite(pt->mem_err)) cal->n_points++;
+      }
+      validate_report_free(cv);
     }
-    sb_puts(&fitj, "], \"leave_one_source_out_mape\": ");
-    jx_sb_num(&fitj, loo_n ? loo_sum / loo_n : NAN);
   }
   if (!st) {
     sb_puts(&fitj, ", \"memory_mape_before\": ");
@@ -196,7 +208,6 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
     free(text);
   }
   if (!st) {
-    double loo_mape = loo_n ? loo_sum / loo_n : NAN;
     /* The report is one document (autopar-calibrate/1, docs/json.md); the text is rendered from it. */
     jd doc;
     jd_init(&doc, "autopar-calibrate/1");
@@ -208,6 +219,7 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
     jd_num(&doc, doc.root, "mape_after_fixed_plans", after_fixed);
     jd_num(&doc, doc.root, "mape_after", after);
     jd_num(&doc, doc.root, "leave_one_source_out_mape", loo_mape);
+    jd_num(&doc, doc.root, "leave_one_chip_out_mape", chip_mape);
     jd_num(&doc, doc.root, "memory_mape_before", mem_before);
     jd_num(&doc, doc.root, "memory_mape_after", mem_after);
     jd_put(&doc, doc.root, "fit", json_loads(fit_summary, 0, NULL));
@@ -234,7 +246,6 @@ ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, 
   free(scratch);
   free(start);
   free(cal);
-  free(loo);
   return st;
 }
 

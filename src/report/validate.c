@@ -12,12 +12,14 @@
 #include <string.h>
 
 #include "core/jsonx.h"
+#include "cost/calib.h"
 #include "hw/hw.h"
 #include "model/hfconfig.h"
 #include "model/model.h"
 #include "plan/summary.h"
 #include "report/runs_csv.h"
 #include "report/validate.h"
+#include "report/validate_band.h"
 #include "report/validate_internal.h"
 #include "search/recipe/complete.h"
 #include "search/recipe/search.h"
@@ -317,6 +319,32 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
 
 /* ---- The run --------------------------------------------------------------------------------------------- */
 
+/* Every row's error band from the residuals the calibration in force holds (`autopar calibrate`'s
+ * cross-validations; none from the documented defaults). A row whose chip the calibration did not fit is
+ * compared with the runs predicted without their chip. */
+static ap_status fill_bands(ap_ctx *ctx, validate_report *rep) {
+  cost_calib *cal = malloc(sizeof *cal);
+  if (!cal) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  ap_ctx cctx = ctx_child(ctx);
+  ap_status st = calib_of_ctx(&cctx, cal);
+  if (st) { /* the calibration was read when the rows were predicted: only memory can fail here */
+    free(cal);
+    return ctx_fail(ctx, st, "%s", cctx.error);
+  }
+  for (int64_t i = 0; i < rep->n_rows; i++) {
+    validate_row *v = &rep->rows[i];
+    hw_device d;
+    ap_ctx scratch = {0};
+    char chip[HW_NAME_MAX];
+    if (hw_device_find(&scratch, v->gpu, &d) == AP_OK) calib_chip_of(&d, chip, sizeof chip);
+    else snprintf(chip, sizeof chip, "%s", v->gpu);
+    v->chip_unseen = calib_chip_index(cal, chip) < 0;
+  }
+  if (cal->n_points > 0) st = band_fill_pool(ctx, rep, cal->points, cal->n_points);
+  free(cal);
+  return st;
+}
+
 static ap_status validate_run(ap_ctx *ctx, const char *csv_path, const char *cluster, plan_stack stack, bool keep,
                               bool search, double budget_s, validate_report **out) {
   *out = NULL;
@@ -369,6 +397,7 @@ static ap_status validate_run(ap_ctx *ctx, const char *csv_path, const char *clu
     if (!st && ctx_progress(ctx, (double)(i + 1) / (double)rep->n_rows, "validate")) st = ctx_fail(ctx, AP_CANCELLED, "cancelled");
   }
   free(cr);
+  if (!st) st = fill_bands(ctx, rep);
   if (!st) st = validate_summarise(ctx, rep);
   if (st) {
     validate_report_free(rep);

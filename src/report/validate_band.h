@@ -8,16 +8,12 @@
 #include <stdbool.h>
 
 #include "core/core.h"
+#include "cost/calib.h"
 #include "hw/hw.h"
 #include "report/validate.h"
 
-/* One cross-validated residual and what describes its run. */
-typedef struct {
-  char family[HW_NAME_MAX], stack[32];
-  bool moe, offload, chip_unseen;
-  double num_gpus;
-  double err, mem_err; /* ln(predicted / measured) of tokens/s and of memory; NAN when not measured */
-} band_point;
+/* One cross-validated residual and what describes its run (cost/calib.h). */
+typedef calib_point band_point;
 
 /* The point of a modelled row v (its error as predicted, so a cross-validated row's is out of sample). */
 AP_HIDDEN void band_point_of(const validate_row *v, band_point *out);
