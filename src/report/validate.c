@@ -291,7 +291,8 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
     for (int b = 0; b < g->n_blocks; b++) v->moe |= g->blocks[b].is_moe;
     v->predicted_tokens = cr->tokens_per_s_per_device;
     v->predicted_peak_mem_bytes = cr->peak_mem_bytes;
-    v->fits = cr->fits;
+    v->fits = v->fits_band_high = cr->fits;
+    v->capacity_bytes = cr->capacity_bytes;
     v->iter_s = cr->iter_s;
     v->mfu_palm = cr->mfu_palm;
     v->bound = cr->bound;

@@ -101,6 +101,11 @@ typedef struct {
   double band_low, band_high;                     /* tokens/s per GPU */
   double mem_band_low_bytes, mem_band_high_bytes; /* of compared_mem_bytes when measured, else of the peak */
   const char *band_from;
+  /* The fit test at the memory band's upper edge (validate_band.c): fits_band_high is fits with the peak
+   * rank's total raised to the band's upper edge (peak_band_high_bytes) against its device's memory
+   * (capacity_bytes); fits itself, like the plan completion and the planner, tests the point prediction. */
+  bool fits_band_high;
+  double capacity_bytes, peak_band_high_bytes;
 } validate_row;
 
 /* The share of measurements an error band is built to hold: the middle 80%. */
@@ -147,6 +152,8 @@ typedef struct {
   data_floor floor;
   /* Error bands: rows with a measured throughput (memory) and a band, and how many fell inside it. */
   int64_t band_n, band_covered, mem_band_n, mem_band_covered;
+  /* The fit test at the band's upper edge (fits_band_high): oom rows it passes, ok rows it passes. */
+  int64_t oom_fit_band_high, ok_fit_band_high;
   double band_level; /* the share of measurements each band is built to hold (0.8) */
   /* validate --cv: the grouping ("source", "chip", "release", "stack"; NULL without --cv) and its groups. */
   const char *cv;

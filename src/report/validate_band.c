@@ -132,6 +132,11 @@ static ap_status fill_row(ap_ctx *ctx, validate_report *rep, validate_row *v, co
     v->has_mem_band = true;
     v->mem_band_low_bytes = mem / exp(hi);
     v->mem_band_high_bytes = mem / exp(lo);
+    /* The fit test on the band's upper edge, as a ratio to the prediction, applied to the peak rank's total. */
+    v->peak_band_high_bytes = v->predicted_peak_mem_bytes / exp(lo);
+    v->fits_band_high = v->fits && v->peak_band_high_bytes <= v->capacity_bytes;
+  } else {
+    v->fits_band_high = v->fits;
   }
   char text[700];
   snprintf(text, sizeof text, "%s%s%s%s%s", v->has_band ? "throughput: " : "", from[0],

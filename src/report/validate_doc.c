@@ -71,6 +71,9 @@ static void put_row(jd *d, json_t *rows, const validate_row *v) {
   if (ok && v->has_mem_band) {
     jd_num(d, o, "mem_band_low_bytes", round(v->mem_band_low_bytes));
     jd_num(d, o, "mem_band_high_bytes", round(v->mem_band_high_bytes));
+    jd_num(d, o, "peak_band_high_bytes", round(v->peak_band_high_bytes));
+    jd_num(d, o, "capacity_bytes", round(v->capacity_bytes));
+    jd_str(d, o, "predicted_outcome_at_band_high", v->fits_band_high ? "ok" : "oom");
   }
   if (ok && v->band_from) jd_str(d, o, "band_from", v->band_from);
   if (v->fold) {
@@ -154,6 +157,8 @@ static void put_summary(jd *d, const validate_summary *s) {
   jd_int(d, band, "mem_n", s->mem_band_n);
   jd_int(d, band, "mem_covered", s->mem_band_covered);
   jd_num(d, band, "mem_coverage", s->mem_band_n ? (double)s->mem_band_covered / (double)s->mem_band_n : NAN);
+  jd_int(d, band, "oom_rows_fit_at_band_high", s->oom_fit_band_high);
+  jd_int(d, band, "ok_rows_fit_at_band_high", s->ok_fit_band_high);
   if (s->cv) {
     json_t *cv = jd_obj(d, o, "cv");
     jd_str(d, cv, "grouping", s->cv);
@@ -301,6 +306,10 @@ static void text_summary(strbuf *sb, const json_t *s) {
               100 * jd_getn(s, "band.level"), (long long)jd_geti(s, "band.covered"), (long long)jd_geti(s, "band.n"),
               pct(jd_getn(s, "band.coverage"), p1, sizeof p1), (long long)jd_geti(s, "band.mem_covered"),
               (long long)jd_geti(s, "band.mem_n"), pct(jd_getn(s, "band.mem_coverage"), p2, sizeof p2));
+  if (jd_geti(s, "band.mem_n") > 0)
+    sb_printf(sb, "fit test at the memory band's upper edge: %lld of %lld oom rows pass it; %lld of %lld ok rows\n",
+              (long long)jd_geti(s, "band.oom_rows_fit_at_band_high"), (long long)jd_geti(s, "oom.oom_rows"),
+              (long long)jd_geti(s, "band.ok_rows_fit_at_band_high"), (long long)jd_geti(s, "oom.ok_rows"));
   const json_t *cv = jd_at(s, "cv");
   if (cv) {
     const json_t *groups = jd_at(cv, "groups");

@@ -177,6 +177,8 @@ ap_status validate_summarise(ap_ctx *ctx, validate_report *rep) {
       s->band_n++;
       s->band_covered += v->measured_tokens >= v->band_low && v->measured_tokens <= v->band_high;
     }
+    if (v->measured_oom) s->oom_fit_band_high += v->fits_band_high;
+    else s->ok_fit_band_high += v->fits_band_high;
     if (v->has_mem_band && v->has_mem) {
       s->mem_band_n++;
       s->mem_band_covered += v->measured_mem_bytes >= v->mem_band_low_bytes && v->measured_mem_bytes <= v->mem_band_high_bytes;
