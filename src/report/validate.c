@@ -476,9 +476,6 @@ ap_status validate_report_resummarise(ap_ctx *ctx, validate_report *rep, const c
   return validate_summarise(ctx, rep);
 }
 
-validate_row *validate_report_row_mut(validate_report *r, int64_t i) { return i >= 0 && i < r->n_rows ? &r->rows[i] : NULL; }
-
-const char *validate_report_strdup(validate_report *r, const char *s) { return arena_strdup(r->a, s); }
 
 void validate_report_free(validate_report *r) {
   if (!r) return;
@@ -494,10 +491,6 @@ void validate_report_free(validate_report *r) {
   free(r);
 }
 
-int64_t validate_report_n_rows(const validate_report *r) { return r->n_rows; }
-const validate_row *validate_report_row(const validate_report *r, int64_t i) {
-  return i >= 0 && i < r->n_rows ? &r->rows[i] : NULL;
-}
 const validate_summary *validate_report_summary(const validate_report *r) { return &r->sum; }
 
 /* ---- Output ---------------------------------------------------------------------------------------------- */
