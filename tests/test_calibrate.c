@@ -42,6 +42,11 @@ static void test_calibration_holds_out_of_sample(void **state) {
   cost_calib cal;
   if (calib_load(ctx, out_path, &cal)) fail_msg("%s", ap_ctx_error(ctx));
   assert_int_equal(cal.n_chips, 3); /* GA100, GH100, B200: the six device types of runs.csv on three chips */
+  /* The leave-one-source-out and leave-one-chip-out residuals, every row measured ok once per grouping. */
+  assert_true(cal.n_points >= 2 * 383);
+  int unseen = 0;
+  for (int i = 0; i < cal.n_points; i++) unseen += cal.points[i].chip_unseen;
+  assert_true(unseen >= 383); /* the leave-one-chip-out half, and the source folds' B200 rows */
   for (int d = 0; d < cal.n_chips; d++) {
     assert_true(cal.chips[d].compute.gemm_eff_max > 0 && cal.chips[d].compute.gemm_eff_max <= 1);
     assert_true(cal.chips[d].compute.attn_fwd_eff > 0 && cal.chips[d].compute.attn_fwd_eff <= 1);
@@ -90,6 +95,11 @@ static const struct {
     {"{\"format\":\"autopar-calibration/1\",\"devices\":{\"h100-sxm\":{\"gemm_eff_max\":1.5}}}", "gemm_eff_max: expected a number in [0.15, 1]"},
     {"{\"format\":\"autopar-calibration/1\",\"devices\":{\"h100-sxm\":{\"gemm_eff\":0.5}}}", "did you mean gemm_eff_max"},
     {"{\"format\":\"autopar-calibration/3\"}", "expected \"autopar-calibration/2\" (or /1)"},
+    {"{\"format\":\"autopar-calibration/2\",\"residuals\":{}}", "residuals: expected an array of residuals"},
+    {"{\"format\":\"autopar-calibration/2\",\"residuals\":[[\"Hopper\",\"nemo\",false,false,false,8,0.1]]}",
+     "residuals[0]: expected [family, stack, moe, offload, chip_unseen, num_gpus, error, memory error]"},
+    {"{\"format\":\"autopar-calibration/2\",\"residuals\":[[\"Hopper\",\"nemo\",false,false,false,0,0.1,null]]}",
+     "residuals[0]: expected num_gpus in [1, 1e9]"},
     {"{\"format\":\"autopar-calibration/2\",\"chips\":{\"GH100\":{\"gemm_eff\":0.5}}}", "chips.GH100.gemm_eff: unknown field (did you mean gemm_eff_max"},
     {"{\"format\":\"autopar-calibration/2\",\"chip\":{}}", "chip: unknown field (did you mean chips"},
     {"{\"format\":\"autopar-calibration/2\",\"devices\":{}}", "devices: not in format autopar-calibration/2"},
