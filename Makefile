@@ -11,6 +11,7 @@
 #   make example    the main job on a built-in example: plan Llama-3-70B on 64 H100
 #   make bench      benchmarks (not part of the test suite)
 #   make readme-counts  README's counts and figures rewritten from their sources (make test checks them)
+#   make validate-cv   the cross-validated figures (validate --cv source, chip, release, stack; minutes)
 #   make CORE_ONLY=1 ...   the same without the optional parts (below)
 #   make V=1 ...    every command line in full (by default one short line per step, as the Linux kernel's
 #                   Kbuild and automake's silent rules print: "  CC      src/cost/comm.c")
@@ -324,3 +325,10 @@ calibrate: $(BIN)
 validate-loso: $(BIN)
 	$(BIN) calibrate $(REFERENCE)/runs.csv -o $(BUILD)/loso-calibration.json
 	$(BIN) validate $(REFERENCE)/runs.csv | tail -n 12 | head -n 6
+
+# The cross-validated figures README's accuracy table reports (validate --cv, about six minutes in all): each
+# grouping's summary lines and its groups.
+.PHONY: validate-cv
+validate-cv: $(BIN)
+	@for g in source chip release stack; do echo "== --cv $$g"; $(BIN) validate $(REFERENCE)/runs.csv --cv $$g | \
+	  sed -n '/^throughput/p;/^spearman/p;/^oom/p;/^memory/p;/^bands/p;/^fit test/p;/^cross-validation/,$$p'; done

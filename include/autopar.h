@@ -288,6 +288,15 @@ AP_API ap_status ap_validate_on(ap_ctx *ctx, const char *csv_path, const char *c
  * name fails with AP_INVALID. */
 AP_API ap_status ap_validate_stack(ap_ctx *ctx, const char *csv_path, const char *cluster, const char *stack, int flags,
                                    char **out);
+/* Cross-validation: the same document, each row predicted by constants that `autopar calibrate`'s fit would
+ * give without its group of rows (grouping "source": the source column up to its first space; "chip": the
+ * chip of its gpu, a chip no other group measures taking the nearest fitted chip's constants; "release": the
+ * source's container or commit; "stack": the stack it runs on), the fit starting from the context's
+ * calibration file when one is set, else from the documented defaults. The summary is validate's over those
+ * predictions, with each group's figures under "cv", and every row carries an error band built from the other
+ * groups' residuals (band_low, band_high, mem_band_low_bytes, mem_band_high_bytes; docs/json.md). flags is 0
+ * or AP_VALIDATE_JSON. Takes about ten seconds a group. An unknown grouping fails with AP_INVALID. */
+AP_API ap_status ap_validate_cv(ap_ctx *ctx, const char *csv_path, const char *grouping, int flags, char **out);
 
 /* ---- Exports ---------------------------------------------------------------------------------- */
 

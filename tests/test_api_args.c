@@ -137,6 +137,11 @@ static void test_null_and_bad_arguments(void **state) {
   PROBE(x, ap_validate_stack(x, "x.csv", NULL, "torchtitan", 0, NULL));
   PROBE(x, ap_validate_stack(x, "x.csv", NULL, "no-such-stack", 0, &s));
   PROBE(NULL, ap_validate_stack(NULL, "x.csv", NULL, NULL, 0, &s));
+  PROBE(x, ap_validate_cv(x, NULL, "source", 0, &s));
+  PROBE(x, ap_validate_cv(x, "x.csv", "source", 0, NULL));
+  PROBE(x, ap_validate_cv(x, "x.csv", "no-such-grouping", 0, &s));
+  PROBE(x, ap_validate_cv(x, "x.csv", "source", 2, &s));
+  PROBE(NULL, ap_validate_cv(NULL, "x.csv", "source", 0, &s));
 
   PROBE(x, ap_export(x, f->m, NULL, "json", &s));
   PROBE(x, ap_export(x, f->m, f->p, NULL, &s));

@@ -3,6 +3,7 @@
  * predicted by constants fitted on the other sources) holds up. A quick fit (one sweep) keeps the suite fast;
  * `make calibrate` runs the full one. */
 #include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -11,6 +12,7 @@
 #include "cost/calib.h"
 #include "hw/hw.h"
 #include "report/calibrate.h"
+#include "report/calibrate_fit.h"
 
 static void test_calibration_holds_out_of_sample(void **state) {
   (void)state;
@@ -40,6 +42,11 @@ static void test_calibration_holds_out_of_sample(void **state) {
   cost_calib cal;
   if (calib_load(ctx, out_path, &cal)) fail_msg("%s", ap_ctx_error(ctx));
   assert_int_equal(cal.n_chips, 3); /* GA100, GH100, B200: the six device types of runs.csv on three chips */
+  /* The leave-one-source-out and leave-one-chip-out residuals, every row measured ok once per grouping. */
+  assert_true(cal.n_points >= 2 * 383);
+  int unseen = 0;
+  for (int i = 0; i < cal.n_points; i++) unseen += cal.points[i].chip_unseen;
+  assert_true(unseen >= 383); /* the leave-one-chip-out half, and the source folds' B200 rows */
   for (int d = 0; d < cal.n_chips; d++) {
     assert_true(cal.chips[d].compute.gemm_eff_max > 0 && cal.chips[d].compute.gemm_eff_max <= 1);
     assert_true(cal.chips[d].compute.attn_fwd_eff > 0 && cal.chips[d].compute.attn_fwd_eff <= 1);
@@ -88,6 +95,11 @@ static const struct {
     {"{\"format\":\"autopar-calibration/1\",\"devices\":{\"h100-sxm\":{\"gemm_eff_max\":1.5}}}", "gemm_eff_max: expected a number in [0.15, 1]"},
     {"{\"format\":\"autopar-calibration/1\",\"devices\":{\"h100-sxm\":{\"gemm_eff\":0.5}}}", "did you mean gemm_eff_max"},
     {"{\"format\":\"autopar-calibration/3\"}", "expected \"autopar-calibration/2\" (or /1)"},
+    {"{\"format\":\"autopar-calibration/2\",\"residuals\":{}}", "residuals: expected an array of residuals"},
+    {"{\"format\":\"autopar-calibration/2\",\"residuals\":[[\"Hopper\",\"nemo\",false,false,false,8,0.1]]}",
+     "residuals[0]: expected [family, stack, moe, offload, chip_unseen, num_gpus, error, memory error]"},
+    {"{\"format\":\"autopar-calibration/2\",\"residuals\":[[\"Hopper\",\"nemo\",false,false,false,0,0.1,null]]}",
+     "residuals[0]: expected num_gpus in [1, 1e9]"},
     {"{\"format\":\"autopar-calibration/2\",\"chips\":{\"GH100\":{\"gemm_eff\":0.5}}}", "chips.GH100.gemm_eff: unknown field (did you mean gemm_eff_max"},
     {"{\"format\":\"autopar-calibration/2\",\"chip\":{}}", "chip: unknown field (did you mean chips"},
     {"{\"format\":\"autopar-calibration/2\",\"devices\":{}}", "devices: not in format autopar-calibration/2"},
@@ -238,6 +250,45 @@ static void test_long_source_reads_back(void **state) {
   ap_ctx_free(ctx);
 }
 
+/* The groupings of validate --cv: a row's group under each, and the names --cv takes. */
+static void test_cv_groupings(void **state) {
+  (void)state;
+  validate_row v;
+  memset(&v, 0, sizeof v);
+  v.gpu = "gb200";
+  v.plan.stack = PLAN_STACK_DEFAULT;
+  char key[256];
+  v.source = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @4ab94dfad, '26.02.01 NeMo Container' Pre-Training";
+  cv_key(&v, CV_SOURCE, key, sizeof key);
+  assert_string_equal(key, "NVIDIA-NeMo/Megatron-Bridge");
+  cv_key(&v, CV_RELEASE, key, sizeof key);
+  assert_string_equal(key, "NVIDIA-NeMo/Megatron-Bridge 26.02.01"); /* the container, not the docs commit */
+  cv_key(&v, CV_CHIP, key, sizeof key);
+  assert_string_equal(key, "B200"); /* a GB200 runs B200 silicon */
+  cv_key(&v, CV_STACK, key, sizeof key);
+  assert_string_equal(key, "megatron-lm"); /* no stack column: a transformer's default */
+  v.source = "mosaicml/llm-foundry scripts/train/benchmarking/README.md @495218376 (table 'H100 80GB BF16')";
+  v.gpu = "a100-40gb";
+  cv_key(&v, CV_RELEASE, key, sizeof key);
+  assert_string_equal(key, "mosaicml/llm-foundry @495218376");
+  cv_key(&v, CV_CHIP, key, sizeof key);
+  assert_string_equal(key, "GA100");
+  v.source = "Narayanan et al. SC21 (arXiv 2104.04473) Table 2 (PTD-P rows), via third-party transcription";
+  cv_key(&v, CV_RELEASE, key, sizeof key);
+  assert_string_equal(key, "Narayanan"); /* neither a container nor a commit */
+  cv_grouping g;
+  assert_true(cv_grouping_from_name("release", &g) && g == CV_RELEASE);
+  assert_false(cv_grouping_from_name("sources", &g));
+  assert_string_equal(cv_grouping_name(CV_CHIP), "chip");
+  const char *names[4] = {0};
+  int n = 0;
+  assert_int_equal(cv_fold_index("a", names, &n, 4), 0);
+  assert_int_equal(cv_fold_index("b", names, &n, 4), 1);
+  assert_int_equal(cv_fold_index("a", names, &n, 4), 0);
+  assert_int_equal(n, 2);
+  for (int i = 0; i < n; i++) free((char *)names[i]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_builtin_calibration),
@@ -247,6 +298,7 @@ int main(void) {
       cmocka_unit_test(test_calibration_at_range_ends_reads_back),
       cmocka_unit_test(test_long_source_reads_back),
       cmocka_unit_test(test_calibration_holds_out_of_sample),
+      cmocka_unit_test(test_cv_groupings),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

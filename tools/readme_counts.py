@@ -80,6 +80,47 @@ def years_405b_on_2(bin_):
     return ["%.0f" % (d["train"]["time_s"] / (365.25 * 86400)), d["seq_length"]]
 
 
+_cv = {}
+
+
+def cv(bin_, grouping):
+    """The summary of `autopar validate ../shared/reference/runs.csv --cv GROUPING --json`, kept in
+    build/cv/GROUPING.json while it is newer than the binary, the runs table and its models (a cross-validation
+    takes about a minute; tests/sh_cv.sh reads the same file)."""
+    if grouping in _cv:
+        return _cv[grouping]
+    path = os.path.join(ROOT, "build", "cv", grouping + ".json")
+    inputs = [os.path.join(ROOT, bin_), RUNS] + glob.glob(os.path.join(os.path.dirname(RUNS), "models", "*"))
+    fresh = os.path.exists(path) and all(os.path.getmtime(path) > os.path.getmtime(f) for f in inputs if os.path.exists(f))
+    if not fresh:
+        args = [bin_, "validate", RUNS, "--cv", grouping, "--json"]
+        p = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        if p.returncode != 0:
+            raise RuntimeError("%s: exit %d: %s" % (" ".join(args), p.returncode, p.stderr.strip()))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            f.write(p.stdout)
+        os.replace(path + ".tmp", path)
+    with open(path, encoding="utf-8") as f:
+        _cv[grouping] = json.load(f)["summary"]
+    return _cv[grouping]
+
+
+def oom_fit(s):
+    """Rows measured oom that are predicted to fit."""
+    return s["oom"]["oom_rows"] - s["oom"]["oom_predicted_oom"]
+
+
+def cv_row(grouping):
+    """One cross-validation's figures as README's accuracy table writes them."""
+    def produce(b):
+        s = cv(b, grouping)
+        return [pct(s["mape"]), pct(s["median_ape"]), pct(s["memory"]["mape"]), "%.3f" % s["spearman"],
+                pct(s["band"]["coverage"]), pct(s["band"]["mem_coverage"]), oom_fit(s), s["oom"]["oom_rows"],
+                len(s["cv"]["groups"])]
+    return produce
+
+
 def pct(x):
     return "%.1f" % (100 * x)
 
@@ -111,6 +152,13 @@ COUNTS = [
                 validate(b)["spearman_groups"]], True),
     ("the absurd example's years and sequence", r"offload-bound, (\d+) years\n# to train 1T tokens\) and prints what it "
      r"assumed \(the sequence: the model's pretraining context, (\d+)\)", years_405b_on_2, False),
+] + [
+    ("leave-one-%s-out figures (validate --cv %s)" % (g, g),
+     (r"\| leave-one-GROUP-out \(`autopar validate \.\./shared/reference/runs\.csv --cv GROUP`\) \| \| throughput MAPE "
+     r"([\d.]+)% \(median ([\d.]+)%\), memory MAPE ([\d.]+)%, Spearman ([\d.]+), 80% band holds ([\d.]+)% of "
+     r"the rows \(memory ([\d.]+)%\), (\d+) of (\d+) oom rows predicted to fit; (\d+) groups").replace("GROUP", g),
+     cv_row(g), True) for g in ("source", "chip", "release", "stack")
+] + [
     ("groups of rows with identical inputs", r"printed by `validate` itself: (\d+) groups",
      lambda b: [validate(b)["data_floor"]["identical_input_groups"]], True),
 ]

@@ -16,7 +16,7 @@
 
 #include "cost/cost.h"
 
-enum { CALIB_MAX_CHIPS = 32, CALIB_MAX_BANDS = 64 };
+enum { CALIB_MAX_CHIPS = 32, CALIB_MAX_BANDS = 64, CALIB_MAX_POINTS = 1024 };
 
 /* The compute constants of one chip: every device type on that chip (hw_device.chip; an A100 40 GB and 80 GB,
  * an H100 SXM, H200 and H800) runs the same silicon and kernels, so they share them; memory capacity and
@@ -39,6 +39,17 @@ typedef struct {
   double mape;                  /* their mean absolute value */
 } calib_band;
 
+/* One cross-validated residual of a reference run and what describes the run (report/validate_band.c builds
+ * each prediction's band from the points nearest to it): its device family, stack, dense or MoE, offload,
+ * whether the fit that predicted it had no row of its chip, its devices, and ln(predicted / measured) of its
+ * tokens/s and of its memory (NAN when not measured). */
+typedef struct {
+  char family[HW_NAME_MAX], stack[32];
+  bool moe, offload, chip_unseen;
+  double num_gpus;
+  double err, mem_err;
+} calib_point;
+
 /* A calibration: compute constants per chip; global communication, overlap and memory constants; error bands. */
 typedef struct {
   int n_chips;
@@ -48,6 +59,8 @@ typedef struct {
   memory_tuning memory;
   int n_bands;
   calib_band bands[CALIB_MAX_BANDS];
+  int n_points; /* `autopar calibrate`'s leave-one-source-out and leave-one-chip-out residuals */
+  calib_point points[CALIB_MAX_POINTS];
   char source[256]; /* how it was made */
 } cost_calib;
 

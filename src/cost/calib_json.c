@@ -98,6 +98,46 @@ static ap_status read_bands(ap_ctx *ctx, const char *file, json_t *arr, cost_cal
   return AP_OK;
 }
 
+/* "residuals": [[family, stack, moe, offload, chip_unseen, num_gpus, err, mem_err], ...], err and mem_err null
+ * when not measured. */
+static ap_status read_points(ap_ctx *ctx, const char *file, json_t *arr, cost_calib *out) {
+  jx_src src = {ctx, file, ""};
+  if (!json_is_array(arr)) return jx_fail(&src, "residuals", "expected an array of residuals");
+  if (json_array_size(arr) > CALIB_MAX_POINTS) return jx_fail(&src, "residuals", "expected at most %d residuals", CALIB_MAX_POINTS);
+  size_t i;
+  json_t *p;
+  json_array_foreach(arr, i, p) {
+    char where[40];
+    snprintf(where, sizeof where, "residuals[%zu]", i);
+    jx_src ps = {ctx, file, where};
+    calib_point *o = &out->points[out->n_points];
+    memset(o, 0, sizeof *o);
+    const json_t *fam = json_array_get(p, 0), *stk = json_array_get(p, 1), *gp = json_array_get(p, 5),
+                 *e = json_array_get(p, 6), *me = json_array_get(p, 7);
+    if (!json_is_array(p) || json_array_size(p) != 8 || !json_is_string(fam) || !json_is_string(stk) ||
+        !json_is_boolean(json_array_get(p, 2)) || !json_is_boolean(json_array_get(p, 3)) ||
+        !json_is_boolean(json_array_get(p, 4)) || !json_is_number(gp) || !(json_is_number(e) || json_is_null(e)) ||
+        !(json_is_number(me) || json_is_null(me)))
+      return jx_fail(&ps, "", "expected [family, stack, moe, offload, chip_unseen, num_gpus, error, memory error]");
+    if (strlen(json_string_value(fam)) >= sizeof o->family || strlen(json_string_value(stk)) >= sizeof o->stack)
+      return jx_fail(&ps, "", "expected family and stack names of at most %d and %d bytes", HW_NAME_MAX - 1,
+                     (int)sizeof o->stack - 1);
+    snprintf(o->family, sizeof o->family, "%s", json_string_value(fam));
+    snprintf(o->stack, sizeof o->stack, "%s", json_string_value(stk));
+    o->moe = json_is_true(json_array_get(p, 2));
+    o->offload = json_is_true(json_array_get(p, 3));
+    o->chip_unseen = json_is_true(json_array_get(p, 4));
+    o->num_gpus = json_number_value(gp);
+    o->err = json_is_null(e) ? NAN : json_number_value(e);
+    o->mem_err = json_is_null(me) ? NAN : json_number_value(me);
+    if (!(o->num_gpus >= 1 && o->num_gpus <= 1e9) || (isfinite(o->err) && fabs(o->err) > 10) ||
+        (isfinite(o->mem_err) && fabs(o->mem_err) > 10))
+      return jx_fail(&ps, "", "expected num_gpus in [1, 1e9] and errors (log ratios) within [-10, 10]");
+    out->n_points++;
+  }
+  return AP_OK;
+}
+
 ap_status calib_parse(ap_ctx *ctx, const char *file, const char *text, size_t n, cost_calib *out) {
   calib_defaults(out);
   json_t *root = NULL;
@@ -105,7 +145,7 @@ ap_status calib_parse(ap_ctx *ctx, const char *file, const char *text, size_t n,
   if (st) return st;
   jx_src src = {ctx, file, ""};
   const char *fmt = NULL, *source = NULL;
-  static const char *const keys[] = {"format", "source", "chips", "devices", "global", "bands", "fit"};
+  static const char *const keys[] = {"format", "source", "chips", "devices", "global", "bands", "residuals", "fit"};
   if (!json_is_object(root)) st = ctx_fail(ctx, AP_INVALID, "%s: expected a JSON object", file);
   if (!st) st = jx_check_keys(&src, root, keys, AP_COUNT(keys), 0);
   if (!st) st = jx_str(&src, root, "format", true, &fmt, NULL);
@@ -132,6 +172,8 @@ ap_status calib_parse(ap_ctx *ctx, const char *file, const char *text, size_t n,
   }
   json_t *bands = st ? NULL : json_object_get(root, "bands");
   if (bands) st = read_bands(ctx, file, bands, out);
+  json_t *points = st ? NULL : json_object_get(root, "residuals");
+  if (points) st = read_points(ctx, file, points, out);
   json_decref(root);
   return st;
 }
@@ -205,6 +247,21 @@ void calib_to_json(const cost_calib *c, const char *fit_summary, strbuf *sb) {
     sb_puts(sb, "}");
   }
   sb_puts(sb, c->n_bands ? "\n  ]" : "]");
+  if (c->n_points) sb_puts(sb, ",\n  \"residuals\": [");
+  for (int i = 0; i < c->n_points; i++) {
+    const calib_point *p = &c->points[i];
+    sb_printf(sb, "%s\n    [", i ? "," : "");
+    jx_sb_str(sb, p->family);
+    sb_puts(sb, ", ");
+    jx_sb_str(sb, p->stack);
+    sb_printf(sb, ", %s, %s, %s, %.0f, ", p->moe ? "true" : "false", p->offload ? "true" : "false",
+              p->chip_unseen ? "true" : "false", p->num_gpus);
+    if (isfinite(p->err)) sb_printf(sb, "%.6g, ", p->err);
+    else sb_puts(sb, "null, ");
+    if (isfinite(p->mem_err)) sb_printf(sb, "%.6g]", p->mem_err);
+    else sb_puts(sb, "null]");
+  }
+  if (c->n_points) sb_puts(sb, "\n  ]");
   if (fit_summary) sb_printf(sb, ",\n  \"fit\": %s", fit_summary);
   sb_puts(sb, "\n}\n");
 }

@@ -12,6 +12,12 @@
 AP_HIDDEN ap_status calibrate_file(ap_ctx *ctx, const char *csv_path, const char *device, const char *out_path,
                                    int format, int effort, char **report_out);
 
+/* Cross-validation (calibrate_cv.c): the runs table at csv_path, each group of rows under grouping ("source",
+ * "chip", "release", "stack") predicted by constants fitted without it, as one validate report whose summary
+ * carries the groups' figures and whose rows carry bands from the other groups' residuals. effort as
+ * calibrate_file's. */
+AP_HIDDEN ap_status validate_cv(ap_ctx *ctx, const char *csv_path, const char *grouping, int effort, validate_report **out);
+
 /* Replaces cal's error bands by those of the residuals of rep, a validate run under cal (calibrate_bands.c). */
 AP_HIDDEN ap_status calibrate_bands(ap_ctx *ctx, const validate_report *rep, cost_calib *cal);
 

@@ -12,12 +12,14 @@
 #include <string.h>
 
 #include "core/jsonx.h"
+#include "cost/calib.h"
 #include "hw/hw.h"
 #include "model/hfconfig.h"
 #include "model/model.h"
 #include "plan/summary.h"
 #include "report/runs_csv.h"
 #include "report/validate.h"
+#include "report/validate_band.h"
 #include "report/validate_internal.h"
 #include "search/recipe/complete.h"
 #include "search/recipe/search.h"
@@ -285,9 +287,12 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
     if (!v->error) st = ctx_fail(ctx, AP_NOMEM, "out of memory");
     else st = AP_OK;
   } else {
+    const graph *g = model_graph(m);
+    for (int b = 0; b < g->n_blocks; b++) v->moe |= g->blocks[b].is_moe;
     v->predicted_tokens = cr->tokens_per_s_per_device;
     v->predicted_peak_mem_bytes = cr->peak_mem_bytes;
-    v->fits = cr->fits;
+    v->fits = v->fits_band_high = cr->fits;
+    v->capacity_bytes = cr->capacity_bytes;
     v->iter_s = cr->iter_s;
     v->mfu_palm = cr->mfu_palm;
     v->bound = cr->bound;
@@ -314,6 +319,32 @@ static ap_status row_predict(ap_ctx *ctx, validate_report *rep, const char *csv_
 }
 
 /* ---- The run --------------------------------------------------------------------------------------------- */
+
+/* Every row's error band from the residuals the calibration in force holds (`autopar calibrate`'s
+ * cross-validations; none from the documented defaults). A row whose chip the calibration did not fit is
+ * compared with the runs predicted without their chip. */
+static ap_status fill_bands(ap_ctx *ctx, validate_report *rep) {
+  cost_calib *cal = malloc(sizeof *cal);
+  if (!cal) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  ap_ctx cctx = ctx_child(ctx);
+  ap_status st = calib_of_ctx(&cctx, cal);
+  if (st) { /* the calibration was read when the rows were predicted: only memory can fail here */
+    free(cal);
+    return ctx_fail(ctx, st, "%s", cctx.error);
+  }
+  for (int64_t i = 0; i < rep->n_rows; i++) {
+    validate_row *v = &rep->rows[i];
+    hw_device d;
+    ap_ctx scratch = {0};
+    char chip[HW_NAME_MAX];
+    if (hw_device_find(&scratch, v->gpu, &d) == AP_OK) calib_chip_of(&d, chip, sizeof chip);
+    else snprintf(chip, sizeof chip, "%s", v->gpu);
+    v->chip_unseen = calib_chip_index(cal, chip) < 0;
+  }
+  if (cal->n_points > 0) st = band_fill_pool(ctx, rep, cal->points, cal->n_points);
+  free(cal);
+  return st;
+}
 
 static ap_status validate_run(ap_ctx *ctx, const char *csv_path, const char *cluster, plan_stack stack, bool keep,
                               bool search, double budget_s, validate_report **out) {
@@ -367,6 +398,7 @@ static ap_status validate_run(ap_ctx *ctx, const char *csv_path, const char *clu
     if (!st && ctx_progress(ctx, (double)(i + 1) / (double)rep->n_rows, "validate")) st = ctx_fail(ctx, AP_CANCELLED, "cancelled");
   }
   free(cr);
+  if (!st) st = fill_bands(ctx, rep);
   if (!st) st = validate_summarise(ctx, rep);
   if (st) {
     validate_report_free(rep);
@@ -413,8 +445,42 @@ ap_status validate_file_stack(ap_ctx *ctx, const char *csv_path, const char *clu
   return validate_run(ctx, csv_path, cluster, stack, false, budget_per_row_s > 0, budget_per_row_s, out);
 }
 
+void validate_report_set_row(validate_report *dst, int64_t i, const validate_row *src) {
+  if (i < 0 || i >= dst->n_rows) return;
+  dst->rows[i] = *src;
+  dst->rows[i].kept_env = NULL, dst->rows[i].kept_cluster = NULL, dst->rows[i].kept_model = NULL;
+}
+
+ap_status validate_report_hold(ap_ctx *ctx, validate_report *dst, validate_report *src) {
+  validate_report **h = realloc(dst->held, sizeof *h * (size_t)(dst->n_held + 1));
+  if (!h) {
+    validate_report_free(src);
+    return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  dst->held = h;
+  dst->held[dst->n_held++] = src;
+  return AP_OK;
+}
+
+ap_status validate_report_resummarise(ap_ctx *ctx, validate_report *rep, const char *cv, const validate_fold *folds,
+                                      int64_t n_folds) {
+  rep->cv = cv ? arena_strdup(rep->a, cv) : NULL;
+  rep->n_folds = 0;
+  rep->folds = n_folds > 0 ? arena_alloc(rep->a, sizeof *rep->folds * (size_t)n_folds) : NULL;
+  if ((cv && !rep->cv) || (n_folds > 0 && !rep->folds)) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  for (int64_t k = 0; k < n_folds; k++) {
+    rep->folds[k] = folds[k];
+    if (!(rep->folds[k].name = arena_strdup(rep->a, folds[k].name))) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  }
+  rep->n_folds = n_folds;
+  return validate_summarise(ctx, rep);
+}
+
+
 void validate_report_free(validate_report *r) {
   if (!r) return;
+  for (int i = 0; i < r->n_held; i++) validate_report_free(r->held[i]);
+  free(r->held);
   for (int64_t i = 0; r->rows && i < r->n_rows; i++) {
     cost_env_free(r->rows[i].kept_env);
     ap_cluster_free(r->rows[i].kept_cluster);
@@ -425,10 +491,6 @@ void validate_report_free(validate_report *r) {
   free(r);
 }
 
-int64_t validate_report_n_rows(const validate_report *r) { return r->n_rows; }
-const validate_row *validate_report_row(const validate_report *r, int64_t i) {
-  return i >= 0 && i < r->n_rows ? &r->rows[i] : NULL;
-}
 const validate_summary *validate_report_summary(const validate_report *r) { return &r->sum; }
 
 /* ---- Output ---------------------------------------------------------------------------------------------- */

@@ -89,7 +89,35 @@ typedef struct {
   struct cost_env *kept_env;
   plan kept_partial;     /* what the completion started from: the stated fields */
   unsigned kept_stated;  /* and which they are */
+  bool moe;              /* the model routes tokens to experts (when modelled) */
+  /* Cross-validation (validate --cv, calibrate_cv.c): the row's group, which the fit that predicted it left
+   * out, and whether that fit had no row of its chip (the chip's constants borrowed: calib_nearest). NULL and
+   * false without --cv. */
+  const char *fold;
+  bool chip_unseen;
+  /* The error band (validate_band.c): where the measurement is expected to fall, from the cross-validated
+   * residuals of the runs most like this one; band_from says which. has_band false when none was built. */
+  bool has_band, has_mem_band;
+  double band_low, band_high;                     /* tokens/s per GPU */
+  double mem_band_low_bytes, mem_band_high_bytes; /* of compared_mem_bytes when measured, else of the peak */
+  const char *band_from;
+  /* The fit test at the memory band's upper edge (validate_band.c): fits_band_high is fits with the peak
+   * rank's total raised to the band's upper edge (peak_band_high_bytes) against its device's memory
+   * (capacity_bytes); fits itself, like the plan completion and the planner, tests the point prediction. */
+  bool fits_band_high;
+  double capacity_bytes, peak_band_high_bytes;
 } validate_row;
+
+/* The share of measurements an error band is built to hold: the middle 80%. */
+#define VALIDATE_BAND_LEVEL 0.8
+
+/* One group of a cross-validation: its rows' figures when predicted by constants fitted without them. */
+typedef struct {
+  const char *name;
+  int64_t n, mem_n;      /* rows with a measured throughput, a measured peak */
+  double mape, mem_mape; /* NAN when none */
+  int64_t chips_unseen;  /* of its throughput rows, those whose chip no training row measured */
+} validate_fold;
 
 /* A group of rows on the same model and gpu, for the rank correlation. */
 typedef struct {
@@ -122,6 +150,15 @@ typedef struct {
   double search_worst_ratio;   /* best / stated tokens on that row */
   /* The error that rows with identical inputs and different measurements force on any prediction. */
   data_floor floor;
+  /* Error bands: rows with a measured throughput (memory) and a band, and how many fell inside it. */
+  int64_t band_n, band_covered, mem_band_n, mem_band_covered;
+  /* The fit test at the band's upper edge (fits_band_high): oom rows it passes, ok rows it passes. */
+  int64_t oom_fit_band_high, ok_fit_band_high;
+  double band_level; /* the share of measurements each band is built to hold (0.8) */
+  /* validate --cv: the grouping ("source", "chip", "release", "stack"; NULL without --cv) and its groups. */
+  const char *cv;
+  int64_t n_folds;
+  validate_fold *folds;
 } validate_summary;
 
 typedef struct validate_report validate_report;
@@ -148,6 +185,17 @@ AP_HIDDEN ap_status validate_file_on(ap_ctx *ctx, const char *csv_path, const ch
 AP_HIDDEN ap_status validate_file_stack(ap_ctx *ctx, const char *csv_path, const char *cluster, plan_stack stack,
                                         double budget_per_row_s, validate_report **out);
 AP_HIDDEN void validate_report_free(validate_report *r);
+/* Cross-validation's assembly (calibrate_cv.c): row i of dst replaced by row i of src, a report of the same
+ * table (its strings stay src's: dst must hold src, validate_report_hold); dst takes src over, freeing it with
+ * itself; the figures over dst's rows again, with the grouping and its folds (copied into dst). */
+AP_HIDDEN void validate_report_set_row(validate_report *dst, int64_t i, const validate_row *src);
+AP_HIDDEN ap_status validate_report_hold(ap_ctx *ctx, validate_report *dst, validate_report *src);
+AP_HIDDEN ap_status validate_report_resummarise(ap_ctx *ctx, validate_report *rep, const char *cv,
+                                                const validate_fold *folds, int64_t n_folds);
+/* A row of rep to fill in (bands, folds). */
+AP_HIDDEN validate_row *validate_report_row_mut(validate_report *r, int64_t i);
+/* A string copied into the report's memory; NULL when out of memory. */
+AP_HIDDEN const char *validate_report_strdup(validate_report *r, const char *s);
 AP_HIDDEN int64_t validate_report_n_rows(const validate_report *r);
 AP_HIDDEN const validate_row *validate_report_row(const validate_report *r, int64_t i);
 AP_HIDDEN const validate_summary *validate_report_summary(const validate_report *r);

@@ -3,6 +3,7 @@
  * validate_doc.c so that those two call one way (validate_doc.c reads the report; validate.c calls neither). */
 #include <stdlib.h>
 
+#include "report/calibrate.h"
 #include "report/validate.h"
 
 /* TUNING: the time budget of the planner's search on one row of `validate --search`, seconds. Most rows (up to
@@ -48,6 +49,27 @@ ap_status ap_validate_stack(ap_ctx *ctx, const char *csv_path, const char *clust
   validate_report_free(rep);
   if (!*out) return ctx_fail(ctx, AP_NOMEM, "out of memory");
   if (mem_failed()) { /* a summary line that fell back to "?" (plan_summary; core/alloc.h) */
+    free(*out);
+    *out = NULL;
+    return ctx_fail(ctx, AP_NOMEM, "out of memory writing the report");
+  }
+  return AP_OK;
+}
+
+ap_status ap_validate_cv(ap_ctx *ctx, const char *csv_path, const char *grouping, int flags, char **out) {
+  API_ENTER(ctx);
+  if (!ctx || !out) return ctx_fail(ctx, AP_INVALID, "ap_validate_cv: ctx and out must not be NULL");
+  *out = NULL;
+  ctx_clear(ctx);
+  if (!csv_path || !*csv_path) return ctx_fail(ctx, AP_INVALID, "validate: expected the path of a runs CSV file");
+  if (flags & ~AP_VALIDATE_JSON) return ctx_fail(ctx, AP_INVALID, "ap_validate_cv: unknown flags 0x%x", (unsigned)flags);
+  validate_report *rep = NULL;
+  ap_status st = validate_cv(ctx, csv_path, grouping, 0, &rep);
+  if (st) return st;
+  *out = (flags & AP_VALIDATE_JSON) ? validate_report_json(rep) : validate_report_text(rep);
+  validate_report_free(rep);
+  if (!*out) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+  if (mem_failed()) {
     free(*out);
     *out = NULL;
     return ctx_fail(ctx, AP_NOMEM, "out of memory writing the report");

@@ -64,6 +64,22 @@ static void put_row(jd *d, json_t *rows, const validate_row *v) {
     }
     if (v->search_note) jd_str(d, o, "search_note", v->search_note);
   }
+  if (ok && v->has_band) {
+    jd_num(d, o, "band_low", v->band_low);
+    jd_num(d, o, "band_high", v->band_high);
+  }
+  if (ok && v->has_mem_band) {
+    jd_num(d, o, "mem_band_low_bytes", round(v->mem_band_low_bytes));
+    jd_num(d, o, "mem_band_high_bytes", round(v->mem_band_high_bytes));
+    jd_num(d, o, "peak_band_high_bytes", round(v->peak_band_high_bytes));
+    jd_num(d, o, "capacity_bytes", round(v->capacity_bytes));
+    jd_str(d, o, "predicted_outcome_at_band_high", v->fits_band_high ? "ok" : "oom");
+  }
+  if (ok && v->band_from) jd_str(d, o, "band_from", v->band_from);
+  if (v->fold) {
+    jd_str(d, o, "cv_group", v->fold);
+    jd_bool(d, o, "chip_unseen", v->chip_unseen);
+  }
   if (v->note) jd_str(d, o, "note", v->note);
   if (v->error) jd_str(d, o, "error", v->error);
 }
@@ -133,6 +149,33 @@ static void put_summary(jd *d, const validate_summary *s) {
          "predicted total per device (fixed overhead and allocator reserve included); nvidia-smi rows: the first "
          "node's most loaded pipeline rank; max_memory_reserved rows: the peak over all ranks");
   put_floor(d, o, &s->floor);
+  json_t *band = jd_obj(d, o, "band");
+  jd_num(d, band, "level", s->band_level);
+  jd_int(d, band, "n", s->band_n);
+  jd_int(d, band, "covered", s->band_covered);
+  jd_num(d, band, "coverage", s->band_n ? (double)s->band_covered / (double)s->band_n : NAN);
+  jd_int(d, band, "mem_n", s->mem_band_n);
+  jd_int(d, band, "mem_covered", s->mem_band_covered);
+  jd_num(d, band, "mem_coverage", s->mem_band_n ? (double)s->mem_band_covered / (double)s->mem_band_n : NAN);
+  jd_int(d, band, "oom_rows_fit_at_band_high", s->oom_fit_band_high);
+  jd_int(d, band, "ok_rows_fit_at_band_high", s->ok_fit_band_high);
+  if (s->cv) {
+    json_t *cv = jd_obj(d, o, "cv");
+    jd_str(d, cv, "grouping", s->cv);
+    jd_str(d, cv, "method", "each group predicted by constants fitted without it (memory, then throughput), from the "
+                            "starting constants; a chip no other group measures takes the nearest fitted chip's");
+    json_t *cv_groups = jd_arr(d, cv, "groups");
+    for (int64_t k = 0; k < s->n_folds; k++) {
+      const validate_fold *f = &s->folds[k];
+      json_t *go = jd_obj(d, cv_groups, NULL);
+      jd_str(d, go, "group", f->name);
+      jd_int(d, go, "n", f->n);
+      jd_num(d, go, "mape", f->mape);
+      jd_int(d, go, "chips_unseen", f->chips_unseen);
+      jd_int(d, go, "mem_n", f->mem_n);
+      jd_num(d, go, "memory_mape", f->mem_mape);
+    }
+  }
   if (s->searched) {
     json_t *se = jd_obj(d, o, "search");
     jd_int(d, se, "compared", s->search_compared);
@@ -255,6 +298,30 @@ static void text_summary(strbuf *sb, const json_t *s) {
       for (size_t i = 0; i < json_array_size(ids); i++)
         sb_printf(sb, "%s %s %.0f", i ? "," : "", json_string_value(json_array_get(ids, i)),
                   json_number_value(json_array_get(meas, i)));
+      sb_puts(sb, "\n");
+    }
+  }
+  if (jd_geti(s, "band.n") > 0 || jd_geti(s, "band.mem_n") > 0)
+    sb_printf(sb, "bands (%.0f%%): throughput %lld of %lld rows inside theirs (%s); memory %lld of %lld (%s)\n",
+              100 * jd_getn(s, "band.level"), (long long)jd_geti(s, "band.covered"), (long long)jd_geti(s, "band.n"),
+              pct(jd_getn(s, "band.coverage"), p1, sizeof p1), (long long)jd_geti(s, "band.mem_covered"),
+              (long long)jd_geti(s, "band.mem_n"), pct(jd_getn(s, "band.mem_coverage"), p2, sizeof p2));
+  if (jd_geti(s, "band.mem_n") > 0)
+    sb_printf(sb, "fit test at the memory band's upper edge: %lld of %lld oom rows pass it; %lld of %lld ok rows\n",
+              (long long)jd_geti(s, "band.oom_rows_fit_at_band_high"), (long long)jd_geti(s, "oom.oom_rows"),
+              (long long)jd_geti(s, "band.ok_rows_fit_at_band_high"), (long long)jd_geti(s, "oom.ok_rows"));
+  const json_t *cv = jd_at(s, "cv");
+  if (cv) {
+    const json_t *groups = jd_at(cv, "groups");
+    sb_printf(sb, "cross-validation (--cv %s): each of %zu groups predicted by constants fitted without it\n",
+              jd_gets(cv, "grouping"), json_array_size(groups));
+    for (size_t q = 0; q < json_array_size(groups); q++) {
+      const json_t *go = json_array_get(groups, q);
+      sb_printf(sb, "  %-40s %4lld rows MAPE %7s", jd_gets(go, "group"), (long long)jd_geti(go, "n"),
+                pct(jd_getn(go, "mape"), p1, sizeof p1));
+      if (jd_geti(go, "chips_unseen") > 0) sb_printf(sb, " (%lld on a chip no fit measured)", (long long)jd_geti(go, "chips_unseen"));
+      if (jd_geti(go, "mem_n") > 0)
+        sb_printf(sb, "; memory %lld rows MAPE %s", (long long)jd_geti(go, "mem_n"), pct(jd_getn(go, "memory_mape"), p2, sizeof p2));
       sb_puts(sb, "\n");
     }
   }

@@ -23,6 +23,11 @@ struct validate_report {
   int64_t n_rows;
   validate_row *rows;
   validate_summary sum;
+  validate_report **held; /* reports whose rows this one holds (validate_report_hold), freed with it */
+  int n_held;
+  const char *cv;          /* validate_report_resummarise's grouping, copied into sum.cv */
+  validate_fold *folds;
+  int64_t n_folds;
 };
 
 /* The architecture as the row states it inline. */

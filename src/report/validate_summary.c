@@ -165,6 +165,25 @@ ap_status validate_summarise(ap_ctx *ctx, validate_report *rep) {
     free(grouped);
     return fst;
   }
+  /* Cross-validation's groups, and the bands' coverage: a measurement inside its row's band. */
+  s->cv = rep->cv;
+  s->folds = rep->folds;
+  s->n_folds = rep->n_folds;
+  s->band_level = VALIDATE_BAND_LEVEL;
+  for (int64_t i = 0; i < n; i++) {
+    const validate_row *v = &rep->rows[i];
+    if (v->error) continue;
+    if (v->has_band && v->has_measured && !v->measured_oom) {
+      s->band_n++;
+      s->band_covered += v->measured_tokens >= v->band_low && v->measured_tokens <= v->band_high;
+    }
+    if (v->measured_oom) s->oom_fit_band_high += v->fits_band_high;
+    else s->ok_fit_band_high += v->fits_band_high;
+    if (v->has_mem_band && v->has_mem) {
+      s->mem_band_n++;
+      s->mem_band_covered += v->measured_mem_bytes >= v->mem_band_low_bytes && v->measured_mem_bytes <= v->mem_band_high_bytes;
+    }
+  }
   /* The planner against the stated plans. */
   s->searched = rep->search;
   for (int64_t i = 0; rep->search && i < n; i++) {
