@@ -13,6 +13,7 @@
 #include "model/onnx_internal.h"
 
 static int64_t find_node_out(const onnx_model *m, const char *name, int before) {
+  if (!name || !*name) return -1;
   for (int i = before - 1; i >= 0; i--)
     for (int k = 0; k < m->nodes[i].n_out; k++)
       if (m->nodes[i].out[k] && strcmp(m->nodes[i].out[k], name) == 0) return i;
@@ -28,6 +29,7 @@ static const onnx_tensor *find_init(const onnx_model *m, const char *name) {
 /* The number of node inputs and graph outputs that read value `name`. */
 static int readers(const onnx_model *m, const char *name) {
   int n = 0;
+  if (!name || !*name) return 0;
   for (int i = 0; i < m->n_nodes; i++)
     for (int k = 0; k < m->nodes[i].n_in; k++) n += m->nodes[i].in[k] && strcmp(m->nodes[i].in[k], name) == 0;
   for (int i = 0; i < m->n_outputs; i++) n += m->outputs[i].name && strcmp(m->outputs[i].name, name) == 0;
@@ -41,7 +43,7 @@ static int equal_parts(const onnx_model *m, const onnx_node *sp) {
   const int64_t *v = NULL;
   int64_t n = -1;
   for (int a = 0; a < sp->n_attrs; a++)
-    if (strcmp(sp->attrs[a].name, "split") == 0 && sp->attrs[a].type == ONNX_ATTR_INTS) v = sp->attrs[a].ints, n = sp->attrs[a].n_ints;
+    if (sp->attrs[a].name && strcmp(sp->attrs[a].name, "split") == 0 && sp->attrs[a].type == ONNX_ATTR_INTS) v = sp->attrs[a].ints, n = sp->attrs[a].n_ints;
   if (!v && sp->n_in > 1 && sp->in[1] && *sp->in[1]) {
     const onnx_tensor *t = find_init(m, sp->in[1]);
     int64_t c = t ? -1 : find_node_out(m, sp->in[1], (int)(sp - m->nodes));
@@ -77,7 +79,7 @@ ap_status ox_packed_scan(ox *x, ox_packed *pk) {
   for (int i = 0; i < m->n_nodes; i++) pk[i] = (ox_packed){0, -1, -1, -1, 0};
   for (int s = 0; s < m->n_nodes; s++) {
     const onnx_node *sp = &m->nodes[s];
-    if (strcmp(sp->op_type, "Split") != 0 || sp->n_in < 1 || !sp->in[0]) continue;
+    if (strcmp(sp->op_type, "Split") != 0 || sp->n_in < 1 || !sp->in[0] || !*sp->in[0]) continue;
     int p = equal_parts(m, sp);
     if (!p || readers(m, sp->in[0]) != 1) continue;
     int64_t prod = find_node_out(m, sp->in[0], s), add = -1;
@@ -105,8 +107,8 @@ ap_status ox_packed_scan(ox *x, ox_packed *pk) {
 void ox_packed_check(ox *x, ox_packed *pk, int ni) {
   ox_packed *e = &pk[ni];
   const onnx_model *m = x->m;
-  ox_val *w = ox_in(x, 1), *y = ox_out(x, 0);
-  bool ok = w && !w->activation && w->n_dims == 2 && w->pending_params == w->dims[0] * w->dims[1] && y &&
+  ox_val *in = ox_in(x, 0), *w = ox_in(x, 1), *y = ox_out(x, 0);
+  bool ok = in && in->activation && in->tensor >= 0 && w && !w->activation && w->n_dims == 2 && w->pending_params == w->dims[0] * w->dims[1] && y &&
             y->n_dims >= 2 && y->dims[y->n_dims - 1] == w->dims[1] && w->dims[1] % e->parts == 0;
   if (ok) {
     int axis = (int)ox_attr_i(&m->nodes[e->split], "axis", 0);
