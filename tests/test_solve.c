@@ -151,7 +151,7 @@ static void test_stage_dp_equals_brute_force(void **state) {
 
 static sp_result run(ap_ctx *ctx, ap_status (*fn)(ap_ctx *, const sp_problem *, const solve_opts *, sp_result *),
                      const sp_problem *p, const solve_opts *o, int32_t *choice) {
-  sp_result r = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0};
+  sp_result r = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0, NULL, false};
   ap_status st = fn(ctx, p, o, &r);
   if (st != AP_OK) fail_msg("solve: %s", ap_ctx_error(ctx));
   return r;
@@ -261,7 +261,7 @@ static void test_elim_dp_refuses_what_it_cannot_solve(void **state) {
   sp_problem p;
   gen_read(ctx, a, k4, &p);
   int32_t choice[4];
-  sp_result r = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0};
+  sp_result r = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0, NULL, false};
   solve_opts o;
   solve_opts_init(&o);
   assert_int_equal(solve_elim_dp(ctx, &p, &o, &r), AP_UNSUPPORTED);
@@ -383,7 +383,7 @@ static void test_ilp_without_part(void **state) {
   gen_read(ctx, a, "{\"format\": \"autopar-sharding-problem/1\", \"nodes\": [{\"compute\": [1], \"communication\": [0], "
                    "\"memory_bytes\": [0]}]}", &p);
   int32_t choice[1];
-  sp_result r = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0};
+  sp_result r = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0, NULL, false};
   solve_opts o;
   solve_opts_init(&o);
   assert_int_equal(solve_ilp(ctx, &p, &o, &r), AP_UNSUPPORTED);

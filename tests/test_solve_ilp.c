@@ -45,7 +45,7 @@ static void test_ilp_equals_brute_force(void **state) {
       sp_problem p;
       gen_read(ctx, a, text, &p);
       int32_t choice[GEN_MAX_N];
-      sp_result r = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0};
+      sp_result r = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0, NULL, false};
       solve_opts o;
       solve_opts_init(&o);
       if (solve_ilp(ctx, &p, &o, &r) != AP_OK) fail_msg("kind %zu seed %d: %s", k, (int)seed, ap_ctx_error(ctx));
@@ -105,11 +105,11 @@ static void test_heuristics_within_2_percent_of_ilp(void **state) {
     solve_opts o;
     solve_opts_init(&o);
     o.time_budget_s = 0; /* the evaluation budget alone: reproducible */
-    sp_result ex = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0};
+    sp_result ex = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0, NULL, false};
     if (solve_ilp(ctx, &p, &o, &ex) != AP_OK) fail_msg("%s", ap_ctx_error(ctx));
     for (size_t h = 0; h < AP_COUNT(hs); h++) {
       o.seed = seed;
-      sp_result r = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0};
+      sp_result r = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0, NULL, false};
       assert_int_equal(hs[h].fn(ctx, &p, &o, &r), AP_OK);
       if (ex.status == SOLVE_INFEASIBLE) {
         assert_int_equal(r.status, SOLVE_INFEASIBLE);
@@ -154,12 +154,12 @@ static void test_heuristics_within_2_percent_of_ilp_with_budgets(void **state) {
     solve_opts o;
     solve_opts_init(&o);
     o.time_budget_s = 0; /* the evaluation budget alone: reproducible */
-    sp_result ex = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0};
+    sp_result ex = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0, NULL, false};
     if (solve_ilp(ctx, &p, &o, &ex) != AP_OK) fail_msg("%s", ap_ctx_error(ctx));
     if (ex.status == SOLVE_OPTIMAL) {
       sp_problem loose = p; /* the same problem without its budget */
       loose.mem_active = false;
-      sp_result lr = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0};
+      sp_result lr = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0, NULL, false};
       if (solve_ilp(ctx, &loose, &o, &lr) != AP_OK) fail_msg("%s", ap_ctx_error(ctx));
       n_binding += lr.objective < ex.objective - 1e-9;
       n_checked++;
@@ -169,7 +169,7 @@ static void test_heuristics_within_2_percent_of_ilp_with_budgets(void **state) {
     }
     for (size_t h = 0; h < AP_COUNT(hs); h++) {
       o.seed = seed;
-      sp_result r = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0};
+      sp_result r = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0, NULL, false};
       assert_int_equal(hs[h].fn(ctx, &p, &o, &r), AP_OK);
       assert_true(r.n_evals <= o.max_evals);
       int nodes[GEN_MAX_N];
@@ -215,7 +215,7 @@ static void test_ilp_regression_seed_7005(void **state) {
   solve_opts o;
   solve_opts_init(&o);
   o.time_budget_s = 0;
-  sp_result ex = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0}, hr = {SOLVE_INFEASIBLE, NAN, NAN, hchoice, 0};
+  sp_result ex = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0, NULL, false}, hr = {SOLVE_INFEASIBLE, NAN, NAN, hchoice, 0, NULL, false};
   if (solve_ilp(ctx, &p, &o, &ex) != AP_OK) fail_msg("%s", ap_ctx_error(ctx));
   assert_int_equal(solve_mcmc(ctx, &p, &o, &hr), AP_OK);
   int nodes[GEN_MAX_N];
@@ -256,7 +256,7 @@ static void test_ilp_never_beaten_many_seeds(void **state) {
     o.time_budget_s = 0;
     o.max_evals = 3000;
     o.seed = seed;
-    sp_result ex = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0}, hr = {SOLVE_INFEASIBLE, NAN, NAN, hchoice, 0};
+    sp_result ex = {SOLVE_INFEASIBLE, NAN, NAN, choice, 0, NULL, false}, hr = {SOLVE_INFEASIBLE, NAN, NAN, hchoice, 0, NULL, false};
     if (solve_ilp(ctx, &p, &o, &ex) != AP_OK) fail_msg("%s", ap_ctx_error(ctx));
     assert_int_equal(solve_mcmc(ctx, &p, &o, &hr), AP_OK);
     ilp_not_beaten(&ex, &hr, "mcmc", seed);

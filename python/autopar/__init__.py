@@ -28,6 +28,7 @@ import functools
 import inspect
 import json
 import os
+import re
 
 __all__ = ["Error", "BadInput", "Infeasible", "InternalError", "plan_fields", "report_html", "compare_clusters", "plan", "estimate", "simulate", "validate", "describe", "export", "models", "clusters",
            "cluster", "version", "library_path"]
@@ -150,6 +151,7 @@ def _declare(lib):
         "ap_plan_set": (ctypes.c_int, [vp, vp, cp, cp]), "ap_plan_free": (None, [vp]),
         "ap_plan_key": (cp, [ctypes.c_size_t, ctypes.POINTER(cp)]), "ap_plan_key_aliases": (cp, [ctypes.c_size_t]),
         "ap_plan_key_range": (ctypes.c_int, [ctypes.c_size_t, ctypes.POINTER(i64), ctypes.POINTER(i64)]),
+        "ap_plan_key_binary_suffix": (ctypes.c_int, [ctypes.c_size_t]),
         "ap_plan_json": (ctypes.c_int, [vp, vp, pp]),
         "ap_estimate": (ctypes.c_int, [vp, vp, vp, vp, ctypes.c_int, pp]),
         "ap_simulate": (ctypes.c_int, [vp, vp, vp, vp, cp, ctypes.c_int, pp]),
@@ -188,7 +190,8 @@ def version():
 def plan_fields():
     """The plan fields the keyword arguments take, from the library's field table: a list of dicts with
     ``name`` (the canonical keyword), ``aliases`` (the other accepted keywords, Python identifiers), ``flag``
-    (the CLI's ``--micro-batch-size``), ``help``, and ``min``/``max`` for integer fields."""
+    (the CLI's ``--micro-batch-size``), ``help``, ``min``/``max`` for integer fields, and ``binary_suffix``
+    (True where "8k" means 8192, as for ``seq_length``; elsewhere k, M and G are 10^3, 10^6 and 10^9)."""
     lib, out = _load(), []
     i = 0
     while True:
@@ -203,6 +206,7 @@ def plan_fields():
         lo, hi = ctypes.c_int64(), ctypes.c_int64()
         if lib.ap_plan_key_range(i, ctypes.byref(lo), ctypes.byref(hi)):
             field["min"], field["max"] = lo.value, hi.value
+            field["binary_suffix"] = bool(lib.ap_plan_key_binary_suffix(i))
         out.append(field)
         i += 1
 
@@ -216,7 +220,9 @@ def _b(s):
 # char * ends at the first NUL ("llama-3-8b\0x" reaches the library as "llama-3-8b"), so each public function
 # checks its arguments first (@_checked): an integer outside the range of the C type it reaches, or of the plan
 # field it sets (the library's field table, ap_plan_key_range), a fraction where an integer is expected, and a
-# string with an embedded NUL raise ValueError naming the argument. The C type of each integer argument:
+# string with an embedded NUL raise ValueError naming the argument. An integer field also takes the CLI's
+# count strings ("8k", "1M": binary for seq_length, where "8k" is 8192, decimal elsewhere; util_parse_count in
+# src/core/util.c), so that seq="8k" means what --seq 8k means. The C type of each integer argument:
 _INT_ARGS = {"top": ctypes.c_int}
 # Integer arguments that are plan fields under another name: checked against the field's range.
 _FIELD_ARGS = {"gbs": "global_batch_size", "seq": "seq_length"}
@@ -224,15 +230,34 @@ _field_ranges = None
 
 
 def _field_range(name):
-    """(min, max) of the plan field a keyword names (canonical or alias), or None when it has no range."""
+    """(min, max, binary_suffix) of the plan field a keyword names (canonical or alias), or None when it has
+    no range."""
     global _field_ranges
     if _field_ranges is None:
         ranges = {}
         for f in plan_fields():
             for k in [f["name"]] + f["aliases"]:
-                ranges[k] = (f["min"], f["max"]) if "min" in f else None
+                ranges[k] = (f["min"], f["max"], f["binary_suffix"]) if "min" in f else None
         _field_ranges = ranges
     return _field_ranges.get(name.replace("-", "_"))
+
+
+_COUNT = re.compile(r"([0-9]+)([kKMG]?)\Z")
+
+
+def _count(name, v, binary, strict=True):
+    """The integer a count string names ("8k", "1M", "4096"), as the CLI reads it; anything that is not a str
+    passes unchanged, and so does another string unless strict (then ValueError naming `name`): a plan field
+    given as a keyword reaches ap_plan_set, whose AP_INVALID names the field and the value."""
+    if not isinstance(v, str):
+        return v
+    m = _COUNT.match(v)
+    if not m and not strict:
+        return v
+    if not m:
+        raise ValueError("%s: expected an integer or a count such as 8k or 1M, got %r" % (name, v))
+    power = {"": 0, "k": 1, "K": 1, "M": 2, "G": 3}[m.group(2)]
+    return int(m.group(1)) * (1024 if binary else 1000) ** power
 
 
 def _check(name, v, rng=None, integer=False):
@@ -273,12 +298,14 @@ def _checked(fn):
                 for key in value:
                     _check("keyword %r" % key, key)
                     rng = _field_range(key)
-                    value[key] = _check(key, value[key], rng, integer=rng is not None)
+                    v = _count(key, value[key], rng[2], strict=False) if rng else value[key]
+                    value[key] = _check(key, v, rng and rng[:2], integer=rng is not None)
             elif name in _INT_ARGS:
                 bits = 8 * ctypes.sizeof(_INT_ARGS[name])
                 bound.arguments[name] = _check(name, value, (-(1 << (bits - 1)), (1 << (bits - 1)) - 1), True)
             elif name in _FIELD_ARGS and value is not None:
-                bound.arguments[name] = _check(name, value, _field_range(_FIELD_ARGS[name]), integer=True)
+                rng = _field_range(_FIELD_ARGS[name])
+                bound.arguments[name] = _check(name, _count(name, value, rng[2]), rng[:2], integer=True)
             elif not isinstance(value, dict):  # documents (dicts) go through json.dumps, which escapes NUL
                 _check(name, value)
         return fn(*bound.args, **bound.kwargs)

@@ -47,7 +47,7 @@ def main(argv=None):
         if name == "plan":
             # The CLI's spellings of the two problem fields: canonical first, the alias after (field table).
             p.add_argument("--global-batch-size", "--gbs", dest="gbs", required=True, type=int)
-            p.add_argument("--seq-length", "--seq", dest="seq", type=int)
+            p.add_argument("--seq-length", "--seq", dest="seq")
             p.add_argument("--top", type=int)
             p.add_argument("--fix")
             p.add_argument("--objective")
@@ -68,7 +68,7 @@ def main(argv=None):
     p.add_argument("--calibration")
     p = sub.add_parser("describe")
     p.add_argument("--model", required=True)
-    p.add_argument("--seq-length", "--seq", dest="seq", type=int)
+    p.add_argument("--seq-length", "--seq", dest="seq")
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("export")
     p.add_argument("--plan", required=True)
@@ -112,7 +112,7 @@ def main(argv=None):
             doc = autopar.clusters()
             if not args.json:
                 doc, text = "\n".join(c["name"] for c in doc["clusters"]), True
-    except _BadArgs as e:
+    except (_BadArgs, ValueError) as e:  # ValueError: an argument @_checked refused (it names the argument)
         print("autopar: %s" % e, file=sys.stderr)
         return 2
     except autopar.Error as e:

@@ -47,7 +47,12 @@ static bool is_graph_plan(const char *model, const char *strategy) {
  * (ap_graph_plan_render), so that the search runs once. */
 static int graph_plan(ap_ctx *ctx, const char *model, const char *cluster, int64_t gbs, int64_t seq, bool json,
                       const char *strategy, const char *annotate, const char *mem_frac, const char *budget,
-                      const char *report, int argc, char **argv) {
+                      const char *report, const char *export_format, const char *output, int argc, char **argv) {
+  if (export_format && strcmp(export_format, "json") != 0) {
+    fprintf(stderr, "autopar plan: --export %s: an op-level plan of a general graph exports as json only (the "
+                    "autopar-plan/2 document that `autopar run` takes)\n", export_format);
+    return EXIT_BAD_INPUT;
+  }
   ap_graph_plan_opts o;
   ap_graph_plan_opts_init(&o);
   o.global_batch_size = gbs;
@@ -62,8 +67,30 @@ static int graph_plan(ap_ctx *ctx, const char *model, const char *cluster, int64
   char *out = NULL;
   ap_status st = ap_model_load(ctx, model, &m);
   if (!st) st = ap_cluster_load(ctx, cluster, &c);
-  if (!st) st = ap_graph_plan(ctx, m, c, &o, json || report ? AP_OUT_JSON : AP_OUT_TEXT, &out);
-  if (!st && report) {
+  if (!st) st = ap_graph_plan(ctx, m, c, &o, json || report || export_format ? AP_OUT_JSON : AP_OUT_TEXT, &out);
+  /* --export json: the plan/2 document to -o FILE (atomically) and the explanation to stdout, or the document
+   * to stdout and the explanation to stderr, as for transformer plans. */
+  if (!st && export_format) {
+    char *text = NULL;
+    if (output) st = ap_write_file(ctx, output, out);
+    if (!st && !json) st = ap_graph_plan_render(ctx, m, c, out, AP_OUT_TEXT, &text);
+    if (!st && report) {
+      ap_report_inputs in = {0};
+      in.search_json = out;
+      st = cli_write_report(ctx, report, "plan", argc, argv, &in);
+    }
+    if (!st) {
+      if (output) fputs(json ? out : text, stdout);
+      else {
+        fputs(json ? out : text, stderr);
+        fputs(out, stdout);
+      }
+    }
+    ap_free(text);
+    ap_free(out);
+    out = NULL;
+  }
+  if (!st && report && out) {
     ap_report_inputs in = {0};
     in.search_json = out;
     st = cli_write_report(ctx, report, "plan", argc, argv, &in);
@@ -143,7 +170,7 @@ int cmd_plan(ap_ctx *ctx, int argc, char **argv) {
     fprintf(stderr, "autopar plan: -o/--output needs --export FORMAT\n");
     return EXIT_BAD_INPUT;
   }
-  if (is_graph_plan(model, strategy)) return graph_plan(ctx, model, cluster, gbs, seq, json, strategy, annotate, mem_frac, budget, report, argc, argv);
+  if (is_graph_plan(model, strategy)) return graph_plan(ctx, model, cluster, gbs, seq, json, strategy, annotate, mem_frac, budget, report, export_format, output, argc, argv);
   if (annotate) {
     fprintf(stderr, "autopar plan: --annotate applies to general graphs (an ONNX model or --strategy ilp, mcmc, ...)\n");
     return EXIT_BAD_INPUT;

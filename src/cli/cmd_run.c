@@ -229,14 +229,17 @@ static bool record_row(ap_ctx *ctx, const char *path, const char *plan_path, jso
 int cmd_run(ap_ctx *ctx, int argc, char **argv) {
   bool json = false, help = false;
   const char *model = NULL, *plan = NULL, *init = NULL, *data = NULL, *dtype = NULL, *save = NULL, *launcher = NULL;
-  const char *record = NULL;
+  const char *record = NULL, *loss = NULL, *optimizer = NULL;
   const char *steps = NULL, *seed = NULL, *lr = NULL, *b1 = NULL, *b2 = NULL, *eps = NULL, *wd = NULL, *fail = NULL;
   cli_opt opts[] = {
-      {"model", OPT_STRING, "preset name or HF config.json (Llama, Mixtral or GPT-2 family)", &model},
-      {"plan", OPT_STRING, "autopar JSON plan file (docs/plan-format.md)", &plan},
+      {"model", OPT_STRING, "preset name or HF config.json (Llama, Mixtral or GPT-2 family), or an ONNX file", &model},
+      {"plan", OPT_STRING, "autopar JSON plan file (docs/plan-format.md; autopar-plan/2 for an ONNX model)", &plan},
       {"steps", OPT_STRING, "training steps (default 1)", &steps},
       {"init", OPT_STRING, "initial weights, safetensors with Hugging Face names (default: seeded init)", &init},
-      {"data", OPT_STRING, "flat little-endian token file (default: the seeded synthetic stream)", &data},
+      {"data", OPT_STRING, "flat little-endian token file (default: the seeded synthetic stream); ONNX: safetensors, "
+                           "a tensor per graph input and labels", &data},
+      {"loss", OPT_STRING, "ONNX model: cross-entropy (default) or mse", &loss},
+      {"optimizer", OPT_STRING, "ONNX model: adamw (default) or sgd (plain, no momentum)", &optimizer},
       {"data-dtype", OPT_STRING, "uint16 (default, as nanoGPT's train.bin) or uint32", &dtype},
       {"save", OPT_STRING, "write the trained weights as safetensors", &save},
       {"seed", OPT_STRING, "seed of the initialisation and the synthetic data (default 0)", &seed},
@@ -292,7 +295,8 @@ int cmd_run(ap_ctx *ctx, int argc, char **argv) {
   rargs[nr++] = prog;
   const char *pairs[][2] = {{"--model", model}, {"--plan", plan}, {"--steps", steps}, {"--init", init}, {"--data", data},
                             {"--data-dtype", dtype}, {"--save", save}, {"--seed", seed}, {"--lr", lr}, {"--beta1", b1},
-                            {"--beta2", b2}, {"--eps", eps}, {"--weight-decay", wd}, {"--fail-rank", fail}};
+                            {"--beta2", b2}, {"--eps", eps}, {"--weight-decay", wd}, {"--fail-rank", fail},
+                            {"--loss", loss}, {"--optimizer", optimizer}};
   for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
     if (pairs[i][1]) {
       rargs[nr++] = (char *)pairs[i][0];

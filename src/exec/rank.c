@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "core/jsonx.h"
+#include "exec/graph/grank.h"
 #include "exec/rank.h"
 #include "model/model.h"
 #include "plan/plan_api.h"
@@ -455,6 +456,8 @@ __attribute__((visibility("default"))) const char *__asan_default_options(void) 
 
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--profile") == 0) return rk_profile_main(argc, argv);
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], "--model") == 0 && gr_is_graph(argv[i + 1])) return gr_main(argc, argv);
   rk_args a;
   parse_args(argc, argv, &a);
   ap_ctx *ctx = ap_ctx_new();

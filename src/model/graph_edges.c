@@ -55,22 +55,51 @@ static bool outside_producer(const graph *g, int bi, graph_edge *e) {
   return false;
 }
 
+/* Each tensor's producer in one block, indexed once (graph_producer scans the ops, so calling it per input
+ * made edge building quadratic in ops: 200,000 ONNX nodes took minutes; issue 19, class 4). */
+typedef struct {
+  int *op, *out; /* per tensor: the producing op and its output index, -1 when none */
+} prod_index;
+
+static bool index_block(arena *a, const graph_block *blk, prod_index *ix) {
+  size_t n = (size_t)(blk->n_tensors > 0 ? blk->n_tensors : 1);
+  ix->op = arena_alloc(a, sizeof *ix->op * n);
+  ix->out = arena_alloc(a, sizeof *ix->out * n);
+  if (!ix->op || !ix->out) return false;
+  for (size_t t = 0; t < n; t++) ix->op[t] = -1, ix->out[t] = 0;
+  for (int i = 0; i < blk->n_ops; i++) {
+    const graph_op *op = &blk->ops[i];
+    int nk = op->n_out > 0 ? op->n_out : 1;
+    for (int k = 0; k < nk; k++) {
+      int t = op->n_out > 0 ? op->outs[k] : op->out;
+      if (t >= 0 && t < blk->n_tensors && ix->op[t] < 0) ix->op[t] = i, ix->out[t] = k; /* the first, as graph_producer */
+    }
+  }
+  return true;
+}
+
 ap_status graph_build_edges(ap_ctx *ctx, arena *a, graph *g) {
   g->n_edges = 0;
   g->edges = NULL;
   int cap = 0;
   for (int bi = 0; bi < g->n_blocks; bi++) {
     const graph_block *blk = &g->blocks[bi];
+    prod_index ix;
+    if (!index_block(a, blk, &ix)) return ctx_fail(ctx, AP_NOMEM, "out of memory building the graph's edges");
+    /* The block's outside producer is the same for every op that reads its input: found once. */
+    graph_edge outside;
+    bool has_outside = blk->input >= 0 && outside_producer(g, bi, &outside);
     for (int oi = 0; oi < blk->n_ops; oi++) {
       const graph_op *op = &blk->ops[oi];
       for (int k = 0; k < op->n_in; k++) {
         int t = op->in[k], out_index = 0;
-        int p = graph_producer(blk, t, &out_index);
+        int p = t >= 0 && t < blk->n_tensors ? ix.op[t] : -1;
+        if (p >= 0) out_index = ix.out[t];
         graph_edge e;
         if (p >= 0 && p != oi) {
           e = (graph_edge){.from_block = bi, .from_op = p, .from_out = out_index, .from_tensor = t};
-        } else if (p < 0 && t == blk->input && outside_producer(g, bi, &e)) {
-          /* handed over from the previous block, or from the previous repeat of this one */
+        } else if (p < 0 && t == blk->input && has_outside) {
+          e = outside; /* handed over from the previous block, or from the previous repeat of this one */
         } else {
           continue;
         }

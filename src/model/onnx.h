@@ -33,6 +33,7 @@ typedef struct {
   bool external;
   int64_t n_vals; /* -1 when the values are not known */
   const int64_t *vals;
+  const float *f32; /* FLOAT data, only when decoded for the executor (onnx_part_ops.decode); else NULL */
 } onnx_tensor;
 
 typedef enum { ONNX_ATTR_OTHER, ONNX_ATTR_FLOAT, ONNX_ATTR_INT, ONNX_ATTR_STRING, ONNX_ATTR_TENSOR, ONNX_ATTR_INTS,
@@ -46,6 +47,7 @@ typedef struct {
   int n_ints; /* INTS: the list; FLOATS: only the count is kept, in n_floats */
   const int64_t *ints;
   int n_floats;
+  const float *floats; /* FLOATS: the list, only when decoded for the executor; else NULL */
   const onnx_tensor *t;
 } onnx_attr;
 
@@ -83,10 +85,23 @@ typedef struct {
  * *out (allocated from a). file names the source in messages. */
 typedef struct {
   ap_status (*load)(ap_ctx *ctx, arena *a, const char *file, const void *bytes, size_t n, graph *out);
+  /* Decodes the file into *out with every tensor's values kept (FLOAT data in f32, integer tensors of any
+   * size in vals, FLOATS attributes), copied into a: what the graph executor (src/exec/graph/) runs. */
+  ap_status (*decode)(ap_ctx *ctx, arena *a, const char *file, const void *bytes, size_t n, onnx_model *out);
 } onnx_part_ops;
 
 /* Imports a decoded model (core library; called by the part). Errors name the file and the node
  * ("net.onnx: node 'Foo_12' (op_type Foo): unsupported op type"). */
 AP_HIDDEN ap_status onnx_import(ap_ctx *ctx, arena *a, const char *file, const onnx_model *m, graph *out);
+
+/* The deepest nesting of protobuf messages read (a subgraph level is three: GraphProto, NodeProto,
+ * AttributeProto; a sequence type two). TUNING: 64 leaves 20 levels of If within If, far beyond any export
+ * seen, while protobuf-c's recursion stays a few kilobytes of stack. */
+enum { ONNX_MAX_NESTING = 64 };
+
+/* Scans an ONNX file's protobuf wire format and fails (AP_INVALID, naming the file and the byte) when its
+ * messages nest deeper than ONNX_MAX_NESTING; called before protobuf-c unpacks, whose recursion has no bound
+ * (src/model/onnx_wire.c). Malformed bytes pass: the decoder refuses them. */
+AP_HIDDEN ap_status onnx_wire_check(ap_ctx *ctx, const char *file, const void *bytes, size_t n);
 
 #endif

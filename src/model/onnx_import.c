@@ -431,7 +431,8 @@ static ap_status read_node(imp *im, const decl_index *di, int ni) {
     ap_status st = apply_declared(x, find_decl(di, name), v);
     if (st) return st;
   }
-  ap_status st = spec->infer(x);
+  ap_status st = ox_check_node(x);
+  if (!st) st = spec->infer(x);
   if (st) return st;
   ox_dim_tags(x, im->r.b0, im->r.s0);
   if (im->pk[ni].role == OX_PACKED_MATMUL) ox_packed_check(x, im->pk, ni);

@@ -106,6 +106,11 @@ AP_HIDDEN void ox_packed_check(ox *x, ox_packed *pk, int ni);
  * sequence sizes (0 when none). */
 AP_HIDDEN void ox_dim_tags(ox *x, int64_t b0, int64_t s0);
 
+/* Checks the current node against its ONNX operator definition (onnx_check.c): input and output counts,
+ * attribute types and flags, and the relations between inputs (Conv's group and channels, bias lengths, norm
+ * scales); fails naming the node. Run before shape inference. */
+AP_HIDDEN ap_status ox_check_node(const ox *x);
+
 /* Helpers shared by onnx_shape.c and onnx_shape_nn.c: fail unless v (input i) has a known shape; set output
  * i's shape (unless declared) and element type; resolve a possibly negative axis against rank r; the numpy
  * broadcast of n values; an ints attribute, else the known values of input `input` (-1 when both are absent,

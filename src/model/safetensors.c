@@ -91,10 +91,15 @@ static ap_status parse_entry(ap_ctx *ctx, const char *file, const char *name, js
   json_t *jd = json_object_get(v, "dtype"), *js = json_object_get(v, "shape"), *jo = json_object_get(v, "data_offsets");
   if (!json_is_string(jd)) return ctx_fail(ctx, AP_INVALID, "%s: tensor \"%s\": dtype: expected a string", file, name);
   const char *dt = json_string_value(jd);
-  int width = strcmp(dt, "F32") == 0 ? 4 : (strcmp(dt, "BF16") == 0 || strcmp(dt, "F16") == 0) ? 2 : 0;
+  /* Integer tensors (I64, I32: class ids, token ids) are read as their fp32 values (exact below 2^24). */
+  bool is_int = strcmp(dt, "I64") == 0 || strcmp(dt, "I32") == 0;
+  int width = strcmp(dt, "F32") == 0 || strcmp(dt, "I32") == 0 ? 4
+              : strcmp(dt, "I64") == 0                          ? 8
+              : (strcmp(dt, "BF16") == 0 || strcmp(dt, "F16") == 0) ? 2
+                                                                    : 0;
   if (!width)
-    return ctx_fail(ctx, AP_UNSUPPORTED, "%s: tensor \"%s\": dtype: \"%s\" is not supported (F32, BF16 or F16)", file,
-                    name, dt);
+    return ctx_fail(ctx, AP_UNSUPPORTED, "%s: tensor \"%s\": dtype: \"%s\" is not supported (F32, BF16, F16, I64 or I32)",
+                    file, name, dt);
   if (!json_is_array(js) || json_array_size(js) > ST_MAX_DIMS)
     return ctx_fail(ctx, AP_INVALID, "%s: tensor \"%s\": shape: expected an array of at most %d sizes", file, name,
                     ST_MAX_DIMS);
@@ -124,7 +129,12 @@ static ap_status parse_entry(ap_ctx *ctx, const char *file, const char *name, js
   if (!t->data || !t->name) return ctx_fail(ctx, AP_NOMEM, "%s: out of memory", file);
   const uint8_t *p = data + b;
   for (uint64_t i = 0; i < n_elems; i++) {
-    if (width == 4) {
+    if (is_int) {
+      uint64_t u = 0;
+      for (int k = 0; k < width; k++) u |= (uint64_t)p[(uint64_t)width * i + (uint64_t)k] << (8 * k);
+      if (width == 4 && (u >> 31)) u |= ~(uint64_t)0 << 32; /* sign-extend I32 */
+      t->data[i] = (float)(int64_t)u;
+    } else if (width == 4) {
       uint32_t u = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
                    (uint32_t)p[4 * i + 3] << 24;
       memcpy(&t->data[i], &u, sizeof u);

@@ -44,6 +44,15 @@ class Args(unittest.TestCase):
         self.assertEqual(autopar.estimate(model="gpt2", cluster="h100:8", gbs=8.0, seq=1024.0),
                          autopar.estimate(**EST))  # an integral float is that integer
 
+    def test_count_strings(self):
+        # seq="8k" is 8192 as --seq 8k is (a context length counts in 2^10); other fields count in 10^3
+        self.assertEqual(autopar.estimate(**dict(EST, seq="1k")), autopar.estimate(**EST))
+        self.assertEqual(autopar.describe("gpt2", seq="8k"), autopar.describe("gpt2", seq=8192))
+        self.assertEqual(autopar.estimate(**dict(EST, gbs="8", tp="2")), autopar.estimate(**dict(EST, tp=2)))
+        self.refused("seq", lambda: autopar.describe("gpt2", seq="8x"))
+        self.refused("gbs", lambda: autopar.estimate(**dict(EST, gbs="-8")))
+        self.refused("seq", lambda: autopar.describe("gpt2", seq="9999999999G"))
+
     def test_embedded_nul(self):
         est = autopar.estimate(**EST)
         self.refused("model", lambda: autopar.describe("llama-3-8b\0x"))

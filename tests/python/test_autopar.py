@@ -251,6 +251,16 @@ class Main(unittest.TestCase):
         self.assertEqual(self.run_main("describe", "--model", "llama-3-7b").returncode, 2)
         self.assertEqual(self.run_main("plan", "--model", "llama-3-70b", "--cluster", "h100:1", "--gbs", "8",
                                        "--seq", "4096", "--fix", "offload_optimizer=none").returncode, 1)
+        out = self.run_main("describe", "--model", "gpt2", "--seq", "8x")  # refused by @_checked: one line, 2
+        self.assertEqual((out.returncode, out.stderr.count("\n")), (2, 1), out.stderr)
+        self.assertTrue(out.stderr.startswith("autopar: seq: "), out.stderr)
+
+    def test_seq_suffix_as_cli(self):
+        args = ["estimate", "--model", "gpt2", "--cluster", "h100:8", "--gbs", "8", "--seq", "1k"]
+        out = self.run_main(*args)
+        cli = subprocess.run([BIN, *args], cwd=ROOT, capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout, cli.stdout)
 
 # One case per plan field of the field table: the canonical flags a valid plan needs beside it, the value given,
 # and where the plan document keeps it (docs/plan-format.md) with the value expected there. A field added to

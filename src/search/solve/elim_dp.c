@@ -143,7 +143,7 @@ static ap_status eliminate(elim *e, int32_t v, elim_step *st, double *constant) 
  * whole problem must go: AP_UNSUPPORTED otherwise) or, with all false, until every remaining group has three or
  * more. order[0 .. *n_done) are the eliminated groups in elimination order. */
 static ap_status elim_run(ap_ctx *ctx, const sp_problem *p, arena *a, bool all, elim *e, elim_step **steps_out,
-                          int32_t **order_out, int32_t *n_done_out, double *constant) {
+                          int32_t **order_out, int32_t *n_done_out, double *constant, double deadline_s) {
   int32_t G = p->n_groups;
   *e = (elim){p, a, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL};
   e->inc = arena_alloc(a, (size_t)(G + 1) * sizeof *e->inc);
@@ -189,6 +189,14 @@ static ap_status elim_run(ap_ctx *ctx, const sp_problem *p, arena *a, bool all, 
                       "more neighbours); elim-dp is exact only on series-parallel graphs: use --strategy ilp",
                       p->file, G - n_done);
     }
+    /* The one wall clock of the command (solve.h deadline_s): an elimination costs n_s^3, so a problem of
+     * many large strategy sets must not run past it. As a presolve, what is left becomes the kernel. */
+    if ((n_done & 15) == 0 && solve_clock_s() > deadline_s) {
+      if (!all) break;
+      return ctx_fail(ctx, AP_CANCELLED, "%s: elim-dp ran past the time budget after eliminating %d of %d groups (an "
+                      "exact method has no partial answer: raise --time-budget, or use --strategy greedy)",
+                      p->file, n_done, G);
+    }
     if (eliminate(e, v, &steps[v], constant)) return AP_NOMEM;
     order[n_done++] = v;
     for (int32_t k = 0; k < steps[v].n_nb; k++) {
@@ -221,7 +229,6 @@ static void elim_expand(const sp_problem *p, const elim_step *steps, const int32
 }
 
 ap_status solve_elim_dp(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r) {
-  (void)o;
   if (p->mem_active)
     return ctx_fail(ctx, AP_UNSUPPORTED,
                     "%s: elim-dp cannot take a memory budget over liveness sets (it couples all nodes alive at a "
@@ -233,7 +240,7 @@ ap_status solve_elim_dp(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, s
   elim_step *steps = NULL;
   int32_t *order = NULL, n_done = 0;
   double constant = 0;
-  ap_status st = elim_run(ctx, p, a, true, &e, &steps, &order, &n_done, &constant);
+  ap_status st = elim_run(ctx, p, a, true, &e, &steps, &order, &n_done, &constant, solve_deadline_s(o));
   if (!st) {
     elim_expand(p, steps, order, n_done, r->choice);
     sp_score sc = sp_eval(p, r->choice);
@@ -306,7 +313,7 @@ ap_status solve_elim_presolved(ap_ctx *ctx, const sp_problem *p, const solve_opt
   elim_step *steps = NULL;
   int32_t *order = NULL, n_done = 0;
   double constant = 0;
-  ap_status st = elim_run(ctx, p, a, false, &e, &steps, &order, &n_done, &constant);
+  ap_status st = elim_run(ctx, p, a, false, &e, &steps, &order, &n_done, &constant, solve_deadline_s(o));
   int32_t G = p->n_groups, n_k = G - n_done;
   int32_t *kernel = st ? NULL : arena_alloc(a, (size_t)(n_k + 1) * sizeof *kernel);
   int32_t *index_of = st ? NULL : arena_alloc(a, (size_t)(G + 1) * sizeof *index_of);
@@ -330,6 +337,8 @@ ap_status solve_elim_presolved(ap_ctx *ctx, const sp_problem *p, const solve_opt
   }
   if (!st) {
     r->n_evals = kr.n_evals;
+    r->answer_from = kr.answer_from;
+    r->timed_out = kr.timed_out;
     if (kr.status == SOLVE_INFEASIBLE || isinf(constant)) {
       r->status = SOLVE_INFEASIBLE;
       r->objective = r->lower_bound = NAN;

@@ -410,9 +410,10 @@ ap_status stp_from_json(ap_ctx *ctx, arena *a, const char *file, json_t *root, s
     char w[64];
     snprintf(w, sizeof w, "submeshes[%zu]", m);
     json_t *h = json_array_get(v, 0), *d = json_array_get(v, 1);
+    /* Each factor is bounded before the product (issue 19, class 5: [2^32, 2^32] overflowed to a [0x0] mesh). */
     if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_integer(h) || !json_is_integer(d) ||
-        json_integer_value(h) < 1 || json_integer_value(d) < 1 ||
-        json_integer_value(h) * json_integer_value(d) > MAX_DEVICES)
+        json_integer_value(h) < 1 || json_integer_value(d) < 1 || json_integer_value(h) > MAX_DEVICES ||
+        json_integer_value(d) > MAX_DEVICES || json_integer_value(h) * json_integer_value(d) > MAX_DEVICES)
       return bad(ctx, file, w, "must be [hosts, devices per host], two integers >= 1 (at most 65536 devices)");
     p->submesh_hosts[m] = (int32_t)json_integer_value(h);
     p->submesh_devices_per_host[m] = (int32_t)json_integer_value(d);

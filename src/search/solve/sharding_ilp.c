@@ -18,7 +18,8 @@
  *  - memory (c): per program point Σ m_g_k s_g_k ≤ budget, or with overbudget_cost_per_byte, ≤ budget + z
  *    with z ≥ 0 priced at that cost per byte (z is then the excess of the peak). Memory rows are scaled by
  *    the budget so that their coefficients are near 1.
- * Every column and row is named (NOTES.md: NULL names crash CBC). The LP relaxation (all columns
+ * The model is built in arrays and loaded in one Cbc_loadProblem, which takes no names (NOTES.md's crash on
+ * NULL names is Cbc_addCol's and Cbc_addRow's, no longer called). The LP relaxation (all columns
  * continuous, a clone of the model) is solved too: its value is the lower bound reported. The choice CBC
  * returns is scored again with sp_eval, so the objective printed is the problem's own, at full precision, and
  * "optimal" is reported only when that score meets CBC's proved bound. CBC's integer preprocessing is off (it
@@ -27,6 +28,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <Cbc_C_Interface.h>
 
@@ -34,20 +36,142 @@
 
 typedef struct {
   Cbc_Model *m;
-  int n_cols;
+  int n_cols, n_rows;
   int *s_col; /* first column of each group's s */
   double offset; /* constant objective terms (pairs of single-strategy groups) */
   bool const_infeasible;
+  double deadline_s; /* solve_clock_s() at which the build gives up */
+  bool timed_out;
+  /* The model as it is built: columns (bounds, objective, integrality), rows (bounds) and the coefficients
+   * as (row, column, value) triplets, loaded into CBC in one Cbc_loadProblem. Adding columns and rows one by
+   * one through Cbc_addCol/Cbc_addRow resized CBC's matrix per call: a 1,000-node, 16-strategy problem (442,000
+   * columns) took minutes to build before CBC's own time limit even started (NOTES.md, issue 19 class 3). */
+  double *col_lb, *col_ub, *obj;
+  char *is_int;
+  int cap_cols;
+  double *row_lb, *row_ub;
+  int cap_rows;
+  int *t_row, *t_col;
+  double *t_val;
+  size_t n_t, cap_t;
+  bool oom;
 } ilp_model;
 
-static int add_col(ilp_model *im, const char *name, double ub, double obj, bool integer) {
-  Cbc_addCol(im->m, name, 0.0, ub, obj, integer ? 1 : 0, 0, NULL, NULL);
+/* TUNING: seconds of CLP's root LP per coefficient of the model, measured on this project's 2-core machine
+ * under load with tools/gen_problem.py problems (83k coefficients 0.9 s, 248k 1.9 s, 1.1M 8.6 s: about 8 us
+ * each, near linear). CBC's time limit does not interrupt the root LP, so this is what decides whether CBC
+ * can start at all within a time budget; a faster machine only gives CBC up earlier than it had to. */
+#define ILP_LP_S_PER_NZ 8e-6
+/* TUNING: CBC's root node (the LP, then cut generation and the root heuristics) runs before its first check of
+ * the seconds limit; measured on the same 1.1M-coefficient model under a 30 s limit, Cbc_solve took 136 s wall,
+ * about 15 root LPs. So CBC is started only when this many root LPs fit in the time left. */
+#define ILP_ROOT_LPS 16
+
+static bool grow(void **p, size_t elem, size_t need, size_t *cap) {
+  if (need <= *cap) return true;
+  size_t nc = *cap ? *cap : 1024;
+  while (nc < need) nc *= 2;
+  void *q = realloc(*p, nc * elem);
+  if (!q) return false;
+  *p = q;
+  *cap = nc;
+  return true;
+}
+
+static bool grow_cols(ilp_model *im) {
+  if (im->n_cols < im->cap_cols) return true;
+  size_t c = (size_t)im->cap_cols, c1 = c, c2 = c, c3 = c, need = (size_t)im->n_cols + 1;
+  bool ok = grow((void **)&im->col_lb, sizeof(double), need, &c) && grow((void **)&im->col_ub, sizeof(double), need, &c1) &&
+            grow((void **)&im->obj, sizeof(double), need, &c2) && grow((void **)&im->is_int, 1, need, &c3);
+  if (ok) im->cap_cols = (int)c;
+  return ok;
+}
+
+static int add_col(ilp_model *im, double ub, double obj, bool integer) {
+  if (im->oom) return -1;
+  if (!grow_cols(im)) {
+    im->oom = true;
+    return -1;
+  }
+  im->col_lb[im->n_cols] = 0;
+  im->col_ub[im->n_cols] = ub;
+  im->obj[im->n_cols] = obj;
+  im->is_int[im->n_cols] = integer;
   return im->n_cols++;
 }
 
-/* Builds the model; false when out of memory. */
+/* Adds a row lb <= Σ coefs·cols <= ub; false when out of memory or past the deadline (checked every 65,536
+ * coefficients, so the build honours the time budget too). */
+static bool add_row(ilp_model *im, int n, const int *cols, const double *coefs, double lb, double ub) {
+  if (im->oom || im->timed_out) return false;
+  size_t c = (size_t)im->cap_rows, c1 = c, need = (size_t)im->n_rows + 1;
+  if (!grow((void **)&im->row_lb, sizeof(double), need, &c) || !grow((void **)&im->row_ub, sizeof(double), need, &c1))
+    return !(im->oom = true);
+  im->cap_rows = (int)c;
+  size_t t1 = im->cap_t, t2 = im->cap_t, t3 = im->cap_t, nt = im->n_t + (size_t)n;
+  if (!grow((void **)&im->t_row, sizeof(int), nt, &t1) || !grow((void **)&im->t_col, sizeof(int), nt, &t2) ||
+      !grow((void **)&im->t_val, sizeof(double), nt, &t3))
+    return !(im->oom = true);
+  im->cap_t = t1;
+  if ((im->n_t >> 16) != (nt >> 16) && solve_clock_s() > im->deadline_s) return !(im->timed_out = true);
+  for (int k = 0; k < n; k++) im->t_row[im->n_t] = im->n_rows, im->t_col[im->n_t] = cols[k], im->t_val[im->n_t++] = coefs[k];
+  im->row_lb[im->n_rows] = lb;
+  im->row_ub[im->n_rows++] = ub;
+  return true;
+}
+
+/* Hands the built model to CBC in column-major form, one call (Cbc_loadProblem takes no names, and CBC then
+ * names nothing: NOTES.md's crash on NULL names is Cbc_addCol's). False when out of memory or past the deadline. */
+static bool load(ilp_model *im) {
+  int nc = im->n_cols;
+  int *start = calloc((size_t)nc + 1, sizeof *start), *index = malloc((im->n_t + 1) * sizeof *index);
+  double *value = malloc((im->n_t + 1) * sizeof *value);
+  bool ok = start && index && value;
+  for (size_t i = 0; ok && i < im->n_t; i++) start[im->t_col[i] + 1]++;
+  for (int c = 0; ok && c < nc; c++) start[c + 1] += start[c];
+  int *fill = ok ? malloc(((size_t)nc + 1) * sizeof *fill) : NULL;
+  ok = ok && fill;
+  if (ok) memcpy(fill, start, (size_t)nc * sizeof *fill);
+  for (size_t i = 0; ok && i < im->n_t; i++) {
+    int at = fill[im->t_col[i]]++;
+    index[at] = im->t_row[i];
+    value[at] = im->t_val[i];
+  }
+  if (ok) {
+    Cbc_loadProblem(im->m, nc, im->n_rows, start, index, value, im->col_lb, im->col_ub, im->obj, im->row_lb, im->row_ub);
+    for (int c = 0; c < nc; c++)
+      if (im->is_int[c]) Cbc_setInteger(im->m, c);
+  }
+  free(start);
+  free(index);
+  free(value);
+  free(fill);
+  if (!ok) {
+    im->oom = true;
+    return false;
+  }
+  if (solve_clock_s() > im->deadline_s) {
+    im->timed_out = true;
+    return false;
+  }
+  return true;
+}
+
+static void model_free(ilp_model *im) {
+  free(im->s_col);
+  free(im->col_lb);
+  free(im->col_ub);
+  free(im->obj);
+  free(im->is_int);
+  free(im->row_lb);
+  free(im->row_ub);
+  free(im->t_row);
+  free(im->t_col);
+  free(im->t_val);
+}
+
+/* Builds the model; false when out of memory (im->oom) or past the deadline (im->timed_out). */
 static bool build(const sp_problem *p, ilp_model *im) {
-  char name[96];
   int32_t G = p->n_groups;
   im->s_col = malloc(((size_t)G + 1) * sizeof *im->s_col);
   double **obj = malloc(((size_t)G + 1) * sizeof *obj); /* s objective coefficients, pairs folded in */
@@ -82,10 +206,7 @@ static bool build(const sp_problem *p, ilp_model *im) {
   }
   for (int32_t g = 0; g < G; g++) {
     im->s_col[g] = im->n_cols;
-    for (int32_t k = 0; k < p->n_s[g]; k++) {
-      snprintf(name, sizeof name, "s_%d_%d", g, k);
-      add_col(im, name, fixed0[g][k] ? 0.0 : 1.0, fixed0[g][k] ? 0.0 : obj[g][k], true);
-    }
+    for (int32_t k = 0; k < p->n_s[g]; k++) add_col(im, fixed0[g][k] ? 0.0 : 1.0, fixed0[g][k] ? 0.0 : obj[g][k], true);
   }
   int cap = 16;
   int *cols = malloc((size_t)cap * sizeof *cols);
@@ -103,8 +224,7 @@ static bool build(const sp_problem *p, ilp_model *im) {
   for (int32_t g = 0; ok && g < G; g++) {
     ENSURE(p->n_s[g]);
     for (int32_t k = 0; ok && k < p->n_s[g]; k++) cols[k] = im->s_col[g] + k, coefs[k] = 1;
-    snprintf(name, sizeof name, "one_%d", g);
-    if (ok) Cbc_addRow(im->m, name, p->n_s[g], cols, coefs, 'E', 1.0);
+    ok = ok && add_row(im, p->n_s[g], cols, coefs, 1.0, 1.0); /* one_g */
   }
   for (int32_t e = 0; ok && e < p->n_pairs; e++) {
     const sp_pair *t = &p->pairs[e];
@@ -114,29 +234,25 @@ static bool build(const sp_problem *p, ilp_model *im) {
     for (int32_t a = 0; a < ng; a++)
       for (int32_t b = 0; b < nh; b++) {
         double c = t->cost[(size_t)a * (size_t)nh + (size_t)b];
-        snprintf(name, sizeof name, "e_%d_%d_%d", e, a, b);
-        add_col(im, name, isinf(c) ? 0.0 : 1.0, isinf(c) ? 0.0 : c, false);
+        add_col(im, isinf(c) ? 0.0 : 1.0, isinf(c) ? 0.0 : c, false);
       }
     ENSURE(ng * nh + 1);
     for (int32_t k = 0; ok && k < ng * nh; k++) cols[k] = e0 + k, coefs[k] = 1;
-    snprintf(name, sizeof name, "esum_%d", e);
-    if (ok) Cbc_addRow(im->m, name, ng * nh, cols, coefs, 'E', 1.0);
+    ok = ok && add_row(im, ng * nh, cols, coefs, 1.0, 1.0); /* esum_e */
     for (int32_t a = 0; ok && a < ng; a++) {
       for (int32_t b = 0; b < nh; b++) cols[b] = e0 + a * nh + b, coefs[b] = 1;
       cols[nh] = im->s_col[t->g] + a, coefs[nh] = -1;
-      snprintf(name, sizeof name, "erow_%d_%d", e, a);
-      Cbc_addRow(im->m, name, nh + 1, cols, coefs, 'L', 0.0);
+      ok = add_row(im, nh + 1, cols, coefs, -DBL_MAX, 0.0); /* erow_e_a */
     }
     for (int32_t b = 0; ok && b < nh; b++) {
       for (int32_t a = 0; a < ng; a++) cols[a] = e0 + a * nh + b, coefs[a] = 1;
       cols[ng] = im->s_col[t->h] + b, coefs[ng] = -1;
-      snprintf(name, sizeof name, "ecol_%d_%d", e, b);
-      Cbc_addRow(im->m, name, ng + 1, cols, coefs, 'L', 0.0);
+      ok = add_row(im, ng + 1, cols, coefs, -DBL_MAX, 0.0); /* ecol_e_b */
     }
   }
   if (ok && p->mem_active) {
     double scale = p->budget_bytes > 1 ? p->budget_bytes : 1;
-    int z = p->has_penalty ? add_col(im, "z_over", DBL_MAX, p->penalty_per_byte * scale, false) : -1;
+    int z = p->has_penalty ? add_col(im, DBL_MAX, p->penalty_per_byte * scale, false) : -1;
     for (int32_t t = 0; ok && t < p->n_points; t++) {
       const sp_mempoint *mp = &p->mem[t];
       int n = 0;
@@ -149,14 +265,15 @@ static bool build(const sp_problem *p, ilp_model *im) {
       ENSURE(n + 1);
       if (!ok) break;
       if (z >= 0) cols[n] = z, coefs[n++] = -1;
-      snprintf(name, sizeof name, "mem_%d", t);
-      Cbc_addRow(im->m, name, n, cols, coefs, 'L', p->budget_bytes / scale);
+      ok = add_row(im, n, cols, coefs, -DBL_MAX, p->budget_bytes / scale); /* mem_t */
     }
   }
 #undef ENSURE
   free(cols);
   free(coefs);
+  ok = ok && !im->oom && load(im);
 done:
+  if (!ok && !im->timed_out) im->oom = true;
   for (int32_t g = 0; obj && fixed0 && g < G; g++) {
     free(obj[g]);
     free(fixed0[g]);
@@ -166,25 +283,38 @@ done:
   return ok;
 }
 
-/* The LP relaxation's value (a lower bound), or NAN when it does not solve. */
-static double lp_bound(Cbc_Model *m, int n_cols, double offset) {
+/* The LP relaxation's value (a lower bound), or NAN when it does not solve within limit_s. */
+static double lp_bound(Cbc_Model *m, int n_cols, double offset, double limit_s) {
   Cbc_Model *lp = Cbc_clone(m);
   if (!lp) return NAN;
   for (int c = 0; c < n_cols; c++) Cbc_setContinuous(lp, c);
   Cbc_setLogLevel(lp, 0);
+  Cbc_setParameter(lp, "timeMode", "elapsed");
+  Cbc_setMaximumSeconds(lp, limit_s);
   Cbc_solve(lp);
   double v = Cbc_isProvenOptimal(lp) ? Cbc_getObjValue(lp) + offset : NAN;
   Cbc_deleteModel(lp);
   return v;
 }
 
+/* The time budget is one wall clock over building and solving (docs/solve.md): the deadline is o->deadline_s
+ * (or time_budget_s from here); the build stops at it, the LP relaxation gets at most a fifth of what is left
+ * and CBC the rest as its own seconds limit (elapsed time). Stopped by it with an incumbent, the result is
+ * feasible; with none, AP_CANCELLED and r->timed_out, and the caller (solve.c) answers with its heuristic. */
 static ap_status ilp_solve_sharding(ap_ctx *ctx, const sp_problem *p, const solve_opts *o, sp_result *r) {
-  ilp_model im = {Cbc_newModel(), 0, NULL, 0, false};
+  ilp_model im = {.m = Cbc_newModel(), .deadline_s = solve_deadline_s(o)};
+  r->n_evals = 0;
+  r->timed_out = false;
   if (!im.m) return ctx_fail(ctx, AP_NOMEM, "%s: out of memory", p->file);
   Cbc_setProblemName(im.m, "autopar_sharding");
   if (!build(p, &im)) {
+    bool late = im.timed_out;
     Cbc_deleteModel(im.m);
-    free(im.s_col);
+    model_free(&im);
+    r->timed_out = late;
+    if (late)
+      return ctx_fail(ctx, AP_CANCELLED, "%s: the time budget (%g s) ended while the ILP was being built", p->file,
+                      o->time_budget_s);
     return ctx_fail(ctx, AP_NOMEM, "%s: out of memory", p->file);
   }
   Cbc_setLogLevel(im.m, 0);
@@ -205,17 +335,43 @@ static ap_status ilp_solve_sharding(ap_ctx *ctx, const sp_problem *p, const solv
    * (absolute) and 1e-12 (relative), never at a percentage gap. */
   Cbc_setAllowableGap(im.m, 1e-9);
   Cbc_setAllowableFractionGap(im.m, 1e-12);
-  if (o->time_budget_s > 0) Cbc_setMaximumSeconds(im.m, o->time_budget_s);
-  r->lower_bound = im.const_infeasible || o->skip_lower_bound ? NAN : lp_bound(im.m, im.n_cols, im.offset);
-  r->n_evals = 0;
-  Cbc_solve(im.m);
+  bool limited = isfinite(im.deadline_s);
+  double left = limited ? im.deadline_s - solve_clock_s() : INFINITY, lp_s = ILP_LP_S_PER_NZ * (double)im.n_t;
+  r->lower_bound = NAN;
+  /* CBC's seconds limit does not reach CLP's root LP nor the root's cuts and heuristics (nor the separate
+   * relaxation): measured here, a 1,000-node, 16-strategy problem (1.1 million coefficients) spent 8.6 s in
+   * Cbc_solve under a 1 s limit and 136 s under 30 s. So a model whose root would not fit in the time left is not
+   * handed to CBC at all: the caller answers with its heuristic. */
+  if (limited && ILP_ROOT_LPS * lp_s > left) {
+    r->timed_out = true;
+    Cbc_deleteModel(im.m);
+    model_free(&im);
+    return ctx_fail(ctx, AP_CANCELLED, "%s: the ILP (%d columns, %zu coefficients) would not solve within the time "
+                    "budget (%g s)", p->file, im.n_cols, im.n_t, o->time_budget_s);
+  }
+  if (!im.const_infeasible && !o->skip_lower_bound && left > 0 && (!limited || lp_s <= 0.2 * left))
+    r->lower_bound = lp_bound(im.m, im.n_cols, im.offset, limited ? 0.2 * left : 1e9);
+  left = limited ? im.deadline_s - solve_clock_s() : INFINITY;
   ap_status st = AP_OK;
+  if (limited && left <= 0) {
+    r->timed_out = true;
+    Cbc_deleteModel(im.m);
+    model_free(&im);
+    return ctx_fail(ctx, AP_CANCELLED, "%s: the time budget (%g s) ended before CBC could start", p->file,
+                    o->time_budget_s);
+  }
+  if (limited) {
+    Cbc_setMaximumSeconds(im.m, left);
+  }
+  Cbc_solve(im.m);
+  r->timed_out = Cbc_isSecondsLimitReached(im.m) || (limited && solve_clock_s() > im.deadline_s);
   const double *x = Cbc_getColSolution(im.m);
   bool optimal = Cbc_isProvenOptimal(im.m), has_sol = Cbc_numberSavedSolutions(im.m) > 0 || optimal;
   if (im.const_infeasible || Cbc_isProvenInfeasible(im.m) || (!has_sol && Cbc_status(im.m) == 0)) {
     r->status = SOLVE_INFEASIBLE;
     r->objective = r->lower_bound = NAN;
   } else if (!has_sol || !x) {
+    r->timed_out = true;
     st = ctx_fail(ctx, AP_CANCELLED, "%s: the ILP found no solution within the time budget (%g s)", p->file,
                   o->time_budget_s);
   } else {
@@ -239,7 +395,7 @@ static ap_status ilp_solve_sharding(ap_ctx *ctx, const sp_problem *p, const solv
     }
   }
   Cbc_deleteModel(im.m);
-  free(im.s_col);
+  model_free(&im);
   return st;
 }
 

@@ -22,6 +22,8 @@ typedef struct {
   ap_ctx *progress;        /* where the budget reports progress (and may be told to stop); NULL = nowhere */
   bool skip_lower_bound;   /* the ILP skips its LP relaxation (lower_bound NAN): the inter-op pass's many stage
                               solves use only the optimum, and the relaxation took a third of their time */
+  double deadline_s;       /* solve_clock_s() by which the strategy returns, model building included (one wall
+                              clock for the whole command, issue 19 class 3); 0 = time_budget_s from its start */
 } solve_opts;
 
 /* Defaults: 20,000 evaluations (the issue's test budget), 60 s, seed 1, alpha 1.2 (FlexFlow's searchAlpha at
@@ -36,6 +38,9 @@ typedef struct {
   double lower_bound; /* NAN when the strategy has none */
   int32_t *choice;    /* per group (caller-allocated, sp_problem.n_groups entries) */
   int64_t n_evals;    /* objective evaluations (heuristics), or 0 */
+  const char *answer_from; /* NULL: the strategy's own answer; else what gave it when the time budget ended first
+                              (the ILP: "greedy", its heuristic start, when CBC had no better incumbent) */
+  bool timed_out;     /* the time budget ended before the strategy finished (the result is its best so far) */
 } sp_result;
 
 typedef struct {
@@ -77,6 +82,8 @@ AP_HIDDEN double solve_clock_s(void);
 AP_HIDDEN void solve_budget_start(solve_budget *b, const solve_opts *o);
 /* Counts one evaluation; returns true once the budget is spent. */
 AP_HIDDEN bool solve_budget_spend(solve_budget *b);
+/* The deadline o sets (o->deadline_s, or time_budget_s from now); INFINITY when neither. */
+AP_HIDDEN double solve_deadline_s(const solve_opts *o);
 /* Seconds left (INFINITY when no time limit). */
 AP_HIDDEN double solve_budget_left_s(const solve_budget *b);
 

@@ -86,12 +86,14 @@ static ap_status run_sharding(ap_ctx *ctx, const char *path, json_t *root, arena
     if ((st = parse_annotate(ctx, &p, annotate, ann))) return st;
     o->annotate = ann;
   }
-  sp_result r = {SOLVE_INFEASIBLE, NAN, NAN, arena_alloc(a, (size_t)p.n_groups * sizeof(int32_t)), 0};
+  sp_result r = {SOLVE_INFEASIBLE, NAN, NAN, arena_alloc(a, (size_t)p.n_groups * sizeof(int32_t)), 0, NULL, false};
   if (!r.choice) return ctx_fail(ctx, AP_NOMEM, "out of memory");
   if ((st = s->sharding(ctx, &p, o, &r))) return st;
   bool feasible = r.status != SOLVE_INFEASIBLE;
   if (format == AP_OUT_JSON) {
     header(sb, SP_FORMAT, s->name, r.status, r.objective, r.lower_bound, r.n_evals);
+    if (r.timed_out) sb_puts(sb, ", \"time_budget_ended\": true");
+    if (r.answer_from) sb_printf(sb, ", \"answer_from\": \"%s\"", r.answer_from);
     if (feasible) {
       sb_puts(sb, ", \"choice\": [");
       for (int32_t i = 0; i < p.n_nodes; i++) sb_printf(sb, "%s%d", i ? ", " : "", r.choice[p.group_of[i]]);
@@ -104,6 +106,10 @@ static ap_status run_sharding(ap_ctx *ctx, const char *path, json_t *root, arena
     if (feasible) {
       sb_printf(sb, ", objective %.6g", r.objective);
       if (isfinite(r.lower_bound)) sb_printf(sb, ", lower bound %.6g", r.lower_bound);
+      if (r.answer_from)
+        sb_printf(sb, " (the time budget ended before %s found a better one: %s's answer)", s->name, r.answer_from);
+      else if (r.timed_out)
+        sb_puts(sb, " (the time budget ended: the best found by then)");
       sb_puts(sb, "; choice");
       for (int32_t i = 0; i < p.n_nodes; i++) sb_printf(sb, " %d", r.choice[p.group_of[i]]);
     }
@@ -168,6 +174,8 @@ ap_status ap_solve_file(ap_ctx *ctx, const char *path, const ap_solve_opts *opts
   if (opts->time_budget_s < 0 || !isfinite(opts->time_budget_s))
     return ctx_fail(ctx, AP_INVALID, "--time-budget must be a number of seconds > 0");
   if (opts->max_evals < 0) return ctx_fail(ctx, AP_INVALID, "--evals must be >= 1");
+  /* The time budget is one wall clock for the whole command: reading, reducing, building and solving. */
+  double t0_s = solve_clock_s();
   json_t *root = NULL;
   ap_status st = jx_load_file(ctx, path, &root);
   if (st) return st;
@@ -195,6 +203,7 @@ ap_status ap_solve_file(ap_ctx *ctx, const char *path, const ap_solve_opts *opts
   o.seed = opts->seed;
   o.progress = ctx;
   if (opts->time_budget_s > 0) o.time_budget_s = opts->time_budget_s;
+  o.deadline_s = t0_s + o.time_budget_s;
   o.max_evals = opts->max_evals > 0 ? opts->max_evals : opts->time_budget_s > 0 ? 0 : o.max_evals;
   arena *a = arena_new();
   strbuf sb = {0};
