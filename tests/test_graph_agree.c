@@ -114,7 +114,7 @@ static void check(const agree_case *k) {
   assert_int_equal(gpipe_simulate(ctx, ps, n_ps, (int64_t)r.n_micro, PLAN_SCHED_1F1B, &ev, &n_ev, &sim_s), AP_OK);
   free(ev);
   double closed = r.br.total_s, rel = (closed - sim_s) / sim_s;
-  char mesh[32];
+  char mesh[48];
   if (r.mesh.n_axes == 2) snprintf(mesh, sizeof mesh, "%lldx%lld", (long long)r.mesh.shape[0], (long long)r.mesh.shape[1]);
   else snprintf(mesh, sizeof mesh, "%lld", (long long)r.mesh.shape[0]);
   print_message("# %-14s %-13s mesh %s, %d stage(s), %g micro-batches: closed form %.6g s, simulated %.6g s (%+.1f%%)\n",

@@ -69,7 +69,7 @@ typedef struct {
   Onnx__TensorShapeProto__Dimension dm[MAX_IO][RT_MAX_DIMS], *dms[MAX_IO][RT_MAX_DIMS];
   Onnx__TensorProto init[MAX_IO], *inits[MAX_IO];
   char *in_names[MAX_IO], *out_names[8];
-  char out_buf[8][8];
+  char out_buf[8][16];
 } mbuild;
 
 static ap_status build_and_load(ap_ctx *ctx, dcase *c, ap_model **m) {

@@ -18,7 +18,10 @@
  *    all-reduce by the sharding layer: shard_cost.c).
  * Matmuls, convolutions, pools, embeddings, losses and views are mapped by the sharding layer from their kind
  * and shapes (src/shard/shard_loops.c); their dims_known stays false. The ONNX-level map is then carried to
- * the graph's dims through each value's relabelling (onnx_internal.h g_first, g_count). */
+ * the graph's dims through each value's relabelling (onnx_internal.h g_first, g_count).
+ * The same correspondence carries the batch and sequence tags from the graph inputs to every value
+ * (ox_dim_tags, with the rules of matmuls, convolutions, embeddings and views added), so that the importer
+ * relabels B and S by what a dim is, not by its size (onnx_import.c relabel_tags). */
 #include <string.h>
 
 #include "model/onnx_internal.h"
@@ -253,8 +256,12 @@ void ox_dim_tags(ox *x, int64_t b0, int64_t s0) {
     int no = out->n_dims;
     memset(out->tag, OX_TAG_NONE, sizeof out->tag);
     out->tagged = false;
+    bool sized = true; /* every dim at least 1 (an empty tensor fails later, in add_tensor) */
+    for (int j = 0; j < no; j++) sized = sized && out->dims[j] >= 1;
+    for (int j = 0; in0 && j < in0->n_dims; j++) sized = sized && in0->dims[j] >= 1;
+    if (!sized) continue;
     if (view) {
-      if (in0 && in0->tagged) tag_view(in0, out, b0, s0), out->tagged = true;
+      if (in0 && in0->tagged && in0->n_dims <= ONNX_MAX_DIMS) tag_view(in0, out, b0, s0), out->tagged = true;
       continue;
     }
     if (strcmp(t, "MatMul") == 0 || strcmp(t, "Gemm") == 0) {

@@ -351,7 +351,7 @@ static ap_status emit_packed(imp *im, int ni) {
     return ox_fail(x, AP_INTERNAL, "a packed projection lost its operands");
   ox_val *w = &x->vals[wi], *bias = bi >= 0 ? &x->vals[bi] : NULL;
   bool tr = false;
-  const onnx_tensor *init = ox_packed_weight(x->m, mm, e->mm, &tr);
+  const onnx_tensor *init = ox_packed_weight(x, mm, e->mm, &tr);
   if (!init) return ox_fail(x, AP_INTERNAL, "a packed projection lost its weight");
   int64_t k_dim = w->dims[0], n_part = w->dims[1] / e->parts;
   const char *base = mm->name && *mm->name ? mm->name : arena_printf(x->a, "MatMul_%d", e->mm);

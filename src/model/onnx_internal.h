@@ -48,6 +48,7 @@ typedef struct {
   const char *node_name;
   int in[64], out[OP_MAX_OUT];
   int n_in, n_out;
+  struct ox_names *names; /* the node outputs and initializers by name (onnx_packed.c), or NULL */
 } ox;
 
 /* Fails with "file: node 'name' (op_type T): message". */
@@ -97,7 +98,7 @@ typedef struct {
 AP_HIDDEN ap_status ox_packed_scan(ox *x, ox_packed *pk);
 /* The initializer a packed MatMul's weight is: its input 1, or (*transposed) the input of the Transpose that
  * feeds it; NULL when neither is a 2-D initializer. at: the MatMul's node index. */
-AP_HIDDEN const onnx_tensor *ox_packed_weight(const onnx_model *m, const onnx_node *mm, int64_t at, bool *transposed);
+AP_HIDDEN const onnx_tensor *ox_packed_weight(const ox *x, const onnx_node *mm, int64_t at, bool *transposed);
 /* At the MatMul node ni (the current node, shapes inferred): drops the pattern unless its shapes fit. */
 AP_HIDDEN void ox_packed_check(ox *x, ox_packed *pk, int ni);
 
