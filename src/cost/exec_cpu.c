@@ -164,6 +164,10 @@ static double gemm_s(const exec_cpu_profile *x, exec_layout lay, double m, doubl
   return w > 0 ? 2 * m * n * k * v / w : 0;
 }
 
+double exec_cpu_gemm_s(const exec_cpu_profile *x, exec_layout lay, double m, double n, double k) {
+  return x && x->present ? gemm_s(x, lay, m, n, k) : 0;
+}
+
 /* Linear interpolation of n points (b ascending) at bytes: the first point's value below it, the last segment
  * extended past the last. */
 static double interp(const double *b, const double *t, int n, double bytes) {

@@ -47,4 +47,7 @@ typedef struct {
  * root (a json_t *) into out; a profile without "executor" leaves out->present false (not an error). */
 AP_HIDDEN ap_status exec_cpu_profile_parse(ap_ctx *ctx, const char *file, const void *root, exec_cpu_profile *out);
 
+/* Seconds of one cblas_sgemm of m×n×k in that layout on the profiled core (the measured table by shape). */
+AP_HIDDEN double exec_cpu_gemm_s(const exec_cpu_profile *x, exec_layout lay, double m, double n, double k);
+
 #endif

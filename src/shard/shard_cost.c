@@ -219,7 +219,10 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
     sop.extra_params = op->extra_params / (L->k_loop >= 0 ? f[L->k_loop] : 1) / (hl >= 0 ? f[hl] : 1);
   }
   compute_shard csh = {.tp = 1, .cp = 1, .ep = 1, .etp = 1, .gemm_dtype = env->gemm_dtype};
-  compute_op_time ct = compute_op(env->cm, &mini, &sop, b, s, &csh);
+  /* On a CPU core profiled with the executor's kernels, the op as the graph executor runs it (exec_graph_cpu.c);
+   * else the device model. */
+  compute_op_time ct;
+  if (!compute_op_exec_graph(env->cm, &mini, &sop, b, s, &ct)) ct = compute_op(env->cm, &mini, &sop, b, s, &csh);
   st->compute_s = env->n_micro * (ct.fwd_s + ct.bwd_s);
   st->compute_fwd_s = env->n_micro * ct.fwd_s;
   double params_shard = (double)graph_op_params(&sop);
