@@ -177,9 +177,9 @@ static ap_status read_op_specs(const jx_src *s, json_t *e, const graph_problem *
   json_t *named = json_object_get(e, "weight_specs");
   if (named) {
     if (!json_is_object(named)) return jx_fail(s, "weight_specs", "expected an object keyed by initializer name");
-    if (op->n_weights < 2)
-      return jx_fail(s, "weight_specs", "op %s has %s; weight_specs is for an op with several", op->name,
-                     op->n_weights ? "one weight (give weight_spec)" : "no stored weights");
+    if (op->n_weights < 1)
+      return jx_fail(s, "weight_specs", "op %s has no stored weights (give weight_spec for its logical weight)",
+                     op->name);
     const char *key;
     json_t *v;
     json_object_foreach(named, key, v) {
