@@ -224,6 +224,11 @@ static double coll_in_s(const exec_cpu_profile *x, exec_coll op, int64_t ranks, 
   return t + (bytes >= b[n - 1] ? excess[n - 1] : interp(b, excess, n, bytes));
 }
 
+double exec_cpu_coll_s(const exec_cpu_profile *x, exec_coll op, int64_t ranks, double bytes, bool in_step) {
+  if (!x || !x->present) return 0;
+  return in_step ? coll_in_s(x, op, ranks, bytes) : coll_s(x, op, ranks, bytes);
+}
+
 /* The layer's sizes as the executor reads them (ex_cfg), from the graph's ops. */
 typedef struct {
   double H, nh, nkv, hd, F, E, K, V;

@@ -7,16 +7,19 @@
  *    shapes of its layout (exec_cpu_gemm_s); a batched MatMul of activations, one call per batch matrix;
  *  - Conv: per sample, im2col then one GEMM [C_out, L] = W [C_out, C_in·k] · col [C_in·k, L] (gx_nn.c conv),
  *    backward im2col again, the weight-gradient GEMM dy · colᵀ and the column-gradient GEMM Wᵀ · dy and
- *    col2im; im2col and col2im write and read the column buffer, priced at the profile's in-cache copy rate
- *    per byte (copy_s) twice (the gather's read and its write);
+ *    col2im; im2col and col2im are scalar loops with a bounds test per column element, priced as the other
+ *    scalar loops below, per element;
  *  - every other op: a scalar loop over its elements (gx_fwd.c: one pass per output element, an index computed
  *    per element), at the executor's measured per-element kernel times: transcendental ops (Erf, Tanh,
  *    Sigmoid, Exp, Gelu, Softmax, the loss) at the GELU kernel's per-element time (erff per element),
  *    the rest (arithmetic, ReLU, norms, pools, copies: Concat, Slice, Transpose, Gather) at the norm kernel's
- *    per-element time, forward and backward; the loss at the cross-entropy kernel's per-logit time;
+ *    per-element time, forward and backward (BatchNormalization's backward also its statistics pass again);
+ *    the loss at the cross-entropy kernel's per-logit time;
  *    views (Reshape, Flatten, Squeeze) nothing.
- * Not priced: malloc and first-touch of each op's output buffer, and the per-op dispatch (a string compare and
- * a call, well under a microsecond): the profile measures neither. */
+ * The collectives (src/shard/shard_cost.c coll_time_s) are the profile's isolated MPI times by size: its
+ * in-step excess is the wait for a partner that other jobs descheduled, which bench/graph_executor.py removes
+ * by giving the ranks their own scheduling group. Not priced: malloc and first-touch of each op's output buffer,
+ * and the per-op dispatch (a string compare and a call, well under a microsecond): the profile measures neither. */
 #include <math.h>
 #include <string.h>
 
@@ -64,7 +67,7 @@ bool compute_op_exec_graph(const compute_model *cm, const graph_block *blk, cons
   } else if (op->kind == OP_CONV2D) {
     double n_img = dim_of(y, 0, b, s), cout = (double)op->weight_n, kk = (double)op->weight_k;
     double L = n_img * cout > 0 ? out_n / (n_img * cout) : 0;
-    double col_s = 2.0 * kk * L * 4.0 * x->copy_s; /* im2col or col2im of one sample */
+    double col_s = kk * L * x->norm_fwd_s; /* im2col or col2im of one sample: a scalar loop per column element */
     r.fwd_s = n_img * (exec_cpu_gemm_s(x, EXEC_NN, cout, L, kk) + col_s) + (op->has_bias ? out_n * x->norm_fwd_s : 0);
     r.bwd_s = n_img * (exec_cpu_gemm_s(x, EXEC_NT, cout, kk, L) + exec_cpu_gemm_s(x, EXEC_TN, kk, L, cout) + 2 * col_s) +
               (op->has_bias ? out_n * x->norm_bwd_s : 0);
@@ -81,6 +84,9 @@ bool compute_op_exec_graph(const compute_model *cm, const graph_block *blk, cons
     bool tr = is_transcendental(op->op_type);
     r.fwd_s = elems * (tr ? x->gelu_fwd_s : x->norm_fwd_s);
     r.bwd_s = elems * (tr ? x->gelu_bwd_s : x->norm_bwd_s);
+    /* BatchNormalization's backward recomputes the batch statistics (gx_nn.c batchnorm) before its own two
+     * passes: the forward's statistics pass again. */
+    if (op->op_type && strcmp(op->op_type, "BatchNormalization") == 0) r.bwd_s += elems * x->norm_fwd_s;
   }
   *out = r;
   return true;
