@@ -86,7 +86,7 @@ def main():
     cluster = a.cluster
     if not cluster:
         cluster = os.path.join(work, "profile.json")
-        run([a.bin, "profile", "--ranks", "2", "-o", cluster])
+        run([a.bin, "profile", "--ranks", "2", "-o", cluster], a.nice)
     ag = subprocess.run(["cat", "/proc/self/autogroup"], preexec_fn=session(a.nice), capture_output=True, text=True)
     print("each run in a session of its own: %s (asked nice %d); warm-up steps left out: %d; median of %d steps"
           % (ag.stdout.strip() or "no autogroup", a.nice, a.warmup, max(a.steps - a.warmup, 1)))
