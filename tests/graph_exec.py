@@ -203,6 +203,22 @@ def main():
         tap(r <= 1e-5, "%s: %d stages of mesh [2] on %d ranks, %d micro-batches (%s): equals the serial run over %d "
             "steps, max relative difference %.2e %s" % (model, len(idx) - 1, 2 * (len(idx) - 1), mbs,
                                                         ", ".join(sorted(have)), REF["steps"], r, err))
+    # An annotated plan written with --export json -o reads back (issue 21: it failed on search.followers, the
+    # reader building the problem without the annotations, where a fixed op is no follower): the file records
+    # them as search.annotate, estimate --plan reads it, and it runs equal to the serial run.
+    ann = "/fc1/Gemm=R,S0;/Relu=R,S0"
+    path = os.path.join(work, "mlp.annotated.json")
+    p = subprocess.run([bin_, "plan", "--model", os.path.join(DATA, "mlp.onnx"), "--cluster", "h100:2", "--gbs",
+                        str(REF["gbs"]), "--annotate", ann, "--export", "json", "-o", path], capture_output=True, text=True)
+    doc = json.load(open(path)) if os.path.exists(path) else {}
+    tap(p.returncode == 0 and doc.get("search", {}).get("annotate") == ann,
+        "an annotated plan: --export json -o exits 0 and records search.annotate %s" % p.stderr.strip()[:300])
+    p = subprocess.run([bin_, "estimate", "--plan", path, "--model", os.path.join(DATA, "mlp.onnx"), "--cluster",
+                        "h100:2"], capture_output=True, text=True)
+    tap(p.returncode == 0, "an annotated plan: estimate --plan reads it back %s" % p.stderr.strip()[:300])
+    got, err = train(bin_, "mlp", path)
+    r = rel(got, serial["mlp"]) if got else float("inf")
+    tap(r <= 1e-5, "an annotated plan runs equal to the serial run (max relative difference %.2e) %s" % (r, err))
     # Refusals: one line naming what is refused, exit 2.
     doc = json.load(open(os.path.join(work, "mlp.1.json")))
     two = dict(doc, stages=[doc["stages"][0], doc["stages"][0]])  # both from the first op: not in order

@@ -14,6 +14,7 @@
 #include "plan/plan.h"
 #include "plan/schedule.h"
 #include "model/safetensors.h"
+#include "exec/graph/gx.h"
 
 static ex_cfg tiny(ex_family fam, int64_t E) {
   ex_cfg c = {0};
@@ -525,6 +526,50 @@ static int teardown_ctx(void **state) {
   return 0;
 }
 
+/* The graph runtime's broadcast index (gx_tensor.c, with its fast path for a trailing-dims operand) equals numpy's
+ * rule element for element on shapes of every kind, including matmul's operands whose two matrix dims are cut
+ * from rank with their element count n left whole. */
+static int64_t bcast_ref(const int64_t *td, int trank, int rank, const int64_t *dims, int64_t k) {
+  int64_t idx = 0, stride = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    int64_t c = k % dims[d];
+    k /= dims[d];
+    int q = d - (rank - trank);
+    if (q < 0) continue;
+    if (td[q] != 1) idx += c * stride;
+    stride *= td[q];
+  }
+  return idx;
+}
+
+static void test_gx_bcast_index(void **state) {
+  (void)state;
+  static const struct {
+    int rank;
+    int64_t dims[4];
+    int trank;
+    int64_t td[4];
+    int64_t n; /* the operand's n as the runtime holds it */
+  } cases[] = {
+      {2, {3, 5}, 1, {5}, 5},          {2, {3, 5}, 2, {1, 5}, 5},       {2, {3, 5}, 2, {3, 1}, 3},
+      {3, {2, 3, 4}, 0, {0}, 1},       {3, {2, 3, 4}, 3, {2, 1, 4}, 8}, {3, {2, 3, 4}, 2, {3, 4}, 12},
+      {2, {2, 4}, 1, {4}, 4 * 6 * 7},  {2, {2, 4}, 2, {2, 4}, 8 * 6 * 7}, {4, {2, 3, 1, 5}, 4, {1, 3, 1, 1}, 3},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    gx_tensor t = {0};
+    t.rank = cases[c].trank;
+    for (int d = 0; d < t.rank; d++) t.dims[d] = cases[c].td[d];
+    t.n = cases[c].n;
+    int64_t total = 1;
+    for (int d = 0; d < cases[c].rank; d++) total *= cases[c].dims[d];
+    for (int64_t k = 0; k < total; k++) {
+      int64_t got = gx_bcast_index(&t, cases[c].rank, cases[c].dims, k);
+      int64_t want = bcast_ref(cases[c].td, cases[c].trank, cases[c].rank, cases[c].dims, k);
+      if (got != want) fail_msg("case %zu, element %lld: %lld, want %lld", c, (long long)k, (long long)got, (long long)want);
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_grad_llama),
@@ -541,6 +586,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_safetensors_empty_shape, setup_ctx, teardown_ctx),
       cmocka_unit_test_setup_teardown(test_data_stream, setup_ctx, teardown_ctx),
       cmocka_unit_test_setup_teardown(test_cfg_load, setup_ctx, teardown_ctx),
+      cmocka_unit_test(test_gx_bcast_index),
   };
   return cmocka_run_group_tests_name("exec", tests, NULL, NULL);
 }

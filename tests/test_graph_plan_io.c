@@ -315,6 +315,88 @@ static void test_round_trip(void **state) {
   }
 }
 
+/* Every op with stored weights lists them in weight_specs by initializer name, one-weight ops too (ResNet-50's
+ * convolutions have no bias), with weight_spec beside it; a document with only the old weight_spec, or with only
+ * weight_specs, reads back to the same plan; a wrong initializer name is one line naming it. */
+static void test_single_weight_specs(void **state) {
+  (void)state;
+  ap_ctx *ctx = io_ctx();
+  ap_model *m = NULL;
+  ap_cluster *c = NULL;
+  assert_int_equal(ap_model_load(ctx, "examples/onnx/resnet50.onnx", &m), AP_OK);
+  assert_int_equal(ap_cluster_load(ctx, "h100-sxm:8", &c), AP_OK);
+  char *text = plan_json(ctx, m, "h100-sxm:8", 64);
+  json_t *doc = json_loads(text, 0, NULL);
+  json_t *ops = json_object_get(doc, "ops");
+  int n_one = 0;
+  for (size_t i = 0; i < json_array_size(ops); i++) {
+    json_t *e = json_array_get(ops, i);
+    const graph_op *op = find(model_graph(m), json_string_value(json_object_get(e, "name")));
+    json_t *named = json_object_get(e, "weight_specs");
+    if (op->n_weights == 0) {
+      assert_null(named);
+      continue;
+    }
+    if (!named) fail_msg("%s: no weight_specs", op->name);
+    assert_int_equal(json_object_size(named), op->n_weights);
+    assert_true(json_equal(json_object_get(named, op->weights[0].name), json_object_get(e, "weight_spec")));
+    n_one += op->n_weights == 1;
+  }
+  assert_true(n_one >= 50); /* the convolutions without bias */
+  char *want = NULL;
+  const char *path = "build/tests/p2w.json";
+  assert_int_equal(ap_write_file(ctx, path, text), AP_OK);
+  ap_plan *p = NULL;
+  assert_int_equal(ap_plan_load(ctx, path, &p), AP_OK);
+  if (ap_graph_plan_estimate(ctx, m, c, p, AP_OUT_JSON, &want)) fail_msg("%s", ap_ctx_error(ctx));
+  ap_plan_free(p);
+  for (int variant = 0; variant < 3; variant++) {
+    json_t *d = json_deep_copy(doc), *dops = json_object_get(d, "ops");
+    for (size_t i = 0; i < json_array_size(dops); i++) {
+      json_t *e = json_array_get(dops, i);
+      if (!json_object_get(e, "weight_specs")) continue;
+      if (variant == 0) json_object_del(e, "weight_specs"); /* the older documents */
+      else if (variant == 1) json_object_del(e, "weight_spec");
+    }
+    if (variant == 2) { /* the first op, /conv1/Conv, names an initializer it does not read */
+      json_t *e0 = json_array_get(dops, 0);
+      json_object_set_new(e0, "weight_specs", json_pack("{s:[s,s,s,s]}", "nope", "R", "R", "R", "R"));
+    }
+    char *edited = json_dumps(d, 0), *out = NULL;
+    assert_int_equal(ap_write_file(ctx, path, edited), AP_OK);
+    assert_int_equal(ap_plan_load(ctx, path, &p), AP_OK);
+    ap_status st = ap_graph_plan_estimate(ctx, m, c, p, AP_OUT_JSON, &out);
+    if (variant < 2) {
+      if (st) fail_msg("variant %d: %s", variant, ap_ctx_error(ctx));
+      json_t *a = json_loads(want, 0, NULL), *b = json_loads(out, 0, NULL);
+      assert_true(json_equal(json_object_get(a, "time"), json_object_get(b, "time")));
+      json_t *ao = json_object_get(a, "ops"), *bo = json_object_get(b, "ops");
+      assert_int_equal(json_array_size(ao), json_array_size(bo));
+      for (size_t i = 0; i < json_array_size(ao); i++)
+        if (!json_equal(json_array_get(ao, i), json_array_get(bo, i))) {
+          char *x = json_dumps(json_array_get(ao, i), 0), *y = json_dumps(json_array_get(bo, i), 0);
+          fail_msg("variant %d: ops[%zu]: %s, read back %s", variant, i, x, y);
+        }
+      json_decref(a);
+      json_decref(b);
+    } else {
+      assert_int_equal(st, AP_INVALID);
+      assert_error_contains(ctx, "p2w.json: ops[0] (/conv1/Conv).weight_specs.nope: op /conv1/Conv reads no initializer of that name");
+      assert_null(out);
+    }
+    ap_free(out);
+    ap_plan_free(p);
+    free(edited);
+    json_decref(d);
+  }
+  ap_free(want);
+  json_decref(doc);
+  ap_free(text);
+  ap_cluster_free(c);
+  ap_model_free(m);
+  ap_ctx_free(ctx);
+}
+
 /* Edits of a good plan file, each read back with its one-line message. */
 static void test_reader_messages(void **state) {
   (void)state;
@@ -677,6 +759,7 @@ int main(void) {
       cmocka_unit_test(test_weight_spec_stored_order),
       cmocka_unit_test(test_explain_weight_stored_order),
       cmocka_unit_test(test_weight_specs_and_outputs),
+      cmocka_unit_test(test_single_weight_specs),
       cmocka_unit_test(test_unnamed_nodes),
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_reader_messages),

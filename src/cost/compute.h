@@ -80,6 +80,11 @@ typedef struct {
 
 AP_HIDDEN compute_op_time compute_op(const compute_model *cm, const graph_block *blk, const graph_op *op, double b,
                                      double s, const compute_shard *sh);
+/* An op of a general graph as the graph executor (src/exec/graph/) runs it on a CPU core measured by `autopar
+ * profile` (exec_graph_cpu.c): true and *out filled when cm's profile carries the executor's kernels, false
+ * (out untouched) otherwise, where compute_op's device model applies. */
+AP_HIDDEN bool compute_op_exec_graph(const compute_model *cm, const graph_block *blk, const graph_op *op, double b,
+                                     double s, compute_op_time *out);
 /* The sharding divisor of an op's work under a plan (tp for split ops, ×cp always). */
 AP_HIDDEN double compute_op_divisor(const graph_block *blk, const graph_op *op, const compute_shard *sh);
 

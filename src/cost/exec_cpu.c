@@ -164,6 +164,10 @@ static double gemm_s(const exec_cpu_profile *x, exec_layout lay, double m, doubl
   return w > 0 ? 2 * m * n * k * v / w : 0;
 }
 
+double exec_cpu_gemm_s(const exec_cpu_profile *x, exec_layout lay, double m, double n, double k) {
+  return x && x->present ? gemm_s(x, lay, m, n, k) : 0;
+}
+
 /* Linear interpolation of n points (b ascending) at bytes: the first point's value below it, the last segment
  * extended past the last. */
 static double interp(const double *b, const double *t, int n, double bytes) {
@@ -218,6 +222,11 @@ static double coll_in_s(const exec_cpu_profile *x, exec_coll op, int64_t ranks, 
   double excess[EXEC_CPU_MAX_POINTS];
   for (int i = 0; i < n; i++) excess[i] = fmax(0, v[i] - entry_s(x, best, b[i]));
   return t + (bytes >= b[n - 1] ? excess[n - 1] : interp(b, excess, n, bytes));
+}
+
+double exec_cpu_coll_s(const exec_cpu_profile *x, exec_coll op, int64_t ranks, double bytes, bool in_step) {
+  if (!x || !x->present) return 0;
+  return in_step ? coll_in_s(x, op, ranks, bytes) : coll_s(x, op, ranks, bytes);
 }
 
 /* The layer's sizes as the executor reads them (ex_cfg), from the graph's ops. */

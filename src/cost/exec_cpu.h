@@ -47,4 +47,10 @@ typedef struct {
  * root (a json_t *) into out; a profile without "executor" leaves out->present false (not an error). */
 AP_HIDDEN ap_status exec_cpu_profile_parse(ap_ctx *ctx, const char *file, const void *root, exec_cpu_profile *out);
 
+/* Seconds of one cblas_sgemm of m×n×k in that layout on the profiled core (the measured table by shape). */
+AP_HIDDEN double exec_cpu_gemm_s(const exec_cpu_profile *x, exec_layout lay, double m, double n, double k);
+/* Seconds of one MPI collective over `ranks` ranks of a buffer of `bytes` as the profile measured it: isolated,
+ * or in_step, between two kernels of a pass (its in_step_points excess added). */
+AP_HIDDEN double exec_cpu_coll_s(const exec_cpu_profile *x, exec_coll op, int64_t ranks, double bytes, bool in_step);
+
 #endif

@@ -237,6 +237,24 @@ static void stages_json(strbuf *sb, const gstage *st, int n) {
 }
 
 /* , "inter_op": {layers, stage_solves, memo_hits, solve_s} when the pass ran */
+/* The annotations a plan's search had (gp->fix), as `plan --annotate` takes them: OP=SPEC of each fixed op's
+ * output, so that the plan reader builds the same problem (a fixed op is never a follower). */
+static void annotate_json(strbuf *sb, const graph_problem *gp) {
+  if (!gp->fix) return;
+  strbuf a = {0};
+  for (int i = 0; i < gp->n_nodes; i++) {
+    if (gp->fix[i] < 0 || gp->fix[i] >= gp->nodes[i].n_s) continue;
+    const graph_op *op = &gp->g->blocks[gp->nodes[i].block].ops[gp->nodes[i].op];
+    sb_printf(&a, "%s%s=", a.buf && a.buf[0] ? ";" : "", op->name);
+    gpr_spec_text(&a, &gp->nodes[i].s[gp->fix[i]].out[0]);
+  }
+  if (a.buf && a.buf[0]) {
+    sb_puts(sb, ", \"annotate\": ");
+    json_str(sb, a.buf);
+  }
+  sb_free(&a);
+}
+
 static void inter_op_json(strbuf *sb, const gplan_result *r) {
   if (r->inter_op_s <= 0) return;
   sb_printf(sb, ", \"inter_op\": {\"layers\": %d, \"stage_solves\": %d, \"memo_hits\": %d, \"solve_s\": %.4g}",
@@ -312,8 +330,9 @@ static void write_json(strbuf *sb, const graph *g, const hw_cluster *c, const gp
   sb_printf(sb, ", \"status\": \"%s\", \"lower_bound_s\": ", status_name(r->status));
   if (isfinite(r->lower_bound_s)) sb_printf(sb, "%.6g", r->lower_bound_s);
   else sb_puts(sb, "null");
-  sb_printf(sb, ", \"nodes\": %d, \"followers\": %d, \"groups\": %d, \"tries\": [", gp->n_nodes, gp->n_followers,
-            gp->sp.n_groups);
+  sb_printf(sb, ", \"nodes\": %d, \"followers\": %d, \"groups\": %d", gp->n_nodes, gp->n_followers, gp->sp.n_groups);
+  annotate_json(sb, gp);
+  sb_puts(sb, ", \"tries\": [");
   for (int t = 0; t < r->n_tries; t++) {
     const gplan_try *y = &r->tries[t];
     sb_printf(sb, "%s{\"strategy\": \"%s\", \"mesh\": [%lld", t ? ", " : "", y->strategy, (long long)y->mesh[0]);

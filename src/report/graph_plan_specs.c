@@ -25,8 +25,10 @@ static void weight_fields(strbuf *sb, const graph_op *op, const shard_strategy *
   shard_spec w = s->weight;
   if (op->n_weights > 0) shard_stored_weight_spec(s, &op->weights[0], &w);
   sb_puts(sb, json ? ", \"weight_spec\": " : " weight ");
-  if (op->n_weights < 2 || json) put(sb, &w);
-  if (op->n_weights < 2) return;
+  if (op->n_weights < 1 || json) put(sb, &w);
+  /* weight_specs for every op with stored weights, one or several, by initializer name (the text names each);
+   * weight_spec stays beside it (the first weight's, as older readers take it). */
+  if (op->n_weights < 1) return;
   sb_puts(sb, json ? ", \"weight_specs\": {" : "");
   for (int k = 0; k < op->n_weights; k++) {
     shard_stored_weight_spec(s, &op->weights[k], &w);

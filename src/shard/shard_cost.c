@@ -88,9 +88,25 @@ static graph_tensor shard_tensor(const shard_mesh *m, const graph_tensor *t, con
   return r;
 }
 
-static void add_comm(shard_strategy *st, const shard_mesh *m, comm_coll coll, int axis, double bytes) {
+/* Seconds of one collective on mesh axis `axis`: on a CPU core profiled with the executor's kernels, the MPI
+ * collective as the profile measured it in isolation (exec_cpu.c: its points by size; not the in-step excess,
+ * exec_graph_cpu.c says why), else the cluster's collective model. */
+static double coll_time_s(const shard_env *env, comm_coll coll, int axis, double bytes) {
+  const shard_mesh *m = env->mesh;
+  const exec_cpu_profile *x = env->cm ? env->cm->exec : NULL;
+  if (x && x->present) {
+    static const exec_coll map[] = {[COMM_ALLREDUCE] = EXEC_COLL_ALLREDUCE, [COMM_REDUCE_SCATTER] = EXEC_COLL_REDUCE_SCATTER,
+                                    [COMM_ALLGATHER] = EXEC_COLL_ALLGATHER, [COMM_ALLTOALL] = EXEC_COLL_ALLTOALL,
+                                    [COMM_SENDRECV] = EXEC_COLL_SENDRECV, [COMM_BROADCAST] = EXEC_COLL_ALLGATHER};
+    if ((int)coll >= 0 && coll < COMM_COLL_COUNT) return exec_cpu_coll_s(x, map[coll], m->shape[axis], bytes, false);
+  }
+  return comm_time_s(&m->group[axis], coll, COMM_AUTO, bytes, NULL);
+}
+
+static void add_comm(const shard_env *env, shard_strategy *st, comm_coll coll, int axis, double bytes) {
+  const shard_mesh *m = env->mesh;
   if (bytes <= 0 || m->shape[axis] <= 1) return;
-  double t = comm_time_s(&m->group[axis], coll, COMM_AUTO, bytes, NULL);
+  double t = coll_time_s(env, coll, axis, bytes);
   st->comm_s += t;
   for (int i = 0; i < st->n_comm; i++)
     if (st->comm[i].coll == coll && st->comm[i].axis == axis) {
@@ -107,11 +123,12 @@ static void add_comm(shard_strategy *st, const shard_mesh *m, comm_coll coll, in
  * smaller than a bucket pays its share of a bucket's all-reduce (bytes / cap of it, the latency amortised over
  * the bucket) and a larger one its own all-reduce. The simulator (search/graph/graph_sim.c) launches the
  * buckets as they fill during the backward pass, overlapped with it. */
-static void add_bucketed(shard_strategy *st, const shard_mesh *m, comm_coll coll, int axis, double bytes) {
+static void add_bucketed(const shard_env *env, shard_strategy *st, comm_coll coll, int axis, double bytes) {
+  const shard_mesh *m = env->mesh;
   if (bytes <= 0 || m->shape[axis] <= 1) return;
   double t = bytes >= SHARD_BUCKET_BYTES
-                 ? comm_time_s(&m->group[axis], coll, COMM_AUTO, bytes, NULL)
-                 : bytes / SHARD_BUCKET_BYTES * comm_time_s(&m->group[axis], coll, COMM_AUTO, SHARD_BUCKET_BYTES, NULL);
+                 ? coll_time_s(env, coll, axis, bytes)
+                 : bytes / SHARD_BUCKET_BYTES * coll_time_s(env, coll, axis, SHARD_BUCKET_BYTES);
   st->comm_s += t;
   for (int i = 0; i < st->n_comm; i++)
     if (st->comm[i].coll == coll && st->comm[i].axis == axis) {
@@ -125,13 +142,14 @@ static void add_bucketed(shard_strategy *st, const shard_mesh *m, comm_coll coll
 /* A pending sum over the axes of mask on a buffer of `bytes`: an all-reduce on one axis; over both, the
  * hierarchical form (reduce-scatter inside, all-reduce of the scattered part across, all-gather inside), as
  * NCCL's and Horovod's hierarchical all-reduce (Sergeev & Del Balso 2018 §4; Jia et al. 2018, 2D all-reduce). */
-static void partial_sum(shard_strategy *st, const shard_mesh *m, unsigned mask, double bytes) {
+static void partial_sum(const shard_env *env, shard_strategy *st, unsigned mask, double bytes) {
+  const shard_mesh *m = env->mesh;
   if (mask == 1u || mask == 2u) {
-    add_comm(st, m, COMM_ALLREDUCE, mask == 1u ? 0 : 1, bytes);
+    add_comm(env, st, COMM_ALLREDUCE, mask == 1u ? 0 : 1, bytes);
   } else if (mask == 3u) {
-    add_comm(st, m, COMM_REDUCE_SCATTER, 1, bytes);
-    add_comm(st, m, COMM_ALLREDUCE, 0, bytes / (double)m->shape[1]);
-    add_comm(st, m, COMM_ALLGATHER, 1, bytes);
+    add_comm(env, st, COMM_REDUCE_SCATTER, 1, bytes);
+    add_comm(env, st, COMM_ALLREDUCE, 0, bytes / (double)m->shape[1]);
+    add_comm(env, st, COMM_ALLGATHER, 1, bytes);
   }
 }
 
@@ -219,7 +237,10 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
     sop.extra_params = op->extra_params / (L->k_loop >= 0 ? f[L->k_loop] : 1) / (hl >= 0 ? f[hl] : 1);
   }
   compute_shard csh = {.tp = 1, .cp = 1, .ep = 1, .etp = 1, .gemm_dtype = env->gemm_dtype};
-  compute_op_time ct = compute_op(env->cm, &mini, &sop, b, s, &csh);
+  /* On a CPU core profiled with the executor's kernels, the op as the graph executor runs it (exec_graph_cpu.c);
+   * else the device model. */
+  compute_op_time ct;
+  if (!compute_op_exec_graph(env->cm, &mini, &sop, b, s, &ct)) ct = compute_op(env->cm, &mini, &sop, b, s, &csh);
   st->compute_s = env->n_micro * (ct.fwd_s + ct.bwd_s);
   st->compute_fwd_s = env->n_micro * ct.fwd_s;
   double params_shard = (double)graph_op_params(&sop);
@@ -237,10 +258,10 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
       /* vocab-parallel cross-entropy: the max and the sum of exponentials per row are all-reduced
        * (Megatron-LM, Shoeybi et al. 2019 §3, VocabParallelCrossEntropy) */
       double rows = graph_tensor_numel(&tens[sop.in[0]], b, s) / (double)(L->size[l] / f[l]);
-      add_comm(st, m, COMM_ALLREDUCE, a, env->n_micro * rows * 4.0 * 2.0);
+      add_comm(env, st, COMM_ALLREDUCE, a, env->n_micro * rows * 4.0 * 2.0);
     }
   }
-  partial_sum(st, m, st->partial, env->n_micro * out_bytes);
+  partial_sum(env, st, st->partial, env->n_micro * out_bytes);
   /* BatchNormalization in training mode normalises by the statistics of the whole batch: with N split they are
    * all-reduced, the sum and the sum of squares per channel forward and the two per-channel sums of its
    * gradient backward (PyTorch's SyncBatchNorm, torch/nn/modules/_functions.py: all_reduce of the mean/invstd
@@ -249,7 +270,7 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
   if (op->kind == OP_NORM && op->op_type && strcmp(op->op_type, "BatchNormalization") == 0 && L->n_loops >= 2)
     bn_stat_bytes = env->n_micro * 2.0 * (double)L->size[1] * 4.0;
   for (int a = 0; a < m->n_axes && bn_stat_bytes > 0; a++)
-    if (axis_loop[a] == 0) add_comm(st, m, COMM_ALLREDUCE, a, bn_stat_bytes);
+    if (axis_loop[a] == 0) add_comm(env, st, COMM_ALLREDUCE, a, bn_stat_bytes);
   st->fwd_comm_s = st->comm_s - c_start;
   c_start = st->comm_s;
   /* Backward: each input's gradient is a partial sum over the axes on loops it lacks (a packed projection's
@@ -265,10 +286,10 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
       for (int d = 0; d < t->n_dims; d++) has = has || L->in_map[i][d] == l;
       if (!has) mask |= 1u << a;
     }
-    partial_sum(st, m, mask, env->n_micro * graph_tensor_bytes(&tens[sop.in[i]], b, s));
+    partial_sum(env, st, mask, env->n_micro * graph_tensor_bytes(&tens[sop.in[i]], b, s));
   }
   for (int a = 0; a < m->n_axes && bn_stat_bytes > 0; a++)
-    if (axis_loop[a] == 0) add_comm(st, m, COMM_ALLREDUCE, a, bn_stat_bytes);
+    if (axis_loop[a] == 0) add_comm(env, st, COMM_ALLREDUCE, a, bn_stat_bytes);
   st->bwd_comm_s = st->comm_s - c_start;
   c_start = st->comm_s;
   /* The weight gradient: a partial sum over the axes on loops the weight lacks (data parallelism's
@@ -284,11 +305,11 @@ static bool cost_one(const shard_env *env, const graph_block *blk, const graph_o
       if (!has) mask |= 1u << a;
     }
     if (mask == 1u || mask == 2u) {
-      add_bucketed(st, m, COMM_ALLREDUCE, mask == 1u ? 0 : 1, gbytes);
+      add_bucketed(env, st, COMM_ALLREDUCE, mask == 1u ? 0 : 1, gbytes);
     } else if (mask == 3u) {
-      add_bucketed(st, m, COMM_REDUCE_SCATTER, 1, gbytes);
-      add_bucketed(st, m, COMM_ALLREDUCE, 0, gbytes / (double)m->shape[1]);
-      add_bucketed(st, m, COMM_ALLGATHER, 1, gbytes);
+      add_bucketed(env, st, COMM_REDUCE_SCATTER, 1, gbytes);
+      add_bucketed(env, st, COMM_ALLREDUCE, 0, gbytes / (double)m->shape[1]);
+      add_bucketed(env, st, COMM_ALLGATHER, 1, gbytes);
     }
     st->wgrad_bytes = mask ? gbytes : 0;
     st->wgrad_mask = (uint8_t)mask;
@@ -337,7 +358,6 @@ double shard_reshard_fb(const shard_env *env, double bytes, const shard_spec *fr
     }
     if (ds == dd || m->shape[a] <= 1) continue;
     double shard_bytes = bytes / spec_factor(m, &cur);
-    const comm_group *g = &m->group[a];
     comm_coll fwd, bwd;
     double fb, bb;
     if (dd < 0) { /* all-gather forward, reduce-scatter of the gradient backward */
@@ -354,8 +374,8 @@ double shard_reshard_fb(const shard_env *env, double bytes, const shard_spec *fr
       cur.dim[ds] = (uint8_t)(cur.dim[ds] & ~bit);
       cur.dim[dd] = (uint8_t)(cur.dim[dd] | bit);
     }
-    double tf = fwd == COMM_COLL_COUNT ? 0 : env->n_micro * comm_time_s(g, fwd, COMM_AUTO, fb, NULL);
-    double tb = env->n_micro * comm_time_s(g, bwd, COMM_AUTO, bb, NULL);
+    double tf = fwd == COMM_COLL_COUNT ? 0 : env->n_micro * coll_time_s(env, fwd, a, fb);
+    double tb = env->n_micro * coll_time_s(env, bwd, a, bb);
     t += tf + tb;
     if (fwd_s) *fwd_s += tf;
     if (bwd_s) *bwd_s += tb;

@@ -245,6 +245,9 @@ static void read_plan(const char *path, const gx_graph *g, gr_plan *p) {
     json_t *ins = json_object_get(op, "input_specs"), *ws = json_object_get(op, "weight_specs");
     json_t *w1 = json_object_get(op, "weight_spec"), *part = json_object_get(op, "partial");
     size_t next_in = 0;
+    /* weight_spec is the first weight's (the first key of weight_specs): used once, by name or positionally. */
+    void *first_key = json_is_object(ws) ? json_object_iter(ws) : NULL;
+    const char *first = first_key ? json_object_iter_key(first_key) : NULL;
     bool w1_used = false;
     for (int q = 0; q < nd->n_in; q++) {
       int v = nd->in[q];
@@ -256,8 +259,10 @@ static void read_plan(const char *path, const gx_graph *g, gr_plan *p) {
         continue;
       }
       json_t *byname = json_object_get(ws, g->names[v]);
-      if (byname) parse_spec(path, name, "weight_specs", byname, n_axes, &os->in[q]);
-      else if (!ws && w1 && !w1_used && (g->consts[v].rank < 0 || (g->consts[v].rank >= 1 && !g->consts[v].is_int))) {
+      if (byname) {
+        parse_spec(path, name, "weight_specs", byname, n_axes, &os->in[q]);
+        if (first && strcmp(first, g->names[v]) == 0) w1_used = true;
+      } else if (w1 && !w1_used && (g->consts[v].rank < 0 || (g->consts[v].rank >= 1 && !g->consts[v].is_int))) {
         /* A weight that reaches the op through ops on weights alone (a Transpose of the initializer) is the
          * op's weight as the importer folds it. */
         parse_spec(path, name, "weight_spec", w1, n_axes, &os->in[q]);

@@ -57,15 +57,20 @@ static bool unary(gx_run *r, int k, const float *dy) {
   const gx_tensor *x = IN(0), *y = OUT(0);
   float *dx = gx_grad(r, nd->in[0]);
   if (!dx) return oom(r, k);
+  /* The op is looked up once, not per element (the last case: Gelu). */
+  static const char *const names[] = {"Relu", "Erf", "Tanh", "Sigmoid", "Sqrt", "Neg", "Exp"};
+  int which = -1;
+  for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+    if (!strcmp(op, names[i])) which = i;
   for (int64_t e = 0; e < x->n; e++) {
     float v = x->f[e], o = y->f[e], d;
-    if (!strcmp(op, "Relu")) d = v > 0 ? 1.0f : 0.0f;
-    else if (!strcmp(op, "Erf")) d = 1.12837916709551257f * expf(-v * v);
-    else if (!strcmp(op, "Tanh")) d = 1.0f - o * o;
-    else if (!strcmp(op, "Sigmoid")) d = o * (1.0f - o);
-    else if (!strcmp(op, "Sqrt")) d = 0.5f / o;
-    else if (!strcmp(op, "Neg")) d = -1.0f;
-    else if (!strcmp(op, "Exp")) d = o;
+    if (which == 0) d = v > 0 ? 1.0f : 0.0f;
+    else if (which == 1) d = 1.12837916709551257f * expf(-v * v);
+    else if (which == 2) d = 1.0f - o * o;
+    else if (which == 3) d = o * (1.0f - o);
+    else if (which == 4) d = 0.5f / o;
+    else if (which == 5) d = -1.0f;
+    else if (which == 6) d = o;
     else d = 0.5f * (1.0f + erff(v * (float)0.70710678118654752440)) + v * expf(-0.5f * v * v) * (float)(0.5 * 1.12837916709551257390 * 0.70710678118654752440);
     dx[e] += dy[e] * d;
   }

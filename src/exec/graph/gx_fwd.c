@@ -69,16 +69,24 @@ static bool unary(gx_run *r, int k) {
   gx_tensor *y = OUT(0);
   if (x->is_int) return gx_fail(r, k, "expected a float input");
   if (!gx_alloc(y, false, x->rank, x->dims)) return oom(r, k);
+  /* The op is looked up once, not per element. */
+  static const char *const names[] = {"Relu", "Erf", "Tanh", "Sigmoid", "Sqrt", "Neg", "Exp", "Gelu"};
+  int which = -1;
+  for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+    if (strcmp(op, names[i]) == 0) which = i;
   for (int64_t e = 0; e < x->n; e++) {
     float v = x->f[e];
-    if (strcmp(op, "Relu") == 0) v = v > 0 ? v : 0;
-    else if (strcmp(op, "Erf") == 0) v = erff(v);
-    else if (strcmp(op, "Tanh") == 0) v = tanhf(v);
-    else if (strcmp(op, "Sigmoid") == 0) v = 1.0f / (1.0f + expf(-v));
-    else if (strcmp(op, "Sqrt") == 0) v = sqrtf(v);
-    else if (strcmp(op, "Neg") == 0) v = -v;
-    else if (strcmp(op, "Exp") == 0) v = expf(v);
-    else if (strcmp(op, "Gelu") == 0) v = gelu(v);
+    switch (which) {
+    case 0: v = v > 0 ? v : 0; break;
+    case 1: v = erff(v); break;
+    case 2: v = tanhf(v); break;
+    case 3: v = 1.0f / (1.0f + expf(-v)); break;
+    case 4: v = sqrtf(v); break;
+    case 5: v = -v; break;
+    case 6: v = expf(v); break;
+    case 7: v = gelu(v); break;
+    default: break;
+    }
     y->f[e] = v;
   }
   return true;

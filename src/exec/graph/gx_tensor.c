@@ -48,6 +48,13 @@ bool gx_bcast_shape(const gx_tensor *a, const gx_tensor *b, int *rank, int64_t *
 }
 
 int64_t gx_bcast_index(const gx_tensor *t, int rank, const int64_t *dims, int64_t k) {
+  /* Fast path (the same index): a tensor whose dims are the trailing dims of the broadcast shape (a bias [N] over
+   * [M, N], a scalar), whose element is k modulo the product of its dims (not t->n: matmul passes its operands
+   * with the two matrix dims cut from rank, n unchanged). */
+  bool suffix = t->rank <= rank;
+  int64_t size = 1;
+  for (int d = 0; suffix && d < t->rank; d++) suffix = t->dims[d] == dims[rank - t->rank + d], size *= t->dims[d];
+  if (suffix) return size > 0 ? k % size : 0;
   int64_t idx = 0, stride = 1;
   for (int d = rank - 1; d >= 0; d--) {
     int64_t c = k % dims[d];

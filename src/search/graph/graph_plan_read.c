@@ -20,7 +20,7 @@ static const char *const TOP_KEYS[] = {"format", "model", "model_path", "cluster
 static const char *const MESH_KEYS[] = {"shape", "levels"};
 static const char *const STAGE_KEYS[] = {"first_op", "last_op", "submesh", "mesh", "levels", "time_per_micro_batch_s",
                                          "send_recv_s", "in_flight"};
-static const char *const SEARCH_KEYS[] = {"strategy", "status", "lower_bound_s", "nodes", "followers", "groups", "tries",
+static const char *const SEARCH_KEYS[] = {"strategy", "status", "lower_bound_s", "nodes", "followers", "groups", "annotate", "tries",
                                           "inter_op"};
 static const char *const MFU_KEYS[] = {"value", "flop_per_iteration", "convention"};
 static const char *const INTER_OP_KEYS[] = {"layers", "stage_solves", "memo_hits", "solve_s"};
@@ -177,9 +177,9 @@ static ap_status read_op_specs(const jx_src *s, json_t *e, const graph_problem *
   json_t *named = json_object_get(e, "weight_specs");
   if (named) {
     if (!json_is_object(named)) return jx_fail(s, "weight_specs", "expected an object keyed by initializer name");
-    if (op->n_weights < 2)
-      return jx_fail(s, "weight_specs", "op %s has %s; weight_specs is for an op with several", op->name,
-                     op->n_weights ? "one weight (give weight_spec)" : "no stored weights");
+    if (op->n_weights < 1)
+      return jx_fail(s, "weight_specs", "op %s has no stored weights (give weight_spec for its logical weight)",
+                     op->name);
     const char *key;
     json_t *v;
     json_object_foreach(named, key, v) {
@@ -579,9 +579,27 @@ ap_status gplan_read(ap_ctx *ctx, const char *file, json_t *root, const graph *g
   int n_views = h->stages.n;
   if (n_views <= 1) { /* the whole graph on the plan's mesh */
     int64_t shape[2] = {h->n_axes == 2 ? h->shape[0] : 1, h->n_axes == 2 ? h->shape[1] : h->shape[0]};
-    if ((st = gstage_mesh_problem(ctx, r->a, g, c, &r->cm, shape, r->b, r->s, r->n_micro, h->limit_bytes, &r->mesh,
-                                  &r->gp)))
+    if ((st = gstage_mesh_problem(ctx, r->a, g, c, &r->cm, shape, r->b, r->s, r->n_micro, h->limit_bytes, NULL,
+                                  &r->mesh, &r->gp)))
       return st;
+    /* A plan of an annotated search (search.annotate, `plan --annotate`'s ops and output specs): its problem has
+     * those ops fixed, and a fixed op is never a follower, so it is built again with them fixed. */
+    json_t *se = json_object_get(root, "search"), *an = json_is_object(se) ? json_object_get(se, "annotate") : NULL;
+    if (an) {
+      jx_src s = {ctx, file, "search"};
+      if (!json_is_string(an) || !*json_string_value(an))
+        return jx_fail(&s, "annotate", "expected the annotations as `plan --annotate` takes them (OP=SPEC;...)");
+      int32_t *fix = arena_alloc(r->a, (size_t)(r->gp.n_nodes > 0 ? r->gp.n_nodes : 1) * sizeof *fix);
+      if (!fix) return ctx_fail(ctx, AP_NOMEM, "out of memory");
+      if (gplan_parse_annotate(ctx, &r->gp, json_string_value(an), fix)) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", ap_ctx_error(ctx));
+        return jx_fail(&s, "annotate", "%s", msg);
+      }
+      if ((st = gstage_mesh_problem(ctx, r->a, g, c, &r->cm, shape, r->b, r->s, r->n_micro, h->limit_bytes, fix,
+                                    &r->mesh, &r->gp)))
+        return st;
+    }
     v[0] = (op_view){&r->gp, &r->gp.sp, 0, r->gp.n_nodes - 1};
   } else {
     if ((st = gread_stages_build(&top, r->a, g, c, &r->cm, r->b, r->s, r->n_micro, h->limit_bytes, &h->stages)))

@@ -138,7 +138,7 @@ ap_status gread_stages_build(const jx_src *top, arena *a, const graph *g, const 
       graph_problem *gp = arena_alloc(a, sizeof *gp);
       shard_mesh *mesh = arena_alloc(a, sizeof *mesh);
       if (!gp || !mesh) return ctx_fail(ctx, AP_NOMEM, "out of memory");
-      ap_status st = gstage_mesh_problem(ctx, a, g, c, cm, y->shape, b, s, n_micro, limit_bytes, mesh, gp);
+      ap_status st = gstage_mesh_problem(ctx, a, g, c, cm, y->shape, b, s, n_micro, limit_bytes, NULL, mesh, gp);
       if (st) return st;
       y->gp = gp;
     }

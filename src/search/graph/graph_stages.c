@@ -396,14 +396,15 @@ static ap_status send_s(ap_ctx *ctx, const hw_cluster *c, const gstage_submesh *
 
 ap_status gstage_mesh_problem(ap_ctx *ctx, arena *a, const graph *g, const hw_cluster *c, const compute_model *cm,
                               const int64_t *shape, double b, double s, double n_micro, double limit_bytes,
-                              shard_mesh *mesh, graph_problem *gp) {
+                              const int32_t *fix, shard_mesh *mesh, graph_problem *gp) {
   int n_axes = shape[0] > 1 ? 2 : 1;
   int64_t shp[2] = {n_axes == 2 ? shape[0] : shape[1], shape[1]};
   ap_status st = shard_mesh_init(ctx, c, n_axes, shp, mesh);
   if (st) return st;
   shard_env env = {cm, mesh, b, s, n_micro, 16.0, HW_DTYPE_BF16};
-  gp_opts go = {true, limit_bytes, true, NULL};
+  gp_opts go = {true, limit_bytes, true, (int32_t *)fix};
   if ((st = graph_problem_build(ctx, a, g, &env, &go, gp))) return st;
+  gp->fix = fix;
   gp->env.mesh = mesh;
   gp->mem_limit_bytes = limit_bytes;
   return AP_OK;
@@ -457,7 +458,7 @@ ap_status gstage_run(ap_ctx *ctx, arena *a, const graph *g, const hw_cluster *c,
       int i = m * GST_N_CONFIGS + k;
       have[i] = false;
       if (sm[m].shape[k][1] == 0) continue;
-      if ((st = gstage_mesh_problem(ctx, a, g, c, cm, sm[m].shape[k], b, o->s, B, o->mem_limit_bytes, &meshes[i],
+      if ((st = gstage_mesh_problem(ctx, a, g, c, cm, sm[m].shape[k], b, o->s, B, o->mem_limit_bytes, NULL, &meshes[i],
                                     &gps[i])))
         return st;
       have[i] = true;

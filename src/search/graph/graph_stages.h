@@ -62,10 +62,11 @@ AP_HIDDEN int gstage_submeshes(const hw_cluster *c, gstage_submesh *out);
 
 /* The whole graph's problem on the logical mesh shape[2] ([rows, cols], rows 1 = one axis) at n_micro
  * micro-batches of b samples of length s, budget limit_bytes: the problem every stage on that mesh is a range
- * of. mesh must outlive gp; memory from arena a. The inter-op pass and the plan reader build stages with it. */
+ * of; fix (NULL: none) the annotated strategy per node, as gplan_problem's. mesh must outlive gp; memory from arena a. The inter-op pass and the plan reader build stages with it. */
 AP_HIDDEN ap_status gstage_mesh_problem(ap_ctx *ctx, arena *a, const graph *g, const hw_cluster *c,
                                         const compute_model *cm, const int64_t *shape, double b, double s,
-                                        double n_micro, double limit_bytes, shard_mesh *mesh, graph_problem *gp);
+                                        double n_micro, double limit_bytes, const int32_t *fix, shard_mesh *mesh,
+                                        graph_problem *gp);
 
 /* True when a stage may start at node p (0 < p < n_nodes): not inside a repeated block. */
 AP_HIDDEN bool gstage_cut_ok(const graph_problem *gp, int p);
