@@ -271,7 +271,7 @@ void cost_calibration_text(strbuf *sb, const json_t *c, const char *indent, int 
   }
   char t[1200];
   double e_lo = jd_getn(b, "error_low"), e_hi = jd_getn(b, "error_high");
-  const char *from = jd_gets(b, "from");
+  const char *from = jd_at(b, "from") ? jd_gets(b, "from") : NULL;
   if (from)
     snprintf(t, sizeof t, "%.1f to %.1f tokens/s/device (%.0f%% band: %+.1f%% to %+.1f%% of the prediction), from the %s",
              jd_getn(b, "tokens_per_s_per_device_low"), jd_getn(b, "tokens_per_s_per_device_high"), 100 * jd_getn(b, "level"),
@@ -282,7 +282,7 @@ void cost_calibration_text(strbuf *sb, const json_t *c, const char *indent, int 
              jd_getn(b, "tokens_per_s_per_device_low"), jd_getn(b, "tokens_per_s_per_device_high"), (long long)jd_geti(b, "rows"),
              jd_gets(b, "family"), jd_gets(b, "stack"), -100 * e_hi / (1 + e_hi), -100 * e_lo / (1 + e_lo));
   sb_wrap(sb, first, cont, t, AP_TEXT_WIDTH);
-  const char *mfrom = jd_gets(b, "mem_from");
+  const char *mfrom = jd_at(b, "mem_from") ? jd_gets(b, "mem_from") : NULL;
   if (!mfrom) return;
   snprintf(first, sizeof first, "%s%-*s", indent, width, "mem band");
   snprintf(t, sizeof t, "peak %.1f to %.1f GiB per device of %.1f (%s at the band's upper edge), from the %s",
