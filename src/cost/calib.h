@@ -50,6 +50,19 @@ typedef struct {
   double err, mem_err;
 } calib_point;
 
+/* The level of every error band: the 10th to the 90th percentile. */
+#define CALIB_BAND_LEVEL 0.8
+
+/* A band built from the points nearest to a target (calib_points_band): its low and high residual
+ * ln(predicted / measured), the points it took, their mean distance to the target, the factor the spread was
+ * widened by, and a line on what it was built from. */
+typedef struct {
+  double r_lo, r_hi;
+  int k;
+  double mean_distance, widen;
+  char from[360];
+} calib_near_band;
+
 /* A calibration: compute constants per chip; global communication, overlap and memory constants; error bands. */
 typedef struct {
   int n_chips;
@@ -111,6 +124,11 @@ AP_HIDDEN calib_chip *calib_chip_entry(cost_calib *c, const char *chip);
 /* The band for a prediction on family / stack: the first of (family, stack), (family, any), (any, stack),
  * (any, any) among bands[0..n_bands-1]; NULL when none. */
 AP_HIDDEN const calib_band *calib_band_for(const calib_band *bands, int n_bands, const char *family, const char *stack);
+/* The band of target t from the residuals of pool[0..n-1] with use[i] (NULL: all) nearest to it (calib_band.c,
+ * the one neighbour rule of validate's rows and of estimate's and plan's predictions); memory: of the memory
+ * residuals. 1 when built, 0 when the pool has none, -1 out of memory. */
+AP_HIDDEN int calib_points_band(const calib_point *t, const calib_point *pool, int n, const bool *use, bool memory,
+                                calib_near_band *out);
 /* One line on origin: "GA100 fitted", "B300 not fitted: those of B200, the nearest fitted chip of family
  * Blackwell", ... */
 AP_HIDDEN void calib_origin_text(const calib_origin *o, char *out, size_t n);
@@ -119,6 +137,12 @@ AP_HIDDEN void calib_origin_text(const calib_origin *o, char *out, size_t n);
  * device's family and the plan's stack); NULL when the calibration holds none. */
 AP_HIDDEN const calib_origin *cost_env_origin(const cost_env *env);
 AP_HIDDEN const calib_band *cost_env_band(const cost_env *env, const plan *p);
+/* The point that describes plan p on env as a target of calib_points_band (its device family, stack, dense or
+ * MoE, offload, whether its chip has constants of its own, its devices), and its band from the calibration's
+ * cross-validated residuals (memory: of its memory residuals): 1 built, 0 none (no residuals, or constants that
+ * are the documented defaults or given), -1 out of memory. */
+AP_HIDDEN void cost_env_point(const cost_env *env, const plan *p, calib_point *out);
+AP_HIDDEN int cost_env_point_band(const cost_env *env, const plan *p, bool memory, calib_near_band *out);
 
 /* Makes a child context (ctx_child) evaluate with calibration c, which the caller keeps alive and frees. */
 AP_HIDDEN void calib_lend(ap_ctx *child, const cost_calib *c);

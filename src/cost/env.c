@@ -3,7 +3,9 @@
  * the communication groups of a plan (groups.c derives them from its rank lists), memoised across the plans of
  * one search. Everything a plan evaluation (estimate.c, rank.c, layer.c) reads about the model and the cluster
  * comes from here. */
+#include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +39,12 @@ ap_status cost_env_new(ap_ctx *ctx, const ap_model *m, const ap_cluster *c, cons
       if (!env->bands) cst = ctx_fail(ctx, AP_NOMEM, "out of memory");
       else memcpy(env->bands, cal->bands, sizeof *env->bands * (size_t)cal->n_bands);
       env->n_bands = env->bands ? cal->n_bands : 0;
+    }
+    if (!cst && cal->n_points) {
+      env->points = arena_alloc(env->a, sizeof *env->points * (size_t)cal->n_points);
+      if (!env->points) cst = ctx_fail(ctx, AP_NOMEM, "out of memory");
+      else memcpy(env->points, cal->points, sizeof *env->points * (size_t)cal->n_points);
+      env->n_points = env->points ? cal->n_points : 0;
     }
     if (cst) {
       free(cal);
@@ -311,4 +319,27 @@ const calib_band *cost_env_band(const cost_env *env, const plan *p) {
   const plan_stack_info *s =
       plan_stack_get(p->stack == PLAN_STACK_DEFAULT ? plan_stack_default(env->facts.has_layers) : p->stack);
   return calib_band_for(env->bands, env->n_bands, env->hc->groups[0].device.family, s ? s->name : "any");
+}
+
+void cost_env_point(const cost_env *env, const plan *p, calib_point *out) {
+  memset(out, 0, sizeof *out);
+  const char *fam = env->hc->groups[0].device.family;
+  /* validate's points name a device of no stated family "unknown" (report/validate_band.c). */
+  snprintf(out->family, sizeof out->family, "%s", fam[0] ? fam : "unknown");
+  snprintf(out->stack, sizeof out->stack, "%s", plan_stack_name(cost_env_stack(env, p, NULL)));
+  for (int b = 0; b < env->g->n_blocks; b++) out->moe = out->moe || env->g->blocks[b].is_moe;
+  out->offload = p->offload_optimizer != PLAN_OFFLOAD_NONE || p->offload_param != PLAN_OFFLOAD_NONE;
+  out->chip_unseen = env->origin.how != CALIB_FITTED;
+  int64_t n = plan_n_devices(p);
+  out->num_gpus = n > 0 ? (double)n : 1;
+  out->err = out->mem_err = NAN;
+}
+
+int cost_env_point_band(const cost_env *env, const plan *p, bool memory, calib_near_band *out) {
+  memset(out, 0, sizeof *out);
+  /* Residuals of fitted constants say nothing of the documented defaults, nor of constants a caller gives. */
+  if (env->origin.how == CALIB_DEFAULTS || env->origin.how == CALIB_GIVEN || !env->n_points) return 0;
+  calib_point t;
+  cost_env_point(env, p, &t);
+  return calib_points_band(&t, env->points, env->n_points, NULL, memory, out);
 }

@@ -64,6 +64,8 @@ struct cost_env {
   calib_origin origin; /* where the first node group's compute constants come from */
   calib_band *bands;   /* the calibration's error bands (n_bands, in the arena) */
   int n_bands;
+  calib_point *points; /* the calibration's cross-validated residuals (n_points, in the arena) */
+  int n_points;
 };
 
 /* The sequence length of a plan (its own, else the graph's default). */

@@ -204,27 +204,57 @@ void cost_calibration_put(jd *d, json_t *o, const cost_env *env, const plan *p, 
   if (exec) cost_exec_cpu_origin(env, note, sizeof note);
   else calib_origin_text(org, note, sizeof note);
   jd_str(d, c, "note", note);
-  const calib_band *b = cost_env_band(env, p);
-  if (!b) {
+  /* The band of the runs most like this plan (cost_env_point_band: the neighbour rule of validate's rows), from
+   * the calibration's cross-validated residuals; a calibration without them falls back to its in-sample band of
+   * the device family and stack, and says so. A residual r = ln(predicted / measured) puts the measured
+   * throughput at predicted / e^r, the measured time at predicted · e^r and the measured peak at predicted / e^r. */
+  calib_near_band nb, mb;
+  int got = cost_env_point_band(env, p, false, &nb), mgot = got > 0 ? cost_env_point_band(env, p, true, &mb) : 0;
+  const calib_band *b = got == 0 && env->n_points == 0 ? cost_env_band(env, p) : NULL;
+  if (got <= 0 && !b) {
     jd_null(d, c, "band");
     return;
   }
-  /* A residual e = predicted / measured - 1 puts the measured throughput at predicted / (1 + e) and the measured
-   * time at predicted · (1 + e). */
+  double e_lo, e_hi;
   json_t *bo = jd_obj(d, c, "band");
-  jd_str(d, bo, "family", b->family);
-  jd_str(d, bo, "stack", b->stack);
-  jd_int(d, bo, "rows", b->rows);
-  jd_num(d, bo, "error_low", b->error_low);
-  jd_num(d, bo, "error_high", b->error_high);
-  jd_num(d, bo, "mape", b->mape);
-  double up = 1 + b->error_low > 0 ? 1 / (1 + b->error_low) : INFINITY, down = 1 / (1 + b->error_high);
+  jd_num(d, bo, "level", CALIB_BAND_LEVEL);
+  if (got > 0) {
+    calib_point t;
+    cost_env_point(env, p, &t);
+    jd_str(d, bo, "built_from", "cross-validated residuals");
+    jd_str(d, bo, "family", t.family);
+    jd_str(d, bo, "stack", t.stack);
+    jd_int(d, bo, "rows", nb.k);
+    jd_num(d, bo, "mean_distance", nb.mean_distance);
+    jd_num(d, bo, "widen", nb.widen);
+    jd_str(d, bo, "from", nb.from);
+    e_lo = expm1(nb.r_lo);
+    e_hi = expm1(nb.r_hi);
+  } else {
+    jd_str(d, bo, "built_from", "in-sample family/stack band: the calibration carries no cross-validated residuals");
+    jd_str(d, bo, "family", b->family);
+    jd_str(d, bo, "stack", b->stack);
+    jd_int(d, bo, "rows", b->rows);
+    jd_num(d, bo, "mape", b->mape);
+    e_lo = b->error_low;
+    e_hi = b->error_high;
+  }
+  jd_num(d, bo, "error_low", e_lo);
+  jd_num(d, bo, "error_high", e_hi);
+  double up = 1 + e_lo > 0 ? 1 / (1 + e_lo) : INFINITY, down = 1 / (1 + e_hi);
   jd_num(d, bo, "tokens_per_s_low", r->tokens_per_s * down);
   jd_num(d, bo, "tokens_per_s_high", r->tokens_per_s * up);
   jd_num(d, bo, "tokens_per_s_per_device_low", r->tokens_per_s_per_device * down);
   jd_num(d, bo, "tokens_per_s_per_device_high", r->tokens_per_s_per_device * up);
-  jd_num(d, bo, "iteration_time_s_low", r->iter_s * (1 + b->error_low));
-  jd_num(d, bo, "iteration_time_s_high", r->iter_s * (1 + b->error_high));
+  jd_num(d, bo, "iteration_time_s_low", r->iter_s * (1 + e_lo));
+  jd_num(d, bo, "iteration_time_s_high", r->iter_s * (1 + e_hi));
+  if (mgot > 0 && r->peak_mem_bytes > 0) {
+    jd_str(d, bo, "mem_from", mb.from);
+    jd_num(d, bo, "peak_mem_bytes_low", r->peak_mem_bytes / exp(mb.r_hi));
+    jd_num(d, bo, "peak_mem_bytes_high", r->peak_mem_bytes / exp(mb.r_lo));
+    jd_num(d, bo, "capacity_bytes", r->capacity_bytes);
+    jd_bool(d, bo, "fits_at_band_high", r->fits && r->peak_mem_bytes / exp(mb.r_lo) <= r->capacity_bytes);
+  }
 }
 
 void cost_calibration_text(strbuf *sb, const json_t *c, const char *indent, int width) {
@@ -239,12 +269,25 @@ void cost_calibration_text(strbuf *sb, const json_t *c, const char *indent, int 
     sb_wrap(sb, first, cont, "none: no validate residuals for these constants in the calibration", AP_TEXT_WIDTH);
     return;
   }
-  char t[512];
-  snprintf(t, sizeof t, "%.1f to %.1f tokens/s/device; 80%% of %lld validate rows on %s/%s were within %+.1f%% to "
-                        "%+.1f%% of the prediction",
-           jd_getn(b, "tokens_per_s_per_device_low"), jd_getn(b, "tokens_per_s_per_device_high"), (long long)jd_geti(b, "rows"),
-           jd_gets(b, "family"), jd_gets(b, "stack"), -100 * jd_getn(b, "error_high") / (1 + jd_getn(b, "error_high")),
-           -100 * jd_getn(b, "error_low") / (1 + jd_getn(b, "error_low")));
+  char t[1200];
+  double e_lo = jd_getn(b, "error_low"), e_hi = jd_getn(b, "error_high");
+  const char *from = jd_at(b, "from") ? jd_gets(b, "from") : NULL;
+  if (from)
+    snprintf(t, sizeof t, "%.1f to %.1f tokens/s/device (%.0f%% band: %+.1f%% to %+.1f%% of the prediction), from the %s",
+             jd_getn(b, "tokens_per_s_per_device_low"), jd_getn(b, "tokens_per_s_per_device_high"), 100 * jd_getn(b, "level"),
+             -100 * e_hi / (1 + e_hi), -100 * e_lo / (1 + e_lo), from);
+  else
+    snprintf(t, sizeof t, "%.1f to %.1f tokens/s/device; 80%% of %lld validate rows on %s/%s were within %+.1f%% to "
+                          "%+.1f%% of the prediction (in sample: the calibration carries no cross-validated residuals)",
+             jd_getn(b, "tokens_per_s_per_device_low"), jd_getn(b, "tokens_per_s_per_device_high"), (long long)jd_geti(b, "rows"),
+             jd_gets(b, "family"), jd_gets(b, "stack"), -100 * e_hi / (1 + e_hi), -100 * e_lo / (1 + e_lo));
+  sb_wrap(sb, first, cont, t, AP_TEXT_WIDTH);
+  const char *mfrom = jd_at(b, "mem_from") ? jd_gets(b, "mem_from") : NULL;
+  if (!mfrom) return;
+  snprintf(first, sizeof first, "%s%-*s", indent, width, "mem band");
+  snprintf(t, sizeof t, "peak %.1f to %.1f GiB per device of %.1f (%s at the band's upper edge), from the %s",
+           gib(jd_getn(b, "peak_mem_bytes_low")), gib(jd_getn(b, "peak_mem_bytes_high")), gib(jd_getn(b, "capacity_bytes")),
+           jd_getb(b, "fits_at_band_high") ? "fits" : "does not fit", mfrom);
   sb_wrap(sb, first, cont, t, AP_TEXT_WIDTH);
 }
 

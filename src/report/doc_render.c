@@ -4,8 +4,8 @@
  * the document once and renders from it, so that --json, the text, --tokens and --report (html_api.c) all
  * come from the same figures.
  *
- * Error band: the prediction's band (its "calibration.band", cost/result_fmt.c: the spread of validate's
- * residuals for the device family and stack) carries over to the time, the device-hours and the cost: a
+ * Error band: the prediction's band (its "calibration.band", cost/result_fmt.c: the spread of the
+ * cross-validated residuals of the runs most like the plan) carries over to the time, the device-hours and the cost: a
  * residual e = predicted / measured tokens/s - 1 makes the measured time predicted · (1 + e). */
 #include <math.h>
 #include <stdio.h>

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "core/jdoc.h"
+#include "cost/calib.h"
 #include "cost/cost.h"
 #include "plan/plan.h"
 #include "report/data_floor.h"
@@ -109,7 +110,7 @@ typedef struct {
 } validate_row;
 
 /* The share of measurements an error band is built to hold: the middle 80%. */
-#define VALIDATE_BAND_LEVEL 0.8
+#define VALIDATE_BAND_LEVEL CALIB_BAND_LEVEL
 
 /* One group of a cross-validation: its rows' figures when predicted by constants fitted without them. */
 typedef struct {
