@@ -8,9 +8,10 @@
  * (ex_adamw_step). BatchNormalization's statistics and its backward sums are all-reduced inside the op
  * (gx_comm), so every rank normalises by the global batch, as one process does.
  *
- * What runs: plans whose every op is data parallel (output split on its batch dim over every mesh axis,
- * weights whole, no pending sum), on a 1- or 2-axis mesh, one stage. Any other spec exits 2 naming the op and
- * the spec: the column/row splits, their resharding and the inter-op stages are not run yet. */
+ * What runs: every op under its specs on a 1- or 2-axis mesh (gx_shard.c), the resharding between ops, the
+ * inter-op stages with micro-batches, and packed projections read in parts (<MatMul>#q ops; gx_packed.c, which
+ * rewrites the decoded model before the graph is built). A spec it cannot read exits 2 naming the op and the
+ * spec. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
