@@ -96,7 +96,10 @@ static onnx_node bin_node(arena *a, const char *name, const char *op, const char
 ap_status gx_unpack(ap_ctx *ctx, arena *a, const char *file, onnx_model *m, const char *const *names, int n_names,
                     gx_packed **out, int *n_out) {
   *out = NULL, *n_out = 0;
-  int n_new = 0, cap = m->n_nodes * 5 + 1, n_parts = 0;
+  /* Each packed MatMul becomes at most 4 nodes per Split output (and its Add and Split go). */
+  int n_new = 0, cap = m->n_nodes + 1, n_parts = 0;
+  for (int k = 0; k < m->n_nodes; k++)
+    if (strcmp(m->nodes[k].op_type, "Split") == 0) cap += 4 * m->nodes[k].n_out;
   onnx_node *nn = arena_alloc(a, sizeof *nn * (size_t)cap);
   int *skip = calloc((size_t)(m->n_nodes ? m->n_nodes : 1), sizeof *skip);
   gx_packed *pk = NULL;
