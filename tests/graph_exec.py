@@ -10,7 +10,11 @@ a transformer encoder as torch.onnx.export writes it in training mode; made by t
   data parallelism, column and row splits with their pending sums, 2-D splits (S0, S1, S01) on a [2, 2] mesh,
   resharding between ops, SyncBN statistics, a Concat of 5 split on either axis. Each plan is the planner's,
   with some ops' output specs fixed by --annotate; the test checks that the plan has the kind it is there for;
-* a plan the executor cannot run exits 2 naming what it refuses (several pipeline stages; a spec).
+* a plan the executor cannot run exits 2 naming what it refuses (several pipeline stages; a spec);
+* packed projections (tests/data/graph/packed.*, written by tests/gen_packed_model.py with float64 reference
+  losses in packed_losses.json): the plan reads them in parts (<MatMul>#q), the serial run equals the
+  reference, and the parts split by columns (heads), by rows (pending sum, the bias after it), on a [2, 2] mesh
+  and over 2 stages each equal the serial run; a plan missing a part exits 2 naming the MatMul.
 
 Prints TAP lines ("ok N - ..."). Standard library only.
 Usage: python3 tests/graph_exec.py BIN
@@ -122,6 +126,106 @@ PIPES = [
 ]
 
 
+PACKED = json.load(open(os.path.join(DATA, "packed_losses.json")))
+PACKED_PARTS = ["/qkv/MatMul#0", "/qkv/MatMul#1", "/qkv/MatMul#2", "/glu/MatMul#0", "/glu/MatMul#1"]
+
+
+def packed_train(bin_, plan_path):
+    cmd = [bin_, "run", "--model", os.path.join(DATA, "packed.onnx"), "--plan", plan_path, "--data",
+           os.path.join(DATA, "packed.data.safetensors"), "--init", os.path.join(DATA, "packed.init.safetensors"),
+           "--steps", str(PACKED["steps"]), "--lr", str(PACKED["lr"]), "--optimizer", "sgd", "--json"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode:
+        return None, "exit %d: %s" % (p.returncode, p.stderr.strip())
+    return [s["loss"] for s in json.loads(p.stdout)["steps"]], ""
+
+
+def packed_plan(bin_, cluster, out, annotate=None):
+    cmd = [bin_, "plan", "--model", os.path.join(DATA, "packed.onnx"), "--cluster", cluster, "--gbs",
+           str(PACKED["gbs"]), "--json"] + (["--annotate", annotate] if annotate else [])
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode:
+        return None
+    with open(out, "w") as f:
+        f.write(p.stdout)
+    return json.loads(p.stdout)
+
+
+def packed_cases(bin_, work):
+    """Packed projections (src/model/onnx_packed.c): the plan names one MatMul per part ("<MatMul>#q"); the
+    executor runs each part under its spec on its slice of the packed weight (src/exec/graph/gx_packed.c)."""
+    path = os.path.join(work, "packed.serial.json")
+    doc = packed_plan(bin_, "h100:1", path)
+    names = [o["name"] for o in doc["ops"]] if doc else []
+    tap(doc is not None and all(n in names for n in PACKED_PARTS),
+        "packed: the plan reads both packed projections in parts (ops %s)" % names)
+    serial, err = packed_train(bin_, path)
+    r = rel(serial, PACKED["losses"])
+    tap(r <= 1e-5, "packed: the serial run equals the float64 reference of tests/gen_packed_model.py (%d steps, max "
+        "relative difference %.2e) %s" % (PACKED["steps"], r, err))
+    cases = [
+        ("h100:2", None, None, set()),
+        # heads/parts split: each part's columns on S0 (the qkv weight stored [3N, K] as torch's Linear, the glu
+        # weight [K, 2N]); the head then row-parallel with its pending sum.
+        ("h100:2", "/qkv/MatMul#0=R,S0;/glu/MatMul#0=R,S0", None, {"split weight", "row (pending sum)", "resharding"}),
+        ("h100:4", "/qkv/MatMul#0=S0,S1;/Tanh=S0,S1;/glu/MatMul#0=S1,S0", None, {"2-D", "2-D S01", "split weight"}),
+        # each qkv part row-parallel (its input and weight split on K, a pending sum) and its bias added once
+        # after the sum (the executor's bias Add of the part, gx_packed.c)
+        ("h100:2", None, "row", {"split weight", "row (pending sum)"}),
+    ]
+    for i, (cluster, ann, edit, need) in enumerate(cases):
+        path = os.path.join(work, "packed.%d.json" % i)
+        doc = packed_plan(bin_, cluster, path, ann)
+        if doc is None:
+            tap(False, "packed on %s: plan failed" % cluster)
+            continue
+        if edit == "row":
+            for o in doc["ops"]:
+                if o["name"].startswith("/qkv/MatMul#"):
+                    o["input_specs"], o["output_spec"], o["partial"] = [["R", "S0"]], ["R", "R"], [0]
+                    o["weight_specs"] = {"qkv.weight": ["R", "S0"], "qkv.bias": ["R"]}
+                    o["weight_spec"] = ["R", "S0"]
+            # An executor check only: `estimate --plan` refuses this edit ("its specs must be those of op
+            # /qkv/MatMul#0, which it shares one strategy with"), though every part carries the same specs.
+            json.dump(doc, open(path, "w"))
+        have = kinds(doc)
+        parts_split = any(d != "R" for o in doc["ops"] if o["name"] in PACKED_PARTS
+                          for w in (o.get("weight_specs") or {"w": o.get("weight_spec") or []}).values() for d in w)
+        if ann or edit:
+            have = have | ({"parts split"} if parts_split else set())
+            need = need | {"parts split"}
+        tap(need <= have, "packed on %s mesh %s: the plan holds %s (has %s)" %
+            (cluster, doc["mesh"]["shape"], sorted(need), sorted(have)))
+        got, err = packed_train(bin_, path)
+        r = rel(got, serial)
+        tap(r <= 1e-5, "packed on %s mesh %s (%s): equals the serial run over %d steps, max relative difference %.2e %s"
+            % (cluster, doc["mesh"]["shape"], ", ".join(sorted(have)) or "replicated", PACKED["steps"], r, err))
+    # Two stages cut between the two packed projections, 2 micro-batches.
+    path = os.path.join(work, "packed.pipe.json")
+    doc = packed_plan(bin_, "h100:2", path, "/qkv/MatMul#0=R,S0;/glu/MatMul#0=R,S0")
+    if doc is not None:
+        names = [o["name"] for o in doc["ops"]]
+        cut = names.index("/glu/MatMul#0")
+        doc["stages"] = [{"first_op": names[0], "last_op": names[cut - 1], "submesh": [1, 2], "mesh": [2]},
+                         {"first_op": names[cut], "last_op": names[-1], "submesh": [1, 2], "mesh": [2]}]
+        doc["micro_batches"] = 2
+        json.dump(doc, open(path, "w"))
+        got, err = packed_train(bin_, path)
+        r = rel(got, serial)
+        tap(r <= 1e-5, "packed: 2 stages of mesh [2] on 4 ranks, 2 micro-batches: equals the serial run, max relative "
+            "difference %.2e %s" % (r, err))
+    else:
+        tap(False, "packed: pipeline plan failed")
+    # A plan that names some parts of a packed MatMul but not all: exit 2 naming the MatMul.
+    doc = json.load(open(os.path.join(work, "packed.serial.json")))
+    doc["ops"] = [o for o in doc["ops"] if o["name"] != "/qkv/MatMul#2"]
+    bad = os.path.join(work, "packed.bad.json")
+    json.dump(doc, open(bad, "w"))
+    got, err = packed_train(bin_, bad)
+    tap(got is None and "exit 2" in err and "/qkv/MatMul" in err and "part" in err,
+        "packed: a plan missing a part exits 2 naming the MatMul: %s" % err[:300])
+
+
 def main():
     bin_ = sys.argv[1]
     rank_prog = os.path.join(os.path.dirname(os.path.abspath(bin_)), "autopar-rank")
@@ -219,6 +323,7 @@ def main():
     got, err = train(bin_, "mlp", path)
     r = rel(got, serial["mlp"]) if got else float("inf")
     tap(r <= 1e-5, "an annotated plan runs equal to the serial run (max relative difference %.2e) %s" % (r, err))
+    packed_cases(bin_, work)
     # Refusals: one line naming what is refused, exit 2.
     doc = json.load(open(os.path.join(work, "mlp.1.json")))
     two = dict(doc, stages=[doc["stages"][0], doc["stages"][0]])  # both from the first op: not in order

@@ -8,9 +8,10 @@
  * (ex_adamw_step). BatchNormalization's statistics and its backward sums are all-reduced inside the op
  * (gx_comm), so every rank normalises by the global batch, as one process does.
  *
- * What runs: plans whose every op is data parallel (output split on its batch dim over every mesh axis,
- * weights whole, no pending sum), on a 1- or 2-axis mesh, one stage. Any other spec exits 2 naming the op and
- * the spec: the column/row splits, their resharding and the inter-op stages are not run yet. */
+ * What runs: every op under its specs on a 1- or 2-axis mesh (gx_shard.c), the resharding between ops, the
+ * inter-op stages with micro-batches, and packed projections read in parts (<MatMul>#q ops; gx_packed.c, which
+ * rewrites the decoded model before the graph is built). A spec it cannot read exits 2 naming the op and the
+ * spec. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -149,10 +150,55 @@ static unsigned axes_of(const gx_spec *s) {
   return a;
 }
 
+/* A part of a packed projection (gx_packed.c): the plan gives its weight's spec on the initializer's stored
+ * dims, of part q ([k, n], or [n, k] when stored transposed), so the MatMul takes its Slice [k, n] in that spec
+ * (transposed back), and the bias Add after it runs in the part's output spec with the bias's spec. */
+static void packed_specs(const char *path, const char *op, json_t *ws, json_t *w1, const gx_packed *pk, int n_axes,
+                         gx_opspec *ops, int k) {
+  gx_opspec *os = &ops[k];
+  json_t *wj = json_object_get(ws, pk->weight);
+  if (!wj) wj = w1;
+  if (wj) {
+    gx_spec s;
+    parse_spec(path, op, "weight_specs", wj, n_axes, &s);
+    if (s.rank != 2) die(2, "%s: op \"%s\": the spec of weight \"%s\" has %d dims (expected 2)", path, op, pk->weight, s.rank);
+    os->in[1] = s;
+    if (pk->transposed) os->in[1].d[0] = s.d[1], os->in[1].d[1] = s.d[0];
+  }
+  if (pk->add < 0) return;
+  gx_opspec *ad = &ops[pk->add];
+  const gx_spec *y = &os->out[0];
+  *ad = (gx_opspec){.in_plan = true};
+  for (int q = 0; q < GX_MAX_OUT_SPECS; q++) ad->out[q].rank = -1;
+  for (int q = 0; q < GX_MAX_IO; q++) ad->in[q].rank = -1;
+  ad->out[0] = ad->in[0] = *y;
+  json_t *bj = json_object_get(ws, pk->bias);
+  if (bj) parse_spec(path, op, "weight_specs", bj, n_axes, &ad->in[1]);
+  else if (y->rank > 0) ad->in[1] = (gx_spec){.rank = 1, .d = {y->d[y->rank - 1]}};
+  if (ad->in[1].rank > 0 && y->rank > 0 && ad->in[1].d[0] != y->d[y->rank - 1]) {
+    char buf[300];
+    die(2, "%s: op \"%s\": weight_specs \"%s\" %s: the bias must split as the output's last dim", path, op,
+        pk->bias, spec_str(bj, buf, sizeof buf));
+  }
+  ad->used = axes_of(&ad->out[0]) | axes_of(&ad->in[1]);
+}
+
+/* The plan's op names (for gx_unpack), owned by the returned JSON document. */
+static json_t *plan_names(const char *path, const char ***names, int *n) {
+  json_error_t je;
+  json_t *root = json_load_file(path, 0, &je), *ops = root ? json_object_get(root, "ops") : NULL;
+  if (!root) die(2, "%s:%d: not JSON: %s", path, je.line, je.text);
+  *n = json_is_array(ops) ? (int)json_array_size(ops) : 0;
+  *names = calloc((size_t)(*n ? *n : 1), sizeof **names);
+  if (!*names) die(1, "out of memory");
+  for (int i = 0; i < *n; i++) (*names)[i] = json_string_value(json_object_get(json_array_get(ops, (size_t)i), "name"));
+  return root;
+}
+
 /* Reads the plan's mesh, global batch and micro-batches, and each op's specs onto the graph's nodes (by name,
  * in graph order): output_spec, input_specs onto the node's activation inputs in order, weight_specs onto its
  * initializers by name (weight_spec onto its one weight), partial. One stage only. */
-static void read_plan(const char *path, const gx_graph *g, gr_plan *p) {
+static void read_plan(const char *path, const gx_graph *g, const gx_packed *pk, int n_pk, gr_plan *p) {
   json_error_t je;
   json_t *root = json_load_file(path, 0, &je);
   if (!root) die(2, "%s:%d: not JSON: %s", path, je.line, je.text);
@@ -269,6 +315,8 @@ static void read_plan(const char *path, const gx_graph *g, gr_plan *p) {
         w1_used = true;
       }
     }
+    for (int j = 0; j < n_pk; j++)
+      if (pk[j].mm == k) packed_specs(path, name, ws, w1, &pk[j], n_axes, p->ops, k);
     if (json_is_array(part)) {
       size_t a;
       json_t *x;
@@ -282,6 +330,8 @@ static void read_plan(const char *path, const gx_graph *g, gr_plan *p) {
     os->used = os->partial;
     for (int q = 0; q < GX_MAX_OUT_SPECS; q++) os->used |= axes_of(&os->out[q]);
     for (int q = 0; q < nd->n_in; q++) os->used |= axes_of(&os->in[q]);
+    for (int j = 0; j < n_pk; j++)
+      if (pk[j].mm == k && pk[j].add >= 0) p->stage_of[pk[j].add] = p->stage_of[k];
   }
   json_decref(root);
 }
@@ -468,9 +518,17 @@ int gr_main(int argc, char **argv) {
   if (!ar) die(1, "out of memory");
   if (ops->decode(ctx, ar, a.model, bytes, n_bytes, &m)) die(2, "%s", ap_ctx_error(ctx));
   free(bytes);
+  const char **names = NULL;
+  int n_names = 0, n_pk = 0;
+  gx_packed *pk = NULL;
+  json_t *pdoc = plan_names(a.plan, &names, &n_names);
+  if (gx_unpack(ctx, ar, a.model, &m, names, n_names, &pk, &n_pk)) die(2, "%s", ap_ctx_error(ctx));
+  json_decref(pdoc);
+  free(names);
   if (gx_graph_build(ctx, a.model, &m, &g)) die(2, "%s", ap_ctx_error(ctx));
   gr_plan p;
-  read_plan(a.plan, &g, &p);
+  read_plan(a.plan, &g, pk, n_pk, &p);
+  free(pk);
   gr_data data = {0};
   open_data(ctx, a.data, &g, &data);
   float *w = calloc((size_t)(g.n_weights ? g.n_weights : 1), sizeof *w);

@@ -71,6 +71,24 @@ AP_HIDDEN void gx_graph_free(gx_graph *g);
  * file, may be NULL) has a tensor of that name, its values (the shape must match). */
 AP_HIDDEN ap_status gx_graph_init(ap_ctx *ctx, const gx_graph *g, const char *init, float *w);
 
+/* A part of a packed projection (gx_packed.c): the MatMul node "<MatMul>#q" and its bias Add (-1: none) after
+ * the rewrite, the initializers it reads part `part` of n_parts of (the weight's columns as the MatMul reads
+ * them, [k, n] per part; transposed: stored [n_parts·n, k], as torch.onnx writes nn.Linear's weight). */
+typedef struct {
+  int mm, add;
+  const char *weight, *bias;
+  bool transposed;
+  int part, n_parts;
+  int64_t k, n;
+} gx_packed;
+
+/* Rewrites the decoded model's packed projections that the plan names in parts (names: the plan's op names) into
+ * one Slice-of-the-weight, MatMul and bias Add per part, and names every unnamed node <op_type>_<index> of the
+ * original graph (strings and nodes in arena a). AP_INVALID names the MatMul when the plan reads it in parts
+ * but the graph is not the pattern. *out (malloc'd, or NULL) lists the parts. */
+AP_HIDDEN ap_status gx_unpack(ap_ctx *ctx, arena *a, const char *file, onnx_model *m, const char *const *names,
+                              int n_names, gx_packed **out, int *n_out);
+
 /* The communication an op needs inside itself: the sum of n doubles over the ranks that share its samples
  * (BatchNormalization's statistics: the mesh axes that split the batch, `axes`, a bit per mesh axis). NULL
  * sum: one rank. */
