@@ -127,6 +127,8 @@ AP_HIDDEN const calib_band *calib_band_for(const calib_band *bands, int n_bands,
 /* The band of target t from the residuals of pool[0..n-1] with use[i] (NULL: all) nearest to it (calib_band.c,
  * the one neighbour rule of validate's rows and of estimate's and plan's predictions); memory: of the memory
  * residuals. 1 when built, 0 when the pool has none, -1 out of memory. */
+/* The q-quantile of sorted x[0..n-1] (n >= 1), by linear interpolation between order statistics. */
+AP_HIDDEN double calib_quantile(const double *x, int n, double q);
 AP_HIDDEN int calib_points_band(const calib_point *t, const calib_point *pool, int n, const bool *use, bool memory,
                                 calib_near_band *out);
 /* One line on origin: "GA100 fitted", "B300 not fitted: those of B200, the nearest fitted chip of family

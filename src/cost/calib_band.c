@@ -47,7 +47,7 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static double quantile(const double *x, int n, double q) {
+double calib_quantile(const double *x, int n, double q) {
   double pos = q * (n - 1);
   int i = (int)floor(pos);
   if (i >= n - 1) return x[n - 1];
@@ -88,8 +88,8 @@ int calib_points_band(const calib_point *t, const calib_point *pool, int n, cons
   }
   free(nb);
   qsort(rs, (size_t)k, sizeof *rs, cmp_double);
-  double lo = quantile(rs, k, (1 - CALIB_BAND_LEVEL) / 2), hi = quantile(rs, k, (1 + CALIB_BAND_LEVEL) / 2);
-  double mid = quantile(rs, k, 0.5), widen = 1 + WIDEN_FEW / k + WIDEN_FAR * mean_d;
+  double lo = calib_quantile(rs, k, (1 - CALIB_BAND_LEVEL) / 2), hi = calib_quantile(rs, k, (1 + CALIB_BAND_LEVEL) / 2);
+  double mid = calib_quantile(rs, k, 0.5), widen = 1 + WIDEN_FEW / k + WIDEN_FAR * mean_d;
   double h_lo = fmax((mid - lo) * widen, MIN_HALF), h_hi = fmax((hi - mid) * widen, MIN_HALF);
   out->r_lo = mid - h_lo;
   out->r_hi = mid + h_hi;

@@ -33,8 +33,12 @@ typedef struct {
 static bool g_mpi = false;
 static int g_rank = 0;
 
-static void die(int code, const char *fmt, ...) AP_PRINTF(2, 3);
-static void die(int code, const char *fmt, ...) {
+void rk_mpi_started(int rank) {
+  g_mpi = true;
+  g_rank = rank;
+}
+
+void rk_die(int code, const char *fmt, ...) {
   char msg[1200];
   va_list ap;
   va_start(ap, fmt);
@@ -48,6 +52,7 @@ static void die(int code, const char *fmt, ...) {
   fprintf(stderr, "autopar-rank: %s\n", msg);
   exit(code);
 }
+#define die rk_die
 
 static void parse_args(int argc, char **argv, rk_args *a) {
   *a = (rk_args){.data_width = 2, .steps = 1, .fail_rank = -1, .opt = {3e-4, 0.9, 0.95, 1e-8, 0.1}};
@@ -526,10 +531,9 @@ int main(int argc, char **argv) {
   }
 #endif
   MPI_Init(&argc, &argv);
-  g_mpi = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &s.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &s.world);
-  g_rank = s.rank;
+  rk_mpi_started(s.rank);
   if (s.world != s.p.n_dev) die(2, "%s: the plan has %lld devices but the job has %d ranks", a.plan, (long long)s.p.n_dev, s.world);
   s.dp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_DP);
   s.pp_rank = coord(ctx, a.plan, s.rank, PLAN_AXIS_PP);

@@ -84,4 +84,9 @@ void rk_cp_reduce_scatter(void *user, const float *full, float *loc, int64_t B, 
  * pipeline stage only; 0 elsewhere), or a negative value on failure with msg filled. */
 double rk_pipeline_step(rk_state *s, int64_t t, char *msg, size_t n_msg);
 
+/* The rank program's fatal error (rank.c, also the graph runtime's grank.c): one line "autopar-rank: MSG" on
+ * stderr and exit(code); once rk_mpi_started, "autopar-rank: rank R: MSG" and MPI_Abort(code). */
+void rk_die(int code, const char *fmt, ...) AP_PRINTF(2, 3);
+void rk_mpi_started(int rank);
+
 #endif

@@ -30,13 +30,6 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* The q-quantile of sorted x[0..n-1], by linear interpolation between order statistics. */
-static double quantile(const double *x, int n, double q) {
-  double pos = q * (n - 1);
-  int i = (int)floor(pos);
-  if (i >= n - 1) return x[n - 1];
-  return x[i] + (pos - i) * (x[i + 1] - x[i]);
-}
 
 /* Adds the band of the residuals matching (family, stack), "any" matching all, when there are enough. */
 static void add_band(cost_calib *cal, const residual *r, int n, const char *family, const char *stack, double *buf) {
@@ -58,8 +51,8 @@ static void add_band(cost_calib *cal, const residual *r, int n, const char *fami
   snprintf(b->family, sizeof b->family, "%s", family);
   snprintf(b->stack, sizeof b->stack, "%s", stack);
   b->rows = m;
-  b->error_low = quantile(buf, m, BAND_LOW_Q);
-  b->error_high = quantile(buf, m, BAND_HIGH_Q);
+  b->error_low = calib_quantile(buf, m, BAND_LOW_Q);
+  b->error_high = calib_quantile(buf, m, BAND_HIGH_Q);
   b->mape = abs_sum / m;
 }
 

@@ -23,6 +23,7 @@
 #include <mpi.h>
 
 #include "exec/graph/grank.h"
+#include "exec/rank.h"
 #include "exec/graph/gx.h"
 #include "exec/graph/gx_shard.h"
 #include "model/onnx.h"
@@ -41,24 +42,7 @@ typedef struct {
   bool wd_given;
 } gr_args;
 
-static bool g_mpi = false;
-static int g_rank = 0;
-
-static void die(int code, const char *fmt, ...) AP_PRINTF(2, 3);
-static void die(int code, const char *fmt, ...) {
-  char msg[1200];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (g_mpi) {
-    fprintf(stderr, "autopar-rank: rank %d: %s\n", g_rank, msg);
-    fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, code);
-  }
-  fprintf(stderr, "autopar-rank: %s\n", msg);
-  exit(code);
-}
+#define die rk_die /* rank.c's: one line, naming the rank once MPI runs, then MPI_Abort */
 
 bool gr_is_graph(const char *model) {
   size_t n = model ? strlen(model) : 0;
@@ -548,11 +532,10 @@ int gr_main(int argc, char **argv) {
   }
   if (!a.result) die(2, "--result: required without --check");
   MPI_Init(&argc, &argv);
-  g_mpi = true;
   int rank, world;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
-  g_rank = rank;
+  rk_mpi_started(rank);
   if (world != p.n_dev) die(2, "%s: the plan has %d devices but the job has %d ranks", a.plan, p.n_dev, world);
   /* This rank's stage (stages take consecutive ranks in order) and its place on the stage's mesh, whose last
    * axis takes consecutive ranks (docs/graph-plan.md "Mesh"). */
