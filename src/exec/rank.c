@@ -30,28 +30,6 @@ typedef struct {
   ex_adamw opt;
 } rk_args;
 
-static bool g_mpi = false;
-static int g_rank = 0;
-
-void rk_mpi_started(int rank) {
-  g_mpi = true;
-  g_rank = rank;
-}
-
-void rk_die(int code, const char *fmt, ...) {
-  char msg[1200];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (g_mpi) {
-    fprintf(stderr, "autopar-rank: rank %d: %s\n", g_rank, msg);
-    fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, code);
-  }
-  fprintf(stderr, "autopar-rank: %s\n", msg);
-  exit(code);
-}
 #define die rk_die
 
 static void parse_args(int argc, char **argv, rk_args *a) {
